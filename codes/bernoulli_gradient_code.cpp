@@ -1,0 +1,61 @@
+#include "codes/bernoulli_gradient_code.h"
+
+#include <boost/random/bernoulli_distribution.hpp>
+#include <boost/random/mersenne_twister.hpp>
+#include <vector>
+
+#include "models/invariant.h"
+
+namespace stragglersim::codes {
+namespace {
+
+Eigen::MatrixXd bgc_assignment(int n, int k, double d, std::uint64_t seed) {
+  STRAGGLERSIM_ASSERT(n >= 1 && k >= 1, "BGC needs workers >= 1 and partitions >= 1");
+  STRAGGLERSIM_ASSERT(d > 0.0 && d <= n, "BGC needs 0 < d <= workers");
+  boost::random::mt19937_64 engine(seed);
+  boost::random::bernoulli_distribution<double> holds(d / n);
+  Eigen::MatrixXd b = Eigen::MatrixXd::Zero(n, k);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < k; ++j) {
+      b(i, j) = holds(engine) ? 1.0 : 0.0;
+    }
+  }
+  return b;
+}
+
+}  // namespace
+
+BernoulliGradientCode::BernoulliGradientCode(int workers,
+                                             int partitions,
+                                             double d,
+                                             std::uint64_t seed)
+    : GradientCode(bgc_assignment(workers, partitions, d, seed), EmptyPartitions::kAllowed),
+      d_(d) {}
+
+Decoding BernoulliGradientCode::decode_one_step(std::span<const int> heard) const {
+  Eigen::VectorXd weights = Eigen::VectorXd::Zero(workers());
+  std::vector<char> seen(static_cast<std::size_t>(workers()), 0);
+  int r = 0;
+  for (const int i : heard) {
+    STRAGGLERSIM_ASSERT(i >= 0 && i < workers(), "worker out of range");
+    char& c = seen[static_cast<std::size_t>(i)];
+    r += c == 0 ? 1 : 0;
+    c = 1;
+  }
+  if (r > 0) {
+    const double a = workers() / (d_ * r);
+    for (int i = 0; i < workers(); ++i) {
+      if (seen[static_cast<std::size_t>(i)] != 0) {
+        weights(i) = a;
+      }
+    }
+  }
+  return finish(std::move(weights), 1.0);
+}
+
+double BernoulliGradientCode::expected_one_step_error(int heard) const {
+  STRAGGLERSIM_ASSERT(heard >= 1, "expected one-step error needs at least one worker heard");
+  return partitions() * (workers() - d_) / (d_ * heard);
+}
+
+}  // namespace stragglersim::codes

@@ -1,0 +1,28 @@
+#pragma once
+#include "codes/gradient_code.h"
+
+namespace stragglersim::codes {
+
+/// Fractional repetition code (Tandon et al. 2017, §3; the ErasureHead assignment): n workers,
+/// k = n partitions, d | n. Group g = workers g·d … g·d + d − 1, all holding partitions
+/// g·d … g·d + d − 1 with B_ij = 1. Load d per worker; tolerates d − 1 stragglers.
+/// The optimal decode of any K sums one message per covered group (the first heard, in the
+/// order given): α_j = 1 on covered groups and 0 elsewhere, which is both the exact decoder when
+/// every group is covered and ErasureHead's approximate estimate otherwise.
+class FractionalRepetitionCode final : public GradientCode {
+ public:
+  /// Illegal: workers < 1, d < 1, d not dividing workers.
+  FractionalRepetitionCode(int workers, int d);
+  [[nodiscard]] std::string name() const override { return "frc"; }
+  [[nodiscard]] int stragglers_tolerated() const override { return d_ - 1; }
+  [[nodiscard]] int replication() const { return d_; }
+  [[nodiscard]] int groups() const { return workers() / d_; }
+  [[nodiscard]] int group_of(int worker) const { return worker / d_; }
+  [[nodiscard]] bool decodable(std::span<const int> heard) const override;
+  [[nodiscard]] Decoding decode_optimal(std::span<const int> heard) const override;
+
+ private:
+  int d_;
+};
+
+}  // namespace stragglersim::codes

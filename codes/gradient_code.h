@@ -1,0 +1,103 @@
+#pragma once
+// Gradient codes (Tandon et al. 2017; DESIGN.md §1). A code is an n × k assignment matrix B:
+// worker i holds the partitions in supp(B_i) and sends y_i = Σ_j B_ij ∇F_j(x). Given the set K
+// of workers heard, a decoder picks weights a (zero outside K) and the master forms
+// ĝ = Σ_{i∈K} a_i y_i = Σ_j α_j ∇F_j with α = B_Kᵀa. Decoding is exact when α = 1; the
+// decoding error is ‖α − 1‖².
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace stragglersim::codes {
+
+/// Outcome of one decode. `weights` has one entry per worker (zero for workers unused),
+/// `alpha` one per partition.
+struct Decoding {
+  Eigen::VectorXd weights;
+  Eigen::VectorXd alpha;
+  double error = 0.0;      ///< ‖α − 1‖²
+  double condition = 1.0;  ///< condition number of the linear solve (1 for combinatorial decoders)
+  bool exact = false;      ///< error ≤ kExactTolerance and condition ≤ kConditionLimit
+  int partitions_covered = 0;  ///< #{j : α_j ≠ 0}
+  std::string problem;         ///< why an exact decode was refused; empty otherwise
+};
+
+/// Residual ‖α − 1‖² below which a decode counts as exact.
+inline constexpr double kExactTolerance = 1e-9;
+/// Condition number above which a linear-algebra decode is flagged ill-conditioned: with
+/// double precision, 1e10 leaves about six correct digits in the gradient.
+inline constexpr double kConditionLimit = 1e10;
+
+/// How the estimate is rescaled after decoding (DESIGN.md §1, ErasureHead): `kNone` as the
+/// reference implementation, `kExpected` divide by 1 − q, `kEmpirical` multiply by k / covered.
+enum class Rescale { kNone, kExpected, kEmpirical };
+
+class GradientCode {
+ public:
+  /// Illegal: empty B, negative entries are allowed (MDS codes) but a zero column is not.
+  explicit GradientCode(Eigen::MatrixXd assignment);
+  virtual ~GradientCode() = default;
+  GradientCode(const GradientCode&) = delete;
+  GradientCode& operator=(const GradientCode&) = delete;
+
+  [[nodiscard]] virtual std::string name() const = 0;
+  /// Worst-case number of stragglers exact decoding tolerates (s); 0 when none is guaranteed.
+  [[nodiscard]] virtual int stragglers_tolerated() const = 0;
+
+  [[nodiscard]] int workers() const { return workers_; }
+  [[nodiscard]] int partitions() const { return partitions_; }
+  /// B, n × k, dense. Codes built from supports (FRC, uncoded) materialise it only when
+  /// n·k ≤ kDenseLimit, so delay-only runs with 10^6 workers stay O(n); asking a larger one
+  /// for its dense B is an internal error.
+  [[nodiscard]] const Eigen::MatrixXd& assignment() const;
+  /// B_ij over support(worker), in the same order.
+  [[nodiscard]] std::span<const double> support_values(int worker) const;
+  /// Partitions held by `worker`, ascending.
+  [[nodiscard]] std::span<const int> support(int worker) const;
+  /// Normalised load |supp(B_i)| · n / k (an uncoded worker has load 1).
+  [[nodiscard]] double load(int worker) const;
+  [[nodiscard]] std::vector<double> loads() const;
+
+  /// Whether B_Kᵀa = 1 is solvable (to tolerance, well conditioned) for the workers heard.
+  [[nodiscard]] virtual bool decodable(std::span<const int> heard) const;
+  /// argmin_a ‖B_Kᵀa − 1‖² over a supported on `heard`. Default: complete orthogonal
+  /// decomposition of B_Kᵀ (rank-revealing, never normal equations), with its condition number.
+  [[nodiscard]] virtual Decoding decode_optimal(std::span<const int> heard) const;
+  /// Exact decoding: the optimal decode, marked `exact` only when its residual and condition
+  /// number are within limits; otherwise `problem` says why.
+  [[nodiscard]] virtual Decoding decode_exact(std::span<const int> heard) const;
+  /// Fixed-weight decoding (BGC one-step, SGC): weights that do not depend on solving a system.
+  /// Codes that define no one-step rule return the optimal decode.
+  [[nodiscard]] virtual Decoding decode_one_step(std::span<const int> heard) const;
+
+ protected:
+  /// Whether a partition held by no worker (a zero column of B) is legal.
+  enum class EmptyPartitions { kForbidden, kAllowed };
+  /// For random codes in which a partition may be held by nobody (BGC): such a partition always
+  /// has α_j = 0 and contributes 1 to the decoding error.
+  GradientCode(Eigen::MatrixXd assignment, EmptyPartitions empty);
+  /// A 0/1 code given by its supports (B_ij = 1 for j in supports[i]); O(nnz) memory.
+  GradientCode(int partitions, std::vector<std::vector<int>> supports);
+
+  /// Largest n·k for which a support-built code also keeps its dense B.
+  static constexpr std::int64_t kDenseLimit = 1 << 24;
+
+  /// Fills α, error, partitions_covered and exact from `weights` (condition given).
+  [[nodiscard]] Decoding finish(Eigen::VectorXd weights, double condition) const;
+
+ private:
+  int workers_ = 0;
+  int partitions_ = 0;
+  Eigen::MatrixXd b_;
+  std::vector<std::vector<int>> supports_;
+  std::vector<std::vector<double>> values_;
+};
+
+/// Multiplies the decode weights (and α) by `factor`: the `expected` and `empirical` rescales.
+void rescale(Decoding& decoding, Rescale rule, double erasure_probability);
+
+}  // namespace stragglersim::codes

@@ -1,0 +1,19 @@
+#pragma once
+#include "codes/gradient_code.h"
+
+namespace stragglersim::codes {
+
+/// B = I_n (k = n): worker i holds partition i. Exact only when every worker is heard; the
+/// optimal decode of a subset K is a = 1_K (α_j = 1 for j ∈ K), which is what
+/// "ignore stragglers" uses before its n/r rescaling.
+class UncodedCode final : public GradientCode {
+ public:
+  /// Illegal: workers < 1.
+  explicit UncodedCode(int workers);
+  [[nodiscard]] std::string name() const override { return "uncoded"; }
+  [[nodiscard]] int stragglers_tolerated() const override { return 0; }
+  [[nodiscard]] bool decodable(std::span<const int> heard) const override;
+  [[nodiscard]] Decoding decode_optimal(std::span<const int> heard) const override;
+};
+
+}  // namespace stragglersim::codes

@@ -1,0 +1,385 @@
+#include "experiments/code_report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/random/mersenne_twister.hpp>
+#include <boost/random/uniform_int_distribution.hpp>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "models/invariant.h"
+
+namespace stragglersim::experiments {
+namespace {
+
+/// Heard set = complement of the (ascending) straggler set.
+void complement(int workers, std::span<const int> stragglers, std::vector<int>& heard) {
+  heard.clear();
+  std::size_t next = 0;
+  for (int i = 0; i < workers; ++i) {
+    if (next < stragglers.size() && stragglers[next] == i) {
+      ++next;
+    } else {
+      heard.push_back(i);
+    }
+  }
+}
+
+/// Linear-interpolated quantile of sorted values.
+double quantile(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) {
+    return 0.0;
+  }
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
+  const double frac = pos - static_cast<double>(lo);
+  return sorted[lo] + frac * (sorted[hi] - sorted[lo]);
+}
+
+struct Accumulator {
+  std::vector<double> errors;
+  std::vector<double> conditions;
+  int exact = 0;
+  double covered = 0.0;
+  std::string first_problem;
+
+  void add(const codes::Decoding& d) {
+    errors.push_back(d.error);
+    conditions.push_back(d.condition);
+    exact += d.exact ? 1 : 0;
+    covered += d.partitions_covered;
+    if (first_problem.empty() && !d.problem.empty()) {
+      first_problem = d.problem;
+    }
+  }
+
+  DecoderSummary summary(std::string name) {
+    DecoderSummary s;
+    s.decoder = std::move(name);
+    s.patterns = static_cast<int>(errors.size());
+    s.exact = exact;
+    s.first_problem = first_problem;
+    if (errors.empty()) {
+      return s;
+    }
+    const auto count = static_cast<double>(errors.size());
+    s.mean_error = std::accumulate(errors.begin(), errors.end(), 0.0) / count;
+    double ss = 0.0;
+    for (const double e : errors) {
+      ss += (e - s.mean_error) * (e - s.mean_error);
+    }
+    s.sd_error = errors.size() > 1 ? std::sqrt(ss / (count - 1.0)) : 0.0;
+    s.mean_partitions_covered = covered / count;
+    std::sort(errors.begin(), errors.end());
+    std::sort(conditions.begin(), conditions.end());
+    s.min_error = errors.front();
+    s.max_error = errors.back();
+    s.median_error = quantile(errors, 0.5);
+    s.p90_error = quantile(errors, 0.9);
+    s.median_condition = quantile(conditions, 0.5);
+    s.max_condition = conditions.back();
+    return s;
+  }
+};
+
+/// Numbers in tables: compact, and exact zeros shown as 0.
+std::string num(double x) {
+  if (x == 0.0) {
+    return "0";
+  }
+  if (std::isinf(x)) {
+    return "inf";
+  }
+  return fmt::format("{:.4g}", x);
+}
+
+nlohmann::json json_number(double x) {
+  if (!std::isfinite(x)) {
+    return nullptr;  // JSON has no infinity; null means "unbounded / undefined"
+  }
+  return x;
+}
+
+}  // namespace
+
+std::int64_t binomial(int n, int m) {
+  if (m < 0 || m > n) {
+    return 0;
+  }
+  m = std::min(m, n - m);
+  std::int64_t c = 1;
+  for (int i = 1; i <= m; ++i) {
+    // c · (n − m + i) / i stays an integer at every step; guard the multiplication.
+    const std::int64_t factor = n - m + i;
+    if (c > std::numeric_limits<std::int64_t>::max() / factor) {
+      return std::numeric_limits<std::int64_t>::max();
+    }
+    c = c * factor / i;
+  }
+  return c;
+}
+
+bool for_each_straggler_pattern(int workers,
+                                int stragglers,
+                                std::int64_t exhaustive_limit,
+                                int samples,
+                                std::uint64_t seed,
+                                const std::function<void(std::span<const int>)>& visit) {
+  STRAGGLERSIM_ASSERT(workers >= 1 && stragglers >= 0 && stragglers <= workers,
+                      "straggler count out of range");
+  std::vector<int> heard;
+  std::vector<int> chosen(static_cast<std::size_t>(stragglers));
+  const auto s = static_cast<std::size_t>(stragglers);
+  if (binomial(workers, stragglers) <= exhaustive_limit) {
+    std::iota(chosen.begin(), chosen.end(), 0);
+    while (true) {
+      complement(workers, chosen, heard);
+      visit(heard);
+      // Next combination in lexicographic order.
+      std::size_t t = s;
+      while (t > 0 && chosen[t - 1] == workers - static_cast<int>(s - t + 1)) {
+        --t;
+      }
+      if (t == 0) {
+        return true;
+      }
+      ++chosen[t - 1];
+      for (std::size_t u = t; u < s; ++u) {
+        chosen[u] = chosen[u - 1] + 1;
+      }
+    }
+  }
+  STRAGGLERSIM_ASSERT(samples >= 1, "at least one sample needed");
+  boost::random::mt19937_64 engine(seed);
+  std::vector<int> order(static_cast<std::size_t>(workers));
+  for (int rep = 0; rep < samples; ++rep) {
+    std::iota(order.begin(), order.end(), 0);
+    // Partial Fisher–Yates: the first s entries are a uniform random s-subset.
+    for (std::size_t t = 0; t < s; ++t) {
+      boost::random::uniform_int_distribution<std::size_t> pick(t, order.size() - 1);
+      std::swap(order[t], order[pick(engine)]);
+    }
+    std::copy_n(order.begin(), s, chosen.begin());
+    std::sort(chosen.begin(), chosen.end());
+    complement(workers, chosen, heard);
+    visit(heard);
+  }
+  return false;
+}
+
+std::string assignment_csv(const codes::GradientCode& code) {
+  std::string out = "worker";
+  for (int j = 0; j < code.partitions(); ++j) {
+    out += fmt::format(",p{}", j);
+  }
+  out += '\n';
+  const Eigen::MatrixXd& b = code.assignment();
+  for (int i = 0; i < code.workers(); ++i) {
+    out += fmt::format("{}", i);
+    for (int j = 0; j < code.partitions(); ++j) {
+      out += fmt::format(",{}", b(i, j));
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+CodeReport analyse_code(const codes::GradientCode& code, const CodeReportOptions& options) {
+  const int n = code.workers();
+  int stragglers = options.stragglers < 0 ? code.stragglers_tolerated() : options.stragglers;
+  if (options.wait_for > 0) {
+    STRAGGLERSIM_ASSERT(options.wait_for <= n, "wait_for exceeds the number of workers");
+    stragglers = n - options.wait_for;
+  }
+  STRAGGLERSIM_ASSERT(stragglers >= 0 && stragglers <= n, "straggler count out of range");
+
+  CodeReport report;
+  report.code = code.name();
+  report.workers = n;
+  report.partitions = code.partitions();
+  report.stragglers_tolerated = code.stragglers_tolerated();
+  report.stragglers = stragglers;
+  report.heard = n - stragglers;
+  report.seed = options.seed;
+  report.loads = code.loads();
+  report.min_load = *std::min_element(report.loads.begin(), report.loads.end());
+  report.max_load = *std::max_element(report.loads.begin(), report.loads.end());
+  report.mean_load =
+      std::accumulate(report.loads.begin(), report.loads.end(), 0.0) / static_cast<double>(n);
+  if (options.include_assignment) {
+    report.assignment_csv = assignment_csv(code);
+  }
+
+  Accumulator optimal;
+  Accumulator one_step;
+  Accumulator exact;
+  report.exhaustive = for_each_straggler_pattern(n,
+                                                 stragglers,
+                                                 options.exhaustive_limit,
+                                                 options.samples,
+                                                 options.seed,
+                                                 [&](std::span<const int> heard) {
+                                                   optimal.add(code.decode_optimal(heard));
+                                                   one_step.add(code.decode_one_step(heard));
+                                                   exact.add(code.decode_exact(heard));
+                                                   ++report.patterns;
+                                                 });
+  report.decoders.push_back(optimal.summary("optimal"));
+  report.decoders.push_back(one_step.summary("one_step"));
+  report.decoders.push_back(exact.summary("exact"));
+  return report;
+}
+
+std::string format_table(const CodeReport& report) {
+  std::string out = fmt::format("code {}: {} workers, {} partitions, tolerates {} stragglers\n",
+                                report.code,
+                                report.workers,
+                                report.partitions,
+                                report.stragglers_tolerated);
+  out += fmt::format("load per worker: min {}, mean {}, max {}\n",
+                     num(report.min_load),
+                     num(report.mean_load),
+                     num(report.max_load));
+  out += fmt::format("patterns: {} {} of {} stragglers ({} workers heard){}\n",
+                     report.exhaustive ? "all" : "random",
+                     report.patterns,
+                     report.stragglers,
+                     report.heard,
+                     report.exhaustive ? "" : fmt::format(", seed {}", report.seed));
+  out += fmt::format("{:<9} {:>9} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}\n",
+                     "decoder",
+                     "patterns",
+                     "exact",
+                     "mean err",
+                     "sd err",
+                     "median err",
+                     "p90 err",
+                     "max err",
+                     "median cond",
+                     "max cond");
+  for (const DecoderSummary& d : report.decoders) {
+    out += fmt::format("{:<9} {:>9} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}\n",
+                       d.decoder,
+                       d.patterns,
+                       d.exact,
+                       num(d.mean_error),
+                       num(d.sd_error),
+                       num(d.median_error),
+                       num(d.p90_error),
+                       num(d.max_error),
+                       num(d.median_condition),
+                       num(d.max_condition));
+  }
+  for (const DecoderSummary& d : report.decoders) {
+    if (!d.first_problem.empty()) {
+      out += fmt::format("{} decoder refused {} of {} patterns; first: {}\n",
+                         d.decoder,
+                         d.patterns - d.exact,
+                         d.patterns,
+                         d.first_problem);
+    }
+  }
+  return out;
+}
+
+nlohmann::json to_json(const CodeReport& report) {
+  nlohmann::json decoders = nlohmann::json::array();
+  for (const DecoderSummary& d : report.decoders) {
+    decoders.push_back({{"decoder", d.decoder},
+                        {"patterns", d.patterns},
+                        {"exact", d.exact},
+                        {"mean_error", json_number(d.mean_error)},
+                        {"sd_error", json_number(d.sd_error)},
+                        {"min_error", json_number(d.min_error)},
+                        {"median_error", json_number(d.median_error)},
+                        {"p90_error", json_number(d.p90_error)},
+                        {"max_error", json_number(d.max_error)},
+                        {"median_condition", json_number(d.median_condition)},
+                        {"max_condition", json_number(d.max_condition)},
+                        {"mean_partitions_covered", d.mean_partitions_covered},
+                        {"first_problem", d.first_problem}});
+  }
+  nlohmann::json j = {{"code", report.code},
+                      {"workers", report.workers},
+                      {"partitions", report.partitions},
+                      {"stragglers_tolerated", report.stragglers_tolerated},
+                      {"stragglers", report.stragglers},
+                      {"heard", report.heard},
+                      {"exhaustive", report.exhaustive},
+                      {"patterns", report.patterns},
+                      {"seed", report.seed},
+                      {"loads", report.loads},
+                      {"min_load", report.min_load},
+                      {"mean_load", report.mean_load},
+                      {"max_load", report.max_load},
+                      {"decoders", decoders}};
+  if (!report.assignment_csv.empty()) {
+    j["assignment_csv"] = report.assignment_csv;
+  }
+  return j;
+}
+
+StabilityRow measure_stability(const codes::GradientCode& code,
+                               int stragglers,
+                               int patterns,
+                               std::uint64_t seed) {
+  StabilityRow row;
+  row.code = code.name();
+  row.workers = code.workers();
+  row.stragglers = stragglers;
+  std::vector<double> conditions;
+  // Never exhaustive: the study is about large n, where only sampling is affordable.
+  for_each_straggler_pattern(
+      code.workers(), stragglers, 0, patterns, seed, [&](std::span<const int> heard) {
+        const codes::Decoding d = code.decode_exact(heard);
+        ++row.patterns;
+        row.max_residual = std::max(row.max_residual, d.error);
+        conditions.push_back(d.condition);
+        if (!d.exact) {
+          ++row.refused;
+          if (row.first_problem.empty()) {
+            row.first_problem = d.problem;
+          }
+        }
+      });
+  std::sort(conditions.begin(), conditions.end());
+  row.median_condition = quantile(conditions, 0.5);
+  row.max_condition = conditions.empty() ? 1.0 : conditions.back();
+  std::vector<int> burst;
+  for (int i = stragglers; i < code.workers(); ++i) {
+    burst.push_back(i);
+  }
+  const codes::Decoding d = code.decode_exact(burst);
+  row.burst_residual = d.error;
+  row.burst_condition = d.condition;
+  row.burst_exact = d.exact;
+  return row;
+}
+
+std::string format_stability_table(std::span<const StabilityRow> rows) {
+  std::string out =
+      "| code | n | s | patterns | max residual ‖α−1‖² | median cond | max cond | refused | "
+      "burst residual | burst cond | burst exact |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
+  for (const StabilityRow& r : rows) {
+    out += fmt::format(
+        "| {} | {} | {} | {} | {:.2e} | {:.2e} | {:.2e} | {} | {:.2e} | {:.2e} | {} |\n",
+        r.code,
+        r.workers,
+        r.stragglers,
+        r.patterns,
+        r.max_residual,
+        r.median_condition,
+        r.max_condition,
+        r.refused,
+        r.burst_residual,
+        r.burst_condition,
+        r.burst_exact ? "yes" : "no");
+  }
+  return out;
+}
+
+}  // namespace stragglersim::experiments

@@ -1,0 +1,218 @@
+#include "experiments/json_reader.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "experiments/config_error.h"
+
+namespace stragglersim::experiments {
+
+std::string join(const std::vector<std::string>& values) {
+  std::string out;
+  for (const auto& v : values) {
+    out += out.empty() ? v : ", " + v;
+  }
+  return out;
+}
+
+namespace {
+
+std::string escape_pointer_token(std::string_view key) {
+  std::string out;
+  for (const char c : key) {
+    if (c == '~') {
+      out += "~0";
+    } else if (c == '/') {
+      out += "~1";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+JsonReader::JsonReader(const nlohmann::json& value, std::string file, std::string pointer)
+    : value_(&value), file_(std::move(file)), pointer_(std::move(pointer)), resolved_(value) {
+  if (!value.is_object()) {
+    throw ConfigError(fmt::format("{}:{}: wrong type; got {}; expected an object",
+                                  file_,
+                                  pointer_.empty() ? "/" : pointer_,
+                                  value.dump()));
+  }
+}
+
+std::string JsonReader::pointer_of(std::string_view key) const {
+  return pointer_ + "/" + escape_pointer_token(key);
+}
+
+void JsonReader::fail(std::string_view key, std::string_view message) const {
+  throw ConfigError(fmt::format("{}:{}: {}", file_, pointer_of(key), message));
+}
+
+void JsonReader::fail_value(std::string_view key,
+                            std::string_view problem,
+                            const nlohmann::json& got,
+                            std::string_view expected) const {
+  fail(key, fmt::format("{}; got {}; expected {}", problem, got.dump(), expected));
+}
+
+bool JsonReader::has(std::string_view key) const { return value_->contains(key); }
+
+bool JsonReader::is_null(std::string_view key) const {
+  return has(key) && value_->at(std::string(key)).is_null();
+}
+
+const nlohmann::json& JsonReader::raw(std::string_view key) {
+  used_.emplace(key);
+  return value_->at(std::string(key));
+}
+
+std::int64_t JsonReader::integer(std::string_view key,
+                                 std::optional<std::int64_t> fallback,
+                                 std::int64_t min,
+                                 std::int64_t max) {
+  used_.emplace(key);
+  if (!has(key)) {
+    if (!fallback) {
+      fail(key, "missing required key; expected an integer");
+    }
+    resolved_[std::string(key)] = *fallback;
+    return *fallback;
+  }
+  const auto& v = value_->at(std::string(key));
+  const bool integral =
+      v.is_number_integer() ||
+      (v.is_number_float() && std::isfinite(v.get<double>()) &&
+       v.get<double>() == std::floor(v.get<double>()) && std::abs(v.get<double>()) < 9.0e15);
+  if (!integral) {
+    fail_value(key, "wrong type", v, "an integer");
+  }
+  const auto x = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max)
+                     ? max
+                     : (v.is_number_float() ? static_cast<std::int64_t>(v.get<double>())
+                                            : v.get<std::int64_t>());
+  if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max)) {
+    fail_value(key, "out of range", v, fmt::format("an integer <= {}", max));
+  }
+  if (x < min || x > max) {
+    const std::string expected = max == std::numeric_limits<std::int64_t>::max()
+                                     ? fmt::format("an integer >= {}", min)
+                                     : fmt::format("an integer in [{}, {}]", min, max);
+    fail_value(key, "out of range", v, expected);
+  }
+  return x;
+}
+
+double JsonReader::number(std::string_view key,
+                          std::optional<double> fallback,
+                          double min,
+                          double max) {
+  used_.emplace(key);
+  if (!has(key)) {
+    if (!fallback) {
+      fail(key, "missing required key; expected a number");
+    }
+    resolved_[std::string(key)] = *fallback;
+    return *fallback;
+  }
+  const auto& v = value_->at(std::string(key));
+  if (!v.is_number()) {
+    fail_value(key, "wrong type", v, "a number");
+  }
+  const double x = v.get<double>();
+  if (x < min || x > max) {
+    std::string expected;
+    if (std::isinf(max)) {
+      expected = fmt::format("a number >= {}", min);
+    } else if (std::isinf(min)) {
+      expected = fmt::format("a number <= {}", max);
+    } else {
+      expected = fmt::format("a number in [{}, {}]", min, max);
+    }
+    fail_value(key, "out of range", v, expected);
+  }
+  return x;
+}
+
+double JsonReader::positive(std::string_view key, std::optional<double> fallback) {
+  const double x = number(key, fallback);
+  if (!(x > 0.0)) {
+    fail_value(key, "out of range", value_->at(std::string(key)), "a number > 0");
+  }
+  return x;
+}
+
+std::string JsonReader::string(std::string_view key, std::optional<std::string> fallback) {
+  used_.emplace(key);
+  if (!has(key)) {
+    if (!fallback) {
+      fail(key, "missing required key; expected a string");
+    }
+    resolved_[std::string(key)] = *fallback;
+    return *fallback;
+  }
+  const auto& v = value_->at(std::string(key));
+  if (!v.is_string()) {
+    fail_value(key, "wrong type", v, "a string");
+  }
+  return v.get<std::string>();
+}
+
+bool JsonReader::boolean(std::string_view key, std::optional<bool> fallback) {
+  used_.emplace(key);
+  if (!has(key)) {
+    if (!fallback) {
+      fail(key, "missing required key; expected true or false");
+    }
+    resolved_[std::string(key)] = *fallback;
+    return *fallback;
+  }
+  const auto& v = value_->at(std::string(key));
+  if (!v.is_boolean()) {
+    fail_value(key, "wrong type", v, "true or false");
+  }
+  return v.get<bool>();
+}
+
+std::string JsonReader::choice(std::string_view key,
+                               std::string_view what,
+                               const std::vector<std::string>& values,
+                               std::optional<std::string> fallback) {
+  if (!has(key) && !fallback) {
+    used_.emplace(key);
+    fail(key, fmt::format("missing required key; expected one of: {}", join(values)));
+  }
+  const std::string v = string(key, std::move(fallback));
+  for (const auto& allowed : values) {
+    if (v == allowed) {
+      return v;
+    }
+  }
+  fail(key, fmt::format("unknown {} '{}'; valid values are: {}", what, v, join(values)));
+}
+
+JsonReader JsonReader::object(std::string_view key) {
+  used_.emplace(key);
+  if (!has(key)) {
+    fail(key, "missing required key; expected an object");
+  }
+  return {value_->at(std::string(key)), file_, pointer_of(key)};
+}
+
+void JsonReader::finish() const {
+  std::vector<std::string> valid(used_.begin(), used_.end());
+  for (const auto& item : value_->items()) {
+    if (!used_.contains(item.key())) {
+      fail(item.key(), fmt::format("unknown key; valid keys are: {}", join(valid)));
+    }
+  }
+}
+
+void JsonReader::merge(std::string_view key, const JsonReader& child) {
+  resolved_[std::string(key)] = child.resolved();
+}
+
+}  // namespace stragglersim::experiments

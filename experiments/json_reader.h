@@ -1,0 +1,80 @@
+#pragma once
+// Strict reading of one JSON object of a config: every value is type- and range-checked, every
+// key must be consumed (a typo is an error, not silently ignored), and every error names the
+// file and the JSON pointer. Defaults taken are written into `resolved()`, so the summary can
+// record the config as run.
+
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace stragglersim::experiments {
+
+class JsonReader {
+ public:
+  /// `value` must outlive the reader. Throws ConfigError when `value` is not an object.
+  JsonReader(const nlohmann::json& value, std::string file, std::string pointer);
+
+  [[nodiscard]] const std::string& file() const { return file_; }
+  [[nodiscard]] const std::string& pointer() const { return pointer_; }
+  /// JSON pointer of `key` inside this object.
+  [[nodiscard]] std::string pointer_of(std::string_view key) const;
+  /// Throws ConfigError "<file>:<pointer>/<key>: <message>".
+  [[noreturn]] void fail(std::string_view key, std::string_view message) const;
+  /// Throws ConfigError "<file>:<pointer>/<key>: <problem>; got <value>; expected <expected>".
+  [[noreturn]] void fail_value(std::string_view key,
+                               std::string_view problem,
+                               const nlohmann::json& got,
+                               std::string_view expected) const;
+
+  [[nodiscard]] bool has(std::string_view key) const;
+  [[nodiscard]] bool is_null(std::string_view key) const;
+  /// The raw value (marks the key used). Illegal if absent.
+  [[nodiscard]] const nlohmann::json& raw(std::string_view key);
+
+  /// Integer in [min, max]; `fallback` when absent (required when nullopt).
+  std::int64_t integer(std::string_view key,
+                       std::optional<std::int64_t> fallback,
+                       std::int64_t min = std::numeric_limits<std::int64_t>::min(),
+                       std::int64_t max = std::numeric_limits<std::int64_t>::max());
+  /// Finite number; `positive` requires > 0, else >= min.
+  double number(std::string_view key,
+                std::optional<double> fallback,
+                double min = -std::numeric_limits<double>::infinity(),
+                double max = std::numeric_limits<double>::infinity());
+  double positive(std::string_view key, std::optional<double> fallback);
+  std::string string(std::string_view key, std::optional<std::string> fallback);
+  bool boolean(std::string_view key, std::optional<bool> fallback);
+  /// A string among `values` ("unknown <what> '<v>'; valid values are: a, b").
+  std::string choice(std::string_view key,
+                     std::string_view what,
+                     const std::vector<std::string>& values,
+                     std::optional<std::string> fallback);
+  /// A nested object reader (required).
+  JsonReader object(std::string_view key);
+  /// Rejects keys never read: "<file>:<pointer>/<key>: unknown key; valid keys are: ...".
+  void finish() const;
+  /// This object with the defaults that were taken filled in (nested objects included once
+  /// their readers are merged back with `merge`).
+  [[nodiscard]] const nlohmann::json& resolved() const { return resolved_; }
+  /// Stores a nested reader's resolved object under `key`.
+  void merge(std::string_view key, const JsonReader& child);
+
+ private:
+  const nlohmann::json* value_;
+  std::string file_;
+  std::string pointer_;
+  std::set<std::string, std::less<>> used_;
+  nlohmann::json resolved_;
+};
+
+/// "a, b, c".
+std::string join(const std::vector<std::string>& values);
+
+}  // namespace stragglersim::experiments

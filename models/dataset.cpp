@@ -1,0 +1,96 @@
+#include "models/dataset.h"
+
+#include <boost/random/mersenne_twister.hpp>
+#include <boost/random/uniform_int_distribution.hpp>
+#include <cmath>
+#include <numeric>
+#include <utility>
+
+#include "models/invariant.h"
+
+namespace stragglersim::models {
+
+RowRange partition_rows(Eigen::Index m, int k, int j) {
+  STRAGGLERSIM_ASSERT(k >= 1, "partition count must be at least 1");
+  STRAGGLERSIM_ASSERT(j >= 0 && j < k, "partition index out of range");
+  STRAGGLERSIM_ASSERT(m >= 0, "row count must be non-negative");
+  // Integer arithmetic gives the exact floor of DESIGN.md §1 (no rounding of j·m/k in doubles).
+  return RowRange{j * m / k, (static_cast<Eigen::Index>(j) + 1) * m / k};
+}
+
+Eigen::Index Dataset::rows() const {
+  return std::visit([](const auto& a) { return a.rows(); }, features);
+}
+
+Eigen::Index Dataset::dimension() const {
+  return std::visit([](const auto& a) { return a.cols(); }, features);
+}
+
+std::int64_t Dataset::stored_entries() const {
+  if (const auto* dense = std::get_if<DenseRows>(&features)) {
+    return dense->size();
+  }
+  return std::get<SparseRows>(features).nonZeros();
+}
+
+Dataset Dataset::select_rows(const std::vector<Eigen::Index>& order) const {
+  const Eigen::Index m = rows();
+  const Eigen::Index n = static_cast<Eigen::Index>(order.size());
+  for (const Eigen::Index i : order) {
+    STRAGGLERSIM_ASSERT(i >= 0 && i < m, "select_rows: row index out of range");
+  }
+  Dataset out;
+  out.labels.resize(n);
+  for (Eigen::Index r = 0; r < n; ++r) {
+    out.labels[r] = labels[order[static_cast<std::size_t>(r)]];
+  }
+  if (const auto* dense = std::get_if<DenseRows>(&features)) {
+    DenseRows selected(n, dense->cols());
+    for (Eigen::Index r = 0; r < n; ++r) {
+      selected.row(r) = dense->row(order[static_cast<std::size_t>(r)]);
+    }
+    out.features = std::move(selected);
+    return out;
+  }
+  const auto& sparse = std::get<SparseRows>(features);
+  SparseRows selected(n, sparse.cols());
+  Eigen::Matrix<std::int64_t, Eigen::Dynamic, 1> per_row(n);
+  for (Eigen::Index r = 0; r < n; ++r) {
+    per_row[r] = 0;
+    for (SparseRows::InnerIterator it(sparse, order[static_cast<std::size_t>(r)]); it; ++it) {
+      ++per_row[r];
+    }
+  }
+  // Reserving each row exactly makes the in-order inserts below O(nnz).
+  selected.reserve(per_row);
+  for (Eigen::Index r = 0; r < n; ++r) {
+    for (SparseRows::InnerIterator it(sparse, order[static_cast<std::size_t>(r)]); it; ++it) {
+      selected.insert(r, it.index()) = it.value();
+    }
+  }
+  selected.makeCompressed();
+  out.features = std::move(selected);
+  return out;
+}
+
+std::pair<Dataset, Dataset> split_train_test(const Dataset& all,
+                                             double test_fraction,
+                                             std::uint64_t seed) {
+  STRAGGLERSIM_ASSERT(test_fraction >= 0.0 && test_fraction < 1.0,
+                      "test_fraction must be in [0, 1)");
+  const Eigen::Index m = all.rows();
+  std::vector<Eigen::Index> order(static_cast<std::size_t>(m));
+  std::iota(order.begin(), order.end(), Eigen::Index{0});
+  boost::random::mt19937_64 engine(seed);
+  for (Eigen::Index i = m - 1; i > 0; --i) {
+    boost::random::uniform_int_distribution<Eigen::Index> pick(0, i);
+    std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(pick(engine))]);
+  }
+  const auto test_rows =
+      static_cast<Eigen::Index>(std::llround(test_fraction * static_cast<double>(m)));
+  const auto split = order.begin() + (m - test_rows);
+  return {all.select_rows(std::vector<Eigen::Index>(order.begin(), split)),
+          all.select_rows(std::vector<Eigen::Index>(split, order.end()))};
+}
+
+}  // namespace stragglersim::models

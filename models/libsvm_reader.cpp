@@ -1,0 +1,179 @@
+#include "models/libsvm_reader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+namespace stragglersim::models {
+
+namespace {
+
+bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+// std::from_chars rejects a leading '+', which LIBSVM files use for labels ("+1").
+bool parse_double(std::string_view token, double& out) {
+  if (!token.empty() && token.front() == '+') {
+    token.remove_prefix(1);
+    if (token.empty() || token.front() == '-' || token.front() == '+') return false;
+  }
+  const char* end = token.data() + token.size();
+  const auto [ptr, ec] = std::from_chars(token.data(), end, out);
+  return ec == std::errc() && ptr == end && std::isfinite(out);
+}
+
+bool parse_index(std::string_view token, std::int64_t& out) {
+  const char* end = token.data() + token.size();
+  const auto [ptr, ec] = std::from_chars(token.data(), end, out);
+  return !token.empty() && ec == std::errc() && ptr == end;
+}
+
+// Rows in compressed sparse row form, whatever the requested storage: one pass, no per-row
+// allocations.
+struct CsrRows {
+  std::vector<std::int64_t> row_starts{0};
+  std::vector<std::int64_t> columns;
+  std::vector<double> values;
+  std::vector<double> labels;
+  std::int64_t max_index = 0;
+};
+
+class Parser {
+ public:
+  Parser(const std::string& path, const LibsvmOptions& options) : path_(path), options_(options) {}
+
+  void parse_line(std::string_view line, std::int64_t line_number) {
+    if (const auto hash = line.find('#'); hash != std::string_view::npos) {
+      line = line.substr(0, hash);
+    }
+    std::size_t pos = 0;
+    const auto next_token = [&]() {
+      while (pos < line.size() && is_blank(line[pos])) ++pos;
+      const std::size_t start = pos;
+      while (pos < line.size() && !is_blank(line[pos])) ++pos;
+      return line.substr(start, pos - start);
+    };
+    const std::string_view label_token = next_token();
+    if (label_token.empty()) return;
+    double label = 0.0;
+    if (!parse_double(label_token, label)) {
+      fail(line_number, "malformed label", label_token);
+    }
+    std::int64_t previous = 0;
+    for (std::string_view token = next_token(); !token.empty(); token = next_token()) {
+      // svmlight ranking files carry a query id; it is not a feature.
+      if (token.substr(0, 4) == "qid:") continue;
+      const auto colon = token.find(':');
+      std::int64_t index = 0;
+      double value = 0.0;
+      if (colon == std::string_view::npos || !parse_index(token.substr(0, colon), index) ||
+          !parse_double(token.substr(colon + 1), value)) {
+        fail(line_number, "malformed feature", token, "; expected index:value");
+      }
+      const std::string_view index_token = token.substr(0, colon);
+      if (index < 1) {
+        fail(line_number, "feature indices start at 1", index_token);
+      }
+      if (index <= previous) {
+        fail(line_number, "feature indices must be increasing", index_token);
+      }
+      if (options_.features > 0 && index > options_.features) {
+        fail(line_number,
+             fmt::format("feature index exceeds features = {}", options_.features),
+             index_token);
+      }
+      previous = index;
+      rows_.columns.push_back(index - 1);
+      rows_.values.push_back(value);
+    }
+    rows_.max_index = std::max(rows_.max_index, previous);
+    rows_.labels.push_back(label);
+    rows_.row_starts.push_back(static_cast<std::int64_t>(rows_.columns.size()));
+  }
+
+  [[nodiscard]] std::size_t rows() const { return rows_.labels.size(); }
+
+  Dataset finish() {
+    const auto m = static_cast<Eigen::Index>(rows_.labels.size());
+    const Eigen::Index p = options_.features > 0 ? options_.features : rows_.max_index;
+    Dataset out;
+    out.labels = Eigen::Map<const Eigen::VectorXd>(rows_.labels.data(), m);
+    if (options_.dense) {
+      DenseRows a = DenseRows::Zero(m, p);
+      for (Eigen::Index i = 0; i < m; ++i) {
+        for (auto e = rows_.row_starts[static_cast<std::size_t>(i)];
+             e < rows_.row_starts[static_cast<std::size_t>(i) + 1];
+             ++e) {
+          a(i, rows_.columns[static_cast<std::size_t>(e)]) =
+              rows_.values[static_cast<std::size_t>(e)];
+        }
+      }
+      out.features = std::move(a);
+    } else {
+      out.features =
+          SparseRows(Eigen::Map<const SparseRows>(m,
+                                                  p,
+                                                  static_cast<Eigen::Index>(rows_.values.size()),
+                                                  rows_.row_starts.data(),
+                                                  rows_.columns.data(),
+                                                  rows_.values.data()));
+    }
+    return out;
+  }
+
+ private:
+  [[noreturn]] void fail(std::int64_t line_number,
+                         std::string_view problem,
+                         std::string_view token,
+                         std::string_view expected = {}) const {
+    throw DataError(
+        fmt::format("{}:{}: {}; got '{}'{}", path_, line_number, problem, token, expected));
+  }
+
+  const std::string& path_;
+  const LibsvmOptions& options_;
+  CsrRows rows_;
+};
+
+}  // namespace
+
+Dataset read_libsvm(const std::string& path, const LibsvmOptions& options) {
+  if (options.features < 0) {
+    throw DataError(
+        fmt::format("{}: features must be non-negative; got '{}'", path, options.features));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw DataError(fmt::format("{}: cannot open file", path));
+  }
+  // One bulk read and string_views into it: no stream extraction per token.
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  in.seekg(0, std::ios::beg);
+  std::string text(size > 0 ? static_cast<std::size_t>(size) : 0, '\0');
+  if (size < 0 || !in.read(text.data(), static_cast<std::streamsize>(text.size()))) {
+    throw DataError(fmt::format("{}: cannot open file", path));
+  }
+  Parser parser(path, options);
+  const std::string_view all(text);
+  std::int64_t line_number = 0;
+  for (std::size_t start = 0; start < all.size();) {
+    std::size_t end = all.find('\n', start);
+    if (end == std::string_view::npos) end = all.size();
+    ++line_number;
+    parser.parse_line(all.substr(start, end - start), line_number);
+    start = end + 1;
+  }
+  if (parser.rows() == 0) {
+    throw DataError(fmt::format("{}: no data rows", path));
+  }
+  return parser.finish();
+}
+
+}  // namespace stragglersim::models

@@ -1,0 +1,158 @@
+#include "models/loss_model.h"
+
+#include <cmath>
+#include <limits>
+
+#include "models/invariant.h"
+#include "models/row_kernels.h"
+
+namespace stragglersim::models {
+
+double LossModel::accumulate_value(const Dataset& data,
+                                   RowRange rows,
+                                   const Eigen::VectorXd& x) const {
+  Eigen::VectorXd scratch = Eigen::VectorXd::Zero(x.size());
+  return accumulate(data, rows, x, scratch);
+}
+
+namespace {
+
+void check_arguments(const Dataset& data, RowRange rows, const Eigen::VectorXd& x) {
+  STRAGGLERSIM_ASSERT(x.size() == data.dimension(), "x has the wrong dimension");
+  STRAGGLERSIM_ASSERT(data.labels.size() == data.rows(), "one label per row");
+  STRAGGLERSIM_ASSERT(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= data.rows(),
+                      "row range outside the data");
+}
+
+// CRTP base: Derived supplies static `loss(z, b, slope)` (returns ℓ, sets ℓ'), `curvature`,
+// `metric_term(z, b)` and the names, so the per-row work is inlined into the fused pass and the
+// only virtual call is the one per partition.
+template <class Derived>
+class RowwiseLoss : public LossModel {
+ public:
+  [[nodiscard]] std::string_view name() const final { return Derived::kName; }
+  [[nodiscard]] double value(double z, double b) const final {
+    double slope = 0.0;
+    return Derived::loss(z, b, slope);
+  }
+  [[nodiscard]] double derivative(double z, double b) const final {
+    double slope = 0.0;
+    Derived::loss(z, b, slope);
+    return slope;
+  }
+  [[nodiscard]] double curvature_bound() const final { return Derived::kCurvature; }
+
+  double accumulate(const Dataset& data,
+                    RowRange rows,
+                    const Eigen::VectorXd& x,
+                    Eigen::Ref<Eigen::VectorXd> gradient_sum) const final {
+    check_arguments(data, rows, x);
+    STRAGGLERSIM_ASSERT(gradient_sum.size() == x.size(), "gradient_sum has the wrong dimension");
+    return internal::fused_pass(data, rows, x, gradient_sum, block_kernel());
+  }
+
+  [[nodiscard]] double accumulate_value(const Dataset& data,
+                                        RowRange rows,
+                                        const Eigen::VectorXd& x) const final {
+    check_arguments(data, rows, x);
+    return internal::value_pass(data, rows, x, block_kernel());
+  }
+
+  /// Default block kernel: the scalar loss row by row (inlined; Derived may vectorise instead).
+  static void block_loss(const internal::BlockArray& z,
+                         const internal::BlockArray& b,
+                         internal::BlockArray& loss,
+                         internal::BlockArray& slope) {
+    for (Eigen::Index r = 0; r < z.size(); ++r) {
+      loss[r] = Derived::loss(z[r], b[r], slope[r]);
+    }
+  }
+
+  [[nodiscard]] std::string_view metric_name() const final { return Derived::kMetricName; }
+  [[nodiscard]] double metric(const Dataset& data, const Eigen::VectorXd& x) const final {
+    check_arguments(data, RowRange{0, data.rows()}, x);
+    if (data.rows() == 0) {
+      return std::numeric_limits<double>::quiet_NaN();
+    }
+    double total = 0.0;
+    internal::for_each_margin(data, x, [&](Eigen::Index i, double z) {
+      total += Derived::metric_term(z, data.labels[i]);
+    });
+    return total / static_cast<double>(data.rows());
+  }
+
+ private:
+  static auto block_kernel() {
+    return [](const internal::BlockArray& z,
+              const internal::BlockArray& b,
+              internal::BlockArray& loss,
+              internal::BlockArray& slope) { Derived::block_loss(z, b, loss, slope); };
+  }
+};
+
+class LeastSquaresLoss final : public RowwiseLoss<LeastSquaresLoss> {
+ public:
+  static constexpr std::string_view kName = "least_squares";
+  static constexpr std::string_view kMetricName = "mse";
+  static constexpr double kCurvature = 1.0;
+
+  static double loss(double z, double b, double& slope) {
+    const double r = z - b;
+    slope = r;
+    return 0.5 * r * r;
+  }
+  static void block_loss(const internal::BlockArray& z,
+                         const internal::BlockArray& b,
+                         internal::BlockArray& loss,
+                         internal::BlockArray& slope) {
+    slope = z - b;
+    loss = 0.5 * slope.square();
+  }
+  static double metric_term(double z, double b) { return (z - b) * (z - b); }
+};
+
+class LogisticLoss final : public RowwiseLoss<LogisticLoss> {
+ public:
+  static constexpr std::string_view kName = "logistic";
+  static constexpr std::string_view kMetricName = "accuracy";
+  static constexpr double kCurvature = 0.25;
+
+  static double loss(double z, double b, double& slope) {
+    // With t = b·z: ℓ = max(−t, 0) + log1p(e^{−|t|}) and σ(−t) from the same e^{−|t|}, so
+    // neither the loss nor the slope overflows or cancels for any margin.
+    const double t = b * z;
+    const double e = std::exp(-std::abs(t));
+    const double sigmoid_minus_t = t >= 0.0 ? e / (1.0 + e) : 1.0 / (1.0 + e);
+    slope = -b * sigmoid_minus_t;
+    return (t < 0.0 ? -t : 0.0) + std::log1p(e);
+  }
+  // The same formulas on a block, so Eigen vectorises exp and log. Eigen has no vectorised
+  // double log1p, so log1p(e) = log(u) + (e − (u − 1))/u with u = fl(1 + e): the second term
+  // restores what rounding 1 + e lost (for e < 2⁻⁵³ it is e itself), accurate to a few ulps.
+  static void block_loss(const internal::BlockArray& z,
+                         const internal::BlockArray& b,
+                         internal::BlockArray& loss,
+                         internal::BlockArray& slope) {
+    const internal::BlockArray t = b * z;
+    const internal::BlockArray e = (-t.abs()).exp();
+    const internal::BlockArray u = 1.0 + e;
+    const internal::BlockArray inverse_u = u.inverse();
+    slope = -b * (t >= 0.0).select(e, 1.0) * inverse_u;
+    loss = (-t).max(0.0) + u.log() + (e - (u - 1.0)) * inverse_u;
+  }
+  // Predicts +1 at z = 0 so a zero model is not counted right by accident for both classes.
+  static double metric_term(double z, double b) {
+    const double predicted = z >= 0.0 ? 1.0 : -1.0;
+    return predicted * b > 0.0 ? 1.0 : 0.0;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<LossModel> make_least_squares_loss() {
+  return std::make_unique<LeastSquaresLoss>();
+}
+
+std::unique_ptr<LossModel> make_logistic_loss() { return std::make_unique<LogisticLoss>(); }
+
+}  // namespace stragglersim::models

@@ -1,0 +1,45 @@
+#pragma once
+// Per-row losses ℓ(z; b) of a linear model, z = aᵀx (DESIGN.md §1):
+//   least squares  ℓ = ½ (z − b)²            ℓ'' = 1
+//   logistic       ℓ = log(1 + exp(−b z))    ℓ'' ≤ 1/4, b ∈ {−1, +1}
+// The hot loop is one virtual call per partition (`accumulate`), never one per row.
+
+#include <Eigen/Core>
+#include <memory>
+#include <string_view>
+
+#include "models/dataset.h"
+
+namespace stragglersim::models {
+
+class LossModel {
+ public:
+  virtual ~LossModel() = default;
+  [[nodiscard]] virtual std::string_view name() const = 0;
+  /// ℓ(z; b).
+  [[nodiscard]] virtual double value(double z, double b) const = 0;
+  /// dℓ/dz at (z; b).
+  [[nodiscard]] virtual double derivative(double z, double b) const = 0;
+  /// sup_z d²ℓ/dz²: β ≤ curvature_bound · λ_max(AᵀA/m) + λ₂.
+  [[nodiscard]] virtual double curvature_bound() const = 0;
+  /// One pass over `rows`: returns Σ ℓ(a_iᵀx; b_i) and adds Σ ℓ'(a_iᵀx; b_i)·a_i to `gradient_sum`
+  /// (unnormalised; the caller divides by m).
+  virtual double accumulate(const Dataset& data,
+                            RowRange rows,
+                            const Eigen::VectorXd& x,
+                            Eigen::Ref<Eigen::VectorXd> gradient_sum) const = 0;
+  /// Σ ℓ(a_iᵀx; b_i) over `rows` without the gradient work (the default calls `accumulate`).
+  [[nodiscard]] virtual double accumulate_value(const Dataset& data,
+                                                RowRange rows,
+                                                const Eigen::VectorXd& x) const;
+  /// Test metric over rows: classification accuracy (logistic) or mean squared error.
+  [[nodiscard]] virtual std::string_view metric_name() const = 0;
+  [[nodiscard]] virtual double metric(const Dataset& data, const Eigen::VectorXd& x) const = 0;
+};
+
+/// ℓ = ½ (aᵀx − b)².
+std::unique_ptr<LossModel> make_least_squares_loss();
+/// ℓ = log(1 + exp(−b aᵀx)), computed without overflow for any margin.
+std::unique_ptr<LossModel> make_logistic_loss();
+
+}  // namespace stragglersim::models

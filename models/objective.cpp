@@ -1,0 +1,191 @@
+#include "models/objective.h"
+
+#include <Eigen/Eigenvalues>
+#include <algorithm>
+#include <boost/random/mersenne_twister.hpp>
+#include <boost/random/normal_distribution.hpp>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "models/invariant.h"
+#include "models/row_kernels.h"
+
+namespace stragglersim::models {
+
+namespace {
+
+// Fixed so that β, and every step size derived from it, is reproducible run to run.
+constexpr std::uint64_t kPowerIterationSeed = 0x5eedbeefcafef00dULL;
+// A dense eigendecomposition of a 5000 × 5000 Gram matrix already takes ~200 MB and seconds.
+constexpr Eigen::Index kMaxEigenDimension = 5000;
+
+// w = Aᵀ(A v)/m in one pass over the rows (the same fused pass as the gradient, with ℓ' = z).
+void apply_gram(const Dataset& data, const Eigen::VectorXd& v, Eigen::VectorXd& w) {
+  w.setZero(v.size());
+  internal::fused_pass(data,
+                       RowRange{0, data.rows()},
+                       v,
+                       w,
+                       [](const internal::BlockArray& z,
+                          const internal::BlockArray& /*b*/,
+                          internal::BlockArray& loss,
+                          internal::BlockArray& slope) {
+                         loss.setZero();
+                         slope = z;
+                       });
+  w /= static_cast<double>(data.rows());
+}
+
+// AᵀA/m (p × p) or AAᵀ/m (m × m), whichever is smaller: both have the same non-zero spectrum.
+Eigen::MatrixXd small_gram(const Dataset& data) {
+  const auto scale = 1.0 / static_cast<double>(data.rows());
+  const bool by_columns = data.dimension() <= data.rows();
+  if (const auto* dense = std::get_if<DenseRows>(&data.features)) {
+    if (by_columns) {
+      Eigen::MatrixXd gram = Eigen::MatrixXd::Zero(dense->cols(), dense->cols());
+      gram.selfadjointView<Eigen::Lower>().rankUpdate(dense->transpose(), scale);
+      return gram;
+    }
+    Eigen::MatrixXd gram = Eigen::MatrixXd::Zero(dense->rows(), dense->rows());
+    gram.selfadjointView<Eigen::Lower>().rankUpdate(*dense, scale);
+    return gram;
+  }
+  const auto& sparse = std::get<SparseRows>(data.features);
+  if (by_columns) {
+    const SparseRows gram = sparse.transpose() * sparse;
+    return Eigen::MatrixXd(gram) * scale;
+  }
+  const SparseRows gram = sparse * SparseRows(sparse.transpose());
+  return Eigen::MatrixXd(gram) * scale;
+}
+
+}  // namespace
+
+Objective::Objective(std::shared_ptr<const Dataset> data,
+                     std::shared_ptr<const LossModel> loss,
+                     double l2,
+                     int partitions)
+    : data_(std::move(data)), loss_(std::move(loss)), l2_(l2), partitions_(partitions) {
+  STRAGGLERSIM_ASSERT(data_ != nullptr, "objective needs data");
+  STRAGGLERSIM_ASSERT(loss_ != nullptr, "objective needs a loss model");
+  STRAGGLERSIM_ASSERT(l2_ >= 0.0, "l2 must be non-negative");
+  STRAGGLERSIM_ASSERT(partitions_ >= 1 && partitions_ <= data_->rows(),
+                      "partitions must be in [1, rows]");
+  STRAGGLERSIM_ASSERT(data_->labels.size() == data_->rows(), "one label per row");
+}
+
+RowRange Objective::partition(int j) const { return partition_rows(rows(), partitions_, j); }
+
+double Objective::evaluate(const Eigen::VectorXd& x, Eigen::MatrixXd* partition_gradients) const {
+  STRAGGLERSIM_ASSERT(x.size() == dimension(), "x has the wrong dimension");
+  const auto m = static_cast<double>(rows());
+  double loss_sum = 0.0;
+  if (partition_gradients == nullptr) {
+    loss_sum = loss_->accumulate_value(*data_, RowRange{0, rows()}, x);
+  } else {
+    partition_gradients->setZero(dimension(), partitions_);
+    // Partitions are contiguous row ranges, so visiting them in order is still one sequential
+    // stream over the data.
+    for (int j = 0; j < partitions_; ++j) {
+      loss_sum += loss_->accumulate(*data_, partition(j), x, partition_gradients->col(j));
+    }
+    *partition_gradients /= m;
+  }
+  return loss_sum / m + 0.5 * l2_ * x.squaredNorm();
+}
+
+double Objective::value(const Eigen::VectorXd& x) const { return evaluate(x, nullptr); }
+
+Eigen::VectorXd Objective::gradient(const Eigen::VectorXd& x) const {
+  STRAGGLERSIM_ASSERT(x.size() == dimension(), "x has the wrong dimension");
+  Eigen::VectorXd g = Eigen::VectorXd::Zero(dimension());
+  loss_->accumulate(*data_, RowRange{0, rows()}, x, g);
+  g /= static_cast<double>(rows());
+  g += l2_ * x;
+  return g;
+}
+
+void Objective::partition_gradient(int j,
+                                   const Eigen::VectorXd& x,
+                                   Eigen::Ref<Eigen::VectorXd> out) const {
+  STRAGGLERSIM_ASSERT(j >= 0 && j < partitions_, "partition index out of range");
+  STRAGGLERSIM_ASSERT(out.size() == dimension(), "out has the wrong dimension");
+  out.setZero();
+  loss_->accumulate(*data_, partition(j), x, out);
+  out /= static_cast<double>(rows());
+}
+
+double Objective::smoothness() const {
+  return loss_->curvature_bound() * largest_gram_eigenvalue(*data_) + l2_;
+}
+
+std::optional<double> Objective::pl_constant() const {
+  if (loss_->name() != "least_squares") {
+    // Logistic loss on separable data has no minimiser, so only the regulariser gives PL.
+    return l2_ > 0.0 ? std::optional<double>(l2_) : std::nullopt;
+  }
+  const Eigen::Index m = rows();
+  const Eigen::Index p = dimension();
+  if (std::min(m, p) > kMaxEigenDimension) {
+    throw std::invalid_argument("pl_constant: the Gram matrix would be " +
+                                std::to_string(std::min(m, p)) + " x " +
+                                std::to_string(std::min(m, p)) +
+                                "; dense eigendecomposition is limited to min(rows, features) <= " +
+                                std::to_string(kMaxEigenDimension));
+  }
+  if (p == 0) {
+    return l2_ > 0.0 ? std::optional<double>(l2_) : std::nullopt;
+  }
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(small_gram(*data_),
+                                                              Eigen::EigenvaluesOnly);
+  STRAGGLERSIM_ASSERT(solver.info() == Eigen::Success, "Gram eigendecomposition failed");
+  const Eigen::VectorXd& eigenvalues = solver.eigenvalues();  // ascending
+  const double largest = eigenvalues[eigenvalues.size() - 1];
+  // Eigenvalues of a rank-deficient Gram matrix come out as ±ε·λ_max, not exactly zero.
+  const double threshold = 1e-10 * largest;
+  for (Eigen::Index i = 0; i < eigenvalues.size(); ++i) {
+    if (eigenvalues[i] > threshold) {
+      return eigenvalues[i] + l2_;
+    }
+  }
+  // A = 0: f is constant plus the regulariser.
+  return l2_ > 0.0 ? std::optional<double>(l2_) : std::nullopt;
+}
+
+double largest_gram_eigenvalue(const Dataset& data, int max_iterations, double tolerance) {
+  STRAGGLERSIM_ASSERT(data.rows() >= 1, "largest_gram_eigenvalue needs at least one row");
+  STRAGGLERSIM_ASSERT(max_iterations >= 1, "max_iterations must be at least 1");
+  STRAGGLERSIM_ASSERT(tolerance > 0.0, "tolerance must be positive");
+  const Eigen::Index p = data.dimension();
+  if (p == 0) {
+    return 0.0;
+  }
+  boost::random::mt19937_64 engine(kPowerIterationSeed);
+  boost::random::normal_distribution<double> normal(0.0, 1.0);
+  Eigen::VectorXd v(p);
+  for (Eigen::Index i = 0; i < p; ++i) {
+    v[i] = normal(engine);
+  }
+  v.normalize();
+  Eigen::VectorXd w(p);
+  double estimate = 0.0;
+  for (int iteration = 0; iteration < max_iterations; ++iteration) {
+    apply_gram(data, v, w);
+    // Rayleigh quotient vᵀGv with ‖v‖ = 1: converges twice as fast as ‖Gv‖ and never overshoots.
+    const double next = v.dot(w);
+    const double norm = w.norm();
+    if (norm == 0.0) {
+      return 0.0;  // v is in the null space of A: with a Gaussian start, A = 0.
+    }
+    v = w / norm;
+    if (iteration > 0 && std::abs(next - estimate) <= tolerance * next) {
+      return next;
+    }
+    estimate = next;
+  }
+  return estimate;
+}
+
+}  // namespace stragglersim::models

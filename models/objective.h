@@ -1,0 +1,61 @@
+#pragma once
+// The training objective (DESIGN.md §1, fixed normalisation):
+//   f(x) = (1/m) Σ_i ℓ(a_iᵀx; b_i) + (λ₂/2)‖x‖²,   F_j(x) = (1/m) Σ_{i∈P_j} ℓ_i(x).
+// Partition gradients ∇F_j exclude the regulariser, which the master adds exactly.
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "models/dataset.h"
+#include "models/loss_model.h"
+
+namespace stragglersim::models {
+
+class Objective {
+ public:
+  /// Illegal: partitions < 1 or > rows, l2 < 0, null data or loss.
+  Objective(std::shared_ptr<const Dataset> data,
+            std::shared_ptr<const LossModel> loss,
+            double l2,
+            int partitions);
+
+  [[nodiscard]] int partitions() const { return partitions_; }
+  [[nodiscard]] Eigen::Index dimension() const { return data_->dimension(); }
+  [[nodiscard]] Eigen::Index rows() const { return data_->rows(); }
+  [[nodiscard]] double l2() const { return l2_; }
+  [[nodiscard]] RowRange partition(int j) const;
+  [[nodiscard]] const Dataset& data() const { return *data_; }
+  [[nodiscard]] const LossModel& loss() const { return *loss_; }
+
+  /// f(x) in one streaming pass over the data; when `partition_gradients` is non-null it is
+  /// resized to p × k and column j receives ∇F_j(x) from the same pass.
+  double evaluate(const Eigen::VectorXd& x, Eigen::MatrixXd* partition_gradients) const;
+  /// f(x).
+  [[nodiscard]] double value(const Eigen::VectorXd& x) const;
+  /// ∇f(x) = Σ_j ∇F_j(x) + λ₂x.
+  [[nodiscard]] Eigen::VectorXd gradient(const Eigen::VectorXd& x) const;
+  /// ∇F_j(x) written to `out` (size p).
+  void partition_gradient(int j, const Eigen::VectorXd& x, Eigen::Ref<Eigen::VectorXd> out) const;
+
+  /// β = curvature_bound · λ_max(AᵀA/m) + λ₂, λ_max by seeded power iteration to relative
+  /// tolerance 1e-10 (an upper bound on the smoothness constant of f).
+  [[nodiscard]] double smoothness() const;
+  /// PL constant μ: least squares, smallest non-zero eigenvalue of AᵀA/m plus λ₂ (PL holds
+  /// even when m < p); logistic, λ₂ (nullopt when λ₂ = 0).
+  [[nodiscard]] std::optional<double> pl_constant() const;
+
+ private:
+  std::shared_ptr<const Dataset> data_;
+  std::shared_ptr<const LossModel> loss_;
+  double l2_;
+  int partitions_;
+};
+
+/// λ_max(AᵀA/m) by power iteration from a fixed seeded start vector.
+double largest_gram_eigenvalue(const Dataset& data,
+                               int max_iterations = 1000,
+                               double tolerance = 1e-10);
+
+}  // namespace stragglersim::models

@@ -1,0 +1,143 @@
+#pragma once
+// Internal to models/: the fused per-row pass shared by the loss models and the Gram operator.
+// For rows i in a range it computes z_i = a_iᵀx, asks a kernel for (ℓ_i, w_i) and adds w_i·a_i to
+// an accumulator while a_i is still in L1 cache, so the data is streamed from memory once.
+// Kernels are templates (inlined), never virtual calls per row.
+
+#include <Eigen/Core>
+#include <Eigen/SparseCore>
+#include <algorithm>
+#include <variant>
+
+#include "models/dataset.h"
+
+namespace stragglersim::models::internal {
+
+/// Rows handled together. Four rows (6.4 KB at p = 200) are read from memory by their dot
+/// products and re-read from L1 by one fused update sum += Σ_r w_r·a_r, which loads and stores
+/// `sum` once per four rows; the kernel gets four margins at once to vectorise exp/log. Measured
+/// on p = 200: blocks of 4 beat 1 (per-row axpy), 8, 16 and Eigen's gemv kernels.
+inline constexpr Eigen::Index kRowBlock = 4;
+using BlockArray = Eigen::Array<double, kRowBlock, 1>;
+
+/// Loads the labels of rows [begin, begin + n) into a block; padding rows get z = b = 0, for which
+/// every kernel must return a zero weight (their losses are ignored).
+inline void load_labels(const Eigen::VectorXd& labels,
+                        Eigen::Index begin,
+                        Eigen::Index n,
+                        BlockArray& b) {
+  b.setZero();
+  for (Eigen::Index r = 0; r < n; ++r) b[r] = labels[begin + r];
+}
+
+/// Σ_i ℓ_i over `rows`, adding Σ_i w_i·a_i to `sum` when kWithSum. `kernel(z, b, loss, w)` gets the
+/// margins and labels of a block of kRowBlock rows and writes the losses ℓ_i and weights w_i.
+template <bool kWithSum = true, class Kernel>
+double fused_pass(const DenseRows& a,
+                  const Eigen::VectorXd& labels,
+                  RowRange rows,
+                  const Eigen::VectorXd& x,
+                  Eigen::Ref<Eigen::VectorXd> sum,
+                  Kernel kernel) {
+  using Row = Eigen::Map<const Eigen::VectorXd>;
+  const Eigen::Index p = a.cols();
+  double total = 0.0;
+  BlockArray z;
+  BlockArray b;
+  BlockArray loss;
+  BlockArray w;
+  for (Eigen::Index begin = rows.begin; begin < rows.end; begin += kRowBlock) {
+    const Eigen::Index n = std::min(kRowBlock, rows.end - begin);
+    const double* first = a.data() + begin * p;
+    z.setZero();
+    for (Eigen::Index r = 0; r < n; ++r) {
+      z[r] = Row(first + r * p, p).dot(x);
+    }
+    load_labels(labels, begin, n, b);
+    kernel(static_cast<const BlockArray&>(z), static_cast<const BlockArray&>(b), loss, w);
+    for (Eigen::Index r = 0; r < n; ++r) total += loss[r];
+    if constexpr (kWithSum) {
+      if (n == kRowBlock) {
+        static_assert(kRowBlock == 4, "the fused update below is written out for four rows");
+        sum.noalias() += w[0] * Row(first, p) + w[1] * Row(first + p, p) +
+                         w[2] * Row(first + 2 * p, p) + w[3] * Row(first + 3 * p, p);
+      } else {
+        for (Eigen::Index r = 0; r < n; ++r) {
+          sum.noalias() += w[r] * Row(first + r * p, p);
+        }
+      }
+    }
+  }
+  return total;
+}
+
+template <bool kWithSum = true, class Kernel>
+double fused_pass(const SparseRows& a,
+                  const Eigen::VectorXd& labels,
+                  RowRange rows,
+                  const Eigen::VectorXd& x,
+                  Eigen::Ref<Eigen::VectorXd> sum,
+                  Kernel kernel) {
+  double total = 0.0;
+  BlockArray z;
+  BlockArray b;
+  BlockArray loss;
+  BlockArray w;
+  for (Eigen::Index begin = rows.begin; begin < rows.end; begin += kRowBlock) {
+    const Eigen::Index n = std::min(kRowBlock, rows.end - begin);
+    z.setZero();
+    for (Eigen::Index r = 0; r < n; ++r) {
+      double dot = 0.0;
+      for (SparseRows::InnerIterator it(a, begin + r); it; ++it) {
+        dot += it.value() * x[it.index()];
+      }
+      z[r] = dot;
+    }
+    load_labels(labels, begin, n, b);
+    kernel(static_cast<const BlockArray&>(z), static_cast<const BlockArray&>(b), loss, w);
+    for (Eigen::Index r = 0; r < n; ++r) total += loss[r];
+    if constexpr (kWithSum) {
+      for (Eigen::Index r = 0; r < n; ++r) {
+        const double weight = w[r];
+        if (weight == 0.0) continue;
+        for (SparseRows::InnerIterator it(a, begin + r); it; ++it) {
+          sum[it.index()] += weight * it.value();
+        }
+      }
+    }
+  }
+  return total;
+}
+
+template <bool kWithSum = true, class Kernel>
+double fused_pass(const Dataset& data,
+                  RowRange rows,
+                  const Eigen::VectorXd& x,
+                  Eigen::Ref<Eigen::VectorXd> sum,
+                  Kernel kernel) {
+  return std::visit(
+      [&](const auto& a) { return fused_pass<kWithSum>(a, data.labels, rows, x, sum, kernel); },
+      data.features);
+}
+
+/// Σ_i ℓ_i over `rows` alone (w_i is computed and dropped).
+template <class Kernel>
+double value_pass(const Dataset& data, RowRange rows, const Eigen::VectorXd& x, Kernel kernel) {
+  Eigen::VectorXd unused;
+  return fused_pass<false>(data, rows, x, unused, kernel);
+}
+
+/// Calls `each(i, z_i)` for every row i of `data` (no accumulator; used for metrics).
+template <class Each>
+void for_each_margin(const Dataset& data, const Eigen::VectorXd& x, Each each) {
+  if (const auto* dense = std::get_if<DenseRows>(&data.features)) {
+    const Eigen::VectorXd z = *dense * x;
+    for (Eigen::Index i = 0; i < z.size(); ++i) each(i, z[i]);
+  } else {
+    const auto& sparse = std::get<SparseRows>(data.features);
+    const Eigen::VectorXd z = sparse * x;
+    for (Eigen::Index i = 0; i < z.size(); ++i) each(i, z[i]);
+  }
+}
+
+}  // namespace stragglersim::models::internal

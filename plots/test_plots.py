@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Checks that a figure plots exactly the data of the CSV it came from."""
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import plot_traces  # noqa: E402
+
+CSV = """iteration,time,iteration_time,loss,grad_norm,estimate_error,workers_heard,partitions_covered
+0,0,0,0.6931471805599453,0.5,0,0,0
+1,3.25,3.25,0.5,0.25,2,15,28
+2,5.5,2.25,0.4,0.125,4,15,26
+"""
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.csv")
+        with open(path, "w") as f:
+            f.write(CSV)
+        trace = plot_traces.read_trace(path)
+        fig = plot_traces.plot([("scheme", trace)])
+        ax_time, ax_iter = fig.axes
+        (line,) = ax_time.get_lines()
+        assert list(line.get_xdata()) == [0.0, 3.25, 5.5], line.get_xdata()
+        assert list(line.get_ydata()) == [0.6931471805599453, 0.5, 0.4], line.get_ydata()
+        (line,) = ax_iter.get_lines()
+        assert list(line.get_xdata()) == [0.0, 1.0, 2.0]
+        assert ax_time.get_xlabel() == "simulated time (s)"
+        assert ax_time.get_yscale() == "log"
+        out = os.path.join(tmp, "fig.png")
+        assert plot_traces.main(["--out", out, f"s={path}"]) == 0
+        assert os.path.getsize(out) > 1000
+    print("plots: figure data matches its CSV (ok)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+#include "sim/delay_model.h"
+
+#include <boost/random/exponential_distribution.hpp>
+#include <cmath>
+
+#include "models/invariant.h"
+
+namespace stragglersim::sim {
+
+ShiftedExponentialDelay::ShiftedExponentialDelay(std::vector<double> loads,
+                                                 double shift,
+                                                 double rate,
+                                                 TailScaling tail)
+    : loads_(std::move(loads)), shift_(shift), rate_(rate), tail_(tail) {
+  STRAGGLERSIM_ASSERT(shift >= 0.0 && rate > 0.0, "shifted exponential needs shift >= 0, rate > 0");
+  worker_shift_.reserve(loads_.size());
+  worker_scale_.reserve(loads_.size());
+  for (const double l : loads_) {
+    STRAGGLERSIM_ASSERT(l > 0.0, "loads must be positive");
+    worker_shift_.push_back(l * shift_);
+    worker_scale_.push_back((tail_ == TailScaling::kLoad ? l : 1.0) / rate_);
+  }
+}
+
+void ShiftedExponentialDelay::sample(std::uint64_t /*iteration*/,
+                                     RandomEngine& rng,
+                                     std::span<double> out) {
+  STRAGGLERSIM_ASSERT(out.size() == loads_.size(), "output span must hold one delay per worker");
+  // Boost's exponential distribution is a ziggurat and stateless, so one instance draws the
+  // same values as a fresh one: the stream depends only on the engine's position.
+  boost::random::exponential_distribution<double> exp1(1.0);
+  const double* sh = worker_shift_.data();
+  const double* sc = worker_scale_.data();
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i] = sh[i] + sc[i] * exp1(rng);
+  }
+}
+
+double ShiftedExponentialDelay::worker_shift(int worker) const {
+  return worker_shift_[static_cast<std::size_t>(worker)];
+}
+
+double ShiftedExponentialDelay::worker_scale(int worker) const {
+  return worker_scale_[static_cast<std::size_t>(worker)];
+}
+
+double ShiftedExponentialDelay::cdf(int worker, double t) const {
+  const double u = t - worker_shift(worker);
+  return u <= 0.0 ? 0.0 : -std::expm1(-u / worker_scale(worker));
+}
+
+double ShiftedExponentialDelay::mean(int worker) const {
+  return worker_shift(worker) + worker_scale(worker);
+}
+
+double ShiftedExponentialDelay::variance(int worker) const {
+  return worker_scale(worker) * worker_scale(worker);
+}
+
+double ShiftedExponentialDelay::lower_bound(int worker) const { return worker_shift(worker); }
+
+}  // namespace stragglersim::sim

@@ -1,0 +1,68 @@
+#pragma once
+// Worker delay models, in simulated seconds (DESIGN.md §1 "Delay model"). A worker with
+// normalised load ℓ_i (1 for an uncoded worker) takes
+//   shifted exponential:  T_i = ℓ_i·a + s(ℓ_i)·X_i/λ,  X_i ~ Exp(1)
+// with s(ℓ) = ℓ ("Model A", tail scales with load, Lee et al. 2017) or s(ℓ) = 1 ("Model B").
+// Every model draws all n workers of an iteration in one call, in worker order, from the
+// run's delay stream.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sim/random_stream.h"
+
+namespace stragglersim::sim {
+
+/// Whether the random tail scales with the load (Model A) or not (Model B).
+enum class TailScaling { kLoad, kNone };
+
+class DelayModel {
+ public:
+  virtual ~DelayModel() = default;
+  [[nodiscard]] virtual std::string name() const = 0;
+  [[nodiscard]] virtual int workers() const = 0;
+  /// Draws T_i for every worker of `iteration` into `out` (size workers()), consuming `rng` in
+  /// worker order.
+  virtual void sample(std::uint64_t iteration, RandomEngine& rng, std::span<double> out) = 0;
+  /// P(T_i ≤ t) of worker i's stationary marginal (used by the theory module).
+  [[nodiscard]] virtual double cdf(int worker, double t) const = 0;
+  /// E[T_i].
+  [[nodiscard]] virtual double mean(int worker) const = 0;
+  /// Var[T_i] (infinite for heavy tails without a second moment).
+  [[nodiscard]] virtual double variance(int worker) const = 0;
+  /// Smallest possible delay of worker i (the shift): integration starts here.
+  [[nodiscard]] virtual double lower_bound(int worker) const = 0;
+};
+
+/// T_i = ℓ_i·shift + s(ℓ_i)·X_i/rate, X_i ~ Exp(1) i.i.d. over workers and iterations.
+/// Illegal: shift < 0, rate ≤ 0, a load ≤ 0.
+class ShiftedExponentialDelay final : public DelayModel {
+ public:
+  ShiftedExponentialDelay(std::vector<double> loads, double shift, double rate, TailScaling tail);
+  [[nodiscard]] std::string name() const override { return "shifted_exponential"; }
+  [[nodiscard]] int workers() const override { return static_cast<int>(loads_.size()); }
+  void sample(std::uint64_t iteration, RandomEngine& rng, std::span<double> out) override;
+  [[nodiscard]] double cdf(int worker, double t) const override;
+  [[nodiscard]] double mean(int worker) const override;
+  [[nodiscard]] double variance(int worker) const override;
+  [[nodiscard]] double lower_bound(int worker) const override;
+  [[nodiscard]] double shift() const { return shift_; }
+  [[nodiscard]] double rate() const { return rate_; }
+  [[nodiscard]] TailScaling tail() const { return tail_; }
+  /// Worker i's shift ℓ_i·a and tail scale s(ℓ_i)/λ.
+  [[nodiscard]] double worker_shift(int worker) const;
+  [[nodiscard]] double worker_scale(int worker) const;
+
+ private:
+  std::vector<double> loads_;
+  double shift_;
+  double rate_;
+  TailScaling tail_;
+  std::vector<double> worker_shift_;
+  std::vector<double> worker_scale_;
+};
+
+}  // namespace stragglersim::sim

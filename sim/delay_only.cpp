@@ -1,0 +1,214 @@
+#include "sim/delay_only.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "codes/fractional_repetition_code.h"
+#include "codes/uncoded_code.h"
+#include "models/invariant.h"
+
+namespace stragglersim::sim {
+
+void DelayOnlyStatistics::add(double iteration_time) {
+  ++iterations;
+  const double delta = iteration_time - mean;
+  mean += delta / static_cast<double>(iterations);
+  m2 += delta * (iteration_time - mean);
+}
+
+double DelayOnlyStatistics::variance() const {
+  return iterations > 1 ? m2 / static_cast<double>(iterations - 1) : 0.0;
+}
+
+double DelayOnlyStatistics::standard_error() const {
+  return iterations > 1 ? std::sqrt(variance() / static_cast<double>(iterations)) : 0.0;
+}
+
+double DelayOnlyStatistics::erasure_fraction() const {
+  return groups == 0 || iterations == 0
+             ? 0.0
+             : erased_groups / (static_cast<double>(groups) * static_cast<double>(iterations));
+}
+
+DelayOnlySimulator::DelayOnlySimulator(std::unique_ptr<DelayModel> delays,
+                                       std::shared_ptr<const StoppingRule> rule,
+                                       std::shared_ptr<const codes::GradientCode> code,
+                                       StragglerPolicy policy,
+                                       std::uint64_t seed)
+    : delays_(std::move(delays)),
+      rule_(std::move(rule)),
+      code_(std::move(code)),
+      policy_(policy),
+      rng_(make_engine(seed, Stream::kDelays)) {
+  STRAGGLERSIM_ASSERT(delays_ && rule_ && code_, "delay-only run needs delays, rule and code");
+  STRAGGLERSIM_ASSERT(delays_->workers() == code_->workers(), "delay model and code disagree on n");
+  if (const auto* frc = dynamic_cast<const codes::FractionalRepetitionCode*>(code_.get())) {
+    d_ = frc->replication();
+    has_groups_ = true;
+  } else if (dynamic_cast<const codes::UncodedCode*>(code_.get()) != nullptr) {
+    d_ = 1;
+    has_groups_ = true;
+  }
+  const StoppingRule* r = rule_.get();
+  bool selectable = true;
+  if (dynamic_cast<const AllStopping*>(r) != nullptr) {
+    kind_ = Kind::kAll;
+  } else if (const auto* f = dynamic_cast<const FirstRStopping*>(r)) {
+    kind_ = Kind::kFirstR;
+    r_ = f->r();
+  } else if (const auto* dl = dynamic_cast<const DeadlineStopping*>(r)) {
+    kind_ = Kind::kDeadline;
+    deadline_ = dl->after();
+  } else if (dynamic_cast<const DecodableStopping*>(r) != nullptr) {
+    kind_ = Kind::kDecodable;
+    selectable = has_groups_;
+  } else if (const auto* fd = dynamic_cast<const FirstROrDecodableStopping*>(r)) {
+    kind_ = Kind::kFirstROrDecodable;
+    r_ = fd->r();
+    selectable = has_groups_;
+  } else {
+    selectable = false;
+  }
+  if (!selectable) {
+    fallback_ = std::make_unique<SimulatedCluster>(std::move(delays_), rule_, policy_, seed);
+    return;
+  }
+  const auto n = static_cast<std::size_t>(code_->workers());
+  STRAGGLERSIM_ASSERT(kind_ != Kind::kFirstR || (r_ >= 1 && static_cast<std::size_t>(r_) <= n),
+                      "first_r needs 1 <= r <= n");
+  delays_buffer_.resize(n);
+  scratch_.resize(n);
+  if (policy_ == StragglerPolicy::kFinish) {
+    arrivals_.resize(n);
+    busy_until_.assign(n, 0.0);
+  }
+}
+
+namespace {
+
+double max_of(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
+
+/// Max over consecutive groups of `d` of the group's minimum: when the last group is first
+/// covered.
+double last_group_cover(const std::vector<double>& v, int d) {
+  double worst = -std::numeric_limits<double>::infinity();
+  const auto g = static_cast<std::size_t>(d);
+  for (std::size_t start = 0; start < v.size(); start += g) {
+    const double first = *std::min_element(v.begin() + static_cast<std::ptrdiff_t>(start),
+                                           v.begin() + static_cast<std::ptrdiff_t>(start + g));
+    worst = std::max(worst, first);
+  }
+  return worst;
+}
+
+}  // namespace
+
+DelayOnlyIteration DelayOnlySimulator::step() {
+  DelayOnlyIteration out;
+  out.iteration = ++iteration_;
+  delays_->sample(iteration_, rng_, delays_buffer_);
+  const std::vector<double>* arrivals = &delays_buffer_;
+  if (policy_ == StragglerPolicy::kFinish) {
+    for (std::size_t i = 0; i < arrivals_.size(); ++i) {
+      arrivals_[i] = std::max(0.0, busy_until_[i] - time_) + delays_buffer_[i];
+    }
+    arrivals = &arrivals_;
+  }
+  const std::vector<double>& a = *arrivals;
+  const int n = static_cast<int>(a.size());
+
+  auto rth = [&](int r) {
+    std::copy(a.begin(), a.end(), scratch_.begin());
+    const auto nth = scratch_.begin() + (r - 1);
+    std::nth_element(scratch_.begin(), nth, scratch_.end());
+    return *nth;
+  };
+  double stop = 0.0;
+  int heard = -1;  // -1: count arrivals <= stop
+  switch (kind_) {
+    case Kind::kAll:
+      stop = max_of(a);
+      heard = n;
+      break;
+    case Kind::kFirstR:
+      stop = rth(r_);
+      heard = r_;
+      break;
+    case Kind::kDeadline:
+      stop = std::min(deadline_, max_of(a));
+      break;
+    case Kind::kDecodable:
+      stop = last_group_cover(a, d_);
+      break;
+    case Kind::kFirstROrDecodable: {
+      const double cover = last_group_cover(a, d_);
+      const double r_time = rth(r_);
+      stop = std::min(cover, r_time);
+      heard = r_time <= cover ? r_ : -1;
+      break;
+    }
+  }
+  if (heard < 0) {
+    heard =
+        static_cast<int>(std::count_if(a.begin(), a.end(), [&](double t) { return t <= stop; }));
+  }
+  out.workers_heard = heard;
+  out.iteration_time = stop;
+  out.wall_time = policy_ == StragglerPolicy::kDrain ? max_of(a) : stop;
+  if (has_groups_) {
+    if (d_ == 1) {
+      out.groups_covered = heard;
+    } else {
+      int covered = 0;
+      const auto g = static_cast<std::size_t>(d_);
+      for (std::size_t start = 0; start < a.size(); start += g) {
+        const double first = *std::min_element(a.begin() + static_cast<std::ptrdiff_t>(start),
+                                               a.begin() + static_cast<std::ptrdiff_t>(start + g));
+        covered += first <= stop ? 1 : 0;
+      }
+      out.groups_covered = covered;
+    }
+  }
+  if (policy_ == StragglerPolicy::kFinish) {
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      busy_until_[i] = a[i] > stop ? time_ + a[i] : 0.0;
+    }
+  }
+  time_ += stop;
+  return out;
+}
+
+DelayOnlyStatistics DelayOnlySimulator::run(
+    std::uint64_t iterations, const std::function<void(const DelayOnlyIteration&)>& on_iteration) {
+  DelayOnlyStatistics stats;
+  if (has_groups_) {
+    stats.groups = static_cast<std::uint64_t>(code_->workers() / d_);
+  }
+  for (std::uint64_t t = 0; t < iterations; ++t) {
+    DelayOnlyIteration it;
+    if (fallback_) {
+      const IterationTiming& timing = fallback_->next_iteration();
+      it.iteration = timing.iteration;
+      it.iteration_time = timing.iteration_time;
+      it.wall_time = timing.wall_time;
+      it.workers_heard = static_cast<int>(timing.heard.size());
+      const codes::Decoding cover = code_->decode_optimal(timing.heard);
+      it.groups_covered = cover.partitions_covered;
+    } else {
+      it = step();
+    }
+    stats.add(it.iteration_time);
+    stats.total_time += it.iteration_time;
+    stats.total_wall_time += it.wall_time;
+    if (stats.groups > 0) {
+      stats.erased_groups += static_cast<double>(stats.groups) - it.groups_covered;
+    }
+    if (on_iteration) {
+      on_iteration(it);
+    }
+  }
+  return stats;
+}
+
+}  // namespace stragglersim::sim

@@ -1,0 +1,695 @@
+#include "sim/iteration_time_theory.h"
+
+#include <algorithm>
+#include <boost/math/quadrature/exp_sinh.hpp>
+#include <boost/math/quadrature/gauss_kronrod.hpp>
+#include <cmath>
+#include <functional>
+#include <initializer_list>
+#include <limits>
+#include <span>
+#include <utility>
+
+#include "models/invariant.h"
+
+namespace stragglersim::sim {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+/// Relative tolerance of every quadrature: far below the 1e-6 the closed forms are checked to.
+constexpr double kQuadratureTolerance = 1e-11;
+/// Integrals of numerically differentiated CDFs carry ~1e-12 relative noise: a tolerance below it
+/// would only exhaust the subdivision depth.
+constexpr double kDensityTolerance = 1e-9;
+constexpr unsigned kMaxDepth = 15;
+/// Beyond this many pairs of groups, q₂ for non-identical workers averages a fixed sample.
+constexpr int kMaxExactPairs = 500;
+
+std::size_t index(int i) { return static_cast<std::size_t>(i); }
+
+/// What the stopping time is a function of, once scheme and rule are combined.
+enum class StopShape { kOrderStatistic, kFrcDecodable, kFrcFirstROrDecodable, kDeadline };
+
+struct Shape {
+  StopShape kind = StopShape::kOrderStatistic;
+  int order = 0;  ///< m of T_(m:n) for kOrderStatistic
+};
+
+void validate(const SchemeDescription& s) {
+  STRAGGLERSIM_ASSERT(s.workers >= 1, "a scheme needs at least one worker");
+  STRAGGLERSIM_ASSERT(s.d >= 1, "a scheme needs d >= 1");
+  switch (s.code) {
+    case CodeFamily::kUncoded:
+      STRAGGLERSIM_ASSERT(s.d == 1, "an uncoded scheme has d = 1");
+      break;
+    case CodeFamily::kFractionalRepetition:
+      STRAGGLERSIM_ASSERT(s.workers % s.d == 0, "FRC needs d | n");
+      break;
+    case CodeFamily::kCyclic:
+      STRAGGLERSIM_ASSERT(s.d <= s.workers, "a cyclic code needs d = s + 1 <= n");
+      break;
+  }
+  if (s.rule == RuleKind::kFirstR || s.rule == RuleKind::kFirstROrDecodable) {
+    STRAGGLERSIM_ASSERT(s.r >= 1 && s.r <= s.workers, "first_r needs 1 <= r <= n");
+  }
+  if (s.rule == RuleKind::kDeadline) {
+    STRAGGLERSIM_ASSERT(s.deadline > 0.0, "a deadline rule needs a positive deadline");
+  }
+}
+
+Shape stop_shape(const SchemeDescription& s) {
+  const int n = s.workers;
+  const int exact_from = s.code == CodeFamily::kCyclic ? n - s.d + 1 : n;
+  switch (s.rule) {
+    case RuleKind::kAll:
+      return {StopShape::kOrderStatistic, n};
+    case RuleKind::kFirstR:
+      return {StopShape::kOrderStatistic, s.r};
+    case RuleKind::kDeadline:
+      return {StopShape::kDeadline, 0};
+    case RuleKind::kDecodable:
+      if (s.code == CodeFamily::kFractionalRepetition) {
+        return {StopShape::kFrcDecodable, 0};
+      }
+      return {StopShape::kOrderStatistic, exact_from};
+    case RuleKind::kFirstROrDecodable:
+      if (s.code == CodeFamily::kFractionalRepetition) {
+        return {StopShape::kFrcFirstROrDecodable, 0};
+      }
+      return {StopShape::kOrderStatistic, std::min(s.r, exact_from)};
+  }
+  return {};
+}
+
+/// P(at least r of the workers with arrival probabilities f (waiting probabilities w = 1 − f,
+/// given separately for accuracy) have arrived): Poisson-binomial DP with the state "≥ r"
+/// absorbing.
+StopProbability at_least(std::span<const double> f,
+                         std::span<const double> w,
+                         std::span<const char> skip,
+                         int r,
+                         std::vector<double>& p) {
+  if (r <= 0) {
+    return {1.0, 0.0};
+  }
+  p.assign(index(r) + 1, 0.0);
+  p[0] = 1.0;
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    if (!skip.empty() && skip[i] != 0) {
+      continue;
+    }
+    // Top state first: it reads the old p[r − 1].
+    p[index(r)] += p[index(r) - 1] * f[i];
+    for (std::size_t k = index(r) - 1; k >= 1; --k) {
+      p[k] = p[k] * w[i] + p[k - 1] * f[i];
+    }
+    p[0] *= w[i];
+  }
+  double waiting = 0.0;
+  for (int k = 0; k < r; ++k) {
+    waiting += p[index(k)];
+  }
+  return {p[index(r)], waiting};
+}
+
+/// Evaluates P(Z ≤ t) for one scheme and delay model, with scratch space for the DPs.
+class StopDistribution {
+ public:
+  StopDistribution(const SchemeDescription& scheme, const DelayModel& delay)
+      : scheme_(scheme),
+        delay_(delay),
+        shape_(stop_shape(scheme)),
+        f_(index(scheme.workers)),
+        w_(index(scheme.workers)) {}
+
+  void fill(double t) const {
+    for (int i = 0; i < scheme_.workers; ++i) {
+      f_[index(i)] = delay_.cdf(i, t);
+      w_[index(i)] = 1.0 - f_[index(i)];
+    }
+  }
+
+  [[nodiscard]] StopProbability operator()(double t) const {
+    if (shape_.kind == StopShape::kDeadline && t >= scheme_.deadline) {
+      return {1.0, 0.0};
+    }
+    fill(t);
+    switch (shape_.kind) {
+      case StopShape::kOrderStatistic:
+        return at_least(f_, w_, {}, shape_.order, p_);
+      case StopShape::kDeadline:
+        return at_least(f_, w_, {}, scheme_.workers, p_);
+      case StopShape::kFrcDecodable:
+        return frc_decodable();
+      case StopShape::kFrcFirstROrDecodable:
+        return frc_first_r_or_decodable();
+    }
+    return {};
+  }
+
+ private:
+  [[nodiscard]] StopProbability frc_decodable() const {
+    double log_all_covered = 0.0;
+    for (int g = 0; g < scheme_.workers / scheme_.d; ++g) {
+      double erased = 1.0;
+      for (int i = g * scheme_.d; i < (g + 1) * scheme_.d; ++i) {
+        erased *= w_[index(i)];
+      }
+      log_all_covered += std::log1p(-erased);
+    }
+    return {std::exp(log_all_covered), -std::expm1(log_all_covered)};
+  }
+
+  // State after each group: (arrivals so far, capped at r) × (every group so far covered).
+  [[nodiscard]] StopProbability frc_first_r_or_decodable() const {
+    const int r = scheme_.r;
+    const int d = scheme_.d;
+    uncovered_.assign(index(r) + 1, 0.0);
+    covered_.assign(index(r) + 1, 0.0);
+    covered_[0] = 1.0;
+    for (int g = 0; g < scheme_.workers / d; ++g) {
+      const std::span<const double> fg(f_.data() + g * d, index(d));
+      const std::span<const double> wg(w_.data() + g * d, index(d));
+      group_count(fg, wg);
+      next_uncovered_.assign(index(r) + 1, 0.0);
+      next_covered_.assign(index(r) + 1, 0.0);
+      for (int c = 0; c <= r; ++c) {
+        const double u = uncovered_[index(c)];
+        const double v = covered_[index(c)];
+        if (u == 0.0 && v == 0.0) {
+          continue;
+        }
+        for (int j = 0; j <= d; ++j) {
+          const std::size_t to = index(std::min(r, c + j));
+          const double pj = count_[index(j)];
+          next_uncovered_[to] += u * pj;
+          (j == 0 ? next_uncovered_ : next_covered_)[to] += v * pj;
+        }
+      }
+      std::swap(uncovered_, next_uncovered_);
+      std::swap(covered_, next_covered_);
+    }
+    double stopped = uncovered_[index(r)] + covered_[index(r)];
+    double waiting = 0.0;
+    for (int c = 0; c < r; ++c) {
+      stopped += covered_[index(c)];
+      waiting += uncovered_[index(c)];
+    }
+    return {stopped, waiting};
+  }
+
+  /// Distribution of the number of arrivals within one group.
+  void group_count(std::span<const double> f, std::span<const double> w) const {
+    count_.assign(f.size() + 1, 0.0);
+    count_[0] = 1.0;
+    for (std::size_t i = 0; i < f.size(); ++i) {
+      for (std::size_t k = i + 1; k >= 1; --k) {
+        count_[k] = count_[k] * w[i] + count_[k - 1] * f[i];
+      }
+      count_[0] *= w[i];
+    }
+  }
+
+  const SchemeDescription& scheme_;
+  const DelayModel& delay_;
+  Shape shape_;
+  mutable std::vector<double> f_;
+  mutable std::vector<double> w_;
+  mutable std::vector<double> p_;
+  mutable std::vector<double> count_;
+  mutable std::vector<double> uncovered_;
+  mutable std::vector<double> covered_;
+  mutable std::vector<double> next_uncovered_;
+  mutable std::vector<double> next_covered_;
+};
+
+using Integrand = std::function<double(double t, double lo, double hi)>;
+
+/// Where the iteration time lives: integration starts at `lower`, pieces break at every worker's
+/// lower bound, and the infinite tail is mapped with scale `width`.
+struct Support {
+  double lower = 0.0;
+  double upper = kInfinity;  ///< the deadline, if any
+  double centre = 0.0;       ///< the median of Z
+  double q90 = 0.0;          ///< the 90% quantile of Z
+  double width = 1.0;        ///< tail scale, q90 − median (or a fallback)
+  std::vector<double> breaks;
+};
+
+double quantile(const std::function<StopProbability(double)>& dist,
+                double lower,
+                double upper,
+                double p) {
+  double lo = lower;
+  double step = std::max(1e-3, 1e-3 * std::abs(lower));
+  double hi = std::min(upper, lower + step);
+  for (int i = 0; i < 2000 && dist(hi).stopped < p && hi < upper; ++i) {
+    lo = hi;
+    step *= 2.0;
+    hi = std::min(upper, lower + step);
+  }
+  if (dist(hi).stopped < p) {
+    return upper;
+  }
+  for (int i = 0; i < 200 && hi - lo > 1e-14 * std::max(1.0, std::abs(hi)); ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (dist(mid).stopped < p ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+Support make_support(const std::function<StopProbability(double)>& dist,
+                     const DelayModel& delay,
+                     double upper) {
+  Support s;
+  s.upper = upper;
+  s.lower = kInfinity;
+  for (int i = 0; i < delay.workers(); ++i) {
+    s.lower = std::min(s.lower, delay.lower_bound(i));
+    s.breaks.push_back(delay.lower_bound(i));
+  }
+  s.centre = quantile(dist, s.lower, upper, 0.5);
+  s.q90 = quantile(dist, s.lower, upper, 0.9);
+  s.width = s.q90 - s.centre;
+  if (!(s.width > 0.0)) {
+    s.width = std::max(s.centre - s.lower, 1e-9 * std::max(1.0, std::abs(s.centre)));
+  }
+  s.breaks.push_back(s.centre);
+  if (std::isfinite(upper)) {
+    s.breaks.push_back(upper);
+  }
+  std::sort(s.breaks.begin(), s.breaks.end());
+  s.breaks.erase(std::unique(s.breaks.begin(), s.breaks.end()), s.breaks.end());
+  std::erase_if(s.breaks, [&](double b) { return b < s.lower || b > upper; });
+  return s;
+}
+
+double integrate_piece(const Integrand& g, double lo, double hi, double tolerance) {
+  if (!(hi > lo)) {
+    return 0.0;
+  }
+  auto f = [&](double t) { return g(t, lo, hi); };
+  return boost::math::quadrature::gauss_kronrod<double, 61>::integrate(
+      f, lo, hi, kMaxDepth, tolerance);
+}
+
+/// ∫_from^∞ g(t) dt with t = from + width·(e^v − 1), v ∈ [0, ∞).
+double integrate_tail(const Integrand& g, double from, double width, double tolerance) {
+  auto f = [&](double v) {
+    const double t = from + width * std::expm1(v);
+    if (!std::isfinite(t)) {
+      return 0.0;
+    }
+    const double value = g(t, from, kInfinity);
+    return value == 0.0 ? 0.0 : value * width * std::exp(v);
+  };
+  boost::math::quadrature::exp_sinh<double> integrator;
+  return integrator.integrate(f, tolerance);
+}
+
+/// ∫_a^b g over the support's pieces (b may be +∞: the tail starts at the last break).
+double integrate_range(const Integrand& g,
+                       const Support& s,
+                       double a,
+                       double b,
+                       double tolerance = kQuadratureTolerance) {
+  double total = 0.0;
+  double at = a;
+  for (const double brk : s.breaks) {
+    if (brk > at && brk < b) {
+      total += integrate_piece(g, at, brk, tolerance);
+      at = brk;
+    }
+  }
+  if (std::isfinite(b)) {
+    return total + integrate_piece(g, at, b, tolerance);
+  }
+  return total + integrate_tail(g, at, s.width, tolerance);
+}
+
+/// Tails falling faster than t^−10 over a decade are integrated to ∞ like exponential ones: every
+/// moment the theory needs exists, and the quadrature converges quickly.
+constexpr double kLightSlope = -10.0;
+constexpr double kTailProbability = 1e-8;
+constexpr double kTailReach = 3.0;
+
+/// The far tail of Z. Light tails (P(Z > t) underflows, or falls faster than t^kLightSlope, over
+/// the probe) are integrated to ∞;
+/// algebraic tails are integrated up to `cut` and continued analytically as
+/// P(Z > t) ≈ P(Z > cut)·((t − L)/(cut − L))^slope, the slope measured between `cut` and the
+/// point kTailReach times as far from L. The cut is deep enough that offsets such as a Pareto's
+/// x_m no longer bend the log-log slope, and shallow enough that P(Z > t) keeps ~6 digits despite
+/// the 1e-16 resolution of 1 − F.
+struct Tail {
+  bool heavy = false;
+  double cut = kInfinity;
+  double waiting = 0.0;  ///< P(Z > cut)
+  double slope = -kInfinity;
+};
+
+Tail probe_tail(const std::function<StopProbability(double)>& dist, const Support& s) {
+  Tail tail;
+  double cut = quantile(dist, s.lower, kInfinity, 1.0 - kTailProbability);
+  if (!s.breaks.empty()) {
+    cut = std::max(cut, s.breaks.back());
+  }
+  if (!(cut > s.lower) || !std::isfinite(cut)) {
+    return tail;
+  }
+  const double far = s.lower + kTailReach * (cut - s.lower);
+  const double w1 = dist(cut).waiting;
+  const double w2 = dist(far).waiting;
+  if (w1 <= 0.0 || w2 <= 0.0) {
+    return tail;
+  }
+  const double slope = std::log(w2 / w1) / std::log(kTailReach);
+  if (slope < kLightSlope) {
+    return tail;
+  }
+  tail.heavy = true;
+  tail.cut = cut;
+  tail.waiting = w1;
+  tail.slope = slope;
+  return tail;
+}
+
+struct Moments {
+  double mean = 0.0;
+  double sd = 0.0;
+};
+
+Moments numerical_moments(const std::function<StopProbability(double)>& dist,
+                          const DelayModel& delay,
+                          double upper) {
+  double lowest = kInfinity;
+  for (int i = 0; i < delay.workers(); ++i) {
+    lowest = std::min(lowest, delay.lower_bound(i));
+  }
+  if (upper <= lowest) {
+    return {upper, 0.0};  // the deadline passes before anyone can arrive
+  }
+  const Support s = make_support(dist, delay, upper);
+  const double c = s.centre;
+  const double lower = s.lower;
+  const Integrand waiting = [&](double t, double, double) { return dist(t).waiting; };
+  const Integrand stopped = [&](double t, double, double) { return dist(t).stopped; };
+  const Integrand waiting_moment = [&](double t, double, double) {
+    return (t - c) * dist(t).waiting;
+  };
+  const Integrand stopped_moment = [&](double t, double, double) {
+    return (c - t) * dist(t).stopped;
+  };
+  const Tail tail = std::isfinite(upper) ? Tail{} : probe_tail(dist, s);
+  const double end = tail.heavy ? tail.cut : upper;
+  if (tail.heavy && !(tail.slope < -1.0)) {
+    return {kInfinity, kInfinity};
+  }
+  // ∫_cut^∞ (t − L)^k P(Z > t) dt = P(Z > cut)·(cut − L)^{k+1} / (−slope − k − 1).
+  const double span = tail.cut - lower;
+  const double tail0 = tail.heavy ? tail.waiting * span / (-tail.slope - 1.0) : 0.0;
+  const double shift =
+      integrate_range(waiting, s, c, end) - integrate_range(stopped, s, lower, c) + tail0;
+  if (tail.heavy && !(tail.slope < -2.0)) {
+    return {c + shift, kInfinity};
+  }
+  const double tail1 = tail.heavy ? tail.waiting * span * span / (-tail.slope - 2.0) : 0.0;
+  // (t − c) = (t − L) + (L − c) beyond the cut.
+  const double second =
+      2.0 * (integrate_range(waiting_moment, s, c, end) +
+             integrate_range(stopped_moment, s, lower, c) + tail1 + (lower - c) * tail0);
+  return {c + shift, std::sqrt(std::max(0.0, second - shift * shift))};
+}
+
+/// Whether every worker has the same delay distribution (exactly, for the shifted exponential;
+/// by lower bound, moments and CDF at a few points otherwise).
+bool identical_workers(const DelayModel& delay) {
+  if (const auto* se = dynamic_cast<const ShiftedExponentialDelay*>(&delay)) {
+    for (int i = 1; i < se->workers(); ++i) {
+      if (se->worker_shift(i) != se->worker_shift(0) ||
+          se->worker_scale(i) != se->worker_scale(0)) {
+        return false;
+      }
+    }
+    return true;
+  }
+  const auto same = [](double x, double y) {
+    return x == y || std::abs(x - y) <= 1e-14 * std::max(std::abs(x), std::abs(y));
+  };
+  const double lb = delay.lower_bound(0);
+  const double unit = std::max(1.0, std::abs(lb));
+  for (int i = 1; i < delay.workers(); ++i) {
+    if (!same(delay.lower_bound(i), lb) || !same(delay.mean(i), delay.mean(0)) ||
+        !same(delay.variance(i), delay.variance(0))) {
+      return false;
+    }
+    for (const double x : {0.01, 0.1, 0.5, 1.0, 3.0, 10.0, 100.0}) {
+      if (!same(delay.cdf(i, lb + x * unit), delay.cdf(0, lb + x * unit))) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+/// Group g = workers g·d … g·d + d − 1 (each worker its own group when uncoded).
+struct Groups {
+  int count = 0;
+  int size = 1;
+};
+
+/// P(every worker in `erased` is still unheard when the first-r stop happens):
+/// ∫ P(≥ r of the others arrived by t) dF_{min over erased}(t), with a central-difference density.
+double first_r_erasure_numerical(const SchemeDescription& scheme,
+                                 const DelayModel& delay,
+                                 const Support& s,
+                                 std::span<const int> erased) {
+  const int n = scheme.workers;
+  std::vector<char> skip(index(n), 0);
+  for (const int i : erased) {
+    skip[index(i)] = 1;
+  }
+  std::vector<double> f(index(n));
+  std::vector<double> w(index(n));
+  std::vector<double> p;
+  const auto all_waiting = [&](double t) {
+    double product = 1.0;
+    for (const int i : erased) {
+      product *= 1.0 - delay.cdf(i, t);
+    }
+    return product;
+  };
+  // Five-point central differences (error O(h⁴)) with h a thousandth of the piece, shrunk to
+  // stay inside it so that no stencil straddles a kink at a worker's lower bound.
+  const Integrand g = [&](double t, double lo, double hi) {
+    const double span = std::isfinite(hi) ? hi - lo : t - lo + s.width;
+    double h = std::min(1e-3 * span, 0.5 * (t - lo));
+    if (std::isfinite(hi)) {
+      h = std::min(h, 0.5 * (hi - t));
+    }
+    if (!(h > 0.0)) {
+      return 0.0;
+    }
+    const double density = (8.0 * (all_waiting(t - h) - all_waiting(t + h)) -
+                            (all_waiting(t - 2.0 * h) - all_waiting(t + 2.0 * h))) /
+                           (12.0 * h);
+    if (density == 0.0) {
+      return 0.0;
+    }
+    for (int i = 0; i < n; ++i) {
+      f[index(i)] = delay.cdf(i, t);
+      w[index(i)] = 1.0 - f[index(i)];
+    }
+    return at_least(f, w, skip, scheme.r, p).stopped * density;
+  };
+  return integrate_range(g, s, s.lower, kInfinity, kDensityTolerance);
+}
+
+struct Erasure {
+  double q = 0.0;
+  double q2 = 0.0;
+};
+
+std::vector<int> group_members(const Groups& groups, std::initializer_list<int> ids) {
+  std::vector<int> members;
+  for (const int g : ids) {
+    for (int i = g * groups.size; i < (g + 1) * groups.size; ++i) {
+      members.push_back(i);
+    }
+  }
+  return members;
+}
+
+/// Pairs (g, h), g < h, averaged for q₂: all of them, or a fixed sample of neighbours and
+/// antipodes when there are too many.
+std::vector<std::pair<int, int>> group_pairs(int count) {
+  std::vector<std::pair<int, int>> pairs;
+  if (count * (count - 1) / 2 <= kMaxExactPairs) {
+    for (int g = 0; g < count; ++g) {
+      for (int h = g + 1; h < count; ++h) {
+        pairs.emplace_back(g, h);
+      }
+    }
+    return pairs;
+  }
+  for (int g = 0; g < count; ++g) {
+    pairs.emplace_back(g, (g + 1) % count);
+    pairs.emplace_back(g, (g + count / 2) % count);
+  }
+  return pairs;
+}
+
+Erasure erasure(const SchemeDescription& scheme, const DelayModel& delay, PredictionMethod method) {
+  const int n = scheme.workers;
+  if (scheme.rule == RuleKind::kAll || scheme.rule == RuleKind::kDecodable) {
+    return {0.0, 0.0};
+  }
+  if (scheme.code == CodeFamily::kCyclic) {
+    const bool exact = scheme.rule != RuleKind::kDeadline && scheme.r >= n - scheme.d + 1;
+    return exact ? Erasure{0.0, 0.0} : Erasure{kNaN, kNaN};
+  }
+  const Groups groups{n / scheme.d, scheme.d};
+  const bool identical = identical_workers(delay);
+
+  if (scheme.rule == RuleKind::kDeadline) {
+    std::vector<double> group_erased(index(groups.count), 1.0);
+    for (int i = 0; i < n; ++i) {
+      group_erased[index(i / groups.size)] *= 1.0 - delay.cdf(i, scheme.deadline);
+    }
+    Erasure e;
+    for (const double x : group_erased) {
+      e.q += x / groups.count;
+    }
+    if (groups.count < 2) {
+      e.q2 = kNaN;
+      return e;
+    }
+    const auto pairs = group_pairs(groups.count);
+    for (const auto& [g, h] : pairs) {
+      e.q2 += group_erased[index(g)] * group_erased[index(h)] / static_cast<double>(pairs.size());
+    }
+    return e;
+  }
+
+  // first_r and first_r_or_decodable share their erasure events (see the header).
+  if (identical && method == PredictionMethod::kAuto) {
+    return {erasure_probability_first_r(n, groups.size, scheme.r),
+            groups.count < 2 ? kNaN : erasure_probability_first_r(n, 2 * groups.size, scheme.r)};
+  }
+  SchemeDescription first_r = scheme;
+  first_r.rule = RuleKind::kFirstR;
+  const std::function<StopProbability(double)> first_r_dist = StopDistribution(first_r, delay);
+  const Support s = make_support(first_r_dist, delay, kInfinity);
+  Erasure e;
+  const int distinct_groups = identical ? 1 : groups.count;
+  for (int g = 0; g < distinct_groups; ++g) {
+    e.q +=
+        first_r_erasure_numerical(scheme, delay, s, group_members(groups, {g})) / distinct_groups;
+  }
+  if (groups.count < 2) {
+    e.q2 = kNaN;
+    return e;
+  }
+  const auto pairs =
+      identical ? std::vector<std::pair<int, int>>{{0, 1}} : group_pairs(groups.count);
+  for (const auto& [g, h] : pairs) {
+    e.q2 += first_r_erasure_numerical(scheme, delay, s, group_members(groups, {g, h})) /
+            static_cast<double>(pairs.size());
+  }
+  return e;
+}
+
+}  // namespace
+
+std::vector<double> scheme_loads(const SchemeDescription& scheme) {
+  validate(scheme);
+  return std::vector<double>(index(scheme.workers), static_cast<double>(scheme.d));
+}
+
+double harmonic_number(int n) {
+  double h = 0.0;
+  for (int i = n; i >= 1; --i) {  // smallest terms first
+    h += 1.0 / i;
+  }
+  return h;
+}
+
+double exponential_order_statistic_mean(int n, int m) {
+  STRAGGLERSIM_ASSERT(m >= 0 && m <= n, "order statistic needs 0 <= m <= n");
+  double sum = 0.0;
+  for (int i = n; i > n - m; --i) {
+    sum += 1.0 / i;
+  }
+  return sum;
+}
+
+double exponential_order_statistic_variance(int n, int m) {
+  STRAGGLERSIM_ASSERT(m >= 0 && m <= n, "order statistic needs 0 <= m <= n");
+  double sum = 0.0;
+  for (int i = n; i > n - m; --i) {
+    sum += 1.0 / (static_cast<double>(i) * i);
+  }
+  return sum;
+}
+
+double erasure_probability_first_r(int n, int k, int r) {
+  STRAGGLERSIM_ASSERT(k >= 0 && r >= 0 && k <= n && r <= n, "needs 0 <= k, r <= n");
+  double q = 1.0;
+  for (int j = 0; j < k; ++j) {
+    if (n - r - j <= 0) {
+      return 0.0;
+    }
+    q *= static_cast<double>(n - r - j) / (n - j);
+  }
+  return q;
+}
+
+StopProbability stop_probability(const SchemeDescription& scheme,
+                                 const DelayModel& delay,
+                                 double t) {
+  validate(scheme);
+  STRAGGLERSIM_ASSERT(delay.workers() == scheme.workers, "delay model and scheme disagree on n");
+  return StopDistribution(scheme, delay)(t);
+}
+
+IterationTimePrediction predict_iteration_time(const SchemeDescription& scheme,
+                                               const DelayModel& delay,
+                                               PredictionMethod method) {
+  validate(scheme);
+  STRAGGLERSIM_ASSERT(delay.workers() == scheme.workers, "delay model and scheme disagree on n");
+  const std::function<StopProbability(double)> dist = StopDistribution(scheme, delay);
+  IterationTimePrediction out;
+  const Erasure e = erasure(scheme, delay, method);
+  out.q = e.q;
+  out.q2 = e.q2;
+
+  const Shape shape = stop_shape(scheme);
+  const auto* se = dynamic_cast<const ShiftedExponentialDelay*>(&delay);
+  const bool closed =
+      method == PredictionMethod::kAuto && se != nullptr && identical_workers(delay) &&
+      (shape.kind == StopShape::kOrderStatistic || shape.kind == StopShape::kFrcDecodable);
+  if (closed) {
+    const double shift = se->worker_shift(0);
+    const double scale = se->worker_scale(0);
+    const int n = scheme.workers;
+    if (shape.kind == StopShape::kOrderStatistic) {
+      out.mean = shift + scale * exponential_order_statistic_mean(n, shape.order);
+      out.sd = scale * std::sqrt(exponential_order_statistic_variance(n, shape.order));
+    } else {
+      const int groups = n / scheme.d;
+      const double group_scale = scale / scheme.d;
+      out.mean = shift + group_scale * exponential_order_statistic_mean(groups, groups);
+      out.sd = group_scale * std::sqrt(exponential_order_statistic_variance(groups, groups));
+    }
+    out.method = "closed form";
+    return out;
+  }
+  const double upper = scheme.rule == RuleKind::kDeadline ? scheme.deadline : kInfinity;
+  const Moments m = numerical_moments(dist, delay, upper);
+  out.mean = m.mean;
+  out.sd = m.sd;
+  out.method = "numerical";
+  return out;
+}
+
+}  // namespace stragglersim::sim

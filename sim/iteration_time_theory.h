@@ -1,0 +1,126 @@
+#pragma once
+// Predicted iteration time and group-erasure probabilities of a scheme (DESIGN.md §2), for any
+// DelayModel with independent workers.
+//
+// The iteration time Z is the moment the master stops waiting (seconds after the broadcast):
+//   rule all                      Z = max_i T_i
+//   rule first_r                  Z = T_(r:n), the r-th arrival
+//   rule deadline τ               Z = min(τ, max_i T_i)   (DeadlineStopping also stops once all
+//                                                           workers have arrived)
+//   rule decodable                uncoded: max_i T_i;  FRC: max_g min_{i∈g} T_i;
+//                                 cyclic (CRC, cyclic MDS, exact from any n − s): T_(n−s:n)
+//   rule first_r_or_decodable     the earlier of the two; for FRC
+//                                 P(Z ≤ t) = P(≥ r arrived by t  or  every group covered by t)
+//
+// Closed forms (method "closed form") are used when the delay model is a ShiftedExponentialDelay
+// with identical workers (shift σ = ℓ·a, tail scale θ = s(ℓ)/λ): with X_(m:n) the m-th order
+// statistic of n Exp(1),
+//   E[X_(m:n)] = H_n − H_{n−m},   Var[X_(m:n)] = Σ_{i=n−m+1}^{n} 1/i²,
+//   Z = σ + θ·X_(m:n) for all / first_r / cyclic decodable, and Z = σ + (θ/d)·X_(G:G) with
+//   G = n/d groups for FRC decodable (a group's first arrival is Exp with rate d/θ).
+// Every other case (other delay models, non-identical workers, deadlines,
+// FRC first_r_or_decodable) is integrated numerically (method "numerical"):
+//   E[Z] = c + ∫_c^∞ P(Z > t) dt − ∫_L^c P(Z ≤ t) dt,
+//   E[(Z − c)²] = 2∫_c^∞ (t − c) P(Z > t) dt + 2∫_L^c (c − t) P(Z ≤ t) dt,
+// centred at the median c (so the variance does not cancel), L = min_i lower_bound(i), with
+// adaptive Gauss–Kronrod on finite pieces split at every worker's lower bound and exp-sinh on the
+// tail after the substitution t = c + w·(e^v − 1). P(Z ≤ t) comes from the per-worker CDFs:
+// a product for all, the Poisson-binomial distribution of the number arrived for first_r (a DP
+// over workers), Π_g (1 − Π_{i∈g} (1 − F_i)) for FRC decodable, and for FRC
+// first_r_or_decodable a DP over groups whose state is (arrivals so far capped at r, whether every
+// group so far is covered).
+// Tails: if P(Z > t) has underflowed to 0, or fallen faster than t^−10, between the 1 − 10⁻⁸
+// quantile t₁ and L + 3(t₁ − L), the tail is light and is integrated to ∞ (the moments needed
+// exist). Otherwise it is algebraic: the integrals stop at t₁ and continue analytically with
+// P(Z > t) ≈ P(Z > t₁)·((t − L)/(t₁ − L))^ρ, ρ the log-log slope measured over that stretch; the
+// k-th moment is reported +∞ unless ρ < −k (for Pareto tails of shape α, ρ ≈ −α: the criterion
+// α > k up to ~1%).
+// Accuracy: ~1e-8 relative for light tails, ~1e-5 for algebraic ones. DelayModel offers only the
+// CDF and 1 − F(t) has an absolute error of ~1e-16, which is why the tail is not probed further
+// out; moments whose order is within a few tenths of α converge too slowly to be more than
+// indicative.
+//
+// Group erasure (ErasureHead, DESIGN.md §1): q = P(a given group of d workers is entirely unheard
+// when the master stops), q₂ = P(two given groups both are). Uncoded codes count each worker as a
+// group (d = 1). With identical workers:
+//   first_r                q = C(n−d, r)/C(n, r),  q₂ = C(n−2d, r)/C(n, r)   (products, no lgamma)
+//   deadline τ             q = p^d,  q₂ = p^{2d},  p = P(T_i > τ)
+//   first_r_or_decodable   the same q, q₂ as first_r: the rule can only stop early when every group
+//                          is covered, so "g erased" is exactly "no worker of g among the first r"
+//   all, decodable         q = q₂ = 0 (exact)
+// With non-identical workers the closed forms become averages over groups (pairs of groups) of
+// P(g erased) = ∫ P(≥ r of the workers outside g arrived by t) dF_{min_{i∈g} T_i}(t), integrated
+// numerically with a central-difference density; deadline rules use Π_{i∈g} P(T_i > τ) exactly.
+// Cyclic codes whose rule can stop before n − s arrivals (first_r with r < n − s, deadline) decode
+// by least squares, not by groups: q and q₂ are NaN there. q₂ is NaN when there is one group.
+
+#include <string>
+#include <vector>
+
+#include "sim/delay_model.h"
+
+namespace stragglersim::sim {
+
+/// Assignment family, as far as timing is concerned.
+/// kCyclic: load d = s + 1, decodes exactly from any n − s = n − d + 1 workers (CRC, cyclic MDS).
+enum class CodeFamily { kUncoded, kFractionalRepetition, kCyclic };
+
+enum class RuleKind { kAll, kFirstR, kDeadline, kDecodable, kFirstROrDecodable };
+
+/// What the theory needs to know about a scheme. Illegal: workers < 1, d < 1 (d = 1 for uncoded),
+/// FRC with d ∤ n, cyclic with d > n, r outside [1, n] for first_r rules, deadline ≤ 0 for
+/// deadline rules.
+struct SchemeDescription {
+  int workers = 1;
+  CodeFamily code = CodeFamily::kUncoded;
+  int d = 1;  ///< load / replication; s + 1 for cyclic codes
+  RuleKind rule = RuleKind::kAll;
+  int r = 1;              ///< first_r and first_r_or_decodable
+  double deadline = 0.0;  ///< seconds after the broadcast, deadline rules
+};
+
+/// Per-worker normalised loads of the scheme's code (d for coded workers, 1 when uncoded): build
+/// the delay model passed to predict_iteration_time with these.
+[[nodiscard]] std::vector<double> scheme_loads(const SchemeDescription& scheme);
+
+struct IterationTimePrediction {
+  double mean = 0.0;   ///< E[Z], simulated seconds (+∞ if it diverges)
+  double sd = 0.0;     ///< sqrt(Var[Z]) (+∞ if it diverges)
+  double q = 0.0;      ///< group-erasure probability (NaN where undefined, see above)
+  double q2 = 0.0;     ///< probability two given groups are both erased
+  std::string method;  ///< "closed form" or "numerical" (of mean and sd)
+};
+
+/// kAuto uses closed forms where they exist; kNumerical forces the numerical path for the
+/// iteration time and the group-erasure probabilities (for cross-checks).
+enum class PredictionMethod { kAuto, kNumerical };
+
+/// Predicts the iteration time and group erasures of `scheme` under `delay` (whose workers()
+/// must equal scheme.workers; its loads should be scheme_loads(scheme)).
+[[nodiscard]] IterationTimePrediction predict_iteration_time(
+    const SchemeDescription& scheme,
+    const DelayModel& delay,
+    PredictionMethod method = PredictionMethod::kAuto);
+
+/// P(Z ≤ t) and P(Z > t), each computed without subtracting the other from 1.
+struct StopProbability {
+  double stopped = 0.0;
+  double waiting = 1.0;
+};
+
+/// The distribution of the iteration time Z at t (the integrand of the numerical path).
+[[nodiscard]] StopProbability stop_probability(const SchemeDescription& scheme,
+                                               const DelayModel& delay,
+                                               double t);
+
+/// H_n = Σ_{i=1}^{n} 1/i (H_0 = 0).
+[[nodiscard]] double harmonic_number(int n);
+/// E[X_(m:n)] = H_n − H_{n−m} for n i.i.d. Exp(1), 0 ≤ m ≤ n.
+[[nodiscard]] double exponential_order_statistic_mean(int n, int m);
+/// Var[X_(m:n)] = Σ_{i=n−m+1}^{n} 1/i².
+[[nodiscard]] double exponential_order_statistic_variance(int n, int m);
+/// C(n − k, r) / C(n, r) = Π_{j<k} (n − r − j)/(n − j): the probability that k given workers are
+/// all outside a uniformly random r-subset of n. Illegal: 0 ≤ k, r ≤ n fails.
+[[nodiscard]] double erasure_probability_first_r(int n, int k, int r);
+
+}  // namespace stragglersim::sim

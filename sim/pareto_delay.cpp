@@ -1,0 +1,63 @@
+#include "sim/pareto_delay.h"
+
+#include <boost/random/exponential_distribution.hpp>
+#include <cmath>
+#include <limits>
+
+#include "models/invariant.h"
+
+namespace stragglersim::sim {
+
+ParetoDelay::ParetoDelay(
+    std::vector<double> loads, double shift, double scale, double shape, TailScaling tail)
+    : loads_(std::move(loads)), shift_(shift), scale_(scale), shape_(shape), tail_(tail) {
+  STRAGGLERSIM_ASSERT(shift >= 0.0 && scale > 0.0 && shape > 0.0,
+                      "pareto delay needs shift >= 0, scale > 0, shape > 0");
+  for (const double l : loads_) {
+    STRAGGLERSIM_ASSERT(l > 0.0, "loads must be positive");
+  }
+}
+
+double ParetoDelay::load_shift(int worker) const {
+  return loads_[static_cast<std::size_t>(worker)] * shift_;
+}
+
+double ParetoDelay::tail_factor(int worker) const {
+  return tail_ == TailScaling::kLoad ? loads_[static_cast<std::size_t>(worker)] : 1.0;
+}
+
+void ParetoDelay::sample(std::uint64_t /*iteration*/, RandomEngine& rng, std::span<double> out) {
+  STRAGGLERSIM_ASSERT(out.size() == loads_.size(), "output span must hold one delay per worker");
+  // Inversion through an exponential keeps Boost.Random as the only source of variates.
+  boost::random::exponential_distribution<double> exp1(1.0);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const int w = static_cast<int>(i);
+    out[i] = load_shift(w) + tail_factor(w) * scale_ * std::exp(exp1(rng) / shape_);
+  }
+}
+
+double ParetoDelay::cdf(int worker, double t) const {
+  const double y = (t - load_shift(worker)) / tail_factor(worker);
+  return y <= scale_ ? 0.0 : -std::expm1(shape_ * std::log(scale_ / y));
+}
+
+double ParetoDelay::mean(int worker) const {
+  if (shape_ <= 1.0) {
+    return std::numeric_limits<double>::infinity();
+  }
+  return load_shift(worker) + tail_factor(worker) * shape_ * scale_ / (shape_ - 1.0);
+}
+
+double ParetoDelay::variance(int worker) const {
+  if (shape_ <= 2.0) {
+    return std::numeric_limits<double>::infinity();
+  }
+  const double s = tail_factor(worker) * scale_;
+  return s * s * shape_ / ((shape_ - 1.0) * (shape_ - 1.0) * (shape_ - 2.0));
+}
+
+double ParetoDelay::lower_bound(int worker) const {
+  return load_shift(worker) + tail_factor(worker) * scale_;
+}
+
+}  // namespace stragglersim::sim

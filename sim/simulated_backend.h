@@ -1,0 +1,34 @@
+#pragma once
+// The simulated-clock backend (DESIGN.md §3): delays from the cluster's event queue, and the
+// gradient the master would decode computed for real from the partition gradients it needs,
+// each computed once per iteration and combined by α = B_Kᵀa. Bit-reproducible.
+
+#include <memory>
+
+#include "models/objective.h"
+#include "sim/backend.h"
+#include "sim/scheme.h"
+#include "sim/simulated_cluster.h"
+
+namespace stragglersim::sim {
+
+class SimulatedBackend final : public Backend {
+ public:
+  /// Illegal: code and objective partition counts that differ.
+  SimulatedBackend(std::shared_ptr<const models::Objective> objective,
+                   Scheme scheme,
+                   std::unique_ptr<SimulatedCluster> cluster);
+  [[nodiscard]] std::string name() const override { return "simulated"; }
+  BackendIteration iterate(std::uint64_t iteration,
+                           const Eigen::VectorXd& query,
+                           const Eigen::MatrixXd* partition_gradients) override;
+  [[nodiscard]] const SimulatedCluster& cluster() const { return *cluster_; }
+
+ private:
+  std::shared_ptr<const models::Objective> objective_;
+  Scheme scheme_;
+  std::unique_ptr<SimulatedCluster> cluster_;
+  Eigen::VectorXd partition_buffer_;
+};
+
+}  // namespace stragglersim::sim

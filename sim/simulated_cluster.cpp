@@ -1,0 +1,79 @@
+#include "sim/simulated_cluster.h"
+
+#include <algorithm>
+
+#include "models/invariant.h"
+
+namespace stragglersim::sim {
+
+SimulatedCluster::SimulatedCluster(std::unique_ptr<DelayModel> delays,
+                                   std::shared_ptr<const StoppingRule> rule,
+                                   StragglerPolicy policy,
+                                   std::uint64_t seed)
+    : delays_(std::move(delays)),
+      rule_(std::move(rule)),
+      policy_(policy),
+      rng_(make_engine(seed, Stream::kDelays)) {
+  STRAGGLERSIM_ASSERT(delays_ != nullptr && rule_ != nullptr, "cluster needs delays and a rule");
+  const auto n = static_cast<std::size_t>(delays_->workers());
+  current_.delays.resize(n);
+  current_.heard.reserve(n);
+  busy_until_.assign(n, 0.0);
+  queue_.reserve(n + 1);
+}
+
+const IterationTiming& SimulatedCluster::next_iteration() {
+  const int n = workers();
+  current_.iteration += 1;
+  current_.broadcast = time_;
+  delays_->sample(current_.iteration, rng_, current_.delays);
+
+  queue_.clear();
+  double last_arrival = 0.0;
+  for (int i = 0; i < n; ++i) {
+    const auto w = static_cast<std::size_t>(i);
+    // Under `finish` a worker still busy with stale work starts late; otherwise at once.
+    const double start =
+        policy_ == StragglerPolicy::kFinish ? std::max(0.0, busy_until_[w] - time_) : 0.0;
+    const double arrival = start + current_.delays[w];
+    last_arrival = std::max(last_arrival, arrival);
+    queue_.push(arrival, ArrivalEvent{i});
+  }
+  if (const auto deadline = rule_->deadline()) {
+    queue_.push(*deadline, DeadlineEvent{});
+  }
+
+  current_.heard.clear();
+  const auto minimum = static_cast<std::size_t>(rule_->minimum_arrivals());
+  double stop = last_arrival;
+  while (!queue_.empty()) {
+    const Event e = queue_.pop();
+    if (std::holds_alternative<DeadlineEvent>(e.payload)) {
+      stop = e.time;
+      break;
+    }
+    current_.heard.push_back(std::get<ArrivalEvent>(e.payload).worker);
+    if (current_.heard.size() >= minimum && rule_->stop_after(current_.heard)) {
+      stop = e.time;
+      break;
+    }
+  }
+
+  if (policy_ == StragglerPolicy::kFinish) {
+    // Workers not heard are still computing; their arrival times are left in the queue.
+    std::fill(busy_until_.begin(), busy_until_.end(), 0.0);
+    while (!queue_.empty()) {
+      const Event e = queue_.pop();
+      if (const auto* a = std::get_if<ArrivalEvent>(&e.payload)) {
+        busy_until_[static_cast<std::size_t>(a->worker)] = time_ + e.time;
+      }
+    }
+  }
+  current_.iteration_time = stop;
+  current_.wall_time = policy_ == StragglerPolicy::kDrain ? last_arrival : stop;
+  time_ += stop;
+  wall_ += current_.wall_time;
+  return current_;
+}
+
+}  // namespace stragglersim::sim

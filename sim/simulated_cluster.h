@@ -1,0 +1,66 @@
+#pragma once
+// The simulated clock of one run (DESIGN.md §3): each iteration draws every worker's delay from
+// the run's delay stream (in worker order), schedules the arrivals on the event queue and lets
+// the stopping rule decide when the master stops waiting. What stragglers then do is the
+// straggler policy:
+//   cancel  they abandon the work at once; every worker starts the next iteration on time;
+//   finish  they finish the stale work and start the next iteration when done;
+//   drain   the master waits for everyone before the next broadcast but does not count that
+//           time (the paper's reference implementation): `time` excludes it, `wall_time` not.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "sim/delay_model.h"
+#include "sim/event_queue.h"
+#include "sim/stopping_rule.h"
+
+namespace stragglersim::sim {
+
+enum class StragglerPolicy { kCancel, kFinish, kDrain };
+
+/// What one iteration looked like, in simulated seconds.
+struct IterationTiming {
+  std::uint64_t iteration = 0;  ///< 1-based
+  double broadcast = 0.0;       ///< counted clock at the broadcast
+  double iteration_time = 0.0;  ///< counted time from broadcast to the stop
+  double wall_time = 0.0;       ///< real time until the next broadcast can happen (drain waits)
+  std::vector<int> heard;       ///< workers heard, in arrival order
+  std::vector<double> delays;   ///< each worker's drawn delay T_i
+};
+
+class SimulatedCluster {
+ public:
+  /// Illegal: null model or rule.
+  SimulatedCluster(std::unique_ptr<DelayModel> delays,
+                   std::shared_ptr<const StoppingRule> rule,
+                   StragglerPolicy policy,
+                   std::uint64_t seed);
+
+  /// Runs the next iteration on the event queue and returns its timing (valid until the next call).
+  const IterationTiming& next_iteration();
+
+  [[nodiscard]] int workers() const { return delays_->workers(); }
+  /// Counted simulated time so far (sum of iteration times).
+  [[nodiscard]] double time() const { return time_; }
+  /// Real simulated time so far (includes drained waits).
+  [[nodiscard]] double wall_time() const { return wall_; }
+  [[nodiscard]] const DelayModel& delay_model() const { return *delays_; }
+  [[nodiscard]] const StoppingRule& rule() const { return *rule_; }
+  [[nodiscard]] StragglerPolicy policy() const { return policy_; }
+
+ private:
+  std::unique_ptr<DelayModel> delays_;
+  std::shared_ptr<const StoppingRule> rule_;
+  StragglerPolicy policy_;
+  RandomEngine rng_;
+  EventQueue queue_;
+  IterationTiming current_;
+  std::vector<double> busy_until_;  // per worker, relative to the counted clock (finish policy)
+  double time_ = 0.0;
+  double wall_ = 0.0;
+};
+
+}  // namespace stragglersim::sim

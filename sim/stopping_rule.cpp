@@ -1,0 +1,58 @@
+#include "sim/stopping_rule.h"
+
+#include <algorithm>
+
+#include "models/invariant.h"
+
+namespace stragglersim::sim {
+
+bool AllStopping::stop_after(std::span<const int> heard) const {
+  return static_cast<int>(heard.size()) >= workers_;
+}
+
+bool FirstRStopping::stop_after(std::span<const int> heard) const {
+  return static_cast<int>(heard.size()) >= r_;
+}
+
+bool DeadlineStopping::stop_after(std::span<const int> heard) const {
+  return static_cast<int>(heard.size()) >= workers_;
+}
+
+namespace {
+
+/// No set smaller than ceil(k / max support) can cover every partition, so no smaller set
+/// decodes exactly.
+int minimum_decodable(const codes::GradientCode& code) {
+  std::size_t widest = 1;
+  for (int i = 0; i < code.workers(); ++i) {
+    widest = std::max(widest, code.support(i).size());
+  }
+  const auto k = static_cast<std::size_t>(code.partitions());
+  return static_cast<int>((k + widest - 1) / widest);
+}
+
+}  // namespace
+
+DecodableStopping::DecodableStopping(std::shared_ptr<const codes::GradientCode> code)
+    : code_(std::move(code)), minimum_(minimum_decodable(*code_)) {}
+
+bool DecodableStopping::stop_after(std::span<const int> heard) const {
+  if (static_cast<int>(heard.size()) < minimum_) {
+    return false;
+  }
+  return static_cast<int>(heard.size()) >= code_->workers() || code_->decodable(heard);
+}
+
+FirstROrDecodableStopping::FirstROrDecodableStopping(
+    int r, std::shared_ptr<const codes::GradientCode> code)
+    : r_(r), decodable_(std::move(code)) {}
+
+bool FirstROrDecodableStopping::stop_after(std::span<const int> heard) const {
+  return static_cast<int>(heard.size()) >= r_ || decodable_.stop_after(heard);
+}
+
+int FirstROrDecodableStopping::minimum_arrivals() const {
+  return std::min(r_, decodable_.minimum_arrivals());
+}
+
+}  // namespace stragglersim::sim

@@ -1,0 +1,97 @@
+#pragma once
+// Stopping rules (DESIGN.md §1): when the master stops waiting in an iteration. A rule sees the
+// arrivals one at a time, in time order, and may also set a deadline after the broadcast.
+// The same objects drive the simulated clock and the real threaded master.
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "codes/gradient_code.h"
+
+namespace stragglersim::sim {
+
+class StoppingRule {
+ public:
+  virtual ~StoppingRule() = default;
+  [[nodiscard]] virtual std::string name() const = 0;
+  /// Seconds after the broadcast at which the master stops whatever has arrived; nullopt if none.
+  [[nodiscard]] virtual std::optional<double> deadline() const { return std::nullopt; }
+  /// Called after each arrival with every worker heard so far, in arrival order.
+  [[nodiscard]] virtual bool stop_after(std::span<const int> heard) const = 0;
+  /// Smallest number of arrivals at which stop_after can be true (engines may skip the call
+  /// before it; correctness does not depend on it).
+  [[nodiscard]] virtual int minimum_arrivals() const { return 1; }
+};
+
+/// Waits for every worker. Illegal: workers < 1.
+class AllStopping final : public StoppingRule {
+ public:
+  explicit AllStopping(int workers) : workers_(workers) {}
+  [[nodiscard]] std::string name() const override { return "all"; }
+  [[nodiscard]] bool stop_after(std::span<const int> heard) const override;
+  [[nodiscard]] int minimum_arrivals() const override { return workers_; }
+  [[nodiscard]] int workers() const { return workers_; }
+
+ private:
+  int workers_;
+};
+
+/// Stops at the r-th arrival. Illegal: r < 1.
+class FirstRStopping final : public StoppingRule {
+ public:
+  explicit FirstRStopping(int r) : r_(r) {}
+  [[nodiscard]] std::string name() const override { return "first_r"; }
+  [[nodiscard]] bool stop_after(std::span<const int> heard) const override;
+  [[nodiscard]] int minimum_arrivals() const override { return r_; }
+  [[nodiscard]] int r() const { return r_; }
+
+ private:
+  int r_;
+};
+
+/// Stops `after` seconds past the broadcast, or earlier if every worker has arrived.
+class DeadlineStopping final : public StoppingRule {
+ public:
+  DeadlineStopping(double after, int workers) : after_(after), workers_(workers) {}
+  [[nodiscard]] std::string name() const override { return "deadline"; }
+  [[nodiscard]] std::optional<double> deadline() const override { return after_; }
+  [[nodiscard]] bool stop_after(std::span<const int> heard) const override;
+  [[nodiscard]] int minimum_arrivals() const override { return workers_; }
+  [[nodiscard]] double after() const { return after_; }
+
+ private:
+  double after_;
+  int workers_;
+};
+
+/// Stops at the first moment the received set decodes exactly.
+class DecodableStopping final : public StoppingRule {
+ public:
+  explicit DecodableStopping(std::shared_ptr<const codes::GradientCode> code);
+  [[nodiscard]] std::string name() const override { return "decodable"; }
+  [[nodiscard]] bool stop_after(std::span<const int> heard) const override;
+  [[nodiscard]] int minimum_arrivals() const override { return minimum_; }
+
+ private:
+  std::shared_ptr<const codes::GradientCode> code_;
+  int minimum_;
+};
+
+/// Whichever of the r-th arrival and exact decodability comes first (the reference ErasureHead
+/// rule).
+class FirstROrDecodableStopping final : public StoppingRule {
+ public:
+  FirstROrDecodableStopping(int r, std::shared_ptr<const codes::GradientCode> code);
+  [[nodiscard]] std::string name() const override { return "first_r_or_decodable"; }
+  [[nodiscard]] bool stop_after(std::span<const int> heard) const override;
+  [[nodiscard]] int minimum_arrivals() const override;
+  [[nodiscard]] int r() const { return r_; }
+
+ private:
+  int r_;
+  DecodableStopping decodable_;
+};
+
+}  // namespace stragglersim::sim

@@ -1,0 +1,80 @@
+#include "sim/training_loop.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "sim/scheme.h"
+
+namespace stragglersim::sim {
+namespace {
+
+void fill_test(const models::Objective* test, const Eigen::VectorXd& x, TraceRow& row) {
+  if (test == nullptr) {
+    return;
+  }
+  const double reg = 0.5 * test->l2() * x.squaredNorm();
+  row.test_loss = test->value(x) - reg;
+  row.test_metric = test->loss().metric(test->data(), x);
+}
+
+void check_finite(const TraceRow& row) {
+  if (!std::isfinite(row.loss) || !std::isfinite(row.grad_norm)) {
+    throw NumericalError(fmt::format(
+        "iteration {}: non-finite loss {} or gradient norm {} (the step is probably too large)",
+        row.iteration,
+        row.loss,
+        row.grad_norm));
+  }
+}
+
+}  // namespace
+
+void train(const models::Objective& objective,
+           const models::Objective* test_objective,
+           Optimizer& optimizer,
+           Backend& backend,
+           const TrainingOptions& options,
+           const std::function<void(const TraceRow&)>& on_row) {
+  Eigen::MatrixXd partition_gradients;
+  Eigen::VectorXd full_gradient;
+  auto record = [&](TraceRow& row) {
+    const Eigen::VectorXd& x = optimizer.iterate();
+    // One pass gives f(x_t) and every ∇F_j(x_t): the trace's gradient norm, and for GD the
+    // next iteration's partition gradients too.
+    row.loss = objective.evaluate(x, &partition_gradients);
+    full_gradient = partition_gradients.rowwise().sum() + objective.l2() * x;
+    row.grad_norm = full_gradient.norm();
+    fill_test(test_objective, x, row);
+    check_finite(row);
+    on_row(row);
+  };
+
+  TraceRow row;
+  record(row);
+  double time = 0.0;
+  double wall = 0.0;
+  double real = 0.0;
+  for (std::uint64_t t = 1; t <= options.iterations; ++t) {
+    const Eigen::VectorXd& y = optimizer.query_point();
+    const Eigen::MatrixXd* hint = optimizer.queries_iterate() ? &partition_gradients : nullptr;
+    BackendIteration it = backend.iterate(t, y, hint);
+    it.estimate.noalias() += objective.l2() * y;
+    optimizer.step(it.estimate);
+    time += it.iteration_time;
+    wall += it.wall_time;
+    real += it.real_seconds;
+    row = TraceRow{};
+    row.iteration = t;
+    row.time = time;
+    row.iteration_time = it.iteration_time;
+    row.wall_time = wall;
+    row.real_seconds = real;
+    row.estimate_error = it.decoding.error;
+    row.workers_heard = static_cast<int>(it.heard.size());
+    row.partitions_covered = it.decoding.partitions_covered;
+    record(row);
+  }
+}
+
+}  // namespace stragglersim::sim

@@ -1,0 +1,46 @@
+#pragma once
+// The training loop shared by every backend: record x_t, ask the backend for the decoded
+// estimate at the optimiser's query point, add λ₂·y exactly, step, and check the numbers.
+// Trace row t holds f(x_t) after t updates (row 0 is x₀ at time 0).
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "models/objective.h"
+#include "sim/backend.h"
+#include "sim/optimizer.h"
+
+namespace stragglersim::sim {
+
+struct TraceRow {
+  std::uint64_t iteration = 0;
+  double time = 0.0;            ///< counted simulated seconds since the start
+  double iteration_time = 0.0;  ///< counted seconds of this iteration
+  double wall_time = 0.0;       ///< simulated seconds including drained waits
+  double real_seconds = 0.0;    ///< measured seconds (real backends)
+  double loss = 0.0;            ///< f(x_t), regulariser included
+  double grad_norm = 0.0;       ///< ‖∇f(x_t)‖
+  double estimate_error = 0.0;  ///< ‖α − 1‖² of this iteration's decode
+  int workers_heard = 0;
+  int partitions_covered = 0;
+  std::optional<double> test_loss;    ///< (1/m_test) Σ ℓ on the test set, no regulariser
+  std::optional<double> test_metric;  ///< accuracy (logistic) or MSE (least squares)
+};
+
+struct TrainingOptions {
+  std::uint64_t iterations = 100;
+};
+
+/// Runs the loop; `on_row` sees every row as soon as it is complete (row 0 first). Throws
+/// NumericalError on a non-finite loss or gradient, after the rows before it were delivered.
+void train(const models::Objective& objective,
+           const models::Objective* test_objective,
+           Optimizer& optimizer,
+           Backend& backend,
+           const TrainingOptions& options,
+           const std::function<void(const TraceRow&)>& on_row);
+
+}  // namespace stragglersim::sim

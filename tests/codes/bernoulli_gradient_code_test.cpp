@@ -1,0 +1,70 @@
+#include "codes/bernoulli_gradient_code.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+
+#include "experiments/code_report.h"
+
+using stragglersim::codes::BernoulliGradientCode;
+using stragglersim::experiments::for_each_straggler_pattern;
+
+TEST_CASE("codes: BGC one-step error matches k(n-d)/(d r)", "[codes][bgc]") {
+  // The expectation is over B and the pattern, so every sample draws a fresh code (seed = sample
+  // index) and a uniformly random set of r workers.
+  const int n = 40;
+  const int k = 40;
+  const double d = 4.0;
+  const int r = 20;
+  const int samples = 2000;
+  double sum = 0.0;
+  double sum_sq = 0.0;
+  double optimal_sum = 0.0;
+  for (int t = 0; t < samples; ++t) {
+    const BernoulliGradientCode code(n, k, d, 1000 + static_cast<std::uint64_t>(t));
+    for_each_straggler_pattern(
+        n, n - r, 0, 1, static_cast<std::uint64_t>(t), [&](std::span<const int> heard) {
+          const auto one = code.decode_one_step(heard);
+          const auto opt = code.decode_optimal(heard);
+          sum += one.error;
+          sum_sq += one.error * one.error;
+          optimal_sum += opt.error;
+          // The least-squares decode is never worse than the fixed weights.
+          REQUIRE(opt.error <= one.error + 1e-9);
+        });
+  }
+  const double mean = sum / samples;
+  const double variance = (sum_sq - samples * mean * mean) / (samples - 1);
+  const double se = std::sqrt(variance / samples);
+  const BernoulliGradientCode reference(n, k, d, 1);
+  const double formula = reference.expected_one_step_error(r);
+  CHECK(formula == Approx(k * (n - d) / (d * r)));
+  INFO("mean " << mean << " ± " << se << ", formula " << formula);
+  CHECK(std::abs(mean - formula) < 4.0 * se);
+  CHECK(optimal_sum / samples < mean);
+}
+
+TEST_CASE("codes: BGC one-step weights are n/(d r) on the workers heard", "[codes][bgc]") {
+  const BernoulliGradientCode code(10, 10, 2.0, 3);
+  const std::vector<int> heard = {1, 4, 4, 7, 9};  // the repeat counts once: r = 4
+  const auto dec = code.decode_one_step(heard);
+  for (int i = 0; i < 10; ++i) {
+    const bool in = i == 1 || i == 4 || i == 7 || i == 9;
+    CHECK(dec.weights(i) == (in ? 10.0 / (2.0 * 4.0) : 0.0));
+  }
+  CHECK(dec.condition == 1.0);
+}
+
+TEST_CASE("codes: BGC allows partitions held by nobody", "[codes][bgc]") {
+  // p = 1/20 per entry: with 20 × 20 entries some column is empty for this seed.
+  const BernoulliGradientCode code(20, 20, 1.0, 5);
+  const Eigen::VectorXd column_counts = code.assignment().colwise().sum().transpose();
+  REQUIRE((column_counts.array() == 0.0).any());
+  std::vector<int> everyone(20);
+  for (int i = 0; i < 20; ++i) {
+    everyone[static_cast<std::size_t>(i)] = i;
+  }
+  const auto d = code.decode_optimal(everyone);
+  // Each empty partition costs exactly 1; the others can be matched... at best.
+  CHECK(d.error >= static_cast<double>((column_counts.array() == 0.0).count()) - 1e-9);
+  CHECK_FALSE(code.decode_exact(everyone).exact);
+}

@@ -1,0 +1,203 @@
+// End-to-end tests of the stragglersim executable: exit statuses, outputs, determinism.
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path scratch(const std::string& name) {
+  const auto dir = fs::temp_directory_path() / "stragglersim_cli_test" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+struct Result {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Result run(const std::string& args, const fs::path& dir) {
+  const auto out = dir / "stdout.txt";
+  const auto err = dir / "stderr.txt";
+  const std::string cmd =
+      fmt::format("{} {} > '{}' 2> '{}'", STRAGGLERSIM_BINARY, args, out.string(), err.string());
+  const int raw = std::system(cmd.c_str());
+  Result r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+nlohmann::json config() {
+  return nlohmann::json::parse(R"({
+    "seed": 3, "workers": 8,
+    "data": {"source": "synthetic", "generator": "linear_regression", "rows": 400, "features": 6},
+    "loss": {"kind": "least_squares", "l2": 0.01},
+    "code": {"kind": "frc", "d": 2},
+    "stopping": {"rule": "first_r", "r": 4},
+    "delay": {"kind": "shifted_exponential"},
+    "optimizer": {"kind": "gd", "step": "auto", "iterations": 30}
+  })");
+}
+
+fs::path write_config(const fs::path& dir,
+                      const nlohmann::json& c,
+                      const std::string& name = "cfg.json") {
+  const auto p = dir / name;
+  std::ofstream(p) << c.dump(2);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("cli: run writes trace.csv and summary.json", "[experiments][cli]") {
+  const auto dir = scratch("run");
+  const auto cfg = write_config(dir, config());
+  const Result r =
+      run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir);
+  REQUIRE(r.status == 0);
+  const std::string trace = slurp(dir / "out" / "trace.csv");
+  CHECK(trace.rfind("iteration,time,iteration_time,loss,grad_norm,estimate_error,workers_heard,"
+                    "partitions_covered,test_loss,test_metric\n0,0,0,",
+                    0) == 0);
+  CHECK(std::count(trace.begin(), trace.end(), '\n') == 32);
+  const auto summary = nlohmann::json::parse(slurp(dir / "out" / "summary.json"));
+  CHECK(summary["status"] == "ok");
+  CHECK(summary["seed"] == 3);
+  CHECK(summary["config"]["stragglers"] == "cancel");
+  CHECK(summary["build"].contains("git_revision"));
+  CHECK(summary["build"]["boost"] == "1.74.0");
+  // Nothing but the two outputs is left behind (temporary names are renamed away).
+  int files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir / "out")) {
+    ++files;
+  }
+  CHECK(files == 2);
+}
+
+TEST_CASE("cli: same seed gives the same bytes, another seed other times", "[experiments][cli]") {
+  const auto dir = scratch("determinism");
+  const auto cfg = write_config(dir, config());
+  auto c2 = config();
+  c2["seed"] = 4;
+  const auto cfg2 = write_config(dir, c2, "cfg2.json");
+  REQUIRE(run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "a").string()), dir).status ==
+          0);
+  REQUIRE(run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "b").string()), dir).status ==
+          0);
+  REQUIRE(
+      run(fmt::format("run '{}' --out '{}'", cfg2.string(), (dir / "c").string()), dir).status ==
+      0);
+  const std::string a = slurp(dir / "a" / "trace.csv");
+  CHECK(a == slurp(dir / "b" / "trace.csv"));
+  CHECK(a != slurp(dir / "c" / "trace.csv"));
+  // The seed changes the data too; the delays alone must differ: compare the time column.
+  auto times = [](const std::string& csv) {
+    std::vector<std::string> out;
+    std::stringstream s(csv);
+    std::string line;
+    std::getline(s, line);
+    while (std::getline(s, line)) {
+      const auto first = line.find(',');
+      out.push_back(line.substr(first + 1, line.find(',', first + 1) - first - 1));
+    }
+    return out;
+  };
+  CHECK(times(a) != times(slurp(dir / "c" / "trace.csv")));
+}
+
+TEST_CASE("cli: bad input exits 2 with the message and leaves no output", "[experiments][cli]") {
+  const auto dir = scratch("bad");
+  auto c = config();
+  c["code"]["d"] = 3;
+  const auto cfg = write_config(dir, c);
+  const auto out = dir / "out";
+  const Result r = run(fmt::format("run '{}' --out '{}'", cfg.string(), out.string()), dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == fmt::format("error: {}:/code/d: replication must divide the workers; got 3; "
+                             "expected a divisor of workers = 8\n",
+                             cfg.string()));
+  CHECK_FALSE(fs::exists(out));
+
+  const auto broken = dir / "broken.json";
+  std::ofstream(broken) << "{\"workers\": 8,";
+  const Result b = run(fmt::format("run '{}' --out '{}'", broken.string(), out.string()), dir);
+  CHECK(b.status == 2);
+  CHECK(b.err.rfind(fmt::format("error: {}: invalid JSON:", broken.string()), 0) == 0);
+  CHECK_FALSE(fs::exists(out));
+
+  const Result missing =
+      run(fmt::format("run '{}' --out '{}'", (dir / "nope.json").string(), out.string()), dir);
+  CHECK(missing.status == 2);
+  CHECK(missing.err ==
+        fmt::format("error: {}: cannot open config file\n", (dir / "nope.json").string()));
+
+  const Result usage = run("run", dir);
+  CHECK(usage.status == 2);
+  CHECK_FALSE(fs::exists(out));
+}
+
+TEST_CASE("cli: a diverging run exits 3 and its trace holds only finite rows",
+          "[experiments][cli]") {
+  const auto dir = scratch("diverge");
+  auto c = config();
+  c["optimizer"]["step"] = 50.0;
+  c["optimizer"]["iterations"] = 3000;
+  const auto cfg = write_config(dir, c);
+  const Result r =
+      run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir);
+  CHECK(r.status == 3);
+  CHECK(r.err.find("non-finite loss") != std::string::npos);
+  const std::string trace = slurp(dir / "out" / "trace.csv");
+  CHECK(trace.find("nan") == std::string::npos);
+  CHECK(trace.find("inf") == std::string::npos);
+  const auto summary = nlohmann::json::parse(slurp(dir / "out" / "summary.json"));
+  CHECK(summary["status"] == "failed");
+}
+
+TEST_CASE("cli: delay-only runs with a million workers", "[experiments][cli]") {
+  const auto dir = scratch("delay_only");
+  const Result r =
+      run(fmt::format("run '{}/experiments/examples/delay_only_million.json' --out '{}'",
+                      STRAGGLERSIM_SOURCE_DIR,
+                      (dir / "out").string()),
+          dir);
+  REQUIRE(r.status == 0);
+  const auto summary = nlohmann::json::parse(slurp(dir / "out" / "summary.json"));
+  CHECK(summary["iterations"] == 200);
+  CHECK(summary["fast_path"] == true);
+  // ErasureHead, d = 2, r = n/2, Model A: 2(1 + H_n − H_{n/2}) → 2(1 + ln 2) as n grows.
+  CHECK(summary["mean_iteration_time"].get<double>() ==
+        Approx(2.0 * (1.0 + std::log(2.0)))
+            .margin(4.0 * summary["iteration_time_standard_error"].get<double>() + 1e-6));
+}
+
+TEST_CASE("cli: --version and --help", "[experiments][cli]") {
+  const auto dir = scratch("version");
+  const Result v = run("--version", dir);
+  CHECK(v.status == 0);
+  CHECK(v.out.rfind("stragglersim 0.1.0", 0) == 0);
+  const Result h = run("run --help", dir);
+  CHECK(h.status == 0);
+  CHECK(h.out.find("--out") != std::string::npos);
+}

@@ -1,0 +1,152 @@
+#include "experiments/run_plan.h"
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "experiments/config_error.h"
+
+namespace stragglersim::experiments {
+namespace {
+
+nlohmann::json base_config() {
+  return nlohmann::json::parse(R"({
+    "name": "t", "seed": 7, "workers": 6,
+    "data": {"source": "synthetic", "generator": "gaussian_mixture", "rows": 240, "features": 5,
+             "test_fraction": 0.25},
+    "loss": {"kind": "logistic", "l2": 0.001},
+    "code": {"kind": "frc", "d": 2},
+    "stopping": {"rule": "first_r", "r": 3},
+    "delay": {"kind": "shifted_exponential", "shift": 1.0, "rate": 1.0, "tail": "load"},
+    "optimizer": {"kind": "gd", "step": 0.5, "iterations": 10}
+  })");
+}
+
+std::filesystem::path temp_dir() {
+  const auto dir = std::filesystem::temp_directory_path() / "stragglersim_run_plan_test";
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string error_of(const nlohmann::json& config) {
+  try {
+    (void)plan_run(config, "cfg.json", temp_dir());
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("experiments: a valid config plans a run with defaults resolved",
+          "[experiments][config]") {
+  const RunPlan plan = plan_run(base_config(), "cfg.json", temp_dir());
+  CHECK(plan.workers == 6);
+  CHECK(plan.partitions == 6);
+  CHECK(plan.objective->rows() == 180);
+  CHECK(plan.test_objective->rows() == 60);
+  CHECK(plan.scheme.decoder == sim::DecoderKind::kOptimal);
+  CHECK(plan.resolved["rescale"] == "none");
+  CHECK(plan.resolved["stragglers"] == "cancel");
+  CHECK(plan.resolved["backend"]["kind"] == "simulated");
+  CHECK(plan.resolved["data"]["separation"] == 1.5);
+}
+
+TEST_CASE("experiments: step auto is 1/beta and expected rescale uses q", "[experiments][config]") {
+  auto c = base_config();
+  c["optimizer"]["step"] = "auto";
+  c["rescale"] = "expected";
+  const RunPlan plan = plan_run(c, "cfg.json", temp_dir());
+  CHECK(plan.step == Approx(1.0 / plan.objective->smoothness()));
+  // q = C(4, 3)/C(6, 3) = 4/20.
+  CHECK(plan.scheme.erasure_probability == Approx(0.2));
+}
+
+TEST_CASE("experiments: bad configs name the file, the JSON pointer and the accepted values",
+          "[experiments][config][errors]") {
+  auto with = [](const std::function<void(nlohmann::json&)>& edit) {
+    auto c = base_config();
+    edit(c);
+    return error_of(c);
+  };
+  CHECK(with([](auto& c) { c["code"]["kind"] = "frcc"; }) ==
+        "cfg.json:/code/kind: unknown code 'frcc'; valid values are: frc, uncoded");
+  CHECK(with([](auto& c) { c["delay"]["rte"] = 2; }) ==
+        "cfg.json:/delay/rte: unknown key; valid keys are: kind, rate, shift, tail");
+  CHECK(with([](auto& c) { c["code"]["d"] = 4; }) ==
+        "cfg.json:/code/d: replication must divide the workers; got 4; expected a divisor of "
+        "workers = 6");
+  CHECK(with([](auto& c) { c["stopping"]["r"] = 40; }) ==
+        "cfg.json:/stopping/r: out of range; got 40; expected an integer in [1, 6]");
+  CHECK(with([](auto& c) { c["delay"]["rate"] = -1.0; }) ==
+        "cfg.json:/delay/rate: out of range; got -1.0; expected a number > 0");
+  CHECK(with([](auto& c) { c["workers"] = "30"; }) ==
+        "cfg.json:/workers: wrong type; got \"30\"; expected an integer");
+  CHECK(with([](auto& c) { c.erase("workers"); }) ==
+        "cfg.json:/workers: missing required key; expected an integer");
+  CHECK(with([](auto& c) { c["stopping"]["rule"] = "fist_r"; }) ==
+        "cfg.json:/stopping/rule: unknown stopping rule 'fist_r'; valid values are: all, deadline, "
+        "decodable, first_r, first_r_or_decodable");
+  CHECK(with([](auto& c) { c["data"]["test_fraction"] = 1.5; }) ==
+        "cfg.json:/data/test_fraction: out of range; got 1.5; expected a number in [0, 0.95]");
+  CHECK(with([](auto& c) { c["optimizer"]["step"] = "fast"; }) ==
+        "cfg.json:/optimizer/step: unknown step; got \"fast\"; expected a number > 0 or \"auto\" "
+        "(1/beta)");
+  CHECK(with([](auto& c) { c["stragglers"] = "kill"; }) ==
+        "cfg.json:/stragglers: unknown straggler policy 'kill'; valid values are: cancel, drain, "
+        "finish");
+  CHECK(with([](auto& c) { c["delay"]["tail"] = "heavy"; }) ==
+        "cfg.json:/delay/tail: unknown tail scaling 'heavy'; valid values are: load, none");
+  CHECK(with([](auto& c) { c["stopping"]["fraction"] = 0.5; }) ==
+        "cfg.json:/stopping/fraction: give either r or fraction, not both");
+  CHECK(with([](auto& c) { c["partitions"] = 12; }) ==
+        "cfg.json:/partitions: code 'frc' needs one partition per worker; got 12; expected "
+        "workers = 6");
+  CHECK(with([](auto& c) { c["data"] = 5; }) ==
+        "cfg.json:/data: wrong type; got 5; expected an object");
+  CHECK(with([](auto& c) { c["seed"] = -3; }) ==
+        "cfg.json:/seed: out of range; got -3; expected an integer >= 0");
+  CHECK(with([](auto& c) {
+          c["stopping"] = {{"rule", "first_r_or_decodable"}, {"r", 3}};
+          c["rescale"] = "expected";
+        }) ==
+        "cfg.json:/rescale: no group-erasure probability for this code and rule; got \"expected\"; "
+        "expected first_r or deadline with a frc or uncoded code, or rescale 'none' or "
+        "'empirical'");
+  CHECK(with([](auto& c) { c["data"] = nullptr; }) ==
+        "cfg.json:/loss: unknown key; a delay-only run (\"data\": null) has no loss");
+  CHECK(with([](auto& c) { c["optimizer"]["iterations"] = 2.5; }) ==
+        "cfg.json:/optimizer/iterations: wrong type; got 2.5; expected an integer");
+  CHECK(with([](auto& c) { c["data"]["source"] = "hdf5"; }) ==
+        "cfg.json:/data/source: unknown data source 'hdf5'; valid values are: libsvm, synthetic");
+  CHECK(with([](auto& c) { c["data"]["rows"] = 4; }) ==
+        "cfg.json:/partitions: more partitions than training rows; got 6; expected at most the 3 "
+        "training rows");
+}
+
+TEST_CASE("experiments: data-file errors name the file and line", "[experiments][config][errors]") {
+  const auto dir = temp_dir();
+  {
+    std::ofstream bad(dir / "bad.svm");
+    bad << "+1 1:0.5 2:1\n-1 x:1\n";
+    std::ofstream three(dir / "three.svm");
+    three << "1 1:0.5\n2 1:1\n3 2:1\n";
+  }
+  auto c = base_config();
+  c["data"] = {{"source", "libsvm"}, {"path", "missing.svm"}};
+  CHECK(error_of(c) ==
+        "cfg.json:/data/path: cannot open data file; got \"missing.svm\"; expected an existing "
+        "LIBSVM file");
+  c["data"]["path"] = "bad.svm";
+  CHECK(error_of(c) == "cfg.json:/data/path: " + (dir / "bad.svm").string() +
+                           ":2: malformed feature; got 'x:1'; expected index:value");
+  c["data"]["path"] = "three.svm";
+  c["data"]["test_fraction"] = 0.0;
+  CHECK(error_of(c) ==
+        "cfg.json:/loss: logistic regression needs two label values; got 3 distinct labels; "
+        "expected -1/+1 or two values mapped to -1 (smaller) and +1 (larger)");
+}
+
+}  // namespace stragglersim::experiments

@@ -1,0 +1,145 @@
+#include "models/libsvm_reader.h"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+using stragglersim::models::DataError;
+using stragglersim::models::DenseRows;
+using stragglersim::models::LibsvmOptions;
+using stragglersim::models::read_libsvm;
+using stragglersim::models::SparseRows;
+
+// A private directory per test process, removed when the test case ends.
+class TempDir {
+ public:
+  TempDir()
+      : path_(std::filesystem::temp_directory_path() /
+              ("stragglersim_libsvm_test_" + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  /// Writes `contents` byte for byte and returns the file's path.
+  [[nodiscard]] std::string write(const std::string& name, const std::string& contents) const {
+    const auto file = path_ / name;
+    std::ofstream out(file, std::ios::binary);
+    out << contents;
+    return file.string();
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace
+
+TEST_CASE("models: libsvm reader parses labels, features, comments and CRLF", "[models][libsvm]") {
+  const TempDir dir;
+  const std::string path = dir.write("good.svm",
+                                     "# a header comment\n"
+                                     "+1 1:0.5 3:-2 # trailing comment\r\n"
+                                     "\n"
+                                     "-1 2:1e-3   4:7\t \r\n"
+                                     "   \t\n"
+                                     "2.5\n"
+                                     "0 qid:3 1:1");
+  SECTION("dense") {
+    const auto data = read_libsvm(path);
+    REQUIRE_FALSE(data.is_sparse());
+    const auto& a = std::get<DenseRows>(data.features);
+    REQUIRE(a.rows() == 4);
+    REQUIRE(a.cols() == 4);
+    DenseRows expected(4, 4);
+    expected << 0.5, 0, -2, 0,  //
+        0, 1e-3, 0, 7,          //
+        0, 0, 0, 0,             //
+        1, 0, 0, 0;
+    CHECK(a == expected);
+    CHECK(data.labels == Eigen::Vector4d(1.0, -1.0, 2.5, 0.0));
+  }
+  SECTION("sparse, with more features than the file uses") {
+    const auto data = read_libsvm(path, LibsvmOptions{6, false});
+    REQUIRE(data.is_sparse());
+    const auto& a = std::get<SparseRows>(data.features);
+    CHECK(a.rows() == 4);
+    CHECK(a.cols() == 6);
+    CHECK(a.nonZeros() == 5);
+    CHECK(a.coeff(1, 3) == 7.0);
+    CHECK(a.coeff(0, 2) == -2.0);
+    CHECK(data.stored_entries() == 5);
+    const auto dense = read_libsvm(path, LibsvmOptions{6, true});
+    CHECK(DenseRows(a) == std::get<DenseRows>(dense.features));
+  }
+}
+
+TEST_CASE("models: libsvm reader reports malformed lines exactly", "[models][libsvm]") {
+  const TempDir dir;
+  SECTION("malformed label") {
+    const auto path = dir.write("bad.svm", "abc 1:2\n");
+    REQUIRE_THROWS_AS(read_libsvm(path), DataError);
+    REQUIRE_THROWS_WITH(read_libsvm(path), path + ":1: malformed label; got 'abc'");
+  }
+  SECTION("label that is only partly a number") {
+    const auto path = dir.write("bad.svm", "1 1:2\n1x 1:2\n");
+    REQUIRE_THROWS_WITH(read_libsvm(path), path + ":2: malformed label; got '1x'");
+  }
+  SECTION("a line of features without a label") {
+    const auto path = dir.write("bad.svm", "1:2 3:4\n");
+    REQUIRE_THROWS_WITH(read_libsvm(path), path + ":1: malformed label; got '1:2'");
+  }
+  SECTION("malformed feature") {
+    const auto path = dir.write("bad.svm", "1 1:2\n# comment\n-1 2:1 x:1\n");
+    REQUIRE_THROWS_WITH(read_libsvm(path),
+                        path + ":3: malformed feature; got 'x:1'; expected index:value");
+  }
+  SECTION("feature without a colon") {
+    const auto path = dir.write("bad.svm", "1 7\n");
+    REQUIRE_THROWS_WITH(read_libsvm(path),
+                        path + ":1: malformed feature; got '7'; expected index:value");
+  }
+  SECTION("malformed value") {
+    const auto path = dir.write("bad.svm", "1 3:1.5x\n");
+    REQUIRE_THROWS_WITH(read_libsvm(path),
+                        path + ":1: malformed feature; got '3:1.5x'; expected index:value");
+  }
+  SECTION("indices not increasing") {
+    const auto path = dir.write("bad.svm", "1 1:1\r\n1 2:1 5:1 3:1\n");
+    REQUIRE_THROWS_WITH(read_libsvm(path),
+                        path + ":2: feature indices must be increasing; got '3'");
+  }
+  SECTION("repeated index") {
+    const auto path = dir.write("bad.svm", "1 4:1 4:2\n");
+    REQUIRE_THROWS_WITH(read_libsvm(path),
+                        path + ":1: feature indices must be increasing; got '4'");
+  }
+  SECTION("index 0 (indices are 1-based)") {
+    const auto path = dir.write("bad.svm", "1 0:1 2:1\n");
+    REQUIRE_THROWS_WITH(read_libsvm(path), path + ":1: feature indices start at 1; got '0'");
+  }
+  SECTION("index beyond the features option") {
+    const auto path = dir.write("bad.svm", "1 1:1\n1 2:1 7:1\n");
+    CHECK_NOTHROW(read_libsvm(path, LibsvmOptions{7, true}));
+    REQUIRE_THROWS_WITH(read_libsvm(path, LibsvmOptions{5, true}),
+                        path + ":2: feature index exceeds features = 5; got '7'");
+  }
+  SECTION("no data rows") {
+    const auto path = dir.write("empty.svm", "# only a comment\n\n");
+    REQUIRE_THROWS_WITH(read_libsvm(path), path + ": no data rows");
+  }
+  SECTION("missing file") {
+    const std::string path = "/nonexistent/stragglersim/missing.svm";
+    REQUIRE_THROWS_AS(read_libsvm(path), DataError);
+    REQUIRE_THROWS_WITH(read_libsvm(path), path + ": cannot open file");
+  }
+}

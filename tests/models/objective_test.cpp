@@ -1,0 +1,278 @@
+#include "models/objective.h"
+
+#include <Eigen/Eigenvalues>
+#include <Eigen/QR>
+#include <boost/random/mersenne_twister.hpp>
+#include <boost/random/normal_distribution.hpp>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include "models/synthetic_data.h"
+
+namespace {
+
+using stragglersim::models::Dataset;
+using stragglersim::models::DenseRows;
+using stragglersim::models::largest_gram_eigenvalue;
+using stragglersim::models::LossModel;
+using stragglersim::models::make_least_squares_loss;
+using stragglersim::models::make_logistic_loss;
+using stragglersim::models::Objective;
+using stragglersim::models::SparseRows;
+
+std::shared_ptr<const LossModel> loss_named(const std::string& name) {
+  return name == "logistic" ? std::shared_ptr<const LossModel>(make_logistic_loss())
+                            : std::shared_ptr<const LossModel>(make_least_squares_loss());
+}
+
+Eigen::VectorXd gaussian_vector(Eigen::Index n, std::uint64_t seed, double scale = 1.0) {
+  boost::random::mt19937_64 engine(seed);
+  boost::random::normal_distribution<double> normal(0.0, scale);
+  Eigen::VectorXd v(n);
+  for (Eigen::Index i = 0; i < n; ++i) v[i] = normal(engine);
+  return v;
+}
+
+// Dense data with about 60% of the entries zeroed, so the sparse copy is genuinely sparse.
+Dataset thinned_mixture(Eigen::Index m, Eigen::Index p, std::uint64_t seed) {
+  Dataset data = stragglersim::models::make_gaussian_mixture({m, p, 1.0, seed});
+  auto& a = std::get<DenseRows>(data.features);
+  for (Eigen::Index i = 0; i < m; ++i) {
+    for (Eigen::Index k = 0; k < p; ++k) {
+      if ((i * 7 + k * 3) % 5 < 3) a(i, k) = 0.0;
+    }
+  }
+  return data;
+}
+
+std::shared_ptr<const Dataset> as_sparse(const Dataset& dense) {
+  return std::make_shared<const Dataset>(
+      Dataset{SparseRows(std::get<DenseRows>(dense.features).sparseView()), dense.labels});
+}
+
+// Largest absolute component error of the gradient against central differences of f.
+double finite_difference_error(const Objective& f,
+                               const Eigen::VectorXd& x,
+                               const Eigen::VectorXd& gradient,
+                               double h) {
+  double worst = 0.0;
+  for (Eigen::Index k = 0; k < x.size(); ++k) {
+    Eigen::VectorXd plus = x;
+    Eigen::VectorXd minus = x;
+    plus[k] += h;
+    minus[k] -= h;
+    const double fd = (f.value(plus) - f.value(minus)) / (2.0 * h);
+    worst = std::max(worst, std::abs(fd - gradient[k]));
+  }
+  return worst;
+}
+
+double relative_difference(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
+  return (a - b).norm() / std::max(1.0, b.norm());
+}
+
+}  // namespace
+
+TEST_CASE("models: objective gradient agrees with central differences", "[models][objective]") {
+  const double l2 = 0.05;
+  const Dataset dense = thinned_mixture(37, 6, 11);
+  const auto dense_ptr = std::make_shared<const Dataset>(dense);
+  const auto sparse_ptr = as_sparse(dense);
+  const Eigen::VectorXd x = gaussian_vector(6, 5, 0.7);
+  // h balances truncation h²·|f'''|/6 against roundoff ε·|f|/h; the tolerance keeps both terms
+  // with a factor 100 (|f'''| ≤ max_i ‖a_i‖³ is O(10) here).
+  const double h = 1e-4;
+  for (const std::string name : {"logistic", "least_squares"}) {
+    for (const auto& data : {dense_ptr, sparse_ptr}) {
+      INFO(name << (data->is_sparse() ? " sparse" : " dense"));
+      const Objective f(data, loss_named(name), l2, 4);
+      const Eigen::VectorXd g = f.gradient(x);
+      const double tolerance =
+          100.0 * (h * h + std::numeric_limits<double>::epsilon() * std::abs(f.value(x)) / h) *
+          std::max(1.0, g.lpNorm<Eigen::Infinity>());
+      CHECK(finite_difference_error(f, x, g, h) <= tolerance);
+      // The check can fail: forgetting the regulariser's λ₂x is detected.
+      CHECK(finite_difference_error(f, x, g - l2 * x, h) > tolerance);
+    }
+  }
+}
+
+TEST_CASE("models: partition gradients sum to the gradient minus the regulariser",
+          "[models][objective]") {
+  const auto data = std::make_shared<const Dataset>(
+      stragglersim::models::make_linear_regression({103, 7, 0.3, 4}));
+  const Eigen::VectorXd x = gaussian_vector(7, 9);
+  for (const std::string name : {"logistic", "least_squares"}) {
+    INFO(name);
+    const Objective f(data, loss_named(name), 0.1, 6);
+    Eigen::MatrixXd partition_gradients;
+    const double value = f.evaluate(x, &partition_gradients);
+    REQUIRE(partition_gradients.rows() == 7);
+    REQUIRE(partition_gradients.cols() == 6);
+    const Eigen::VectorXd g = f.gradient(x);
+    CHECK(relative_difference(partition_gradients.rowwise().sum() + 0.1 * x, g) <= 1e-13);
+    CHECK(value == Approx(f.value(x)).epsilon(1e-14));
+    for (int j = 0; j < 6; ++j) {
+      Eigen::VectorXd column(7);
+      f.partition_gradient(j, x, column);
+      CHECK(relative_difference(column, partition_gradients.col(j)) <= 1e-14);
+    }
+  }
+}
+
+TEST_CASE("models: fused evaluate equals a naive two-pass computation", "[models][objective]") {
+  const Dataset dense = thinned_mixture(61, 5, 21);
+  const auto& a = std::get<DenseRows>(dense.features);
+  const auto data = std::make_shared<const Dataset>(dense);
+  const Eigen::VectorXd x = gaussian_vector(5, 3);
+  const double l2 = 0.02;
+  const int k = 5;
+  for (const std::string name : {"logistic", "least_squares"}) {
+    INFO(name);
+    const Objective f(data, loss_named(name), l2, k);
+    Eigen::MatrixXd partition_gradients;
+    const double value = f.evaluate(x, &partition_gradients);
+
+    // Naive: margins by a matrix-vector product, losses by the textbook formulas.
+    const Eigen::VectorXd z = a * x;
+    const Eigen::ArrayXd b = dense.labels.array();
+    const bool logistic = name == "logistic";
+    const Eigen::ArrayXd losses = logistic ? Eigen::ArrayXd((1.0 + (-b * z.array()).exp()).log())
+                                           : Eigen::ArrayXd(0.5 * (z.array() - b).square());
+    const Eigen::ArrayXd slopes = logistic ? Eigen::ArrayXd(-b / (1.0 + (b * z.array()).exp()))
+                                           : Eigen::ArrayXd(z.array() - b);
+    const double m = 61.0;
+    CHECK(value == Approx(losses.sum() / m + 0.5 * l2 * x.squaredNorm()).epsilon(1e-13));
+    for (int j = 0; j < k; ++j) {
+      const auto rows = f.partition(j);
+      const Eigen::VectorXd expected = a.middleRows(rows.begin, rows.size()).transpose() *
+                                       slopes.segment(rows.begin, rows.size()).matrix() / m;
+      CHECK(relative_difference(partition_gradients.col(j), expected) <= 1e-13);
+    }
+  }
+}
+
+TEST_CASE("models: sparse and dense storage give the same numbers", "[models][objective]") {
+  const Dataset dense = thinned_mixture(203, 9, 8);
+  const auto dense_ptr = std::make_shared<const Dataset>(dense);
+  const auto sparse_ptr = as_sparse(dense);
+  REQUIRE(sparse_ptr->stored_entries() < dense_ptr->stored_entries());
+  const Eigen::VectorXd x = gaussian_vector(9, 17);
+  for (const std::string name : {"logistic", "least_squares"}) {
+    INFO(name);
+    const Objective f_dense(dense_ptr, loss_named(name), 0.01, 7);
+    const Objective f_sparse(sparse_ptr, loss_named(name), 0.01, 7);
+    Eigen::MatrixXd g_dense;
+    Eigen::MatrixXd g_sparse;
+    const double v_dense = f_dense.evaluate(x, &g_dense);
+    const double v_sparse = f_sparse.evaluate(x, &g_sparse);
+    CHECK(std::abs(v_dense - v_sparse) <= 1e-12 * std::abs(v_dense));
+    CHECK(relative_difference(g_sparse, g_dense) <= 1e-12);
+    CHECK(std::abs(f_dense.smoothness() - f_sparse.smoothness()) <= 1e-12 * f_dense.smoothness());
+    if (name == "least_squares") {
+      CHECK(*f_sparse.pl_constant() == Approx(*f_dense.pl_constant()).epsilon(1e-10));
+    }
+  }
+}
+
+TEST_CASE("models: power iteration matches a dense eigensolver", "[models][objective]") {
+  for (const std::uint64_t seed : {1U, 2U, 3U}) {
+    const Dataset dense = thinned_mixture(80, 12, seed);
+    const auto& a = std::get<DenseRows>(dense.features);
+    const Eigen::MatrixXd gram = a.transpose() * a / 80.0;
+    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(gram);
+    const double expected = solver.eigenvalues().maxCoeff();
+    CHECK(largest_gram_eigenvalue(dense) == Approx(expected).epsilon(1e-8));
+    CHECK(largest_gram_eigenvalue(*as_sparse(dense)) == Approx(expected).epsilon(1e-8));
+
+    const auto ptr = std::make_shared<const Dataset>(dense);
+    CHECK(Objective(ptr, make_logistic_loss(), 0.3, 2).smoothness() ==
+          Approx(0.25 * expected + 0.3).epsilon(1e-8));
+    CHECK(Objective(ptr, make_least_squares_loss(), 0.3, 2).smoothness() ==
+          Approx(expected + 0.3).epsilon(1e-8));
+  }
+}
+
+TEST_CASE("models: least squares PL constant is the smallest non-zero Gram eigenvalue",
+          "[models][objective][pl]") {
+  SECTION("m < p: only m eigenvalues of AᵀA/m are non-zero") {
+    const auto data = std::make_shared<const Dataset>(
+        stragglersim::models::make_linear_regression({15, 40, 0.1, 6}));
+    const auto& a = std::get<DenseRows>(data->features);
+    const Eigen::MatrixXd gram = a.transpose() * a / 15.0;  // 40 × 40, rank 15
+    const Eigen::VectorXd eigenvalues =
+        Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(gram).eigenvalues();
+    REQUIRE(eigenvalues[24] < 1e-12 * eigenvalues[39]);
+    const double expected = eigenvalues[25];
+    const Objective f(data, make_least_squares_loss(), 0.0, 3);
+    REQUIRE(f.pl_constant().has_value());
+    CHECK(*f.pl_constant() == Approx(expected).epsilon(1e-9));
+    CHECK(*Objective(data, make_least_squares_loss(), 0.2, 3).pl_constant() ==
+          Approx(expected + 0.2).epsilon(1e-9));
+    CHECK(*Objective(as_sparse(*data), make_least_squares_loss(), 0.0, 3).pl_constant() ==
+          Approx(expected).epsilon(1e-9));
+  }
+  SECTION("rank-deficient with m > p: a repeated column") {
+    Dataset data = stragglersim::models::make_linear_regression({50, 4, 0.1, 2});
+    auto& a = std::get<DenseRows>(data.features);
+    a.col(3) = a.col(1);
+    const Eigen::MatrixXd gram = a.transpose() * a / 50.0;
+    const Eigen::VectorXd eigenvalues =
+        Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(gram).eigenvalues();
+    const Objective f(std::make_shared<const Dataset>(data), make_least_squares_loss(), 0.0, 1);
+    CHECK(*f.pl_constant() == Approx(eigenvalues[1]).epsilon(1e-9));
+  }
+  SECTION("the PL inequality ½‖∇f‖² ≥ μ(f − f*) holds and is tight along the weakest direction") {
+    const Dataset data = stragglersim::models::make_linear_regression({30, 8, 0.5, 13});
+    const auto& a = std::get<DenseRows>(data.features);
+    const auto ptr = std::make_shared<const Dataset>(data);
+    const Objective f(ptr, make_least_squares_loss(), 0.0, 3);
+    const double mu = *f.pl_constant();
+    const Eigen::VectorXd x_star = a.colPivHouseholderQr().solve(data.labels);
+    const double f_star = f.value(x_star);
+    for (const std::uint64_t seed : {1U, 2U, 3U, 4U}) {
+      const Eigen::VectorXd x = gaussian_vector(8, seed);
+      CHECK(0.5 * f.gradient(x).squaredNorm() >= mu * (f.value(x) - f_star) * (1.0 - 1e-12));
+    }
+    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(a.transpose() * a / 30.0);
+    const Eigen::VectorXd weakest = x_star + solver.eigenvectors().col(0);
+    CHECK(0.5 * f.gradient(weakest).squaredNorm() ==
+          Approx(mu * (f.value(weakest) - f_star)).epsilon(1e-8));
+  }
+}
+
+TEST_CASE("models: logistic PL constant is the regulariser", "[models][objective][pl]") {
+  const auto data =
+      std::make_shared<const Dataset>(stragglersim::models::make_gaussian_mixture({40, 3, 1.0, 1}));
+  CHECK(Objective(data, make_logistic_loss(), 0.25, 2).pl_constant() == 0.25);
+  CHECK_FALSE(Objective(data, make_logistic_loss(), 0.0, 2).pl_constant().has_value());
+}
+
+TEST_CASE("models: pl_constant refuses Gram matrices above 5000 x 5000",
+          "[models][objective][pl]") {
+  const auto data =
+      std::make_shared<const Dataset>(Dataset{SparseRows(5001, 5001), Eigen::VectorXd::Zero(5001)});
+  const Objective f(data, make_least_squares_loss(), 0.0, 1);
+  CHECK_THROWS_AS(f.pl_constant(), std::invalid_argument);
+  CHECK_THROWS_WITH(f.pl_constant(),
+                    "pl_constant: the Gram matrix would be 5001 x 5001; dense eigendecomposition "
+                    "is limited to min(rows, features) <= 5000");
+}
+
+TEST_CASE("models: objective rejects illegal arguments", "[models][objective]") {
+  const auto data =
+      std::make_shared<const Dataset>(stragglersim::models::make_gaussian_mixture({10, 3, 1.0, 1}));
+  const auto loss = loss_named("logistic");
+  CHECK_THROWS_AS(Objective(data, loss, 0.0, 0), std::logic_error);
+  CHECK_THROWS_AS(Objective(data, loss, 0.0, 11), std::logic_error);
+  CHECK_THROWS_AS(Objective(data, loss, -1.0, 2), std::logic_error);
+  CHECK_THROWS_AS(Objective(nullptr, loss, 0.0, 2), std::logic_error);
+  CHECK_THROWS_AS(Objective(data, nullptr, 0.0, 2), std::logic_error);
+  const Objective f(data, loss, 0.0, 10);
+  CHECK_THROWS_AS(f.value(Eigen::VectorXd::Zero(4)), std::logic_error);
+  Eigen::VectorXd out(3);
+  CHECK_THROWS_AS(f.partition_gradient(10, Eigen::VectorXd::Zero(3), out), std::logic_error);
+}

@@ -1,0 +1,205 @@
+#include "sim/simulated_cluster.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "codes/fractional_repetition_code.h"
+#include "codes/uncoded_code.h"
+#include "sim/delay_only.h"
+
+namespace stragglersim::sim {
+namespace {
+
+double harmonic(int m) {
+  double h = 0.0;
+  for (int i = 1; i <= m; ++i) {
+    h += 1.0 / i;
+  }
+  return h;
+}
+
+struct Case {
+  const char* name;
+  int d;     // 1: uncoded
+  int rule;  // 0 all, 1 decodable, 2 first_r
+  TailScaling tail;
+  double expected;  // DESIGN.md §2
+};
+
+std::shared_ptr<const codes::GradientCode> make_code(int n, int d) {
+  if (d == 1) {
+    return std::make_shared<codes::UncodedCode>(n);
+  }
+  return std::make_shared<codes::FractionalRepetitionCode>(n, d);
+}
+
+std::shared_ptr<const StoppingRule> make_rule(
+    int rule, int r, const std::shared_ptr<const codes::GradientCode>& code) {
+  switch (rule) {
+    case 0:
+      return std::make_shared<AllStopping>(code->workers());
+    case 1:
+      return std::make_shared<DecodableStopping>(code);
+    default:
+      return std::make_shared<FirstRStopping>(r);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("sim: mean iteration time matches the closed forms of DESIGN.md §2",
+          "[sim][cluster][statistical]") {
+  constexpr int n = 64;
+  constexpr int d = 2;
+  constexpr int r = 32;
+  constexpr double a = 1.0;
+  constexpr double lambda = 1.0;
+  const double hn = harmonic(n);
+  const std::vector<Case> cases = {
+      {"uncoded A", 1, 0, TailScaling::kLoad, a + hn / lambda},
+      {"uncoded B", 1, 0, TailScaling::kNone, a + hn / lambda},
+      {"FRC A", d, 1, TailScaling::kLoad, d * a + harmonic(n / d) / lambda},
+      {"FRC B", d, 1, TailScaling::kNone, d * a + harmonic(n / d) / (d * lambda)},
+      {"ErasureHead A", d, 2, TailScaling::kLoad, d * (a + (hn - harmonic(n - r)) / lambda)},
+      {"ErasureHead B", d, 2, TailScaling::kNone, d * a + (hn - harmonic(n - r)) / lambda},
+  };
+  // The design's worked numbers for n = 64, d = 2, r = 32, Model A.
+  CHECK(cases[0].expected == Approx(5.7439).margin(5e-5));
+  CHECK(cases[2].expected == Approx(6.0585).margin(5e-5));
+  CHECK(cases[4].expected == Approx(3.3708).margin(5e-5));
+
+  constexpr int iterations = 20000;
+  for (const Case& c : cases) {
+    INFO(c.name);
+    const auto code = make_code(n, c.d);
+    const auto rule = make_rule(c.rule, r, code);
+    auto delays = [&] {
+      return std::make_unique<ShiftedExponentialDelay>(code->loads(), a, lambda, c.tail);
+    };
+    // Through the event engine.
+    SimulatedCluster cluster(delays(), rule, StragglerPolicy::kCancel, 2024);
+    DelayOnlyStatistics engine;
+    for (int t = 0; t < iterations; ++t) {
+      engine.add(cluster.next_iteration().iteration_time);
+    }
+    CHECK(std::abs(engine.mean - c.expected) < 4.0 * engine.standard_error());
+    // Through the fast path, which must reproduce the engine's times exactly.
+    DelayOnlySimulator fast(delays(), rule, code, StragglerPolicy::kCancel, 2024);
+    const DelayOnlyStatistics stats = fast.run(iterations);
+    CHECK(fast.uses_selection());
+    CHECK(stats.mean == engine.mean);
+    CHECK(std::abs(stats.mean - c.expected) < 4.0 * stats.standard_error());
+  }
+}
+
+TEST_CASE("sim: the fraction of erased groups under first_r is C(n-d,r)/C(n,r)",
+          "[sim][cluster][statistical]") {
+  for (const auto& [n, d, r] :
+       std::vector<std::tuple<int, int, int>>{{64, 2, 32}, {30, 3, 15}, {12, 4, 5}}) {
+    INFO("n=" << n << " d=" << d << " r=" << r);
+    const auto code = std::make_shared<codes::FractionalRepetitionCode>(n, d);
+    const auto rule = std::make_shared<FirstRStopping>(r);
+    double q = 1.0;
+    for (int i = 0; i < d; ++i) {
+      q *= static_cast<double>(n - r - i) / (n - i);
+    }
+    if (n == 64) {
+      CHECK(q == Approx(0.246032).margin(1e-6));
+    }
+    constexpr int iterations = 20000;
+    SimulatedCluster cluster(
+        std::make_unique<ShiftedExponentialDelay>(code->loads(), 1.0, 1.0, TailScaling::kLoad),
+        rule,
+        StragglerPolicy::kCancel,
+        99);
+    // Per-iteration erased fraction: mean over iterations, SE from its sample variance.
+    DelayOnlyStatistics erased;
+    const int groups = n / d;
+    for (int t = 0; t < iterations; ++t) {
+      const auto& timing = cluster.next_iteration();
+      const auto dec = code->decode_optimal(timing.heard);
+      erased.add(1.0 - static_cast<double>(dec.partitions_covered / d) / groups);
+    }
+    CHECK(std::abs(erased.mean - q) < 4.0 * erased.standard_error());
+    // The fast path counts the same coverage.
+    DelayOnlySimulator fast(
+        std::make_unique<ShiftedExponentialDelay>(code->loads(), 1.0, 1.0, TailScaling::kLoad),
+        rule,
+        code,
+        StragglerPolicy::kCancel,
+        99);
+    const auto stats = fast.run(iterations);
+    CHECK(stats.erasure_fraction() == Approx(erased.mean).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("sim: deadline, first_r_or_decodable and finish agree between engine and fast path",
+          "[sim][cluster]") {
+  const int n = 24;
+  const auto code = std::make_shared<codes::FractionalRepetitionCode>(n, 3);
+  const std::vector<std::shared_ptr<const StoppingRule>> rules = {
+      std::make_shared<DeadlineStopping>(4.5, n),
+      std::make_shared<FirstROrDecodableStopping>(12, code),
+      std::make_shared<FirstROrDecodableStopping>(20, code),
+      std::make_shared<DecodableStopping>(code),
+  };
+  for (const auto policy :
+       {StragglerPolicy::kCancel, StragglerPolicy::kFinish, StragglerPolicy::kDrain}) {
+    for (const auto& rule : rules) {
+      INFO(rule->name() << " policy " << static_cast<int>(policy));
+      auto delays = [&] {
+        return std::make_unique<ShiftedExponentialDelay>(
+            code->loads(), 1.0, 1.0, TailScaling::kLoad);
+      };
+      SimulatedCluster cluster(delays(), rule, policy, 5);
+      DelayOnlySimulator fast(delays(), rule, code, policy, 5);
+      std::vector<DelayOnlyIteration> fast_its;
+      fast.run(500, [&](const DelayOnlyIteration& it) { fast_its.push_back(it); });
+      for (const auto& f : fast_its) {
+        const auto& e = cluster.next_iteration();
+        REQUIRE(e.iteration_time == f.iteration_time);
+        REQUIRE(e.wall_time == f.wall_time);
+        REQUIRE(static_cast<int>(e.heard.size()) == f.workers_heard);
+      }
+    }
+  }
+}
+
+TEST_CASE("sim: straggler policies", "[sim][cluster]") {
+  // Two workers, deterministic delays through a zero-rate-free construction: shift only.
+  const auto code = std::make_shared<codes::UncodedCode>(4);
+  const auto rule = std::make_shared<FirstRStopping>(2);
+  auto delays = [&] {
+    return std::make_unique<ShiftedExponentialDelay>(code->loads(), 1.0, 1.0, TailScaling::kLoad);
+  };
+  SimulatedCluster cancel(delays(), rule, StragglerPolicy::kCancel, 1);
+  SimulatedCluster finish(delays(), rule, StragglerPolicy::kFinish, 1);
+  SimulatedCluster drain(delays(), rule, StragglerPolicy::kDrain, 1);
+  // First iteration: identical for all three policies, drain's wall time is the last arrival.
+  const auto c1 = cancel.next_iteration();
+  const auto f1 = finish.next_iteration();
+  const auto d1 = drain.next_iteration();
+  CHECK(c1.iteration_time == f1.iteration_time);
+  CHECK(c1.iteration_time == d1.iteration_time);
+  std::vector<double> sorted = c1.delays;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(c1.iteration_time == sorted[1]);
+  CHECK(d1.wall_time == sorted[3]);
+  CHECK(c1.wall_time == c1.iteration_time);
+  // Second iteration: under finish, the two stragglers start late by (T_i − stop).
+  const auto c2 = cancel.next_iteration();
+  const auto f2 = finish.next_iteration();
+  std::vector<double> arrivals(4);
+  for (int i = 0; i < 4; ++i) {
+    const auto w = static_cast<std::size_t>(i);
+    arrivals[w] = std::max(0.0, c1.delays[w] - c1.iteration_time) + c2.delays[w];
+  }
+  std::sort(arrivals.begin(), arrivals.end());
+  CHECK(f2.iteration_time == Approx(arrivals[1]).epsilon(1e-14));
+  CHECK(cancel.time() == Approx(c1.iteration_time + c2.iteration_time));
+  CHECK(drain.wall_time() > drain.time());
+}
+
+}  // namespace stragglersim::sim
