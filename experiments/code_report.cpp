@@ -176,11 +176,18 @@ std::string assignment_csv(const codes::GradientCode& code) {
     out += fmt::format(",p{}", j);
   }
   out += '\n';
-  const Eigen::MatrixXd& b = code.assignment();
+  // From the supports, so codes whose dense B is not materialised can still be printed.
+  std::vector<double> row(static_cast<std::size_t>(code.partitions()));
   for (int i = 0; i < code.workers(); ++i) {
+    std::fill(row.begin(), row.end(), 0.0);
+    const auto support = code.support(i);
+    const auto values = code.support_values(i);
+    for (std::size_t c = 0; c < support.size(); ++c) {
+      row[static_cast<std::size_t>(support[c])] = values[c];
+    }
     out += fmt::format("{}", i);
-    for (int j = 0; j < code.partitions(); ++j) {
-      out += fmt::format(",{}", b(i, j));
+    for (const double x : row) {
+      out += fmt::format(",{}", x);
     }
     out += '\n';
   }

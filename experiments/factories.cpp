@@ -5,7 +5,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "codes/bernoulli_gradient_code.h"
+#include "codes/cyclic_mds_code.h"
+#include "codes/cyclic_repetition_code.h"
+#include "codes/expander_graph_code.h"
 #include "codes/fractional_repetition_code.h"
+#include "codes/stochastic_gradient_code.h"
 #include "codes/uncoded_code.h"
 #include "experiments/config_error.h"
 #include "models/loss_model.h"
@@ -62,6 +67,78 @@ std::shared_ptr<const codes::GradientCode> make_frc(JsonReader& code, const Clus
   }
   code.finish();
   return std::make_shared<codes::FractionalRepetitionCode>(shape.workers, static_cast<int>(d));
+}
+
+/// s for the cyclic codes: 0 ≤ s < n.
+int read_s(JsonReader& code, const ClusterShape& shape) {
+  return static_cast<int>(code.integer("s", std::nullopt, 0, shape.workers - 1));
+}
+
+std::shared_ptr<const codes::GradientCode> make_crc(JsonReader& code, const ClusterShape& shape) {
+  require_square("crc", shape);
+  const int s = read_s(code, shape);
+  code.finish();
+  return std::make_shared<codes::CyclicRepetitionCode>(shape.workers, s, shape.seed);
+}
+
+std::shared_ptr<const codes::GradientCode> make_cyclic_mds(JsonReader& code,
+                                                           const ClusterShape& shape) {
+  require_square("cyclic_mds", shape);
+  const int s = read_s(code, shape);
+  if ((shape.workers - s) % 2 == 0 && s + 1 >= shape.workers) {
+    code.fail_value("s",
+                    "no real cyclic MDS code: n − s is even and s + 1 leaves no worker",
+                    s,
+                    fmt::format("s < {} for workers = {}", shape.workers - 1, shape.workers));
+  }
+  code.finish();
+  return std::make_shared<codes::CyclicMdsCode>(shape.workers, s);
+}
+
+std::shared_ptr<const codes::GradientCode> make_bgc(JsonReader& code, const ClusterShape& shape) {
+  const double d = code.positive("d", std::nullopt);
+  if (d > shape.workers) {
+    code.fail_value("d", "out of range", d, fmt::format("a number in (0, {}]", shape.workers));
+  }
+  code.finish();
+  return std::make_shared<codes::BernoulliGradientCode>(
+      shape.workers, shape.partitions, d, shape.seed);
+}
+
+std::shared_ptr<const codes::GradientCode> make_expander(JsonReader& code,
+                                                         const ClusterShape& shape) {
+  // Glasgow & Wootters: partitions are the vertices of a d-regular graph, workers its edges,
+  // so k = 2n/d.
+  const auto d = code.integer("d", std::nullopt, 1, shape.workers);
+  if ((2 * shape.workers) % d != 0 || 2 * shape.workers / d < d + 1) {
+    code.fail_value(
+        "d",
+        "no d-regular graph with one edge per worker",
+        d,
+        fmt::format("d dividing 2·workers = {} with 2·workers/d > d", 2 * shape.workers));
+  }
+  const int k = static_cast<int>(2 * shape.workers / d);
+  if (shape.partitions_given && shape.partitions != k) {
+    throw ConfigError(
+        fmt::format("{}:/partitions: code 'expander' has k = 2n/d partitions; got {}; "
+                    "expected {} or no partitions key",
+                    shape.file,
+                    shape.partitions,
+                    k));
+  }
+  code.finish();
+  return std::make_shared<codes::ExpanderGraphCode>(shape.workers, static_cast<int>(d), shape.seed);
+}
+
+std::shared_ptr<const codes::GradientCode> make_sgc(JsonReader& code, const ClusterShape& shape) {
+  const auto d = code.integer("d", std::nullopt, 1, shape.workers);
+  std::optional<double> p;
+  if (code.has("p")) {
+    p = code.number("p", std::nullopt, 0.0, 0.999999);
+  }
+  code.finish();
+  return std::make_shared<codes::StochasticGradientCode>(
+      shape.workers, shape.partitions, static_cast<int>(d), shape.seed, p);
 }
 
 std::function<std::unique_ptr<sim::DelayModel>()> make_shifted_exponential(
@@ -127,7 +204,12 @@ std::shared_ptr<const sim::StoppingRule> make_first_r_or_decodable(
 
 const std::vector<FactoryRow<CodeFactory>>& code_factories() {
   static const std::vector<FactoryRow<CodeFactory>> table = {
+      {"bgc", make_bgc},
+      {"crc", make_crc},
+      {"cyclic_mds", make_cyclic_mds},
+      {"expander", make_expander},
       {"frc", make_frc},
+      {"sgc", make_sgc},
       {"uncoded", make_uncoded},
   };
   return table;

@@ -21,7 +21,8 @@ struct ClusterShape {
   std::string file;  ///< config file, for messages about top-level keys
   int workers = 0;
   int partitions = 0;
-  std::uint64_t seed = 1;
+  bool partitions_given = false;  ///< whether the config set "partitions" (else k = n)
+  std::uint64_t seed = 1;         ///< the code's own stream seed, derived from the run seed
 };
 
 using CodeFactory = std::function<std::shared_ptr<const codes::GradientCode>(

@@ -134,7 +134,12 @@ RunPlan plan_run(const nlohmann::json& config,
 
   // Code.
   JsonReader code_reader = root.object("code");
-  const ClusterShape shape{file, plan.workers, plan.partitions, plan.seed};
+  const ClusterShape shape{
+      file,
+      plan.workers,
+      plan.partitions,
+      root.has("partitions"),
+      sim::derive_seed(plan.seed, static_cast<std::uint64_t>(sim::Stream::kCode))};
   const auto& make_code = pick(code_reader, "code", code_factories());
   // The decoder key belongs to the scheme, not to a code's own parameters: read it first.
   std::optional<std::string> decoder_name;
@@ -143,6 +148,7 @@ RunPlan plan_run(const nlohmann::json& config,
   }
   plan.scheme.code = make_code(code_reader, shape);
   root.merge("code", code_reader);
+  plan.partitions = plan.scheme.code->partitions();
 
   // Stopping rule and decoder.
   JsonReader stopping_reader = root.object("stopping");
@@ -261,6 +267,7 @@ RunPlan plan_run(const nlohmann::json& config,
   }
   root.finish();
   plan.resolved = root.resolved();
+  plan.resolved["partitions"] = plan.partitions;
   if (!root.has("backend")) {
     plan.resolved["backend"] = {{"kind", "simulated"}};
   }

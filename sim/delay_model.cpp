@@ -16,7 +16,8 @@ ShiftedExponentialDelay::ShiftedExponentialDelay(std::vector<double> loads,
   worker_shift_.reserve(loads_.size());
   worker_scale_.reserve(loads_.size());
   for (const double l : loads_) {
-    STRAGGLERSIM_ASSERT(l > 0.0, "loads must be positive");
+    // A zero load (a BGC worker holding nothing) is legal: under Model A it answers at once.
+    STRAGGLERSIM_ASSERT(l >= 0.0, "loads must be non-negative");
     worker_shift_.push_back(l * shift_);
     worker_scale_.push_back((tail_ == TailScaling::kLoad ? l : 1.0) / rate_);
   }

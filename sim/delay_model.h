@@ -38,7 +38,7 @@ class DelayModel {
 };
 
 /// T_i = ℓ_i·shift + s(ℓ_i)·X_i/rate, X_i ~ Exp(1) i.i.d. over workers and iterations.
-/// Illegal: shift < 0, rate ≤ 0, a load ≤ 0.
+/// Illegal: shift < 0, rate ≤ 0, a negative load.
 class ShiftedExponentialDelay final : public DelayModel {
  public:
   ShiftedExponentialDelay(std::vector<double> loads, double shift, double rate, TailScaling tail);

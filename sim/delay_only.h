@@ -47,6 +47,13 @@ struct DelayOnlyIteration {
   int groups_covered = 0;  ///< covered partitions / d for FRC; heard workers for uncoded
 };
 
+/// The r-th smallest of `values` (1-based r), exactly, in expected linear time with one
+/// streaming pass (sample-bracketed selection). `scratch` and `sample` are work space.
+double select_rth(const std::vector<double>& values,
+                  int r,
+                  std::vector<double>& scratch,
+                  std::vector<double>& sample);
+
 class DelayOnlySimulator {
  public:
   /// `code` gives the groups (FRC / uncoded) for `decodable` and the coverage statistics.
@@ -82,6 +89,7 @@ class DelayOnlySimulator {
   std::vector<double> delays_buffer_;
   std::vector<double> arrivals_;
   std::vector<double> scratch_;
+  std::vector<double> sample_;
   std::vector<double> busy_until_;
   std::unique_ptr<SimulatedCluster> fallback_;
 };

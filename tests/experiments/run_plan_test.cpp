@@ -6,6 +6,8 @@
 #include <string>
 
 #include "experiments/config_error.h"
+#include "sim/simulated_backend.h"
+#include "sim/training_loop.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -72,7 +74,9 @@ TEST_CASE("experiments: bad configs name the file, the JSON pointer and the acce
     return error_of(c);
   };
   CHECK(with([](auto& c) { c["code"]["kind"] = "frcc"; }) ==
-        "cfg.json:/code/kind: unknown code 'frcc'; valid values are: frc, uncoded");
+        "cfg.json:/code/kind: unknown code 'frcc'; valid values are: bgc, crc, cyclic_mds, "
+        "expander, frc, sgc, "
+        "uncoded");
   CHECK(with([](auto& c) { c["delay"]["rte"] = 2; }) ==
         "cfg.json:/delay/rte: unknown key; valid keys are: kind, rate, shift, tail");
   CHECK(with([](auto& c) { c["code"]["d"] = 4; }) ==
@@ -147,6 +151,92 @@ TEST_CASE("experiments: data-file errors name the file and line", "[experiments]
   CHECK(error_of(c) ==
         "cfg.json:/loss: logistic regression needs two label values; got 3 distinct labels; "
         "expected -1/+1 or two values mapped to -1 (smaller) and +1 (larger)");
+}
+
+}  // namespace stragglersim::experiments
+
+namespace stragglersim::experiments {
+namespace {
+
+/// Runs a planned config to the end and returns its trace rows.
+std::vector<sim::TraceRow> train_plan(const RunPlan& plan) {
+  auto cluster = std::make_unique<sim::SimulatedCluster>(
+      plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed);
+  sim::SimulatedBackend backend(plan.objective, plan.scheme, std::move(cluster));
+  auto optimizer = plan.make_optimizer();
+  std::vector<sim::TraceRow> rows;
+  sim::train(*plan.objective,
+             nullptr,
+             *optimizer,
+             backend,
+             sim::TrainingOptions{plan.iterations},
+             [&](const sim::TraceRow& r) { rows.push_back(r); });
+  return rows;
+}
+
+nlohmann::json coded_config(const nlohmann::json& code, const nlohmann::json& stopping) {
+  auto c = base_config();
+  c["workers"] = 12;
+  c["data"]["rows"] = 600;
+  c["optimizer"]["iterations"] = 40;
+  c["code"] = code;
+  c["stopping"] = stopping;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("experiments: exact-coded traces equal the uncoded trace to 1e-8",
+          "[experiments][codes]") {
+  const auto uncoded = train_plan(
+      plan_run(coded_config({{"kind", "uncoded"}}, {{"rule", "all"}}), "cfg.json", temp_dir()));
+  // (code, n − s): first_r at n − s arrivals always decodes exactly.
+  const std::vector<std::pair<nlohmann::json, int>> cases = {
+      {{{"kind", "crc"}, {"s", 3}}, 9},
+      {{{"kind", "cyclic_mds"}, {"s", 3}}, 9},
+      {{{"kind", "frc"}, {"d", 3}}, 10}};
+  for (const auto& [code, r] : cases) {
+    INFO(code.dump());
+    const std::vector<nlohmann::json> stoppings = {{{"rule", "decodable"}},
+                                                   {{"rule", "first_r"}, {"r", r}}};
+    for (const auto& stopping : stoppings) {
+      const RunPlan plan = plan_run(coded_config(code, stopping), "cfg.json", temp_dir());
+      CHECK(plan.scheme.decoder == sim::DecoderKind::kExact);
+      const auto rows = train_plan(plan);
+      REQUIRE(rows.size() == uncoded.size());
+      bool times_differ = false;
+      for (std::size_t t = 0; t < rows.size(); ++t) {
+        CHECK(std::abs(rows[t].loss - uncoded[t].loss) <= 1e-8 * std::abs(uncoded[t].loss));
+        CHECK(rows[t].estimate_error < 1e-9);
+        times_differ = times_differ || rows[t].iteration_time != uncoded[t].iteration_time;
+      }
+      CHECK(times_differ);
+    }
+  }
+}
+
+TEST_CASE("experiments: approximate codes converge and carry their decoding error",
+          "[experiments][codes]") {
+  for (const auto& [code, stopping] : std::vector<std::pair<nlohmann::json, nlohmann::json>>{
+           {{{"kind", "bgc"}, {"d", 3.0}}, {{"rule", "first_r"}, {"r", 8}}},
+           {{{"kind", "bgc"}, {"d", 3.0}, {"decoder", "one_step"}},
+            {{"rule", "first_r"}, {"r", 8}}},
+           {{{"kind", "expander"}, {"d", 3}}, {{"rule", "first_r"}, {"r", 8}}},
+           {{{"kind", "sgc"}, {"d", 2}, {"decoder", "one_step"}},
+            {{"rule", "deadline"}, {"after", 3.0}}},
+       }) {
+    INFO(code.dump());
+    auto c = coded_config(code, stopping);
+    c.erase("partitions");
+    const RunPlan plan = plan_run(c, "cfg.json", temp_dir());
+    const auto rows = train_plan(plan);
+    double error = 0.0;
+    for (std::size_t t = 1; t < rows.size(); ++t) {
+      error += rows[t].estimate_error;
+    }
+    CHECK(error > 0.0);
+    CHECK(rows.back().loss < 0.7 * rows.front().loss);
+  }
 }
 
 }  // namespace stragglersim::experiments

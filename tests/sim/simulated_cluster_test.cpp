@@ -1,5 +1,7 @@
 #include "sim/simulated_cluster.h"
 
+#include <algorithm>
+#include <boost/random/exponential_distribution.hpp>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <memory>
@@ -200,6 +202,36 @@ TEST_CASE("sim: straggler policies", "[sim][cluster]") {
   CHECK(f2.iteration_time == Approx(arrivals[1]).epsilon(1e-14));
   CHECK(cancel.time() == Approx(c1.iteration_time + c2.iteration_time));
   CHECK(drain.wall_time() > drain.time());
+}
+
+}  // namespace stragglersim::sim
+
+namespace stragglersim::sim {
+
+TEST_CASE("sim: sample-bracketed selection equals nth_element for every rank",
+          "[sim][delay_only]") {
+  RandomEngine rng(42);
+  std::vector<double> scratch;
+  std::vector<double> sample;
+  for (const std::size_t n : {std::size_t{5}, std::size_t{3000}, std::size_t{70000}}) {
+    std::vector<double> values(n);
+    boost::random::exponential_distribution<double> e(1.0);
+    for (auto& v : values) {
+      v = e(rng);
+    }
+    // Ties and a sorted run exercise the bracket's edges.
+    for (std::size_t i = 0; i < n / 10; ++i) {
+      values[i] = 0.5;
+    }
+    std::vector<double> sorted = values;
+    std::sort(sorted.begin(), sorted.end());
+    const std::size_t step = std::max<std::size_t>(1, n / 97);
+    for (std::size_t r = 1; r <= n; r += step) {
+      REQUIRE(select_rth(values, static_cast<int>(r), scratch, sample) == sorted[r - 1]);
+    }
+    REQUIRE(select_rth(values, static_cast<int>(n), scratch, sample) == sorted[n - 1]);
+    REQUIRE(select_rth(values, 1, scratch, sample) == sorted[0]);
+  }
 }
 
 }  // namespace stragglersim::sim
