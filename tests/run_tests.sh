@@ -7,6 +7,14 @@ bash "$root/experiments/install_dependencies.sh"
 
 echo "== release build and tests"
 bash "$root/experiments/build.sh" release
+# Every Catch2 test case must be its own CTest test: a name with '[', ']', ',' or ';' would be
+# merged or split by catch_discover_tests and silently run as something else.
+cases=$("$root/build/release/tests/stragglersim_tests" --list-test-names-only | grep -c .)
+discovered=$(ctest --test-dir "$root/build/release" -N | sed -n 's/^Total Tests: //p')
+if [ "$cases" != "$discovered" ]; then
+  echo "error: $cases Catch2 test cases but $discovered CTest tests; avoid [ ] , ; in test names" >&2
+  exit 1
+fi
 ctest --test-dir "$root/build/release" --output-on-failure -j "$(nproc)"
 
 echo "== address + undefined sanitizers"

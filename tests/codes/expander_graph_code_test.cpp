@@ -52,7 +52,7 @@ TEST_CASE("codes: expander per-component formula equals the least-squares error"
   }
 }
 
-TEST_CASE("codes: expander components: even cycle is free, path of three costs 1/3",
+TEST_CASE("codes: expander components: even cycle is free and a path of three costs 1/3",
           "[codes][expander]") {
   // d = 2, k = n: a union of cycles. Losing every worker leaves k isolated partitions.
   const ExpanderGraphCode code(12, 2, 3);

@@ -66,7 +66,7 @@ TEST_CASE("experiments: step auto is 1/beta and expected rescale uses q", "[expe
   CHECK(plan.scheme.erasure_probability == Approx(0.2));
 }
 
-TEST_CASE("experiments: bad configs name the file, the JSON pointer and the accepted values",
+TEST_CASE("experiments: bad configs name the file and JSON pointer and the accepted values",
           "[experiments][config][errors]") {
   auto with = [](const std::function<void(nlohmann::json&)>& edit) {
     auto c = base_config();

@@ -29,7 +29,7 @@ TEST_CASE("models: partition_rows follows floor(j m / k)", "[models][dataset]") 
   CHECK(partition_rows(3'000'000'000, 7, 3).begin == 3 * 3'000'000'000LL / 7);
 }
 
-TEST_CASE("models: partitions tile [0, m) with sizes differing by at most one",
+TEST_CASE("models: partitions tile all rows with sizes differing by at most one",
           "[models][dataset]") {
   for (const Eigen::Index m : {1, 2, 5, 17, 100, 1001}) {
     for (const int k : {1, 2, 3, 7, 16, 64}) {

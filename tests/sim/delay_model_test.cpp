@@ -30,7 +30,7 @@ TEST_CASE("sim: the first delay draws of seed 7 are pinned", "[sim][delay]") {
   }
 }
 
-TEST_CASE("sim: shifted exponential applies shift and tail per load, Model A and B",
+TEST_CASE("sim: shifted exponential applies shift and tail per load in Model A and B",
           "[sim][delay]") {
   const std::vector<double> loads = {1.0, 3.0};
   ShiftedExponentialDelay a(loads, 0.5, 2.0, TailScaling::kLoad);

@@ -5,7 +5,7 @@
 
 namespace stragglersim::sim {
 
-TEST_CASE("sim: event queue pops by time, then by insertion order", "[sim][event_queue]") {
+TEST_CASE("sim: event queue pops by time and then by insertion order", "[sim][event_queue]") {
   EventQueue q;
   q.push(2.0, ArrivalEvent{0});
   q.push(1.0, ArrivalEvent{1});

@@ -96,7 +96,7 @@ TEST_CASE("sim: mean iteration time matches the closed forms of DESIGN.md §2",
   }
 }
 
-TEST_CASE("sim: the fraction of erased groups under first_r is C(n-d,r)/C(n,r)",
+TEST_CASE("sim: the fraction of erased groups under first_r is C(n-d r)/C(n r)",
           "[sim][cluster][statistical]") {
   for (const auto& [n, d, r] :
        std::vector<std::tuple<int, int, int>>{{64, 2, 32}, {30, 3, 15}, {12, 4, 5}}) {
@@ -137,7 +137,7 @@ TEST_CASE("sim: the fraction of erased groups under first_r is C(n-d,r)/C(n,r)",
   }
 }
 
-TEST_CASE("sim: deadline, first_r_or_decodable and finish agree between engine and fast path",
+TEST_CASE("sim: deadline and first_r_or_decodable and finish agree between engine and fast path",
           "[sim][cluster]") {
   const int n = 24;
   const auto code = std::make_shared<codes::FractionalRepetitionCode>(n, 3);

@@ -171,7 +171,7 @@ TEST_CASE("sim: Nesterov matches an independent accelerated loop", "[sim][traini
   }
 }
 
-TEST_CASE("sim: a diverging step is reported, not written", "[sim][training]") {
+TEST_CASE("sim: a diverging step is reported and not written", "[sim][training]") {
   const int n = 4;
   auto data =
       std::make_shared<models::Dataset>(models::read_libsvm(write_libsvm(100, 6, 2).string()));
