@@ -1,0 +1,21 @@
+#pragma once
+// The subcommands of the command line, one module each. `add_<name>_command` registers the
+// subcommand's options on `app` and returns the action to run once the line is parsed. The
+// action returns the exit status and may throw ConfigError (exit 2, printed by run_cli).
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace stragglersim::experiments {
+
+struct Subcommand {
+  CLI::App* app = nullptr;
+  std::function<int()> action;
+};
+
+/// `stragglersim run CONFIG.json --out DIR`.
+Subcommand add_run_command(CLI::App& app);
+/// `stragglersim codes --workers N --code JSON ...`.
+Subcommand add_codes_command(CLI::App& app);
+
+}  // namespace stragglersim::experiments

@@ -1,0 +1,60 @@
+// `stragglersim run`: one experiment from a JSON config.
+
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+
+#include "experiments/commands.h"
+#include "experiments/run_output.h"
+#include "experiments/run_plan.h"
+
+namespace stragglersim::experiments {
+namespace {
+
+int command_run(const std::string& config, const std::string& out_dir) {
+  const RunPlan plan = plan_run_file(config);
+  const RunOutcome outcome = execute_run(plan, out_dir);
+  if (outcome.status != "ok") {
+    std::cerr << fmt::format("error: {}: {}\n", config, outcome.error);
+    std::cerr << fmt::format("the trace up to the last good iteration is in {}\n", out_dir);
+    return 3;
+  }
+  const auto& s = outcome.summary;
+  if (plan.delay_only()) {
+    std::cout << fmt::format(
+        "{}: {} iterations, mean iteration time {:.6g} ± {:.2g} (s.e.), total {:.6g} s\n",
+        plan.name,
+        s["iterations"].get<std::uint64_t>(),
+        s["mean_iteration_time"].get<double>(),
+        s["iteration_time_standard_error"].get<double>(),
+        s["total_time"].get<double>());
+  } else {
+    std::cout << fmt::format("{}: {} iterations in {:.6g} simulated s, final loss {:.6g}",
+                             plan.name,
+                             s["iterations"].get<std::uint64_t>(),
+                             s["total_time"].get<double>(),
+                             s["final_loss"].get<double>());
+    if (s.contains("final_test_metric")) {
+      std::cout << fmt::format(", test {} {:.4g}",
+                               s["test_metric"].get<std::string>(),
+                               s["final_test_metric"].get<double>());
+    }
+    std::cout << '\n';
+  }
+  std::cout << fmt::format("wrote {}/trace.csv and {}/summary.json\n", out_dir, out_dir);
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_run_command(CLI::App& app) {
+  auto config = std::make_shared<std::string>();
+  auto out_dir = std::make_shared<std::string>();
+  auto* run = app.add_subcommand("run", "run one experiment from a JSON config");
+  run->add_option("config", *config, "config file (JSON)")->required();
+  run->add_option("--out", *out_dir, "output folder for trace.csv and summary.json")->required();
+  return {run, [config, out_dir] { return command_run(*config, *out_dir); }};
+}
+
+}  // namespace stragglersim::experiments
