@@ -154,7 +154,8 @@ double select_rth(const std::vector<double>& values,
   for (const double v : values) {
     below += v < lo ? 1U : 0U;
     keep[kept] = v;
-    kept += (v >= lo && v <= hi) ? 1U : 0U;  // branch-free compaction
+    // Branch-free compaction: `&` not `&&`, whose short circuit is a mispredicted branch.
+    kept += static_cast<std::size_t>((v >= lo) & (v <= hi));
   }
   if (rank < below || rank >= below + kept) {
     return full_select();
