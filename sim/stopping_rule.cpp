@@ -40,7 +40,13 @@ bool DecodableStopping::stop_after(std::span<const int> heard) const {
   if (static_cast<int>(heard.size()) < minimum_) {
     return false;
   }
-  return static_cast<int>(heard.size()) >= code_->workers() || code_->decodable(heard);
+  if (static_cast<int>(heard.size()) >= code_->workers()) {
+    return true;
+  }
+  // decodable() may be a cheap count (cyclic codes: any n − s workers); confirm with the exact
+  // decoder, so an ill-conditioned set makes the master wait for one more worker instead of
+  // stopping on a decode that will be refused.
+  return code_->decodable(heard) && code_->decode_exact(heard).exact;
 }
 
 FirstROrDecodableStopping::FirstROrDecodableStopping(

@@ -66,7 +66,8 @@ class DeadlineStopping final : public StoppingRule {
   int workers_;
 };
 
-/// Stops at the first moment the received set decodes exactly.
+/// Stops at the first moment the received set decodes exactly (residual and condition number
+/// within codes::kExactTolerance and codes::kConditionLimit), or when every worker is in.
 class DecodableStopping final : public StoppingRule {
  public:
   explicit DecodableStopping(std::shared_ptr<const codes::GradientCode> code);
