@@ -14,6 +14,10 @@ case "$flavour" in
   *) echo "usage: $0 release|address|thread [targets...]" >&2; exit 2 ;;
 esac
 launcher=()
-if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  # Paths relative to the checkout, so another clone of the same sources hits the cache.
+  export CCACHE_BASEDIR="$root" CCACHE_NOHASHDIR=true
+fi
 cmake -S "$root" -B "$root/build/$flavour" -G Ninja -DSTRAGGLERSIM_WERROR=ON "${extra[@]}" "${launcher[@]}" >/dev/null
 cmake --build "$root/build/$flavour" -j "$(nproc)" ${1:+--target "$@"}
