@@ -20,6 +20,9 @@ int run_cli(const std::vector<std::string>& args) {
   const std::vector<Subcommand> commands = {
       add_run_command(app),
       add_codes_command(app),
+      add_theory_command(app),
+      add_check_command(app),
+      add_sweep_command(app),
   };
 
   std::vector<const char*> argv;

@@ -17,5 +17,11 @@ struct Subcommand {
 Subcommand add_run_command(CLI::App& app);
 /// `stragglersim codes --workers N --code JSON ...`.
 Subcommand add_codes_command(CLI::App& app);
+/// `stragglersim theory CONFIG.json [--json]`.
+Subcommand add_theory_command(CLI::App& app);
+/// `stragglersim check [--quick] [--out DIR]`.
+Subcommand add_check_command(CLI::App& app);
+/// `stragglersim sweep SWEEP.json --out DIR --jobs N`.
+Subcommand add_sweep_command(CLI::App& app);
 
 }  // namespace stragglersim::experiments

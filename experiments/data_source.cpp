@@ -3,32 +3,59 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <set>
 
 #include "experiments/config_error.h"
+#include "models/csv_reader.h"
+#include "models/fashion_mnist.h"
 #include "models/libsvm_reader.h"
 #include "models/synthetic_data.h"
+#include "models/tabular_synthetic_data.h"
 #include "sim/random_stream.h"
 
 namespace stragglersim::experiments {
 namespace {
+
+// Dense storage of a generated sparse table is refused above this many entries (1.6 GB).
+constexpr std::int64_t kMaxDenseEntries = 200'000'000;
 
 std::filesystem::path resolve(const std::filesystem::path& base, const std::string& path) {
   const std::filesystem::path p(path);
   return p.is_absolute() ? p : base / p;
 }
 
+// Eigen 3.4's SparseMatrix has no move constructor, so moving a Dataset copies every non-zero;
+// these swap instead, keeping the peak memory of sparse data at one copy.
+void take(models::Dataset& to, models::Dataset&& from) {
+  if (auto* sparse = std::get_if<models::SparseRows>(&from.features)) {
+    to.features.emplace<models::SparseRows>().swap(*sparse);
+  } else {
+    to.features = std::move(from.features);
+  }
+  to.labels.swap(from.labels);
+}
+
+std::shared_ptr<models::Dataset> share(models::Dataset&& data) {
+  auto out = std::make_shared<models::Dataset>();
+  take(*out, std::move(data));
+  return out;
+}
+
+using FileReader = std::function<models::Dataset(const std::string& full_path)>;
+
 models::Dataset read_file(JsonReader& data,
                           std::string_view key,
                           const std::filesystem::path& base_dir,
-                          const models::LibsvmOptions& options) {
+                          std::string_view expected,
+                          const FileReader& read) {
   const std::string path = data.string(key, std::nullopt);
   const auto full = resolve(base_dir, path);
   if (!std::filesystem::is_regular_file(full)) {
-    data.fail_value(key, "cannot open data file", path, "an existing LIBSVM file");
+    data.fail_value(key, "cannot open data file", path, expected);
   }
   try {
-    return models::read_libsvm(full.string(), options);
+    return read(full.string());
   } catch (const models::DataError& e) {
     data.fail(key, e.what());
   }
@@ -38,63 +65,238 @@ double read_test_fraction(JsonReader& data, double fallback) {
   return data.number("test_fraction", fallback, 0.0, 0.95);
 }
 
+// "test_path" (read by `read`, checked to have at most the training set's features) or a
+// "test_fraction" split; returns the test fraction to split off (0 when a test file was read).
+double read_test_file(JsonReader& data,
+                      const std::filesystem::path& base_dir,
+                      std::string_view expected,
+                      const FileReader& read,
+                      const models::Dataset& train,
+                      LoadedData& out) {
+  if (!data.has("test_path")) {
+    return read_test_fraction(data, 0.2);
+  }
+  if (data.has("test_fraction")) {
+    data.fail("test_fraction", "give either test_path or test_fraction, not both");
+  }
+  models::Dataset test = read_file(data, "test_path", base_dir, expected, read);
+  if (test.dimension() > train.dimension()) {
+    data.fail_value("test_path",
+                    "test set has more features than the training set",
+                    test.dimension(),
+                    fmt::format("at most {} features", train.dimension()));
+  }
+  out.test = share(std::move(test));
+  return 0.0;
+}
+
+void densify_if_asked(JsonReader& data, models::Dataset& all) {
+  const auto storage = data.choice("storage", "storage", {"dense", "sparse"}, "sparse");
+  if (storage == "sparse") {
+    return;
+  }
+  const std::int64_t entries = all.rows() * all.dimension();
+  if (entries > kMaxDenseEntries) {
+    data.fail_value("storage",
+                    fmt::format("too large for dense storage ({} x {} = {} entries)",
+                                all.rows(),
+                                all.dimension(),
+                                entries),
+                    storage,
+                    fmt::format("\"sparse\", or at most {} entries", kMaxDenseEntries));
+  }
+  models::DenseRows dense = std::get<models::SparseRows>(all.features).toDense();
+  all.features = std::move(dense);
+}
+
+// Fills `all` (in place: see take) and sets the test fraction to split off.
+void load_synthetic(JsonReader& data,
+                    std::uint64_t seed,
+                    double& test_fraction,
+                    models::Dataset& all) {
+  const auto generator = data.choice(
+      "generator",
+      "generator",
+      {"amazon_like", "covtype_like", "gaussian_mixture", "kc_housing_like", "linear_regression"},
+      std::nullopt);
+  const auto data_seed = sim::derive_seed(seed, static_cast<std::uint64_t>(sim::Stream::kData));
+  if (generator == "gaussian_mixture" || generator == "linear_regression") {
+    const auto rows = data.integer("rows", std::nullopt, 2, 100'000'000);
+    const auto features = data.integer("features", std::nullopt, 1, 10'000'000);
+    test_fraction = read_test_fraction(data, 0.2);
+    if (generator == "gaussian_mixture") {
+      const double separation = data.number("separation", 1.5, 0.0);
+      take(all, models::make_gaussian_mixture({rows, features, separation, data_seed}));
+      return;
+    }
+    const double noise = data.number("noise", 0.5, 0.0);
+    take(all, models::make_linear_regression({rows, features, noise, data_seed}));
+    return;
+  }
+  // The paper-shaped sparse tables: sizes default to the paper's (DESIGN.md §5).
+  if (generator == "amazon_like") {
+    models::AmazonLikeOptions options;
+    options.rows = data.integer("rows", options.rows, 2, 100'000'000);
+    options.features =
+        data.integer("features", options.features, models::kAmazonLikeMinFeatures, 10'000'000);
+    options.positive_fraction =
+        data.number("positive_fraction", options.positive_fraction, 0.01, 0.99);
+    options.seed = data_seed;
+    take(all, models::make_amazon_like(options));
+  } else if (generator == "covtype_like") {
+    models::CovtypeLikeOptions options;
+    options.rows = data.integer("rows", options.rows, 2, 100'000'000);
+    options.features =
+        data.integer("features", options.features, models::kCovtypeLikeMinFeatures, 10'000'000);
+    options.positive_fraction =
+        data.number("positive_fraction", options.positive_fraction, 0.01, 0.99);
+    options.seed = data_seed;
+    take(all, models::make_covtype_like(options));
+  } else {
+    models::KcHousingLikeOptions options;
+    options.rows = data.integer("rows", options.rows, 2, 100'000'000);
+    options.features =
+        data.integer("features", options.features, models::kKcHousingLikeMinFeatures, 10'000'000);
+    options.noise = data.number("noise", options.noise, 0.0);
+    options.seed = data_seed;
+    take(all, models::make_kc_housing_like(options));
+  }
+  test_fraction = read_test_fraction(data, 0.2);
+  densify_if_asked(data, all);
+}
+
+std::string class_list() {
+  std::string out;
+  for (std::size_t c = 0; c < models::kFashionMnistClasses.size(); ++c) {
+    out += fmt::format("{}{} {}", c == 0 ? "" : ", ", c, models::kFashionMnistClasses[c]);
+  }
+  return out;
+}
+
+LoadedData load_fashion_mnist(JsonReader& data, const std::filesystem::path& base_dir) {
+  models::FashionMnistOptions options;
+  const std::string dir = data.string("dir", options.dir);
+  options.dir = resolve(base_dir, dir).string();
+  const nlohmann::json classes =
+      data.raw_or("classes", {options.negative_class, options.positive_class});
+  const bool valid = classes.is_array() && classes.size() == 2 &&
+                     std::all_of(classes.begin(),
+                                 classes.end(),
+                                 [](const auto& c) {
+                                   return c.is_number_integer() && c.template get<int>() >= 0 &&
+                                          c.template get<int>() <= 9;
+                                 }) &&
+                     classes[0] != classes[1];
+  if (!valid) {
+    data.fail_value(
+        "classes",
+        "invalid class pair",
+        classes,
+        fmt::format("[negative, positive], two different classes among {}", class_list()));
+  }
+  options.negative_class = classes[0].get<int>();
+  options.positive_class = classes[1].get<int>();
+  options.scale = data.boolean("scale", true);
+  options.rows = data.integer("rows", 0, 0, 100'000'000);
+  data.finish();
+  if (!std::filesystem::is_directory(options.dir)) {
+    data.fail_value("dir",
+                    "cannot open data directory",
+                    dir,
+                    "a folder holding Fashion-MNIST's IDX files (Debian package "
+                    "dataset-fashion-mnist)");
+  }
+  models::FashionMnistSets sets;
+  try {
+    sets = models::load_fashion_mnist(options);
+  } catch (const models::DataError& e) {
+    data.fail("dir", e.what());
+  }
+  if (options.rows > sets.train.rows()) {
+    data.fail_value("rows",
+                    "more rows than the training file holds for these classes",
+                    options.rows,
+                    fmt::format("at most {}", sets.train.rows()));
+  }
+  LoadedData out;
+  out.train = share(std::move(sets.train));
+  out.test = share(std::move(sets.test));
+  return out;
+}
+
+models::CsvOptions read_csv_options(JsonReader& data) {
+  models::CsvOptions options;
+  options.header = data.boolean("header", true);
+  if (data.has("label_column") && data.raw("label_column").is_string()) {
+    if (!options.header) {
+      data.fail_value("label_column",
+                      "a column name needs a header",
+                      data.raw("label_column"),
+                      "a 0-based column index (negative counts from the end), or \"header\": true");
+    }
+    options.label_column = data.string("label_column", std::nullopt);
+  } else if (data.has("label_column") && !data.raw("label_column").is_number_integer()) {
+    data.fail_value("label_column",
+                    "wrong type",
+                    data.raw("label_column"),
+                    "a column name or a 0-based column index (negative counts from the end)");
+  } else {
+    options.label_column = data.integer("label_column", -1, -1'000'000, 1'000'000);
+  }
+  return options;
+}
+
 }  // namespace
 
 LoadedData load_data(JsonReader& data, const std::filesystem::path& base_dir, std::uint64_t seed) {
-  const auto source = data.choice("source", "data source", {"libsvm", "synthetic"}, std::nullopt);
+  const auto source = data.choice(
+      "source", "data source", {"csv", "fashion_mnist", "libsvm", "synthetic"}, std::nullopt);
   LoadedData out;
   models::Dataset all;
   double test_fraction = 0.0;
   if (source == "synthetic") {
-    const auto generator = data.choice(
-        "generator", "generator", {"gaussian_mixture", "linear_regression"}, std::nullopt);
-    const auto rows = data.integer("rows", std::nullopt, 2, 100'000'000);
-    const auto features = data.integer("features", std::nullopt, 1, 10'000'000);
-    test_fraction = read_test_fraction(data, 0.2);
-    const auto data_seed = sim::derive_seed(seed, static_cast<std::uint64_t>(sim::Stream::kData));
-    if (generator == "gaussian_mixture") {
-      const double separation = data.number("separation", 1.5, 0.0);
-      all = models::make_gaussian_mixture({rows, features, separation, data_seed});
-    } else {
-      const double noise = data.number("noise", 0.5, 0.0);
-      all = models::make_linear_regression({rows, features, noise, data_seed});
+    load_synthetic(data, seed, test_fraction, all);
+  } else if (source == "fashion_mnist") {
+    return load_fashion_mnist(data, base_dir);
+  } else if (source == "csv") {
+    const models::CsvOptions options = read_csv_options(data);
+    const FileReader read = [&options](const std::string& path) {
+      return models::read_csv(path, options);
+    };
+    constexpr std::string_view kExpected = "an existing CSV file";
+    take(all, read_file(data, "path", base_dir, kExpected, read));
+    test_fraction = read_test_file(data, base_dir, kExpected, read, all, out);
+    if (out.test && out.test->dimension() != all.dimension()) {
+      data.fail_value("test_path",
+                      "test set has another number of features than the training set",
+                      out.test->dimension(),
+                      fmt::format("{} features", all.dimension()));
     }
   } else {
     models::LibsvmOptions options;
     options.features = data.integer("features", 0, 0, 100'000'000);
     options.dense = data.choice("storage", "storage", {"dense", "sparse"}, "dense") == "dense";
-    all = read_file(data, "path", base_dir, options);
-    if (data.has("test_path")) {
-      if (data.has("test_fraction")) {
-        data.fail("test_fraction", "give either test_path or test_fraction, not both");
-      }
-      if (options.features == 0) {
-        options.features = all.dimension();
-      }
-      models::Dataset test = read_file(data, "test_path", base_dir, options);
-      if (test.dimension() > all.dimension()) {
-        data.fail_value("test_path",
-                        "test set has more features than the training set",
-                        test.dimension(),
-                        fmt::format("at most {} features", all.dimension()));
-      }
-      out.train = std::make_shared<models::Dataset>(std::move(all));
-      out.test = std::make_shared<models::Dataset>(std::move(test));
-      data.finish();
-      return out;
+    const FileReader read = [&options](const std::string& path) {
+      return models::read_libsvm(path, options);
+    };
+    constexpr std::string_view kExpected = "an existing LIBSVM file";
+    take(all, read_file(data, "path", base_dir, kExpected, read));
+    if (options.features == 0) {
+      // The test file is read with the training file's width, so both have the same columns.
+      options.features = all.dimension();
     }
-    test_fraction = read_test_fraction(data, 0.2);
+    test_fraction = read_test_file(data, base_dir, kExpected, read, all, out);
   }
   data.finish();
-  if (test_fraction > 0.0) {
+  if (out.test == nullptr && test_fraction > 0.0) {
     auto [train, test] = models::split_train_test(
         all,
         test_fraction,
         sim::derive_seed(seed, static_cast<std::uint64_t>(sim::Stream::kSplit)));
-    out.train = std::make_shared<models::Dataset>(std::move(train));
-    out.test = std::make_shared<models::Dataset>(std::move(test));
+    out.train = share(std::move(train));
+    out.test = share(std::move(test));
   } else {
-    out.train = std::make_shared<models::Dataset>(std::move(all));
+    out.train = share(std::move(all));
   }
   return out;
 }

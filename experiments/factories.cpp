@@ -14,7 +14,10 @@
 #include "codes/uncoded_code.h"
 #include "experiments/config_error.h"
 #include "models/loss_model.h"
+#include "sim/bimodal_delay.h"
 #include "sim/delay_model.h"
+#include "sim/heterogeneous_delay.h"
+#include "sim/pareto_delay.h"
 
 namespace stragglersim::experiments {
 
@@ -152,6 +155,62 @@ std::function<std::unique_ptr<sim::DelayModel>()> make_shifted_exponential(
       [=] { return std::make_unique<sim::ShiftedExponentialDelay>(loads, shift, rate, scaling); };
 }
 
+sim::TailScaling read_tail(JsonReader& delay) {
+  return delay.choice("tail", "tail scaling", {"load", "none"}, "load") == "load"
+             ? sim::TailScaling::kLoad
+             : sim::TailScaling::kNone;
+}
+
+std::function<std::unique_ptr<sim::DelayModel>()> make_pareto(JsonReader& delay,
+                                                              const std::vector<double>& loads) {
+  const double shift = delay.number("shift", 1.0, 0.0);
+  const double scale = delay.positive("scale", 1.0);
+  const double shape = delay.positive("shape", 2.5);
+  const auto tail = read_tail(delay);
+  delay.finish();
+  return [=] { return std::make_unique<sim::ParetoDelay>(loads, shift, scale, shape, tail); };
+}
+
+std::function<std::unique_ptr<sim::DelayModel>()> make_bimodal(JsonReader& delay,
+                                                               const std::vector<double>& loads) {
+  const double shift = delay.number("shift", 1.0, 0.0);
+  const double rate = delay.positive("rate", 1.0);
+  const auto tail = read_tail(delay);
+  const double probability = delay.number("slow_probability", 0.1, 0.0, 1.0);
+  const double slowdown = delay.number("slowdown", 5.0, 1.0);
+  delay.finish();
+  return [=] {
+    return std::make_unique<sim::BimodalDelay>(loads, shift, rate, tail, probability, slowdown);
+  };
+}
+
+std::function<std::unique_ptr<sim::DelayModel>()> make_heterogeneous(
+    JsonReader& delay, const std::vector<double>& loads) {
+  const double shift = delay.number("shift", 1.0, 0.0);
+  const double rate = delay.positive("rate", 1.0);
+  const auto tail = read_tail(delay);
+  if (!delay.has("factors")) {
+    delay.fail("factors", "missing required key; expected an array of one speed factor per worker");
+  }
+  const auto& raw = delay.raw("factors");
+  const std::string expected =
+      fmt::format("an array of {} numbers > 0 (one slowdown factor per worker)", loads.size());
+  if (!raw.is_array() || raw.size() != loads.size()) {
+    delay.fail_value(
+        "factors", "wrong shape", raw.is_array() ? nlohmann::json(raw.size()) : raw, expected);
+  }
+  std::vector<double> factors;
+  for (const auto& f : raw) {
+    if (!f.is_number() || !(f.get<double>() > 0.0)) {
+      delay.fail_value("factors", "bad factor", f, expected);
+    }
+    factors.push_back(f.get<double>());
+  }
+  delay.finish();
+  return
+      [=] { return std::make_unique<sim::HeterogeneousDelay>(loads, factors, shift, rate, tail); };
+}
+
 /// r from "r" or "fraction" (r = ⌈fraction·n⌉), exactly one of them.
 int read_r(JsonReader& stopping, int workers) {
   if (stopping.has("r") && stopping.has("fraction")) {
@@ -217,6 +276,9 @@ const std::vector<FactoryRow<CodeFactory>>& code_factories() {
 
 const std::vector<FactoryRow<DelayFactory>>& delay_factories() {
   static const std::vector<FactoryRow<DelayFactory>> table = {
+      {"bimodal", make_bimodal},
+      {"heterogeneous", make_heterogeneous},
+      {"pareto", make_pareto},
       {"shifted_exponential", make_shifted_exponential},
   };
   return table;

@@ -70,6 +70,15 @@ const nlohmann::json& JsonReader::raw(std::string_view key) {
   return value_->at(std::string(key));
 }
 
+nlohmann::json JsonReader::raw_or(std::string_view key, const nlohmann::json& fallback) {
+  used_.emplace(key);
+  if (!has(key)) {
+    resolved_[std::string(key)] = fallback;
+    return fallback;
+  }
+  return value_->at(std::string(key));
+}
+
 std::int64_t JsonReader::integer(std::string_view key,
                                  std::optional<std::int64_t> fallback,
                                  std::int64_t min,

@@ -37,6 +37,8 @@ class JsonReader {
   [[nodiscard]] bool is_null(std::string_view key) const;
   /// The raw value (marks the key used). Illegal if absent.
   [[nodiscard]] const nlohmann::json& raw(std::string_view key);
+  /// The raw value, or `fallback` (recorded in resolved()) when absent; marks the key used.
+  [[nodiscard]] nlohmann::json raw_or(std::string_view key, const nlohmann::json& fallback);
 
   /// Integer in [min, max]; `fallback` when absent (required when nullopt).
   std::int64_t integer(std::string_view key,

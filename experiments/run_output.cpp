@@ -12,8 +12,11 @@
 #include <system_error>
 
 #include "experiments/build_info.h"
+#include "experiments/predictions.h"
+#include "models/metrics.h"
 #include "sim/delay_only.h"
 #include "sim/simulated_backend.h"
+#include "sim/threaded_backend.h"
 #include "sim/training_loop.h"
 
 namespace stragglersim::experiments {
@@ -79,6 +82,8 @@ nlohmann::json base_summary(const RunPlan& plan) {
   s["seed"] = plan.seed;
   s["config"] = plan.resolved;
   s["build"] = build_info();
+  // The iteration-time prediction beside the measured totals (DESIGN.md §2).
+  s["theory"] = predictions(plan, /*convergence=*/false);
   return s;
 }
 
@@ -124,14 +129,38 @@ RunOutcome run_training(const RunPlan& plan, std::string& trace) {
   if (has_test) {
     trace += ",test_loss,test_metric";
   }
+  const bool has_auc = has_test && models::reports_auc(plan.objective->loss());
+  if (has_auc) {
+    trace += ",test_auc";
+  }
   if (drain) {
     trace += ",wall_time";
   }
+  // The threads backend records real wall-clock beside the simulated clock of the same delays:
+  // real_time = cumulative real seconds of the iterations (broadcast to the master's return,
+  // drained waits included), real_iteration_time = real seconds from broadcast to the stop.
+  const bool threads = plan.backend == BackendKind::kThreads;
+  if (threads) {
+    trace += ",real_time,real_iteration_time";
+  }
   trace += '\n';
 
-  auto cluster = std::make_unique<sim::SimulatedCluster>(
-      plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed);
-  sim::SimulatedBackend backend(plan.objective, plan.scheme, std::move(cluster));
+  std::unique_ptr<sim::Backend> backend_owner;
+  const sim::ThreadedBackend* threaded = nullptr;
+  if (threads) {
+    auto t = std::make_unique<sim::ThreadedBackend>(
+        plan.objective, plan.scheme, plan.make_delays(), plan.seed, plan.threaded);
+    threaded = t.get();
+    backend_owner = std::move(t);
+  } else {
+    auto cluster = std::make_unique<sim::SimulatedCluster>(
+        plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed);
+    backend_owner =
+        std::make_unique<sim::SimulatedBackend>(plan.objective, plan.scheme, std::move(cluster));
+  }
+  sim::Backend& backend = *backend_owner;
+  double real_stop_sum = 0.0;
+  std::size_t heard_same = 0;
   auto optimizer = plan.make_optimizer();
 
   RunOutcome outcome;
@@ -157,8 +186,22 @@ RunOutcome run_training(const RunPlan& plan, std::string& trace) {
     if (has_test) {
       fmt::format_to(std::back_inserter(buffer), ",{},{}", *row.test_loss, *row.test_metric);
     }
+    if (has_auc) {
+      fmt::format_to(std::back_inserter(buffer), ",{}", *row.test_auc);
+    }
     if (drain) {
       fmt::format_to(std::back_inserter(buffer), ",{}", row.wall_time);
+    }
+    if (threads) {
+      // on_row(t) runs right after iterate(t), so the last record is this row's iteration.
+      const double real_stop = row.iteration > 0 && !threaded->records().empty()
+                                   ? threaded->records().back().real_stop_seconds
+                                   : 0.0;
+      if (row.iteration > 0) {
+        real_stop_sum += real_stop;
+        heard_same += threaded->records().back().same_set ? 1U : 0U;
+      }
+      fmt::format_to(std::back_inserter(buffer), ",{},{}", row.real_seconds, real_stop);
     }
     buffer.push_back('\n');
     if (row.iteration > 0) {
@@ -209,6 +252,9 @@ RunOutcome run_training(const RunPlan& plan, std::string& trace) {
     s["final_test_loss"] = *last.test_loss;
     s["final_test_metric"] = *last.test_metric;
     s["test_metric"] = std::string(plan.objective->loss().metric_name());
+    if (last.test_auc) {
+      s["final_test_auc"] = *last.test_auc;
+    }
   }
   if (plan.target_loss) {
     s["target_loss"] = *plan.target_loss;
@@ -218,6 +264,16 @@ RunOutcome run_training(const RunPlan& plan, std::string& trace) {
   }
   if (drain) {
     s["total_wall_time"] = last.wall_time;
+  }
+  if (threads) {
+    s["seconds_per_unit"] = plan.threaded.seconds_per_unit;
+    s["total_real_time"] = last.real_seconds;
+    s["total_real_stop_time"] = real_stop_sum;
+    if (last.iteration > 0) {
+      const auto t = static_cast<double>(last.iteration);
+      s["mean_real_iteration_time"] = real_stop_sum / t;
+      s["heard_same_as_simulated"] = static_cast<double>(heard_same) / t;
+    }
   }
   return outcome;
 }

@@ -10,6 +10,7 @@
 #include "experiments/config_error.h"
 #include "experiments/data_source.h"
 #include "experiments/factories.h"
+#include "experiments/predictions.h"
 #include "sim/random_stream.h"
 
 namespace stragglersim::experiments {
@@ -75,35 +76,63 @@ sim::DecoderKind default_decoder(const sim::StoppingRule& rule, const codes::Gra
   return sim::DecoderKind::kOptimal;
 }
 
-/// Group-erasure probability q of an FRC (or uncoded, d = 1) scheme: first_r,
-/// C(n−d, r)/C(n, r); deadline, p^d with p = P(T_i > τ). Nullopt where no closed form applies.
-std::optional<double> closed_form_erasure(const codes::GradientCode& code,
-                                          const sim::StoppingRule& rule,
-                                          const sim::DelayModel& delays) {
-  int d = 1;
-  if (const auto* frc = dynamic_cast<const codes::FractionalRepetitionCode*>(&code)) {
-    d = frc->replication();
-  } else if (code.name() != "uncoded") {
+/// Group-erasure probability q of the plan's scheme from the theory module (closed forms for
+/// FRC / uncoded under first_r, deadline and first_r_or_decodable; numerical for other delay
+/// models). Nullopt where q is undefined (codes that do not decode by groups).
+std::optional<double> scheme_erasure_probability(const RunPlan& plan) {
+  std::string why;
+  const auto scheme = describe_scheme(plan, &why);
+  if (!scheme || scheme->code == sim::CodeFamily::kCyclic) {
     return std::nullopt;
   }
-  const int n = code.workers();
-  if (const auto* f = dynamic_cast<const sim::FirstRStopping*>(&rule)) {
-    const int r = f->r();
-    if (n - d < r) {
-      return 0.0;
-    }
-    // C(n−d, r)/C(n, r) = Π_{i=0}^{d−1} (n − r − i)/(n − i): exact and stable.
-    double q = 1.0;
-    for (int i = 0; i < d; ++i) {
-      q *= static_cast<double>(n - r - i) / static_cast<double>(n - i);
-    }
-    return q;
+  const auto delays = plan.make_delays();
+  const double q = sim::predict_iteration_time(*scheme, *delays).q;
+  return std::isnan(q) ? std::nullopt : std::optional<double>(q);
+}
+
+/// The threads backend's keys (the kind already read): seconds_per_unit, timeout and faults,
+/// each fault {"worker", "kind": "crash" | "hang", "from_iteration" (1)}.
+void read_threaded_backend(JsonReader& reader,
+                           RunPlan& plan,
+                           bool delay_only,
+                           nlohmann::json& resolved_faults) {
+  if (delay_only) {
+    reader.fail_value("kind",
+                      "the threads backend computes gradients and needs data",
+                      "threads",
+                      "\"simulated\" for a delay-only run (\"data\": null)");
   }
-  if (const auto* dl = dynamic_cast<const sim::DeadlineStopping*>(&rule)) {
-    const double p = 1.0 - delays.cdf(0, dl->after());
-    return std::pow(p, d);
+  plan.backend = BackendKind::kThreads;
+  plan.threaded.policy = plan.stragglers;
+  plan.threaded.seconds_per_unit = reader.positive("seconds_per_unit", 0.01);
+  plan.threaded.timeout = reader.positive("timeout", 5.0);
+  if (!reader.has("faults")) {
+    return;
   }
-  return std::nullopt;
+  const nlohmann::json& faults = reader.raw("faults");
+  if (!faults.is_array()) {
+    reader.fail_value("faults", "wrong type", faults, "an array of fault objects");
+  }
+  for (std::size_t i = 0; i < faults.size(); ++i) {
+    JsonReader f(faults[i], reader.file(), fmt::format("{}/{}", reader.pointer_of("faults"), i));
+    sim::WorkerFault fault;
+    fault.worker = static_cast<int>(f.integer("worker", std::nullopt, 0, plan.workers - 1));
+    for (const auto& other : plan.threaded.faults) {
+      if (other.worker == fault.worker) {
+        f.fail_value("worker",
+                     "a second fault for the same worker",
+                     fault.worker,
+                     "each worker at most once");
+      }
+    }
+    fault.kind = f.choice("kind", "fault", {"crash", "hang"}, {}) == "hang"
+                     ? sim::FaultKind::kHang
+                     : sim::FaultKind::kCrash;
+    fault.from_iteration = static_cast<std::uint64_t>(f.integer("from_iteration", 1, 1));
+    f.finish();
+    plan.threaded.faults.push_back(fault);
+    resolved_faults.push_back(f.resolved());
+  }
 }
 
 }  // namespace
@@ -184,14 +213,12 @@ RunPlan plan_run(const nlohmann::json& config,
   root.merge("delay", delay_reader);
 
   if (plan.scheme.rescale == codes::Rescale::kExpected) {
-    const auto delays = plan.make_delays();
-    const auto q = closed_form_erasure(*plan.scheme.code, *plan.scheme.rule, *delays);
+    const auto q = scheme_erasure_probability(plan);
     if (!q) {
-      root.fail_value(
-          "rescale",
-          "no group-erasure probability for this code and rule",
-          rescale,
-          "first_r or deadline with a frc or uncoded code, or rescale 'none' or 'empirical'");
+      root.fail_value("rescale",
+                      "no group-erasure probability for this code and rule",
+                      rescale,
+                      "a frc or uncoded code, or rescale 'none' or 'empirical'");
     }
     if (*q >= 1.0) {
       root.fail_value("rescale",
@@ -259,9 +286,14 @@ RunPlan plan_run(const nlohmann::json& config,
   }
 
   // Backend.
+  nlohmann::json resolved_faults = nlohmann::json::array();
   if (root.has("backend")) {
     JsonReader backend_reader = root.object("backend");
-    (void)backend_reader.choice("kind", "backend", {"simulated"}, "simulated");
+    const auto kind =
+        backend_reader.choice("kind", "backend", {"simulated", "threads"}, "simulated");
+    if (kind == "threads") {
+      read_threaded_backend(backend_reader, plan, delay_only, resolved_faults);
+    }
     backend_reader.finish();
     root.merge("backend", backend_reader);
   }
@@ -270,6 +302,9 @@ RunPlan plan_run(const nlohmann::json& config,
   plan.resolved["partitions"] = plan.partitions;
   if (!root.has("backend")) {
     plan.resolved["backend"] = {{"kind", "simulated"}};
+  }
+  if (plan.backend == BackendKind::kThreads) {
+    plan.resolved["backend"]["faults"] = resolved_faults;
   }
   return plan;
 }

@@ -16,11 +16,12 @@
 #include "sim/optimizer.h"
 #include "sim/scheme.h"
 #include "sim/simulated_cluster.h"
+#include "sim/threaded_backend.h"
 
 namespace stragglersim::experiments {
 
 enum class OptimizerKind { kGd, kNesterov };
-enum class BackendKind { kSimulated };
+enum class BackendKind { kSimulated, kThreads };
 
 struct RunPlan {
   std::string name;
@@ -47,6 +48,8 @@ struct RunPlan {
   std::uint64_t iterations = 0;
   std::optional<double> target_loss;
   BackendKind backend = BackendKind::kSimulated;
+  /// Options of the threads backend (seconds_per_unit, timeout, faults; policy = stragglers).
+  sim::ThreadedOptions threaded;
 
   [[nodiscard]] bool delay_only() const { return objective == nullptr; }
   /// A fresh optimiser at x₀ = 0.

@@ -5,6 +5,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import plot_check  # noqa: E402
+import test_plot_paper  # noqa: E402
 import plot_traces  # noqa: E402
 
 CSV = """iteration,time,iteration_time,loss,grad_norm,estimate_error,workers_heard,partitions_covered
@@ -12,6 +14,26 @@ CSV = """iteration,time,iteration_time,loss,grad_norm,estimate_error,workers_hea
 1,3.25,3.25,0.5,0.25,2,15,28
 2,5.5,2.25,0.4,0.125,4,15,26
 """
+
+
+SPEEDUP = """workers,predicted_speedup,measured_speedup,measured_se
+8,1.1373,1.14,0.002
+16,1.3172,1.31,0.003
+"""
+
+
+def check_speedup_figure():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "speedup.csv")
+        with open(path, "w") as f:
+            f.write(SPEEDUP)
+        fig = plot_check.plot_speedup(plot_check.read_rows(path))
+        (ax,) = fig.axes
+        predicted = ax.get_lines()[0]
+        assert list(predicted.get_xdata()) == [8.0, 16.0]
+        assert list(predicted.get_ydata()) == [1.1373, 1.3172]
+        assert ax.get_xscale() == "log"
+        assert "workers" in ax.get_xlabel()
 
 
 def main():
@@ -32,6 +54,8 @@ def main():
         out = os.path.join(tmp, "fig.png")
         assert plot_traces.main(["--out", out, f"s={path}"]) == 0
         assert os.path.getsize(out) > 1000
+    check_speedup_figure()
+    test_plot_paper.check_paper_figures()
     print("plots: figure data matches its CSV (ok)")
 
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "models/metrics.h"
 #include "sim/scheme.h"
 
 namespace stragglersim::sim {
@@ -16,6 +17,7 @@ void fill_test(const models::Objective* test, const Eigen::VectorXd& x, TraceRow
   const double reg = 0.5 * test->l2() * x.squaredNorm();
   row.test_loss = test->value(x) - reg;
   row.test_metric = test->loss().metric(test->data(), x);
+  row.test_auc = models::test_auc(*test, x);
 }
 
 void check_finite(const TraceRow& row) {

@@ -28,6 +28,7 @@ struct TraceRow {
   int partitions_covered = 0;
   std::optional<double> test_loss;    ///< (1/m_test) Σ ℓ on the test set, no regulariser
   std::optional<double> test_metric;  ///< accuracy (logistic) or MSE (least squares)
+  std::optional<double> test_auc;     ///< ROC AUC of the test margins (logistic only)
 };
 
 struct TrainingOptions {

@@ -95,7 +95,8 @@ TEST_CASE("cli: run writes trace.csv and summary.json", "[experiments][cli]") {
   CHECK(files == 2);
 }
 
-TEST_CASE("cli: same seed gives the same bytes and another seed other times", "[experiments][cli]") {
+TEST_CASE("cli: same seed gives the same bytes and another seed other times",
+          "[experiments][cli]") {
   const auto dir = scratch("determinism");
   const auto cfg = write_config(dir, config());
   auto c2 = config();

@@ -56,6 +56,16 @@ TEST_CASE("experiments: a valid config plans a run with defaults resolved",
   CHECK(plan.resolved["data"]["separation"] == 1.5);
 }
 
+TEST_CASE("experiments: expected rescale under first_r_or_decodable uses the first_r q",
+          "[experiments][config]") {
+  auto c = base_config();
+  c["stopping"] = {{"rule", "first_r_or_decodable"}, {"r", 3}};
+  c["rescale"] = "expected";
+  const RunPlan plan = plan_run(c, "cfg.json", temp_dir());
+  // The rule stops early only once every group is covered, so q = C(4, 3)/C(6, 3) as first_r.
+  CHECK(plan.scheme.erasure_probability == Approx(0.2));
+}
+
 TEST_CASE("experiments: step auto is 1/beta and expected rescale uses q", "[experiments][config]") {
   auto c = base_config();
   c["optimizer"]["step"] = "auto";
@@ -113,18 +123,18 @@ TEST_CASE("experiments: bad configs name the file and JSON pointer and the accep
   CHECK(with([](auto& c) { c["seed"] = -3; }) ==
         "cfg.json:/seed: out of range; got -3; expected an integer >= 0");
   CHECK(with([](auto& c) {
-          c["stopping"] = {{"rule", "first_r_or_decodable"}, {"r", 3}};
+          c["code"] = {{"kind", "crc"}, {"s", 2}};
           c["rescale"] = "expected";
         }) ==
         "cfg.json:/rescale: no group-erasure probability for this code and rule; got \"expected\"; "
-        "expected first_r or deadline with a frc or uncoded code, or rescale 'none' or "
-        "'empirical'");
+        "expected a frc or uncoded code, or rescale 'none' or 'empirical'");
   CHECK(with([](auto& c) { c["data"] = nullptr; }) ==
         "cfg.json:/loss: unknown key; a delay-only run (\"data\": null) has no loss");
   CHECK(with([](auto& c) { c["optimizer"]["iterations"] = 2.5; }) ==
         "cfg.json:/optimizer/iterations: wrong type; got 2.5; expected an integer");
   CHECK(with([](auto& c) { c["data"]["source"] = "hdf5"; }) ==
-        "cfg.json:/data/source: unknown data source 'hdf5'; valid values are: libsvm, synthetic");
+        "cfg.json:/data/source: unknown data source 'hdf5'; valid values are: csv, fashion_mnist, "
+        "libsvm, synthetic");
   CHECK(with([](auto& c) { c["data"]["rows"] = 4; }) ==
         "cfg.json:/partitions: more partitions than training rows; got 6; expected at most the 3 "
         "training rows");

@@ -44,7 +44,8 @@ class TempDir {
 
 }  // namespace
 
-TEST_CASE("models: libsvm reader parses labels and features and comments and CRLF", "[models][libsvm]") {
+TEST_CASE("models: libsvm reader parses labels and features and comments and CRLF",
+          "[models][libsvm]") {
   const TempDir dir;
   const std::string path = dir.write("good.svm",
                                      "# a header comment\n"

@@ -1,0 +1,554 @@
+// `stragglersim check [--quick] [--out DIR]`: the paper's claims held against simulation
+// (DESIGN.md §2). Each row is "claim · theory · simulation · tolerance · PASS/FAIL"; the exit
+// status is 0 only if every row passes. Every tolerance is 4 standard errors of the simulated
+// estimate (|z| < 4: a false alarm has probability ~6e-5 per row), except where a row says
+// otherwise. All seeds are fixed, so a run is reproducible.
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "codes/cyclic_repetition_code.h"
+#include "codes/fractional_repetition_code.h"
+#include "codes/uncoded_code.h"
+#include "experiments/commands.h"
+#include "experiments/run_output.h"
+#include "models/optimum.h"
+#include "models/synthetic_data.h"
+#include "sim/convergence_theory.h"
+#include "sim/delay_only.h"
+#include "sim/iteration_time_theory.h"
+#include "sim/simulated_backend.h"
+#include "sim/training_loop.h"
+
+namespace stragglersim::experiments {
+namespace {
+
+struct CheckRow {
+  std::string claim;
+  double theory = 0.0;
+  double simulation = 0.0;
+  double tolerance = 0.0;  ///< |simulation − theory| allowed (or the one-sided margin)
+  bool pass = false;
+};
+
+/// Welford mean and standard error.
+struct Mean {
+  double n = 0.0;
+  double mean = 0.0;
+  double m2 = 0.0;
+  void add(double x) {
+    n += 1.0;
+    const double d = x - mean;
+    mean += d / n;
+    m2 += d * (x - mean);
+  }
+  [[nodiscard]] double se() const { return n > 1.0 ? std::sqrt(m2 / (n - 1.0) / n) : 0.0; }
+};
+
+CheckRow two_sided(std::string claim, double theory, double sim, double se) {
+  const double tol = 4.0 * se;
+  return {std::move(claim), theory, sim, tol, std::abs(sim - theory) <= tol};
+}
+
+std::shared_ptr<const codes::GradientCode> frc_or_uncoded(int n, int d) {
+  if (d == 1) {
+    return std::make_shared<codes::UncodedCode>(n);
+  }
+  return std::make_shared<codes::FractionalRepetitionCode>(n, d);
+}
+
+/// Simulated mean iteration time (and its SE) of a scheme on the delay-only fast path.
+Mean simulate_time(const std::shared_ptr<const codes::GradientCode>& code,
+                   const std::shared_ptr<const sim::StoppingRule>& rule,
+                   sim::TailScaling tail,
+                   std::uint64_t iterations,
+                   std::uint64_t seed) {
+  sim::DelayOnlySimulator s(
+      std::make_unique<sim::ShiftedExponentialDelay>(code->loads(), 1.0, 1.0, tail),
+      rule,
+      code,
+      sim::StragglerPolicy::kCancel,
+      seed);
+  Mean m;
+  s.run(iterations, [&](const sim::DelayOnlyIteration& it) { m.add(it.iteration_time); });
+  return m;
+}
+
+void iteration_time_rows(bool quick, std::vector<CheckRow>& rows) {
+  const std::uint64_t iterations = quick ? 4000 : 40000;
+  struct Shape {
+    int n, d, r;
+  };
+  for (const Shape sh : {Shape{64, 2, 32}, Shape{30, 3, 15}, Shape{24, 4, 12}}) {
+    for (const auto tail : {sim::TailScaling::kLoad, sim::TailScaling::kNone}) {
+      const char* model_name = tail == sim::TailScaling::kLoad ? "A" : "B";
+      const int s = sh.d - 1;
+      struct Scheme {
+        std::string label;
+        std::shared_ptr<const codes::GradientCode> code;
+        std::shared_ptr<const sim::StoppingRule> rule;
+        sim::SchemeDescription description;
+      };
+      const auto uncoded = frc_or_uncoded(sh.n, 1);
+      const auto frc = frc_or_uncoded(sh.n, sh.d);
+      const auto crc = std::make_shared<codes::CyclicRepetitionCode>(sh.n, s, 1);
+      const std::vector<Scheme> schemes = {
+          {"uncoded",
+           uncoded,
+           std::make_shared<sim::AllStopping>(sh.n),
+           {sh.n, sim::CodeFamily::kUncoded, 1, sim::RuleKind::kAll, 1, 0.0}},
+          {"ignore stragglers r",
+           uncoded,
+           std::make_shared<sim::FirstRStopping>(sh.r),
+           {sh.n, sim::CodeFamily::kUncoded, 1, sim::RuleKind::kFirstR, sh.r, 0.0}},
+          {"exact FRC",
+           frc,
+           std::make_shared<sim::DecodableStopping>(frc),
+           {sh.n, sim::CodeFamily::kFractionalRepetition, sh.d, sim::RuleKind::kDecodable, 1, 0.0}},
+          {"exact CRC first n-s",
+           crc,
+           std::make_shared<sim::FirstRStopping>(sh.n - s),
+           {sh.n, sim::CodeFamily::kCyclic, sh.d, sim::RuleKind::kFirstR, sh.n - s, 0.0}},
+          {"ErasureHead first_r",
+           frc,
+           std::make_shared<sim::FirstRStopping>(sh.r),
+           {sh.n, sim::CodeFamily::kFractionalRepetition, sh.d, sim::RuleKind::kFirstR, sh.r, 0.0}},
+      };
+      for (const auto& sc : schemes) {
+        const sim::ShiftedExponentialDelay model(sc.code->loads(), 1.0, 1.0, tail);
+        const auto p = sim::predict_iteration_time(sc.description, model);
+        const Mean m = simulate_time(sc.code, sc.rule, tail, iterations, 11);
+        rows.push_back(two_sided(
+            fmt::format("E[T] {} n={} d={} r={} model {}", sc.label, sh.n, sh.d, sh.r, model_name),
+            p.mean,
+            m.mean,
+            m.se()));
+      }
+    }
+  }
+}
+
+void erasure_rows(bool quick, std::vector<CheckRow>& rows) {
+  const std::uint64_t iterations = quick ? 4000 : 40000;
+  struct Case {
+    std::string label;
+    int n, d;
+    std::shared_ptr<const sim::StoppingRule> rule;
+    sim::SchemeDescription description;
+  };
+  const std::vector<Case> cases = {
+      {"first_r n=64 d=2 r=32",
+       64,
+       2,
+       std::make_shared<sim::FirstRStopping>(32),
+       {64, sim::CodeFamily::kFractionalRepetition, 2, sim::RuleKind::kFirstR, 32, 0.0}},
+      {"first_r n=30 d=3 r=15",
+       30,
+       3,
+       std::make_shared<sim::FirstRStopping>(15),
+       {30, sim::CodeFamily::kFractionalRepetition, 3, sim::RuleKind::kFirstR, 15, 0.0}},
+      {"deadline n=30 d=2 after=3.5",
+       30,
+       2,
+       std::make_shared<sim::DeadlineStopping>(3.5, 30),
+       {30, sim::CodeFamily::kFractionalRepetition, 2, sim::RuleKind::kDeadline, 1, 3.5}},
+      {"first_r_or_decodable n=12 d=3 r=9",
+       12,
+       3,
+       nullptr,
+       {12, sim::CodeFamily::kFractionalRepetition, 3, sim::RuleKind::kFirstROrDecodable, 9, 0.0}},
+  };
+  for (const auto& c : cases) {
+    const auto code = frc_or_uncoded(c.n, c.d);
+    const auto rule = c.rule ? c.rule : std::make_shared<sim::FirstROrDecodableStopping>(9, code);
+    const sim::ShiftedExponentialDelay model(code->loads(), 1.0, 1.0, sim::TailScaling::kLoad);
+    const auto p = sim::predict_iteration_time(c.description, model);
+    sim::DelayOnlySimulator s(std::make_unique<sim::ShiftedExponentialDelay>(
+                                  code->loads(), 1.0, 1.0, sim::TailScaling::kLoad),
+                              rule,
+                              code,
+                              sim::StragglerPolicy::kCancel,
+                              12);
+    Mean erased;
+    const double groups = static_cast<double>(c.n / c.d);
+    s.run(iterations,
+          [&](const sim::DelayOnlyIteration& it) { erased.add(1.0 - it.groups_covered / groups); });
+    rows.push_back(two_sided("q " + c.label, p.q, erased.mean, erased.se()));
+  }
+}
+
+/// Least-squares slope of y on log2(n) and its standard error from the SEs of y (independent).
+std::pair<double, double> slope_per_doubling(const std::vector<double>& n,
+                                             const std::vector<double>& y,
+                                             const std::vector<double>& se) {
+  double mx = 0.0;
+  for (const double v : n) {
+    mx += std::log2(v);
+  }
+  mx /= static_cast<double>(n.size());
+  double sxx = 0.0;
+  for (const double v : n) {
+    sxx += (std::log2(v) - mx) * (std::log2(v) - mx);
+  }
+  double slope = 0.0;
+  double var = 0.0;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const double w = (std::log2(n[i]) - mx) / sxx;
+    slope += w * y[i];
+    var += w * w * se[i] * se[i];
+  }
+  return {slope, std::sqrt(var)};
+}
+
+void speedup_rows(bool quick, std::vector<CheckRow>& rows, const std::filesystem::path& out) {
+  std::vector<int> ns;
+  for (int n = 8; n <= (quick ? 4096 : 65536); n *= 2) {
+    ns.push_back(n);
+  }
+  const auto theory = sim::predicted_speedup(ns, {2, 0.5}, 1.0, 1.0, sim::TailScaling::kLoad);
+  std::vector<double> nn;
+  std::vector<double> th;
+  std::vector<double> zero;
+  std::vector<double> sim_ratio;
+  std::vector<double> sim_se;
+  std::string csv = "workers,predicted_speedup,measured_speedup,measured_se\n";
+  for (std::size_t i = 0; i < ns.size(); ++i) {
+    const int n = ns[i];
+    const std::uint64_t iterations =
+        quick ? std::max<std::uint64_t>(400, 400000 / static_cast<std::uint64_t>(n))
+              : std::max<std::uint64_t>(2000, 4000000 / static_cast<std::uint64_t>(n));
+    const auto uncoded = frc_or_uncoded(n, 1);
+    const auto frc = frc_or_uncoded(n, 2);
+    const Mean u = simulate_time(
+        uncoded, std::make_shared<sim::AllStopping>(n), sim::TailScaling::kLoad, iterations, 21);
+    const Mean e = simulate_time(
+        frc, std::make_shared<sim::FirstRStopping>(n / 2), sim::TailScaling::kLoad, iterations, 22);
+    const double ratio = u.mean / e.mean;
+    // Delta method for a ratio of independent means.
+    const double se = ratio * std::hypot(u.se() / u.mean, e.se() / e.mean);
+    nn.push_back(n);
+    th.push_back(theory[i].speedup_vs_uncoded);
+    zero.push_back(0.0);
+    sim_ratio.push_back(ratio);
+    sim_se.push_back(se);
+    csv += fmt::format("{},{},{},{}\n", n, theory[i].speedup_vs_uncoded, ratio, se);
+    if (n == 64 || n == ns.back()) {
+      rows.push_back(two_sided(fmt::format("uncoded/ErasureHead speedup n={} d=2 r=n/2 A", n),
+                               theory[i].speedup_vs_uncoded,
+                               ratio,
+                               se));
+    }
+  }
+  const auto [theory_slope, unused] = slope_per_doubling(nn, th, zero);
+  (void)unused;
+  const auto [sim_slope, sim_slope_se] = slope_per_doubling(nn, sim_ratio, sim_se);
+  rows.push_back(two_sided(fmt::format("speedup growth per doubling, n=8..{} (fit)", ns.back()),
+                           theory_slope,
+                           sim_slope,
+                           sim_slope_se));
+  // The last doubling alone, measured, against the predicted step (which tends to
+  // ln 2 / (2(1 + ln 2)) = 0.2047 as n grows).
+  const std::size_t k = ns.size() - 1;
+  rows.push_back(two_sided(fmt::format("speedup growth over the last doubling to n={}", ns.back()),
+                           th[k] - th[k - 1],
+                           sim_ratio[k] - sim_ratio[k - 1],
+                           std::hypot(sim_se[k], sim_se[k - 1])));
+  if (!out.empty()) {
+    write_file_atomically(out / "speedup.csv", csv);
+  }
+}
+
+/// A small least-squares or logistic problem for the estimator and convergence checks.
+struct Problem {
+  std::shared_ptr<const models::Objective> objective;
+  std::string label;
+};
+
+Problem least_squares(int rows, int features, double noise, double l2, int partitions) {
+  auto data =
+      std::make_shared<models::Dataset>(models::make_linear_regression({rows, features, noise, 5}));
+  std::shared_ptr<const models::LossModel> loss = models::make_least_squares_loss();
+  return {std::make_shared<models::Objective>(data, loss, l2, partitions),
+          fmt::format("least squares m={} p={}", rows, features)};
+}
+
+Problem logistic(int rows, int features, double l2, int partitions) {
+  auto data =
+      std::make_shared<models::Dataset>(models::make_gaussian_mixture({rows, features, 1.0, 6}));
+  std::shared_ptr<const models::LossModel> loss = models::make_logistic_loss();
+  return {std::make_shared<models::Objective>(data, loss, l2, partitions),
+          fmt::format("logistic m={} p={} l2={}", rows, features, l2)};
+}
+
+void estimator_rows(bool quick, std::vector<CheckRow>& rows) {
+  const int n = 12;
+  const int d = 2;
+  const int r = 6;
+  const auto problem = least_squares(240, 5, 0.5, 0.0, n);
+  const auto& f = *problem.objective;
+  const Eigen::VectorXd x = Eigen::VectorXd::Constant(f.dimension(), 0.3);
+  Eigen::MatrixXd pg;
+  f.evaluate(x, &pg);
+  const Eigen::VectorXd grad = pg.rowwise().sum();
+  double group_sq = 0.0;
+  for (int g = 0; g < n; g += d) {
+    group_sq += pg.middleCols(g, d).rowwise().sum().squaredNorm();
+  }
+  const double q = sim::erasure_probability_first_r(n, d, r);
+  const double q2 = sim::erasure_probability_first_r(n, 2 * d, r);
+  const auto code = std::make_shared<codes::FractionalRepetitionCode>(n, d);
+  const auto rule = std::make_shared<sim::FirstRStopping>(r);
+  const std::uint64_t draws = quick ? 20000 : 200000;
+  sim::SimulatedCluster cluster(std::make_unique<sim::ShiftedExponentialDelay>(
+                                    code->loads(), 1.0, 1.0, sim::TailScaling::kLoad),
+                                rule,
+                                sim::StragglerPolicy::kCancel,
+                                31);
+  std::vector<Mean> coordinate(static_cast<std::size_t>(f.dimension()));
+  Mean second;
+  for (std::uint64_t t = 0; t < draws; ++t) {
+    const auto& timing = cluster.next_iteration();
+    codes::Decoding dec = code->decode_optimal(timing.heard);
+    const Eigen::VectorXd unscaled = pg * dec.alpha;
+    second.add(unscaled.squaredNorm());
+    codes::rescale(dec, codes::Rescale::kExpected, q);
+    const Eigen::VectorXd scaled = pg * dec.alpha;
+    for (Eigen::Index j = 0; j < f.dimension(); ++j) {
+      coordinate[static_cast<std::size_t>(j)].add(scaled(j));
+    }
+  }
+  // Unbiasedness: the largest |z| over the p coordinates (4 SE per coordinate).
+  double worst = 0.0;
+  std::size_t worst_j = 0;
+  for (std::size_t j = 0; j < coordinate.size(); ++j) {
+    const double z =
+        std::abs(coordinate[j].mean - grad(static_cast<Eigen::Index>(j))) / coordinate[j].se();
+    if (z > worst) {
+      worst = z;
+      worst_j = j;
+    }
+  }
+  const auto jj = static_cast<Eigen::Index>(worst_j);
+  rows.push_back(two_sided(
+      fmt::format("expected-rescaled E[g_hat] = grad f (worst of {} coordinates)", f.dimension()),
+      grad(jj),
+      coordinate[worst_j].mean,
+      coordinate[worst_j].se()));
+  // E‖ĝ‖² = (1 − 2q + q₂)‖∇f‖² + (q − q₂) Σ_g ‖∇F_g‖² for the unscaled estimator.
+  const double formula = (1.0 - 2.0 * q + q2) * grad.squaredNorm() + (q - q2) * group_sq;
+  rows.push_back(two_sided("unscaled E|g_hat|^2 = (1-2q+q2)|grad f|^2 + (q-q2) sum_g |G_g|^2",
+                           formula,
+                           second.mean,
+                           second.se()));
+}
+
+struct BoundRun {
+  std::vector<Mean> gap;  ///< f(x_t) − f* per t over repetitions
+};
+
+/// Repeated ErasureHead runs (FRC d, first_r r = n/2, unscaled, step 1/β) of one problem.
+BoundRun repeated_runs(
+    const Problem& problem, int n, int d, int iterations, int repetitions, double f_star) {
+  BoundRun out;
+  out.gap.resize(static_cast<std::size_t>(iterations + 1));
+  const auto& f = *problem.objective;
+  const double step = 1.0 / f.smoothness();
+  const auto code = std::make_shared<codes::FractionalRepetitionCode>(n, d);
+  sim::Scheme scheme{
+      code, std::make_shared<sim::FirstRStopping>(n / 2), sim::DecoderKind::kOptimal};
+  for (int rep = 0; rep < repetitions; ++rep) {
+    auto cluster = std::make_unique<sim::SimulatedCluster>(
+        std::make_unique<sim::ShiftedExponentialDelay>(
+            code->loads(), 1.0, 1.0, sim::TailScaling::kLoad),
+        scheme.rule,
+        sim::StragglerPolicy::kCancel,
+        sim::derive_seed(41, static_cast<std::uint64_t>(rep)));
+    sim::SimulatedBackend backend(problem.objective, scheme, std::move(cluster));
+    sim::GradientDescent gd(Eigen::VectorXd::Zero(f.dimension()), step);
+    sim::train(f,
+               nullptr,
+               gd,
+               backend,
+               sim::TrainingOptions{static_cast<std::uint64_t>(iterations)},
+               [&](const sim::TraceRow& row) { out.gap[row.iteration].add(row.loss - f_star); });
+  }
+  return out;
+}
+
+/// Σ_g ‖∇F_g(x)‖² at x.
+double group_gradient_sq(const models::Objective& f, const Eigen::VectorXd& x, int d) {
+  Eigen::MatrixXd pg;
+  f.evaluate(x, &pg);
+  double s = 0.0;
+  for (Eigen::Index g = 0; g < pg.cols(); g += d) {
+    s += pg.middleCols(g, d).rowwise().sum().squaredNorm();
+  }
+  return s;
+}
+
+void bound_rows(bool quick, std::vector<CheckRow>& rows, const std::filesystem::path& out) {
+  const int n = 12;
+  const int d = 2;
+  const int iterations = quick ? 60 : 150;
+  const int repetitions = 30;
+  std::string csv = "problem,iteration,mean_gap,se,bound\n";
+  for (const Problem& problem : {least_squares(60, 100, 0.5, 0.0, n), logistic(300, 10, 0.05, n)}) {
+    const auto& f = *problem.objective;
+    const auto opt = models::solve_optimum(f);
+    const double f_star = opt.value;
+    const BoundRun run = repeated_runs(problem, n, d, iterations, repetitions, f_star);
+    // ζ²: Σ_g ‖∇F_g‖² is largest at x₀ for these problems and must bound every iterate; we take
+    // the maximum of its values at x₀ and x* (a convex function of x on the segment between).
+    const double zeta = std::max(group_gradient_sq(f, Eigen::VectorXd::Zero(f.dimension()), d),
+                                 group_gradient_sq(f, opt.x, d));
+    sim::PlBoundParameters b;
+    b.smoothness = f.smoothness();
+    b.pl_constant = std::min(*f.pl_constant(), b.smoothness);
+    b.step = 1.0 / b.smoothness;
+    b.zeta_squared = zeta;
+    b.initial_gap = run.gap[0].mean;
+    b.q = sim::erasure_probability_first_r(n, d, n / 2);
+    b.q2 = sim::erasure_probability_first_r(n, 2 * d, n / 2);
+    const auto bound = sim::pl_bound(b, iterations);
+    double worst_excess = -1e300;
+    int worst_t = 0;
+    bool pass = true;
+    for (int t = 0; t <= iterations; ++t) {
+      const auto& g = run.gap[static_cast<std::size_t>(t)];
+      const double excess = g.mean - bound[static_cast<std::size_t>(t)];
+      if (excess > worst_excess) {
+        worst_excess = excess;
+        worst_t = t;
+      }
+      pass = pass && g.mean <= bound[static_cast<std::size_t>(t)] + 4.0 * g.se();
+      csv += fmt::format(
+          "{},{},{},{},{}\n", problem.label, t, g.mean, g.se(), bound[static_cast<std::size_t>(t)]);
+    }
+    const auto& g = run.gap[static_cast<std::size_t>(worst_t)];
+    rows.push_back({fmt::format("mean f-f* <= PL bound at every t ({}, 30 reps; closest t={})",
+                                problem.label,
+                                worst_t),
+                    bound[static_cast<std::size_t>(worst_t)],
+                    g.mean,
+                    4.0 * g.se(),
+                    pass});
+  }
+  if (!out.empty()) {
+    write_file_atomically(out / "bound.csv", csv);
+  }
+}
+
+void floor_rows(bool quick, std::vector<CheckRow>& rows) {
+  const int n = 12;
+  const int iterations = quick ? 200 : 400;
+  const int repetitions = quick ? 100 : 200;
+  const auto problem = least_squares(600, 20, 1.0, 0.0, n);
+  const auto& f = *problem.objective;
+  const double f_star = models::solve_optimum(f).value;
+  struct Floor {
+    int d = 0;
+    double measured = 0.0;  ///< mean of f − f* over the last quarter of the runs
+    double se = 0.0;
+    double predicted = 0.0;  ///< the PL bound's noise floor
+  };
+  std::vector<Floor> floors;
+  for (const int d : {2, 3, 4}) {
+    const BoundRun run = repeated_runs(problem, n, d, iterations, repetitions, f_star);
+    Floor fl;
+    fl.d = d;
+    double count = 0.0;
+    for (int t = 3 * iterations / 4; t <= iterations; ++t) {
+      const auto& g = run.gap[static_cast<std::size_t>(t)];
+      fl.measured += g.mean;
+      // The plateau average over t of correlated per-t means has a variance at most the largest
+      // per-t variance (Cauchy–Schwarz): that SE is the conservative one.
+      fl.se = std::max(fl.se, g.se());
+      count += 1.0;
+    }
+    fl.measured /= count;
+    sim::PlBoundParameters b;
+    b.smoothness = f.smoothness();
+    b.pl_constant = std::min(*f.pl_constant(), b.smoothness);
+    b.step = 1.0 / b.smoothness;
+    b.zeta_squared = group_gradient_sq(f, Eigen::VectorXd::Zero(f.dimension()), d);
+    b.q = sim::erasure_probability_first_r(n, d, n / 2);
+    b.q2 = sim::erasure_probability_first_r(n, 2 * d, n / 2);
+    fl.predicted = sim::pl_noise_floor(b);
+    floors.push_back(fl);
+  }
+  for (std::size_t i = 0; i + 1 < floors.size(); ++i) {
+    const Floor& a = floors[i];
+    const Floor& c = floors[i + 1];
+    const double drop = a.measured - c.measured;
+    const double se = std::hypot(a.se, c.se);
+    // One-sided: the measured drop must exceed 2 standard errors (z > 2) and the predicted
+    // floor must fall too.
+    rows.push_back(
+        {fmt::format("noise floor falls from d={} to d={} (predicted drop, measured plateau drop)",
+                     a.d,
+                     c.d),
+         a.predicted - c.predicted,
+         drop,
+         2.0 * se,
+         a.predicted > c.predicted && drop > 2.0 * se});
+  }
+}
+
+int command_check(bool quick, const std::string& out_dir) {
+  std::filesystem::path out;
+  if (!out_dir.empty()) {
+    out = out_dir;
+    std::filesystem::create_directories(out);
+  }
+  std::vector<CheckRow> rows;
+  iteration_time_rows(quick, rows);
+  erasure_rows(quick, rows);
+  speedup_rows(quick, rows, out);
+  estimator_rows(quick, rows);
+  bound_rows(quick, rows, out);
+  floor_rows(quick, rows);
+  int failed = 0;
+  std::string csv = "claim,theory,simulation,tolerance,result\n";
+  std::cout << fmt::format(
+      "{:<78} {:>12} {:>12} {:>10}  {}\n", "claim", "theory", "simulation", "tolerance", "result");
+  for (const auto& r : rows) {
+    failed += r.pass ? 0 : 1;
+    std::cout << fmt::format("{:<78} {:>12.6g} {:>12.6g} {:>10.3g}  {}\n",
+                             r.claim,
+                             r.theory,
+                             r.simulation,
+                             r.tolerance,
+                             r.pass ? "PASS" : "FAIL");
+    csv += fmt::format("\"{}\",{},{},{},{}\n",
+                       r.claim,
+                       r.theory,
+                       r.simulation,
+                       r.tolerance,
+                       r.pass ? "PASS" : "FAIL");
+  }
+  std::cout << fmt::format("check: {} of {} claims hold{}\n",
+                           rows.size() - static_cast<std::size_t>(failed),
+                           rows.size(),
+                           quick ? " (quick)" : "");
+  if (!out.empty()) {
+    write_file_atomically(out / "check.csv", csv);
+  }
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+Subcommand add_check_command(CLI::App& app) {
+  auto quick = std::make_shared<bool>(false);
+  auto out = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("check", "hold the simulator against the theory (PASS/FAIL rows)");
+  cmd->add_flag("--quick", *quick, "fewer iterations and n up to 4096 (a few seconds)");
+  cmd->add_option("--out", *out, "also write check.csv, speedup.csv and bound.csv here");
+  return {cmd, [quick, out] { return command_check(*quick, *out); }};
+}
+
+}  // namespace stragglersim::experiments

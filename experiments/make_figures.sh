@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Runs the paper's sweeps (experiments/paper/*.json) and draws every figure into one folder.
+#
+#   bash experiments/make_figures.sh [--quick] [--out DIR] [--jobs N]
+#
+# Default output: out/figures/ (PNG figures) with the sweeps' outputs in out/figures/sweeps/
+# (sweeps-quick/ for --quick).
+# --quick runs the same sweep files on smaller data (rows and features cut, see data_quick
+# below), delay-only runs cut to 500 iterations and the wait-fraction target at 0.15, to finish
+# in about a minute; without it the paper's sizes are used (about 17 minutes on 2 busy cores).
+# Sweeps are resumable: rerunning after an interruption skips the runs already complete. After
+# editing a sweep file, delete its output folder (a folder only resumes the sweep that made it).
+# Builds (incrementally) and uses build/release/experiments/stragglersim, or uses $STRAGGLERSIM_BIN.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+quick=0
+out="$root/out/figures"
+jobs="$(nproc)"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --out) out="$2"; shift ;;
+    --jobs) jobs="$2"; shift ;;
+    *) echo "usage: make_figures.sh [--quick] [--out DIR] [--jobs N]" >&2; exit 2 ;;
+  esac
+  shift
+done
+if [ -n "${STRAGGLERSIM_BIN:-}" ]; then
+  bin="$STRAGGLERSIM_BIN"
+else
+  bash "$root/experiments/build.sh" release stragglersim
+  bin="$root/build/release/experiments/stragglersim"
+fi
+python=/usr/bin/python3
+# Quick and full sweeps live apart: a sweep folder only resumes the sweep that made it.
+sweeps="$out/sweeps$([ "$quick" = 1 ] && echo -quick || true)"
+mkdir -p "$sweeps"
+start=$(date +%s)
+
+# The sweep files to run: the paper's as they are, or (--quick) copies with smaller data.
+files="$sweeps/files"
+mkdir -p "$files"
+QUICK="$quick" PAPER="$root/experiments/paper" FILES="$files" "$python" - <<'EOF'
+import json, os
+paper, files, quick = os.environ["PAPER"], os.environ["FILES"], os.environ["QUICK"] == "1"
+# --quick: data cut to a size that runs in seconds (same generators, same shape of the problem).
+data_quick = {
+    "amazon_like": {"rows": 4000, "features": 20000},
+    "covtype_like": {"rows": 20000, "features": 2000},
+    "kc_housing_like": {"rows": 4000, "features": 4000},
+    "fashion_mnist": {"rows": 3000},
+}
+target_quick = {"wait_fraction": 0.15}
+for name in sorted(os.listdir(paper)):
+    if name.startswith("base_") or not name.endswith(".json"):
+        continue
+    with open(os.path.join(paper, name)) as f:
+        sweep = json.load(f)
+    if "base_file" in sweep:
+        with open(os.path.join(paper, sweep.pop("base_file"))) as f:
+            sweep["base"] = json.load(f)
+    base = sweep["base"]
+    if quick:
+        data = base.get("data")
+        if data:
+            key = data.get("generator", data["source"])
+            data.update(data_quick[key])
+        elif base["optimizer"]["iterations"] > 500:
+            base["optimizer"]["iterations"] = 500
+        stem = name[:-5]
+        if stem in target_quick:
+            sweep["grid"]["/target_loss"] = [target_quick[stem]]
+    with open(os.path.join(files, name), "w") as f:
+        f.write(json.dumps(sweep, indent=2) + "\n")
+EOF
+
+for sweep in "$files"/*.json; do
+  name="$(basename "$sweep" .json)"
+  echo "== sweep $name"
+  "$bin" sweep "$sweep" --out "$sweeps/$name" --jobs "$jobs"
+done
+
+echo "== figures"
+"$python" "$root/plots/plot_paper.py" --sweeps "$sweeps" --out "$out"
+end=$(date +%s)
+echo "make_figures: $(( end - start )) s ($([ "$quick" = 1 ] && echo quick || echo full)); figures in $out"

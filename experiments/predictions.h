@@ -1,0 +1,44 @@
+#pragma once
+// What theory predicts for a planned run (DESIGN.md §2): the iteration time of its scheme, the
+// group-erasure probabilities, and, for runs with data, the PL convergence bound and the time to
+// a target loss. Used by `stragglersim theory` and recorded in summary.json.
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "experiments/run_plan.h"
+#include "sim/iteration_time_theory.h"
+
+namespace stragglersim::experiments {
+
+/// The theory's view of the plan's code and rule; nullopt (with `why`) for codes whose timing the
+/// theory does not model (BGC, expander and SGC have random or non-uniform supports).
+std::optional<sim::SchemeDescription> describe_scheme(const RunPlan& plan, std::string* why);
+
+/// Group sizes for the ζ² of the bound: FRC groups of d partitions, one partition per group
+/// otherwise.
+int group_size(const RunPlan& plan);
+
+struct ConvergenceInputs {
+  double smoothness = 0.0;    ///< β
+  double pl_constant = 0.0;   ///< μ
+  double f_star = 0.0;        ///< f* from models::solve_optimum
+  double initial_gap = 0.0;   ///< f(x₀) − f*
+  double zeta_squared = 0.0;  ///< max over the exact-gradient GD path of Σ_g ‖∇F_g‖²
+  std::string optimum_method;
+};
+
+/// β, μ, f* and ζ² of a plan with data; nullopt (with `why`) when μ is unknown (logistic without
+/// λ₂).
+std::optional<ConvergenceInputs> convergence_inputs(const RunPlan& plan, std::string* why);
+
+/// The predictions as JSON: expected_iteration_time, iteration_time_sd,
+/// group_erasure_probability, q2, method; and with data: smoothness, pl_constant, f_star,
+/// zeta_squared, contraction, noise_floor, bound (per iteration), iterations_to_target,
+/// time_to_target; and speedup_vs_n for FRC schemes.
+/// `convergence` false skips the PL part (which solves for f*) and the speedup table: what every
+/// summary.json records under "theory".
+nlohmann::json predictions(const RunPlan& plan, bool convergence = true);
+
+}  // namespace stragglersim::experiments

@@ -1,0 +1,212 @@
+#include "models/csv_reader.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "models/invariant.h"
+
+namespace stragglersim::models {
+
+namespace {
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// std::from_chars rejects a leading '+'.
+bool parse_double(std::string_view token, double& out) {
+  if (!token.empty() && token.front() == '+') {
+    token.remove_prefix(1);
+    if (token.empty() || token.front() == '-' || token.front() == '+') return false;
+  }
+  if (token.empty()) return false;
+  const char* end = token.data() + token.size();
+  const auto [ptr, ec] = std::from_chars(token.data(), end, out);
+  return ec == std::errc() && ptr == end && std::isfinite(out);
+}
+
+class Reader {
+ public:
+  Reader(const std::string& path, const CsvOptions& options) : path_(path), options_(options) {}
+
+  // Splits one line into fields (quotes removed) in `fields_`.
+  void split(std::string_view line, std::int64_t line_number) {
+    fields_.clear();
+    std::size_t pos = 0;
+    while (true) {
+      while (pos < line.size() && is_space(line[pos])) ++pos;
+      std::string field;
+      if (pos < line.size() && line[pos] == '"') {
+        const std::size_t start = pos;
+        ++pos;
+        bool closed = false;
+        while (pos < line.size()) {
+          if (line[pos] == '"') {
+            if (pos + 1 < line.size() && line[pos + 1] == '"') {
+              field += '"';
+              pos += 2;
+              continue;
+            }
+            closed = true;
+            ++pos;
+            break;
+          }
+          field += line[pos++];
+        }
+        if (!closed) {
+          fail(line_number, "unterminated quoted field", line.substr(start));
+        }
+        while (pos < line.size() && line[pos] != ',') ++pos;
+      } else {
+        const std::size_t start = pos;
+        while (pos < line.size() && line[pos] != ',') ++pos;
+        field = std::string(trim(line.substr(start, pos - start)));
+      }
+      fields_.push_back(std::move(field));
+      if (pos >= line.size()) break;
+      ++pos;  // the comma
+    }
+  }
+
+  void header(std::int64_t line_number) {
+    names_ = fields_;
+    resolve_label(line_number);
+  }
+
+  void row(std::int64_t line_number) {
+    if (columns_ == 0) {
+      // No header: the first data row fixes the column count.
+      columns_ = static_cast<std::int64_t>(fields_.size());
+      resolve_label(line_number);
+    }
+    if (static_cast<std::int64_t>(fields_.size()) != columns_) {
+      throw DataError(fmt::format("{}:{}: wrong number of fields; got {}; expected {}",
+                                  path_,
+                                  line_number,
+                                  fields_.size(),
+                                  columns_));
+    }
+    for (std::int64_t j = 0; j < columns_; ++j) {
+      const std::string& field = fields_[static_cast<std::size_t>(j)];
+      double value = 0.0;
+      if (!parse_double(field, value)) {
+        throw DataError(fmt::format("{}:{}: malformed number in column {}; got '{}'",
+                                    path_,
+                                    line_number,
+                                    column_name(j),
+                                    field));
+      }
+      if (j == label_) {
+        labels_.push_back(value);
+      } else {
+        values_.push_back(value);
+      }
+    }
+  }
+
+  [[nodiscard]] Dataset finish() const {
+    const auto m = static_cast<Eigen::Index>(labels_.size());
+    if (m == 0) {
+      throw DataError(fmt::format("{}: no data rows", path_));
+    }
+    const auto p = static_cast<Eigen::Index>(columns_ - 1);
+    Dataset out;
+    out.features = DenseRows(Eigen::Map<const DenseRows>(values_.data(), m, p));
+    out.labels = Eigen::Map<const Eigen::VectorXd>(labels_.data(), m);
+    return out;
+  }
+
+ private:
+  void resolve_label(std::int64_t line_number) {
+    columns_ = static_cast<std::int64_t>(fields_.size());
+    if (columns_ < 2) {
+      throw DataError(fmt::format("{}:{}: need a label and at least one feature; got {} column",
+                                  path_,
+                                  line_number,
+                                  columns_));
+    }
+    if (const auto* name = std::get_if<std::string>(&options_.label_column)) {
+      STRAGGLERSIM_ASSERT(options_.header, "a label column name needs a header");
+      for (std::int64_t j = 0; j < columns_; ++j) {
+        if (names_[static_cast<std::size_t>(j)] == *name) {
+          label_ = j;
+          return;
+        }
+      }
+      std::string valid;
+      for (const auto& n : names_) valid += valid.empty() ? n : ", " + n;
+      throw DataError(fmt::format(
+          "{}:{}: no column named '{}'; expected one of: {}", path_, line_number, *name, valid));
+    }
+    const std::int64_t index = std::get<std::int64_t>(options_.label_column);
+    if (index < -columns_ || index >= columns_) {
+      throw DataError(
+          fmt::format("{}:{}: label column out of range; got {}; expected an index in [{}, {}]",
+                      path_,
+                      line_number,
+                      index,
+                      -columns_,
+                      columns_ - 1));
+    }
+    label_ = index < 0 ? columns_ + index : index;
+  }
+
+  [[nodiscard]] std::string column_name(std::int64_t j) const {
+    return names_.empty() ? std::to_string(j)
+                          : fmt::format("'{}'", names_[static_cast<std::size_t>(j)]);
+  }
+
+  [[noreturn]] void fail(std::int64_t line_number,
+                         std::string_view problem,
+                         std::string_view token) const {
+    throw DataError(fmt::format("{}:{}: {}; got '{}'", path_, line_number, problem, token));
+  }
+
+  const std::string& path_;
+  const CsvOptions& options_;
+  std::vector<std::string> fields_;
+  std::vector<std::string> names_;
+  std::int64_t columns_ = 0;
+  std::int64_t label_ = 0;
+  std::vector<double> values_;
+  std::vector<double> labels_;
+};
+
+}  // namespace
+
+Dataset read_csv(const std::string& path, const CsvOptions& options) {
+  STRAGGLERSIM_ASSERT(options.header || std::holds_alternative<std::int64_t>(options.label_column),
+                      "a label column name needs a header");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw DataError(fmt::format("{}: cannot open file", path));
+  }
+  Reader reader(path, options);
+  std::string line;
+  std::int64_t line_number = 0;
+  bool header_pending = options.header;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (trim(line).empty()) continue;
+    reader.split(line, line_number);
+    if (header_pending) {
+      reader.header(line_number);
+      header_pending = false;
+    } else {
+      reader.row(line_number);
+    }
+  }
+  return reader.finish();
+}
+
+}  // namespace stragglersim::models

@@ -1,0 +1,33 @@
+#pragma once
+// Comma-separated numeric tables: one row per line, one column holds the label, every other
+// column is a feature. Fields may be quoted ("…", with "" for a quote); spaces around fields are
+// ignored; blank lines are skipped; CRLF line ends are accepted. Storage is dense.
+
+#include <cstdint>
+#include <string>
+#include <variant>
+
+#include "models/dataset.h"
+
+namespace stragglersim::models {
+
+struct CsvOptions {
+  /// The first non-blank line holds column names.
+  bool header = true;
+  /// The label column: a header name, or a 0-based index (negative counts from the end, so the
+  /// default −1 is the last column).
+  std::variant<std::string, std::int64_t> label_column = std::int64_t{-1};
+};
+
+/// Reads a CSV file. Throws DataError naming the file and line:
+///   "<path>: cannot open file", "<path>: no data rows",
+///   "<path>:<line>: wrong number of fields; got <n>; expected <k>",
+///   "<path>:<line>: malformed number in column '<name>'; got '<field>'" (column <index> without
+///   a header), "<path>:<line>: unterminated quoted field; got '<field>'",
+///   "<path>:<line>: no column named '<name>'; expected one of: <names>",
+///   "<path>:<line>: label column out of range; got <i>; expected an index in [-k, k-1]",
+///   "<path>:<line>: need a label and at least one feature; got 1 column".
+/// Illegal: a column name with header = false.
+Dataset read_csv(const std::string& path, const CsvOptions& options = {});
+
+}  // namespace stragglersim::models

@@ -1,0 +1,321 @@
+// Sweeps: grid expansion and seeds, config errors, independence from --jobs, resumption after
+// SIGKILL and SIGINT (byte-identical to an uninterrupted sweep).
+
+#include "experiments/sweep.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "experiments/config_error.h"
+#include "sim/random_stream.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using stragglersim::experiments::ConfigError;
+using stragglersim::experiments::expand_sweep;
+using stragglersim::experiments::run_sweep;
+using stragglersim::experiments::SweepOptions;
+
+/// A fresh folder per test and process (suites may run concurrently on one machine).
+fs::path scratch(const std::string& name) {
+  const auto dir = fs::temp_directory_path() /
+                   fmt::format("stragglersim_sweep_test-{}", static_cast<long>(getpid())) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// Every file under `root` (hidden ones included) by relative path, with its bytes.
+std::map<std::string, std::string> tree(const fs::path& root) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    if (e.is_regular_file()) {
+      files[fs::relative(e.path(), root).string()] = slurp(e.path());
+    }
+  }
+  return files;
+}
+
+nlohmann::json delay_only_base() {
+  return nlohmann::json::parse(R"({
+    "seed": 11, "workers": 12, "data": null,
+    "code": {"kind": "frc", "d": 2},
+    "stopping": {"rule": "first_r", "r": 6},
+    "delay": {"kind": "shifted_exponential"},
+    "optimizer": {"iterations": 20}
+  })");
+}
+
+nlohmann::json gradient_base() {
+  return nlohmann::json::parse(R"({
+    "seed": 5, "workers": 6,
+    "data": {"source": "synthetic", "generator": "gaussian_mixture", "rows": 300, "features": 5},
+    "loss": {"kind": "logistic", "l2": 0.001},
+    "code": {"kind": "frc", "d": 2},
+    "stopping": {"rule": "first_r", "r": 3},
+    "delay": {"kind": "shifted_exponential"},
+    "optimizer": {"kind": "gd", "step": "auto", "iterations": 15},
+    "target_loss": 0.6
+  })");
+}
+
+int run_binary(const std::string& args) {
+  const std::string cmd = fmt::format("{} {} > /dev/null 2>&1", STRAGGLERSIM_BINARY, args);
+  const int raw = std::system(cmd.c_str());
+  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+}
+
+/// Starts `stragglersim sweep <sweep> --out <out> --jobs <jobs>` in the background.
+pid_t spawn_sweep(const fs::path& sweep, const fs::path& out, int jobs) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const std::string jobs_text = std::to_string(jobs);
+    FILE* null = std::freopen("/dev/null", "w", stdout);
+    null = std::freopen("/dev/null", "w", stderr);
+    (void)null;
+    execl(STRAGGLERSIM_BINARY,
+          STRAGGLERSIM_BINARY,
+          "sweep",
+          sweep.c_str(),
+          "--out",
+          out.c_str(),
+          "--jobs",
+          jobs_text.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+int completed_runs(const fs::path& out) {
+  int n = 0;
+  std::error_code ec;
+  if (!fs::is_directory(out / "runs", ec)) {
+    return 0;
+  }
+  for (const auto& e : fs::directory_iterator(out / "runs", ec)) {
+    n += fs::exists(e.path() / "summary.json") ? 1 : 0;
+  }
+  return n;
+}
+
+/// A sweep of 80 delay-only runs of a few milliseconds each: long enough to be killed midway.
+fs::path write_slow_sweep(const fs::path& dir) {
+  auto base = delay_only_base();
+  base["workers"] = 1000;
+  base["optimizer"]["iterations"] = 600;
+  const nlohmann::json sweep = {{"base", base},
+                                {"grid", {{"/code/d", {1, 2, 4, 5}}, {"/stopping/r", {500, 1000}}}},
+                                {"repetitions", 10}};
+  const auto path = dir / "slow.json";
+  std::ofstream(path) << sweep.dump(2);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("sweep: grid expands in sorted key order with repetitions innermost",
+          "[experiments][sweep]") {
+  const nlohmann::json sweep = {
+      {"name", "order"},
+      {"base", delay_only_base()},
+      {"grid", {{"/workers", {12, 24}}, {"/code/d", {2, 3, 4}}, {"/target_loss", {1.5}}}},
+      {"repetitions", 3}};
+  const auto spec = expand_sweep(sweep, "order.json", ".");
+  CHECK(spec.name == "order");
+  REQUIRE(spec.parameters == std::vector<std::string>{"/code/d", "/target_loss", "/workers"});
+  REQUIRE(spec.runs.size() == 18);
+  // index = ((d · 1 + target) · 2 + workers) · 3 + repetition; the first key varies slowest.
+  for (std::size_t i = 0; i < spec.runs.size(); ++i) {
+    const auto& run = spec.runs[i];
+    CHECK(run.index == i);
+    CHECK(run.repetition == static_cast<int>(i % 3));
+    CHECK(run.values[0] == std::vector<int>{2, 3, 4}[i / 6]);
+    CHECK(run.values[1] == 1.5);
+    CHECK(run.values[2] == std::vector<int>{12, 24}[i / 3 % 2]);
+    CHECK(run.config["code"]["d"] == run.values[0]);
+    CHECK(run.config["workers"] == run.values[2]);
+    CHECK(run.config["target_loss"] == 1.5);  // a new key of an existing object is allowed
+    // Repetition 0 keeps the base seed; repetition k derives it (top bit cleared).
+    const std::uint64_t expected =
+        run.repetition == 0
+            ? 11U
+            : stragglersim::sim::derive_seed(11, static_cast<std::uint64_t>(run.repetition)) &
+                  ((std::uint64_t{1} << 63U) - 1U);
+    CHECK(run.seed == expected);
+    CHECK(run.config["seed"] == expected);
+  }
+  CHECK(spec.runs[0].folder == "runs/00-code.d=2_target_loss=1.5_workers=12_rep0");
+  CHECK(spec.runs[17].folder == "runs/17-code.d=4_target_loss=1.5_workers=24_rep2");
+  CHECK(spec.runs[17].config["name"] == "order/17-code.d=4_target_loss=1.5_workers=24_rep2");
+  CHECK(spec.runs[4].seed == spec.runs[1].seed);  // same repetition, other grid point
+  CHECK(spec.runs[1].seed != spec.runs[2].seed);
+
+  // No grid, one repetition: the base config itself, seed included.
+  const auto single = expand_sweep({{"base", delay_only_base()}}, "one.json", ".");
+  REQUIRE(single.runs.size() == 1);
+  CHECK(single.runs[0].folder == "runs/0-base");
+  auto expected = delay_only_base();
+  expected["name"] = "one/0-base";
+  CHECK(single.runs[0].config == expected);
+}
+
+TEST_CASE("sweep: bad grid pointers and values are config errors with exact messages",
+          "[experiments][sweep]") {
+  auto sweep_with = [](const nlohmann::json& grid) {
+    return nlohmann::json{{"base", delay_only_base()}, {"grid", grid}};
+  };
+  CHECK_THROWS_WITH(expand_sweep(sweep_with({{"/code/dd/x", {1}}}), "s.json", "."),
+                    "s.json:/grid/~1code~1dd~1x: no such place in the base config; got "
+                    "\"/code/dd/x\"; expected a pointer to an existing value or to a new key of an "
+                    "existing object");
+  CHECK_THROWS_WITH(expand_sweep(sweep_with({{"code/d", {1}}}), "s.json", "."),
+                    "s.json:/grid/code~1d: not a JSON pointer; got \"code/d\"; expected a pointer "
+                    "into the base config such as \"/code/d\"");
+  CHECK_THROWS_WITH(expand_sweep(sweep_with({{"/code/d", 3}}), "s.json", "."),
+                    "s.json:/grid/~1code~1d: wrong type; got 3; expected a non-empty array of "
+                    "values, such as [2, 3, 5]");
+  CHECK_THROWS_WITH(expand_sweep(sweep_with({{"/code/d", nlohmann::json::array()}}), "s.json", "."),
+                    "s.json:/grid/~1code~1d: wrong type; got []; expected a non-empty array of "
+                    "values, such as [2, 3, 5]");
+  CHECK_THROWS_WITH(
+      expand_sweep({{"base", delay_only_base()}, {"repetitions", 0}}, "s.json", "."),
+      "s.json:/repetitions: out of range; got 0; expected an integer in [1, 1000000]");
+  CHECK_THROWS_WITH(expand_sweep({{"grid", nlohmann::json::object()}}, "s.json", "."),
+                    "s.json:/base: missing required key; expected a run config object (or "
+                    "\"base_file\")");
+  CHECK_THROWS_WITH(
+      expand_sweep(
+          {{"base", delay_only_base()}, {"grdi", nlohmann::json::object()}}, "s.json", "."),
+      Catch::Matchers::StartsWith("s.json:/grdi: unknown key"));
+
+  // A bad grid value fails validation before anything is written, naming the run.
+  const auto dir = scratch("bad_value");
+  const auto spec =
+      expand_sweep(sweep_with({{"/code/d", {2, 5}}, {"/stopping/r", {6, 13}}}), "s.json", dir);
+  CHECK_THROWS_WITH(run_sweep(spec, dir / "out", SweepOptions{}),
+                    "s.json run 1 (/code/d = 2, /stopping/r = 13, repetition 0):/stopping/r: out "
+                    "of range; got 13; expected an integer in [1, 12]");
+  CHECK_FALSE(fs::exists(dir / "out"));
+
+  // The CLI prints it and exits 2, writing nothing.
+  const auto path = dir / "bad.json";
+  std::ofstream(path) << sweep_with({{"/code/d", {2, 5}}}).dump();
+  CHECK(run_binary(fmt::format("sweep '{}' --out '{}'", path.string(), (dir / "cli").string())) ==
+        2);
+  CHECK_FALSE(fs::exists(dir / "cli"));
+}
+
+TEST_CASE("sweep: results and index are byte-identical for jobs 1 and jobs 2",
+          "[experiments][sweep]") {
+  const auto dir = scratch("jobs");
+  const nlohmann::json sweep = {{"base", gradient_base()},
+                                {"grid", {{"/code/d", {1, 2, 3}}, {"/stopping/r", {3, 6}}}},
+                                {"repetitions", 2}};
+  const auto path = dir / "grad.json";
+  std::ofstream(path) << sweep.dump(2);
+  REQUIRE(run_binary(fmt::format(
+              "sweep '{}' --out '{}' --jobs 1", path.string(), (dir / "j1").string())) == 0);
+  REQUIRE(run_binary(fmt::format(
+              "sweep '{}' --out '{}' --jobs 2", path.string(), (dir / "j2").string())) == 0);
+  const auto one = tree(dir / "j1");
+  CHECK(one.size() == 1 + 12 * 3);  // index.csv + config, trace, summary per run
+  CHECK(one == tree(dir / "j2"));
+
+  const std::string index = one.at("index.csv");
+  CHECK(index.rfind("index,repetition,seed,/code/d,/stopping/r,status,iterations,total_time,"
+                    "mean_iteration_time,final_loss,best_loss,time_to_target,final_test_metric,"
+                    "folder\n0,0,5,1,3,ok,15,",
+                    0) == 0);
+  CHECK(std::count(index.begin(), index.end(), '\n') == 13);
+  // Each row repeats its run's summary: spot-check the last one.
+  const auto summary =
+      nlohmann::json::parse(one.at("runs/11-code.d=3_stopping.r=6_rep1/summary.json"));
+  const std::string last_row = index.substr(index.rfind('\n', index.size() - 2) + 1);
+  CHECK(last_row.rfind(fmt::format("11,1,{},3,6,ok,15,{},",
+                                   summary["seed"].get<std::uint64_t>(),
+                                   summary["total_time"].get<double>()),
+                       0) == 0);
+}
+
+TEST_CASE("sweep: a sweep killed with SIGKILL and rerun is byte-identical to an uninterrupted one",
+          "[experiments][sweep]") {
+  const auto dir = scratch("sigkill");
+  const auto sweep = write_slow_sweep(dir);
+  REQUIRE(run_binary(fmt::format(
+              "sweep '{}' --out '{}' --jobs 2", sweep.string(), (dir / "whole").string())) == 0);
+  const auto whole = tree(dir / "whole");
+  REQUIRE(whole.size() == 1 + 80 * 3);
+
+  const auto out = dir / "killed";
+  const pid_t pid = spawn_sweep(sweep, out, 2);
+  REQUIRE(pid > 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (completed_runs(out) < 5 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  CHECK(WIFSIGNALED(status));
+  const int done = completed_runs(out);
+  CHECK(done >= 5);
+  WARN("runs complete when killed: " << done << " of 80");
+  CHECK_FALSE(fs::exists(out / "index.csv"));
+  // A temporary file of a write the kill interrupted (as write_file_atomically names them).
+  fs::create_directories(out / "runs" / "79-code.d=5_stopping.r=1000_rep9");
+  std::ofstream(out / "runs" / "79-code.d=5_stopping.r=1000_rep9" / ".trace.csv.tmp-99999")
+      << "0,0,";
+
+  REQUIRE(run_binary(fmt::format("sweep '{}' --out '{}' --jobs 2", sweep.string(), out.string())) ==
+          0);
+  CHECK(tree(out) == whole);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("sweep: SIGINT stops the sweep with status 130 and a rerun completes it",
+          "[experiments][sweep]") {
+  const auto dir = scratch("sigint");
+  const auto sweep = write_slow_sweep(dir);
+  REQUIRE(run_binary(fmt::format(
+              "sweep '{}' --out '{}' --jobs 1", sweep.string(), (dir / "whole").string())) == 0);
+  const auto out = dir / "interrupted";
+  const pid_t pid = spawn_sweep(sweep, out, 1);
+  REQUIRE(pid > 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (completed_runs(out) < 3 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  kill(pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 130);
+  CHECK(completed_runs(out) < 80);
+  CHECK_FALSE(fs::exists(out / "index.csv"));
+  REQUIRE(run_binary(fmt::format("sweep '{}' --out '{}' --jobs 2", sweep.string(), out.string())) ==
+          0);
+  CHECK(tree(out) == tree(dir / "whole"));
+  fs::remove_all(dir);
+}

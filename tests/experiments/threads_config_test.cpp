@@ -1,0 +1,190 @@
+// The "backend": {"kind": "threads", ...} section of a config: resolved defaults, the exact text
+// of every error, and the command line's exit status 3 when an uncoded run times out.
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "experiments/config_error.h"
+#include "experiments/run_plan.h"
+
+namespace stragglersim::experiments {
+namespace {
+
+namespace fs = std::filesystem;
+
+nlohmann::json threads_config() {
+  return nlohmann::json::parse(R"({
+    "name": "t", "seed": 7, "workers": 6,
+    "data": {"source": "synthetic", "generator": "gaussian_mixture", "rows": 240, "features": 5,
+             "test_fraction": 0.25},
+    "loss": {"kind": "logistic", "l2": 0.001},
+    "code": {"kind": "frc", "d": 2},
+    "stopping": {"rule": "first_r", "r": 3},
+    "delay": {"kind": "shifted_exponential", "shift": 1.0, "rate": 1.0, "tail": "load"},
+    "optimizer": {"kind": "gd", "step": 0.5, "iterations": 10},
+    "backend": {"kind": "threads"}
+  })");
+}
+
+fs::path scratch(const std::string& name) {
+  const auto dir = fs::temp_directory_path() / "stragglersim_threads_config_test" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string error_with(const std::function<void(nlohmann::json&)>& edit) {
+  auto c = threads_config();
+  edit(c);
+  try {
+    (void)plan_run(c, "cfg.json", scratch("plans"));
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("experiments: a threads backend config resolves its defaults",
+          "[experiments][config][threads]") {
+  auto c = threads_config();
+  c["stragglers"] = "finish";
+  c["backend"]["faults"] = {{{"worker", 3}, {"kind", "hang"}}};
+  const RunPlan plan = plan_run(c, "cfg.json", scratch("resolve"));
+  CHECK(plan.backend == BackendKind::kThreads);
+  CHECK(plan.threaded.seconds_per_unit == 0.01);
+  CHECK(plan.threaded.timeout == 5.0);
+  CHECK(plan.threaded.policy == sim::StragglerPolicy::kFinish);
+  REQUIRE(plan.threaded.faults.size() == 1);
+  CHECK(plan.threaded.faults[0].worker == 3);
+  CHECK(plan.threaded.faults[0].kind == sim::FaultKind::kHang);
+  CHECK(plan.threaded.faults[0].from_iteration == 1);
+  CHECK(plan.resolved["backend"] ==
+        nlohmann::json::parse(R"({"kind": "threads", "seconds_per_unit": 0.01, "timeout": 5.0,
+          "faults": [{"worker": 3, "kind": "hang", "from_iteration": 1}]})"));
+  c.erase("backend");
+  CHECK(plan_run(c, "cfg.json", scratch("resolve")).backend == BackendKind::kSimulated);
+}
+
+TEST_CASE("experiments: bad threads backend keys name the file and JSON pointer",
+          "[experiments][config][errors][threads]") {
+  CHECK(error_with([](auto& c) { c["backend"]["kind"] = "thread"; }) ==
+        "cfg.json:/backend/kind: unknown backend 'thread'; valid values are: simulated, threads");
+  CHECK(error_with([](auto& c) { c["backend"]["seconds_per_unit"] = -0.5; }) ==
+        "cfg.json:/backend/seconds_per_unit: out of range; got -0.5; expected a number > 0");
+  CHECK(error_with([](auto& c) { c["backend"]["seconds_per_unit"] = 0; }) ==
+        "cfg.json:/backend/seconds_per_unit: out of range; got 0; expected a number > 0");
+  CHECK(error_with([](auto& c) { c["backend"]["timeout"] = "long"; }) ==
+        "cfg.json:/backend/timeout: wrong type; got \"long\"; expected a number");
+  CHECK(error_with([](auto& c) { c["backend"]["timout"] = 1.0; }) ==
+        "cfg.json:/backend/timout: unknown key; valid keys are: kind, seconds_per_unit, timeout");
+  CHECK(error_with([](auto& c) {
+          c["backend"] = {{"kind", "simulated"}, {"timeout", 1.0}};
+        }) == "cfg.json:/backend/timeout: unknown key; valid keys are: kind");
+  CHECK(error_with([](auto& c) { c["backend"]["faults"] = 3; }) ==
+        "cfg.json:/backend/faults: wrong type; got 3; expected an array of fault objects");
+  CHECK(error_with([](auto& c) { c["backend"]["faults"] = {3}; }) ==
+        "cfg.json:/backend/faults/0: wrong type; got 3; expected an object");
+  CHECK(error_with([](auto& c) {
+          c["backend"]["faults"] = {{{"worker", 6}, {"kind", "crash"}}};
+        }) ==
+        "cfg.json:/backend/faults/0/worker: out of range; got 6; expected an integer in [0, 5]");
+  CHECK(error_with([](auto& c) {
+          c["backend"]["faults"] = {{{"kind", "crash"}}};
+        }) == "cfg.json:/backend/faults/0/worker: missing required key; expected an integer");
+  CHECK(error_with([](auto& c) {
+          c["backend"]["faults"] = {{{"worker", 1}, {"kind", "slow"}}};
+        }) ==
+        "cfg.json:/backend/faults/0/kind: unknown fault 'slow'; valid values are: crash, hang");
+  CHECK(error_with([](auto& c) {
+          c["backend"]["faults"] = {{{"worker", 1}}};
+        }) ==
+        "cfg.json:/backend/faults/0/kind: missing required key; expected one of: crash, hang");
+  CHECK(error_with([](auto& c) {
+          c["backend"]["faults"] = {{{"worker", 1}, {"kind", "crash"}, {"from_iteration", 0}}};
+        }) ==
+        "cfg.json:/backend/faults/0/from_iteration: out of range; got 0; expected an integer >= 1");
+  CHECK(error_with([](auto& c) {
+          c["backend"]["faults"] = {{{"worker", 1}, {"kind", "crash"}, {"after", 2}}};
+        }) ==
+        "cfg.json:/backend/faults/0/after: unknown key; valid keys are: from_iteration, kind, "
+        "worker");
+  CHECK(error_with([](auto& c) {
+          c["backend"]["faults"] = {{{"worker", 3}, {"kind", "crash"}},
+                                    {{"worker", 3}, {"kind", "hang"}}};
+        }) ==
+        "cfg.json:/backend/faults/1/worker: a second fault for the same worker; got 3; expected "
+        "each worker at most once");
+  CHECK(error_with([](auto& c) {
+          c["data"] = nullptr;
+          c.erase("loss");
+          c["optimizer"] = {{"iterations", 10}};
+        }) ==
+        "cfg.json:/backend/kind: the threads backend computes gradients and needs data; got "
+        "\"threads\"; expected \"simulated\" for a delay-only run (\"data\": null)");
+}
+
+TEST_CASE("experiments: an uncoded threads run with a crashed worker exits 3 with a valid trace",
+          "[experiments][threads][faults]") {
+  const auto dir = scratch("timeout");
+  auto c = threads_config();
+  c["code"] = {{"kind", "uncoded"}};
+  c["stopping"] = {{"rule", "all"}};
+  c["backend"] = nlohmann::json::parse(
+      R"({"kind": "threads", "seconds_per_unit": 0.001, "timeout": 0.3,
+          "faults": [{"worker": 2, "kind": "crash", "from_iteration": 4}]})");
+  {
+    std::ofstream out(dir / "cfg.json");
+    out << c.dump(2);
+  }
+  const std::string cmd = fmt::format("{} run '{}' --out '{}' > '{}' 2> '{}'",
+                                      STRAGGLERSIM_BINARY,
+                                      (dir / "cfg.json").string(),
+                                      (dir / "out").string(),
+                                      (dir / "stdout.txt").string(),
+                                      (dir / "stderr.txt").string());
+  const int raw = std::system(cmd.c_str());
+  REQUIRE(WIFEXITED(raw));
+  CHECK(WEXITSTATUS(raw) == 3);
+  const std::string err = slurp(dir / "stderr.txt");
+  CHECK_THAT(err,
+             Catch::Contains("iteration 4: timeout: the all rule was not satisfied 0.3 s after the "
+                             "broadcast; heard 5 of 6 workers; not heard: 2"));
+  const auto summary = nlohmann::json::parse(slurp(dir / "out" / "summary.json"));
+  CHECK(summary["status"] == "failed");
+  CHECK(summary["iterations"] == 3);
+  // Header plus rows 0..3, every row with as many fields as the header.
+  std::istringstream trace(slurp(dir / "out" / "trace.csv"));
+  std::string line;
+  std::vector<std::string> lines;
+  while (std::getline(trace, line)) {
+    lines.push_back(line);
+  }
+  REQUIRE(lines.size() == 5);
+  CHECK(lines[0].rfind("iteration,time,iteration_time,loss,", 0) == 0);
+  CHECK_THAT(lines[0], Catch::EndsWith(",real_time,real_iteration_time"));
+  const auto fields = [](const std::string& s) { return std::count(s.begin(), s.end(), ','); };
+  for (const auto& l : lines) {
+    CHECK(fields(l) == fields(lines[0]));
+  }
+  CHECK(lines[4].rfind("3,", 0) == 0);
+}
+
+}  // namespace stragglersim::experiments

@@ -1,0 +1,124 @@
+#include "models/csv_reader.h"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+
+namespace {
+
+using stragglersim::models::CsvOptions;
+using stragglersim::models::DataError;
+using stragglersim::models::DenseRows;
+using stragglersim::models::read_csv;
+
+class TempDir {
+ public:
+  TempDir()
+      : path_(std::filesystem::temp_directory_path() /
+              ("stragglersim_csv_test_" + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  [[nodiscard]] std::string write(const std::string& name, const std::string& contents) const {
+    const auto file = path_ / name;
+    std::ofstream out(file, std::ios::binary);
+    out << contents;
+    return file.string();
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("models: csv reader takes the last column as the label by default", "[models][csv]") {
+  const TempDir dir;
+  const auto path = dir.write("good.csv",
+                              "x1, \"x 2\" ,y\r\n"
+                              "1,2.5,+1\r\n"
+                              "\n"
+                              "  -3 , 4e-1 , -1\r\n"
+                              "\"5\",6,0\n");
+  const auto data = read_csv(path);
+  const auto& a = std::get<DenseRows>(data.features);
+  REQUIRE(a.rows() == 3);
+  REQUIRE(a.cols() == 2);
+  CHECK(a.row(0) == Eigen::RowVector2d(1.0, 2.5));
+  CHECK(a.row(1) == Eigen::RowVector2d(-3.0, 0.4));
+  CHECK(a.row(2) == Eigen::RowVector2d(5.0, 6.0));
+  CHECK(data.labels == Eigen::Vector3d(1.0, -1.0, 0.0));
+
+  CsvOptions by_name;
+  by_name.label_column = std::string("x 2");
+  const auto named = read_csv(path, by_name);
+  CHECK(std::get<DenseRows>(named.features).row(1) == Eigen::RowVector2d(-3.0, -1.0));
+  CHECK(named.labels == Eigen::Vector3d(2.5, 0.4, 6.0));
+
+  CsvOptions first;
+  first.header = false;
+  first.label_column = std::int64_t{0};
+  const auto bare = read_csv(dir.write("bare.csv", "7,8,9\n10,11,12\n"), first);
+  CHECK(bare.labels == Eigen::Vector2d(7.0, 10.0));
+  CHECK(std::get<DenseRows>(bare.features).row(1) == Eigen::RowVector2d(11.0, 12.0));
+  first.label_column = std::int64_t{-2};
+  CHECK(read_csv(dir.write("bare2.csv", "7,8,9\n"), first).labels[0] == 8.0);
+}
+
+TEST_CASE("models: csv reader errors name the file and line", "[models][csv]") {
+  const TempDir dir;
+  const auto err =
+      [&](const std::string& name, const std::string& contents, const CsvOptions& options = {}) {
+        const auto path = dir.write(name, contents);
+        return message_of([&] { (void)read_csv(path, options); });
+      };
+  const auto at = [&](const std::string& name) {
+    return (std::filesystem::temp_directory_path() /
+            ("stragglersim_csv_test_" + std::to_string(::getpid())) / name)
+        .string();
+  };
+  CHECK(message_of([&] { (void)read_csv(at("missing.csv")); }) ==
+        at("missing.csv") + ": cannot open file");
+  CHECK(err("fields.csv", "a,b,y\n1,2,3\n4,5\n") ==
+        at("fields.csv") + ":3: wrong number of fields; got 2; expected 3");
+  CHECK(err("number.csv", "a,b,y\n1,2,3\n\n4,abc,6\n") ==
+        at("number.csv") + ":4: malformed number in column 'b'; got 'abc'");
+  CsvOptions bare;
+  bare.header = false;
+  CHECK(err("bare.csv", "1,2,3\n4,,6\n", bare) ==
+        at("bare.csv") + ":2: malformed number in column 1; got ''");
+  CHECK(err("nan.csv", "1,nan,3\n", bare) ==
+        at("nan.csv") + ":1: malformed number in column 1; got 'nan'");
+  CHECK(err("quote.csv", "a,y\n\"1,2\n") ==
+        at("quote.csv") + ":2: unterminated quoted field; got '\"1,2'");
+  CsvOptions named;
+  named.label_column = std::string("price");
+  CHECK(err("name.csv", "a,b,y\n1,2,3\n", named) ==
+        at("name.csv") + ":1: no column named 'price'; expected one of: a, b, y");
+  CsvOptions index;
+  index.label_column = std::int64_t{3};
+  CHECK(err("index.csv", "\na,b,y\n1,2,3\n", index) ==
+        at("index.csv") + ":2: label column out of range; got 3; expected an index in [-3, 2]");
+  CHECK(err("one.csv", "y\n1\n") ==
+        at("one.csv") + ":1: need a label and at least one feature; got 1 column");
+  CHECK(err("empty.csv", "a,y\n\n") == at("empty.csv") + ": no data rows");
+}

@@ -1,0 +1,230 @@
+#include "models/idx_reader.h"
+
+#include <unistd.h>
+#include <zlib.h>
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "models/dataset.h"
+#include "models/fashion_mnist.h"
+
+namespace {
+
+using stragglersim::models::DataError;
+using stragglersim::models::DenseRows;
+using stragglersim::models::FashionMnistOptions;
+using stragglersim::models::load_fashion_mnist;
+using stragglersim::models::read_idx_bytes;
+using Bytes = std::vector<std::uint8_t>;
+
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag)
+      : path_(std::filesystem::temp_directory_path() /
+              ("stragglersim_" + tag + "_" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  /// Writes `bytes` gzip-compressed (through zlib) and returns the path.
+  [[nodiscard]] std::string gzip(const std::string& name, const Bytes& bytes) const {
+    const auto file = (path_ / name).string();
+    gzFile out = gzopen(file.c_str(), "wb");
+    REQUIRE(out != nullptr);
+    if (!bytes.empty()) {
+      REQUIRE(gzwrite(out, bytes.data(), static_cast<unsigned>(bytes.size())) ==
+              static_cast<int>(bytes.size()));
+    }
+    REQUIRE(gzclose(out) == Z_OK);
+    return file;
+  }
+  /// Writes `bytes` as they are.
+  [[nodiscard]] std::string plain(const std::string& name, const Bytes& bytes) const {
+    const auto file = (path_ / name).string();
+    std::ofstream out(file, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(bytes.data()),  // NOLINT: byte output
+              static_cast<std::streamsize>(bytes.size()));
+    return file;
+  }
+  [[nodiscard]] std::string path() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+void put_be32(Bytes& out, std::uint32_t v) {
+  for (const unsigned shift : {24U, 16U, 8U, 0U}) {
+    out.push_back(static_cast<std::uint8_t>((v >> shift) & 0xFFU));
+  }
+}
+
+// An IDX file of unsigned bytes with the given sizes and values.
+Bytes idx(const std::vector<std::uint32_t>& sizes, const Bytes& values) {
+  Bytes out = {0, 0, 0x08, static_cast<std::uint8_t>(sizes.size())};
+  for (const auto s : sizes) put_be32(out, s);
+  out.insert(out.end(), values.begin(), values.end());
+  return out;
+}
+
+// n images of 2 × 2 pixels: image i has pixels (i, 2i, 3i, 255); labels `labels`.
+Bytes images(std::uint32_t n) {
+  Bytes v;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    for (const std::uint32_t k : {1U, 2U, 3U}) v.push_back(static_cast<std::uint8_t>(k * i));
+    v.push_back(255);
+  }
+  return idx({n, 2, 2}, v);
+}
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const DataError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("models: idx reader reads gzip and plain files", "[models][idx]") {
+  const TempDir dir("idx_good");
+  const Bytes values = {1, 2, 3, 4, 5, 6};
+  for (const auto& path :
+       {dir.gzip("a.gz", idx({3, 1, 2}, values)), dir.plain("a.idx", idx({3, 1, 2}, values))}) {
+    const auto read = read_idx_bytes(path, 3);
+    CHECK(read.sizes == std::vector<std::uint32_t>{3, 1, 2});
+    CHECK(read.item_size() == 2);
+    CHECK(read.values == values);
+  }
+  const auto labels = read_idx_bytes(dir.gzip("l.gz", idx({4}, {9, 0, 6, 0})), 1);
+  CHECK(labels.sizes == std::vector<std::uint32_t>{4});
+  CHECK(labels.item_size() == 1);
+  CHECK(labels.values == Bytes{9, 0, 6, 0});
+  CHECK(read_idx_bytes(dir.gzip("empty.gz", idx({0, 28, 28}, {})), 3).values.empty());
+}
+
+TEST_CASE("models: idx reader rejects malformed files with exact messages", "[models][idx]") {
+  const TempDir dir("idx_bad");
+  const auto err = [](const std::string& path, int dims) {
+    return message_of([&] { (void)read_idx_bytes(path, dims); });
+  };
+  const std::string missing = dir.path() + "/missing.gz";
+  CHECK(err(missing, 1) == missing + ": cannot open file");
+
+  const auto magic = dir.gzip("magic.gz", idx({2, 2}, {1, 2, 3, 4}));
+  CHECK(err(magic, 3) == magic +
+                             ": not an IDX file of unsigned bytes with 3 dimensions; got magic "
+                             "0x00000802; expected 0x00000803");
+  Bytes floats = idx({2}, {0, 0, 0, 0, 0, 0, 0, 0});
+  floats[2] = 0x0D;  // IDX type 0x0D = float
+  const auto typed = dir.gzip("float.gz", floats);
+  CHECK(err(typed, 1) == typed +
+                             ": not an IDX file of unsigned bytes with 1 dimensions; got magic "
+                             "0x00000d01; expected 0x00000801");
+
+  const auto short_magic = dir.gzip("short_magic.gz", {0, 0});
+  CHECK(err(short_magic, 3) == short_magic + ": truncated header; got 2 bytes; expected 16");
+  Bytes header = idx({60000, 28, 28}, {});
+  header.resize(10);
+  const auto short_header = dir.gzip("short_header.gz", header);
+  CHECK(err(short_header, 3) == short_header + ": truncated header; got 10 bytes; expected 16");
+
+  const auto truncated = dir.gzip("truncated.gz", idx({3, 2, 2}, {1, 2, 3, 4, 5}));
+  CHECK(err(truncated, 3) == truncated + ": truncated data; got 5 bytes; expected 12 (3 x 2 x 2)");
+  const auto trailing = dir.gzip("trailing.gz", idx({2}, {1, 2, 3}));
+  CHECK(err(trailing, 1) == trailing + ": trailing data after 2 bytes (2)");
+  const auto huge = dir.gzip("huge.gz", idx({4'000'000'000U, 4'000'000'000U, 28}, {}));
+  CHECK(err(huge, 3) == huge + ": sizes 4000000000 x 4000000000 x 28 exceed 17179869184 bytes");
+
+  // A gzip stream cut in the middle: zlib reports it.
+  const auto whole = dir.gzip("whole.gz", images(200));
+  std::ifstream in(whole, std::ios::binary);
+  Bytes compressed((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  compressed.resize(compressed.size() / 2);
+  const auto cut = dir.plain("cut.gz", compressed);
+  CHECK(err(cut, 3) == cut + ": gzip error: unexpected end of file");
+}
+
+TEST_CASE("models: fashion-mnist loader keeps two classes and scales pixels", "[models][idx]") {
+  const TempDir dir("fashion_small");
+  (void)dir.gzip("train-images-idx3-ubyte.gz", images(6));
+  (void)dir.gzip("train-labels-idx1-ubyte.gz", idx({6}, {0, 6, 3, 6, 0, 9}));
+  // The test files may also be plain (uncompressed) files.
+  (void)dir.plain("t10k-images-idx3-ubyte", images(3));
+  (void)dir.plain("t10k-labels-idx1-ubyte", idx({3}, {6, 1, 0}));
+  FashionMnistOptions options;
+  options.dir = dir.path();
+  const auto sets = load_fashion_mnist(options);
+  const auto& train = std::get<DenseRows>(sets.train.features);
+  REQUIRE(train.rows() == 4);  // items 0, 1, 3, 4
+  REQUIRE(train.cols() == 4);
+  CHECK(sets.train.labels == Eigen::Vector4d(-1, 1, 1, -1));
+  CHECK(train(2, 0) == 3.0 / 255.0);  // item 3, pixel (3·1)
+  CHECK(train(2, 2) == 9.0 / 255.0);
+  CHECK(train(3, 3) == 1.0);
+  CHECK(sets.test.rows() == 2);
+  CHECK(sets.test.labels == Eigen::Vector2d(1, -1));
+
+  options.negative_class = 9;
+  options.positive_class = 3;
+  options.scale = false;
+  options.rows = 1;
+  const auto other = load_fashion_mnist(options);
+  REQUIRE(other.train.rows() == 1);
+  CHECK(other.train.labels[0] == 1.0);  // item 2 (class 3) comes first in the file
+  CHECK(std::get<DenseRows>(other.train.features)(0, 1) == 4.0);
+  CHECK(other.test.rows() == 0);
+}
+
+TEST_CASE("models: fashion-mnist loader names the file of a mismatch", "[models][idx]") {
+  const TempDir dir("fashion_bad");
+  FashionMnistOptions options;
+  options.dir = dir.path();
+  const std::string train_images = dir.gzip("train-images-idx3-ubyte.gz", images(3));
+  const std::string train_labels = dir.gzip("train-labels-idx1-ubyte.gz", idx({2}, {0, 6}));
+  const auto err = [&] { return message_of([&] { (void)load_fashion_mnist(options); }); };
+  CHECK(err() == train_labels +
+                     ": label count differs from the image count; got 2; expected 3 (the images "
+                     "in " +
+                     train_images + ")");
+  (void)dir.gzip("train-labels-idx1-ubyte.gz", idx({3}, {0, 12, 6}));
+  CHECK(err() == train_labels + ": label at item 1 is not a class; got 12; expected 0 to 9");
+  (void)dir.gzip("train-labels-idx1-ubyte.gz", idx({3}, {0, 6, 6}));
+  CHECK(err() == dir.path() + "/t10k-images-idx3-ubyte: cannot open file");
+  const std::string test_images = dir.gzip("t10k-images-idx3-ubyte.gz", idx({1, 1, 3}, {1, 2, 3}));
+  (void)dir.gzip("t10k-labels-idx1-ubyte.gz", idx({1}, {0}));
+  CHECK(err() ==
+        test_images + ": images have 3 pixels (1 x 3); expected 4 like the training images");
+}
+
+TEST_CASE("models: the installed fashion-mnist files load as 12000 and 2000 images",
+          "[models][idx][fashion_mnist]") {
+  if (!std::filesystem::exists(std::string(stragglersim::models::kFashionMnistDir) +
+                               "/train-images-idx3-ubyte.gz")) {
+    WARN("dataset-fashion-mnist is not installed; skipped");
+    return;
+  }
+  const auto sets = load_fashion_mnist(FashionMnistOptions{});
+  // 6000 training and 1000 test images per class, 28 × 28 pixels.
+  CHECK(sets.train.rows() == 12'000);
+  CHECK(sets.train.dimension() == 784);
+  CHECK(sets.test.rows() == 2'000);
+  CHECK(sets.train.labels.sum() == 0.0);
+  CHECK(sets.test.labels.sum() == 0.0);
+  const auto& a = std::get<DenseRows>(sets.train.features);
+  CHECK(a.minCoeff() == 0.0);
+  CHECK(a.maxCoeff() == 1.0);
+}

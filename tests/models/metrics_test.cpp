@@ -1,0 +1,87 @@
+#include "models/metrics.h"
+
+#include <boost/random/mersenne_twister.hpp>
+#include <boost/random/uniform_int_distribution.hpp>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <memory>
+
+#include "models/loss_model.h"
+#include "models/objective.h"
+
+namespace {
+
+using stragglersim::models::Dataset;
+using stragglersim::models::DenseRows;
+using stragglersim::models::Objective;
+using stragglersim::models::roc_auc;
+
+// The definition itself: over all (positive, negative) pairs, 1 for a win, ½ for a tie.
+double pairwise_auc(const Eigen::VectorXd& s, const Eigen::VectorXd& b) {
+  double credit = 0.0;
+  double pairs = 0.0;
+  for (Eigen::Index i = 0; i < s.size(); ++i) {
+    if (b[i] <= 0.0) continue;
+    for (Eigen::Index j = 0; j < s.size(); ++j) {
+      if (b[j] > 0.0) continue;
+      pairs += 1.0;
+      credit += s[i] > s[j] ? 1.0 : (s[i] == s[j] ? 0.5 : 0.0);
+    }
+  }
+  return credit / pairs;
+}
+
+}  // namespace
+
+TEST_CASE("models: auc equals the pairwise count with ties given half credit",
+          "[models][metrics]") {
+  // Hand-checked: positives {3, 2, 2}, negatives {2, 1}: pairs (3,2) (3,1) (2,1) (2,1) win,
+  // (2,2) (2,2) tie: (4 + 2·½) / 6.
+  CHECK(roc_auc(Eigen::Vector<double, 5>(3, 2, 2, 2, 1),
+                Eigen::Vector<double, 5>(1, 1, 1, -1, -1)) == Approx(5.0 / 6.0).epsilon(1e-15));
+  boost::random::mt19937_64 engine(11);
+  for (const int levels : {2, 5, 1000}) {
+    // Scores drawn from few levels force many ties; 1000 levels nearly none.
+    boost::random::uniform_int_distribution<int> score(0, levels - 1);
+    boost::random::uniform_int_distribution<int> coin(0, 1);
+    for (const Eigen::Index m : {2, 7, 300}) {
+      Eigen::VectorXd s(m);
+      Eigen::VectorXd b(m);
+      for (Eigen::Index i = 0; i < m; ++i) {
+        s[i] = score(engine) * 0.25;
+        b[i] = coin(engine) == 1 ? 1.0 : -1.0;
+      }
+      b[0] = 1.0;
+      b[1] = -1.0;
+      CAPTURE(levels, m);
+      CHECK(roc_auc(s, b) == Approx(pairwise_auc(s, b)).epsilon(1e-14));
+    }
+  }
+}
+
+TEST_CASE(
+    "models: auc is 1 for a perfect ranking and 0.5 for constant scores and NaN with one class",
+    "[models][metrics]") {
+  const Eigen::Vector4d b(-1, -1, 1, 1);
+  CHECK(roc_auc(Eigen::Vector4d(0.1, 0.2, 0.3, 0.4), b) == 1.0);
+  CHECK(roc_auc(Eigen::Vector4d(0.4, 0.3, 0.2, 0.1), b) == 0.0);
+  CHECK(roc_auc(Eigen::Vector4d::Zero(), b) == 0.5);
+  CHECK(std::isnan(roc_auc(Eigen::Vector4d(1, 2, 3, 4), Eigen::Vector4d::Ones())));
+  // Labels 0/1 work as well as ±1 (positive means > 0).
+  CHECK(roc_auc(Eigen::Vector4d(0.1, 0.2, 0.3, 0.4), Eigen::Vector4d(0, 0, 1, 1)) == 1.0);
+}
+
+TEST_CASE("models: test auc is reported for logistic and not for least squares",
+          "[models][metrics]") {
+  DenseRows a(4, 2);
+  a << 1, 0, 0, 1, 1, 1, -1, 0;
+  auto data = std::make_shared<Dataset>(Dataset{a, Eigen::Vector4d(1, -1, 1, -1)});
+  const Eigen::Vector2d x(1.0, -0.5);
+  const Objective logistic(data, stragglersim::models::make_logistic_loss(), 0.0, 1);
+  const Objective squares(data, stragglersim::models::make_least_squares_loss(), 0.0, 1);
+  // Margins (1, −0.5, 0.5, −1): positives 1 and 0.5 beat both negatives.
+  REQUIRE(stragglersim::models::test_auc(logistic, x).has_value());
+  CHECK(*stragglersim::models::test_auc(logistic, x) == 1.0);
+  CHECK_FALSE(stragglersim::models::test_auc(squares, x).has_value());
+  CHECK(stragglersim::models::margins(*data, x) == Eigen::Vector4d(1.0, -0.5, 0.5, -1.0));
+}
