@@ -39,6 +39,23 @@ struct Dataset {
   std::variant<DenseRows, SparseRows> features;
   Eigen::VectorXd labels;
 
+  Dataset() = default;
+  Dataset(DenseRows a, Eigen::VectorXd b) : features(std::move(a)), labels(std::move(b)) {}
+  Dataset(SparseRows a, Eigen::VectorXd b) : labels(std::move(b)) {
+    features.emplace<SparseRows>().swap(a);
+  }
+  Dataset(const Dataset&) = default;
+  Dataset& operator=(const Dataset&) = default;
+  // Eigen 3.4's SparseMatrix has no move constructor: a defaulted move would copy every
+  // non-zero (a paper-size covtype set twice over). Moves swap the sparse storage instead.
+  Dataset(Dataset&& other) noexcept : labels(std::move(other.labels)) { take_features(other); }
+  Dataset& operator=(Dataset&& other) noexcept {
+    labels = std::move(other.labels);
+    take_features(other);
+    return *this;
+  }
+  ~Dataset() = default;
+
   [[nodiscard]] Eigen::Index rows() const;
   [[nodiscard]] Eigen::Index dimension() const;
   [[nodiscard]] bool is_sparse() const { return std::holds_alternative<SparseRows>(features); }
@@ -46,6 +63,15 @@ struct Dataset {
   [[nodiscard]] std::int64_t stored_entries() const;
   /// Rows in `order`, in that order (used to shuffle before a train/test split).
   [[nodiscard]] Dataset select_rows(const std::vector<Eigen::Index>& order) const;
+
+ private:
+  void take_features(Dataset& other) noexcept {
+    if (auto* sparse = std::get_if<SparseRows>(&other.features)) {
+      features.emplace<SparseRows>().swap(*sparse);
+    } else {
+      features = std::move(other.features);
+    }
+  }
 };
 
 /// Splits off the last round(test_fraction·m) rows of a seeded permutation as the test set.
