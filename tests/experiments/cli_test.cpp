@@ -11,41 +11,20 @@
 #include <sstream>
 #include <string>
 
+#include "tests/test_support.h"
+
 namespace {
 
 namespace fs = std::filesystem;
+using stragglersim::testing::slurp;
+using Result = stragglersim::testing::CommandResult;
 
 fs::path scratch(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / "stragglersim_cli_test" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-struct Result {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return stragglersim::testing::scratch_dir("cli_test", name);
 }
 
 Result run(const std::string& args, const fs::path& dir) {
-  const auto out = dir / "stdout.txt";
-  const auto err = dir / "stderr.txt";
-  const std::string cmd =
-      fmt::format("{} {} > '{}' 2> '{}'", STRAGGLERSIM_BINARY, args, out.string(), err.string());
-  const int raw = std::system(cmd.c_str());
-  Result r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
+  return stragglersim::testing::run_stragglersim(args, dir);
 }
 
 nlohmann::json config() {

@@ -21,6 +21,7 @@
 
 #include "experiments/config_error.h"
 #include "sim/random_stream.h"
+#include "tests/test_support.h"
 
 namespace {
 
@@ -30,20 +31,10 @@ using stragglersim::experiments::expand_sweep;
 using stragglersim::experiments::run_sweep;
 using stragglersim::experiments::SweepOptions;
 
-/// A fresh folder per test and process (suites may run concurrently on one machine).
-fs::path scratch(const std::string& name) {
-  const auto dir = fs::temp_directory_path() /
-                   fmt::format("stragglersim_sweep_test-{}", static_cast<long>(getpid())) / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using stragglersim::testing::slurp;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+fs::path scratch(const std::string& name) {
+  return stragglersim::testing::scratch_dir("sweep_test", name);
 }
 
 /// Every file under `root` (hidden ones included) by relative path, with its bytes.
@@ -82,8 +73,7 @@ nlohmann::json gradient_base() {
 
 int run_binary(const std::string& args) {
   const std::string cmd = fmt::format("{} {} > /dev/null 2>&1", STRAGGLERSIM_BINARY, args);
-  const int raw = std::system(cmd.c_str());
-  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return stragglersim::testing::exit_status(std::system(cmd.c_str()));
 }
 
 /// Starts `stragglersim sweep <sweep> --out <out> --jobs <jobs>` in the background.

@@ -12,30 +12,21 @@
 
 #include "experiments/predictions.h"
 #include "experiments/run_plan.h"
+#include "tests/test_support.h"
 
 namespace stragglersim::experiments {
 namespace {
 
 namespace fs = std::filesystem;
 
-fs::path scratch(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / "stragglersim_theory_test" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using testing::slurp;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+fs::path scratch(const std::string& name) { return testing::scratch_dir("theory_test", name); }
 
+/// Runs stragglersim with stdout and stderr both written to `out`.
 int run(const std::string& args, const fs::path& out) {
-  const int raw = std::system(
-      fmt::format("{} {} > '{}' 2>&1", STRAGGLERSIM_BINARY, args, out.string()).c_str());
-  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return testing::exit_status(std::system(
+      fmt::format("{} {} > '{}' 2>&1", STRAGGLERSIM_BINARY, args, out.string()).c_str()));
 }
 
 nlohmann::json delay_only(const nlohmann::json& code, const nlohmann::json& stopping) {

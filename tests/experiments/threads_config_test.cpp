@@ -15,6 +15,7 @@
 
 #include "experiments/config_error.h"
 #include "experiments/run_plan.h"
+#include "tests/test_support.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -36,10 +37,7 @@ nlohmann::json threads_config() {
 }
 
 fs::path scratch(const std::string& name) {
-  const auto dir = fs::temp_directory_path() / "stragglersim_threads_config_test" / name;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
+  return testing::scratch_dir("threads_config_test", name);
 }
 
 std::string error_with(const std::function<void(nlohmann::json&)>& edit) {
@@ -53,12 +51,7 @@ std::string error_with(const std::function<void(nlohmann::json&)>& edit) {
   return "no error";
 }
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::slurp;
 
 }  // namespace
 

@@ -8,6 +8,8 @@
 #include <functional>
 #include <string>
 
+#include "tests/test_support.h"
+
 namespace {
 
 using stragglersim::models::CsvOptions;
@@ -15,44 +17,15 @@ using stragglersim::models::DataError;
 using stragglersim::models::DenseRows;
 using stragglersim::models::read_csv;
 
-class TempDir {
- public:
-  TempDir()
-      : path_(std::filesystem::temp_directory_path() /
-              ("stragglersim_csv_test_" + std::to_string(::getpid()))) {
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
+using stragglersim::testing::TempDir;
 
-  [[nodiscard]] std::string write(const std::string& name, const std::string& contents) const {
-    const auto file = path_ / name;
-    std::ofstream out(file, std::ios::binary);
-    out << contents;
-    return file.string();
-  }
-
- private:
-  std::filesystem::path path_;
-};
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "no error";
-}
+std::string (*const message_of)(const std::function<void()>&) =
+    &stragglersim::testing::message_of<DataError>;
 
 }  // namespace
 
 TEST_CASE("models: csv reader takes the last column as the label by default", "[models][csv]") {
-  const TempDir dir;
+  const TempDir dir("csv_test");
   const auto path = dir.write("good.csv",
                               "x1, \"x 2\" ,y\r\n"
                               "1,2.5,+1\r\n"
@@ -85,17 +58,13 @@ TEST_CASE("models: csv reader takes the last column as the label by default", "[
 }
 
 TEST_CASE("models: csv reader errors name the file and line", "[models][csv]") {
-  const TempDir dir;
+  const TempDir dir("csv_test");
   const auto err =
       [&](const std::string& name, const std::string& contents, const CsvOptions& options = {}) {
         const auto path = dir.write(name, contents);
         return message_of([&] { (void)read_csv(path, options); });
       };
-  const auto at = [&](const std::string& name) {
-    return (std::filesystem::temp_directory_path() /
-            ("stragglersim_csv_test_" + std::to_string(::getpid())) / name)
-        .string();
-  };
+  const auto at = [&](const std::string& name) { return (dir.path() / name).string(); };
   CHECK(message_of([&] { (void)read_csv(at("missing.csv")); }) ==
         at("missing.csv") + ": cannot open file");
   CHECK(err("fields.csv", "a,b,y\n1,2,3\n4,5\n") ==

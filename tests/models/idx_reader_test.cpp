@@ -1,6 +1,5 @@
 #include "models/idx_reader.h"
 
-#include <unistd.h>
 #include <zlib.h>
 
 #include <catch2/catch.hpp>
@@ -13,6 +12,7 @@
 
 #include "models/dataset.h"
 #include "models/fashion_mnist.h"
+#include "tests/test_support.h"
 
 namespace {
 
@@ -23,24 +23,14 @@ using stragglersim::models::load_fashion_mnist;
 using stragglersim::models::read_idx_bytes;
 using Bytes = std::vector<std::uint8_t>;
 
-class TempDir {
+/// A scratch folder that also writes IDX payloads, gzipped (through zlib) or plain.
+class IdxDir : public stragglersim::testing::TempDir {
  public:
-  explicit TempDir(const std::string& tag)
-      : path_(std::filesystem::temp_directory_path() /
-              ("stragglersim_" + tag + "_" + std::to_string(::getpid()))) {
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
+  using TempDir::TempDir;
 
   /// Writes `bytes` gzip-compressed (through zlib) and returns the path.
   [[nodiscard]] std::string gzip(const std::string& name, const Bytes& bytes) const {
-    const auto file = (path_ / name).string();
+    const auto file = (TempDir::path() / name).string();
     gzFile out = gzopen(file.c_str(), "wb");
     REQUIRE(out != nullptr);
     if (!bytes.empty()) {
@@ -52,16 +42,13 @@ class TempDir {
   }
   /// Writes `bytes` as they are.
   [[nodiscard]] std::string plain(const std::string& name, const Bytes& bytes) const {
-    const auto file = (path_ / name).string();
+    const auto file = (TempDir::path() / name).string();
     std::ofstream out(file, std::ios::binary);
     out.write(reinterpret_cast<const char*>(bytes.data()),  // NOLINT: byte output
               static_cast<std::streamsize>(bytes.size()));
     return file;
   }
-  [[nodiscard]] std::string path() const { return path_.string(); }
-
- private:
-  std::filesystem::path path_;
+  [[nodiscard]] std::string path() const { return TempDir::path().string(); }
 };
 
 void put_be32(Bytes& out, std::uint32_t v) {
@@ -88,19 +75,13 @@ Bytes images(std::uint32_t n) {
   return idx({n, 2, 2}, v);
 }
 
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "no error";
-}
+std::string (*const message_of)(const std::function<void()>&) =
+    &stragglersim::testing::message_of<DataError>;
 
 }  // namespace
 
 TEST_CASE("models: idx reader reads gzip and plain files", "[models][idx]") {
-  const TempDir dir("idx_good");
+  const IdxDir dir("idx_good");
   const Bytes values = {1, 2, 3, 4, 5, 6};
   for (const auto& path :
        {dir.gzip("a.gz", idx({3, 1, 2}, values)), dir.plain("a.idx", idx({3, 1, 2}, values))}) {
@@ -117,7 +98,7 @@ TEST_CASE("models: idx reader reads gzip and plain files", "[models][idx]") {
 }
 
 TEST_CASE("models: idx reader rejects malformed files with exact messages", "[models][idx]") {
-  const TempDir dir("idx_bad");
+  const IdxDir dir("idx_bad");
   const auto err = [](const std::string& path, int dims) {
     return message_of([&] { (void)read_idx_bytes(path, dims); });
   };
@@ -159,7 +140,7 @@ TEST_CASE("models: idx reader rejects malformed files with exact messages", "[mo
 }
 
 TEST_CASE("models: fashion-mnist loader keeps two classes and scales pixels", "[models][idx]") {
-  const TempDir dir("fashion_small");
+  const IdxDir dir("fashion_small");
   (void)dir.gzip("train-images-idx3-ubyte.gz", images(6));
   (void)dir.gzip("train-labels-idx1-ubyte.gz", idx({6}, {0, 6, 3, 6, 0, 9}));
   // The test files may also be plain (uncompressed) files.
@@ -190,7 +171,7 @@ TEST_CASE("models: fashion-mnist loader keeps two classes and scales pixels", "[
 }
 
 TEST_CASE("models: fashion-mnist loader names the file of a mismatch", "[models][idx]") {
-  const TempDir dir("fashion_bad");
+  const IdxDir dir("fashion_bad");
   FashionMnistOptions options;
   options.dir = dir.path();
   const std::string train_images = dir.gzip("train-images-idx3-ubyte.gz", images(3));

@@ -1,11 +1,12 @@
 #include "models/libsvm_reader.h"
 
-#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include "tests/test_support.h"
 
 namespace {
 
@@ -15,38 +16,13 @@ using stragglersim::models::LibsvmOptions;
 using stragglersim::models::read_libsvm;
 using stragglersim::models::SparseRows;
 
-// A private directory per test process, removed when the test case ends.
-class TempDir {
- public:
-  TempDir()
-      : path_(std::filesystem::temp_directory_path() /
-              ("stragglersim_libsvm_test_" + std::to_string(::getpid()))) {
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  /// Writes `contents` byte for byte and returns the file's path.
-  [[nodiscard]] std::string write(const std::string& name, const std::string& contents) const {
-    const auto file = path_ / name;
-    std::ofstream out(file, std::ios::binary);
-    out << contents;
-    return file.string();
-  }
-
- private:
-  std::filesystem::path path_;
-};
+using stragglersim::testing::TempDir;
 
 }  // namespace
 
 TEST_CASE("models: libsvm reader parses labels and features and comments and CRLF",
           "[models][libsvm]") {
-  const TempDir dir;
+  const TempDir dir("libsvm_test");
   const std::string path = dir.write("good.svm",
                                      "# a header comment\n"
                                      "+1 1:0.5 3:-2 # trailing comment\r\n"
@@ -85,7 +61,7 @@ TEST_CASE("models: libsvm reader parses labels and features and comments and CRL
 }
 
 TEST_CASE("models: libsvm reader reports malformed lines exactly", "[models][libsvm]") {
-  const TempDir dir;
+  const TempDir dir("libsvm_test");
   SECTION("malformed label") {
     const auto path = dir.write("bad.svm", "abc 1:2\n");
     REQUIRE_THROWS_AS(read_libsvm(path), DataError);

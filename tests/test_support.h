@@ -1,0 +1,95 @@
+#pragma once
+// Helpers shared by the test files: scratch folders, reading files back, running the
+// stragglersim executable, and catching an error's message. Header-only, tests only.
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <system_error>
+
+namespace stragglersim::testing {
+
+/// A fresh, empty folder temp/stragglersim_<suite>-<pid>/<name> (per process, so suites running
+/// at the same time on one machine never share one).
+inline std::filesystem::path scratch_dir(const std::string& suite, const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   fmt::format("stragglersim_{}-{}", suite, static_cast<long>(::getpid())) / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+/// A private folder removed when the test case ends; `write` puts a file in it byte for byte.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag) : path_(scratch_dir(tag, "files")) {}
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+  /// Writes `contents` byte for byte and returns the file's path.
+  [[nodiscard]] std::string write(const std::string& name, const std::string& contents) const {
+    const auto file = path_ / name;
+    std::ofstream out(file, std::ios::binary);
+    out << contents;
+    return file.string();
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// The bytes of a file ("" when it cannot be read).
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// Exit status of a std::system call; -1 when the process did not exit normally.
+inline int exit_status(int raw) { return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1; }
+
+struct CommandResult {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+/// Runs `stragglersim <args>` with stdout and stderr captured in dir/stdout.txt and
+/// dir/stderr.txt.
+inline CommandResult run_stragglersim(const std::string& args, const std::filesystem::path& dir) {
+  const auto out = dir / "stdout.txt";
+  const auto err = dir / "stderr.txt";
+  const std::string cmd =
+      fmt::format("{} {} > '{}' 2> '{}'", STRAGGLERSIM_BINARY, args, out.string(), err.string());
+  CommandResult r;
+  r.status = exit_status(std::system(cmd.c_str()));
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+/// The message of the `Error` that `f` throws, or "no error".
+template <class Error>
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace stragglersim::testing
