@@ -25,23 +25,6 @@ std::filesystem::path resolve(const std::filesystem::path& base, const std::stri
   return p.is_absolute() ? p : base / p;
 }
 
-// Eigen 3.4's SparseMatrix has no move constructor, so moving a Dataset copies every non-zero;
-// these swap instead, keeping the peak memory of sparse data at one copy.
-void take(models::Dataset& to, models::Dataset&& from) {
-  if (auto* sparse = std::get_if<models::SparseRows>(&from.features)) {
-    to.features.emplace<models::SparseRows>().swap(*sparse);
-  } else {
-    to.features = std::move(from.features);
-  }
-  to.labels.swap(from.labels);
-}
-
-std::shared_ptr<models::Dataset> share(models::Dataset&& data) {
-  auto out = std::make_shared<models::Dataset>();
-  take(*out, std::move(data));
-  return out;
-}
-
 using FileReader = std::function<models::Dataset(const std::string& full_path)>;
 
 models::Dataset read_file(JsonReader& data,
@@ -86,7 +69,7 @@ double read_test_file(JsonReader& data,
                     test.dimension(),
                     fmt::format("at most {} features", train.dimension()));
   }
-  out.test = share(std::move(test));
+  out.test = std::make_shared<models::Dataset>(std::move(test));
   return 0.0;
 }
 
@@ -109,7 +92,8 @@ void densify_if_asked(JsonReader& data, models::Dataset& all) {
   all.features = std::move(dense);
 }
 
-// Fills `all` (in place: see take) and sets the test fraction to split off.
+// Fills `all` (moved in: Dataset moves swap sparse storage) and sets the test fraction to split
+// off.
 void load_synthetic(JsonReader& data,
                     std::uint64_t seed,
                     double& test_fraction,
@@ -126,11 +110,11 @@ void load_synthetic(JsonReader& data,
     test_fraction = read_test_fraction(data, 0.2);
     if (generator == "gaussian_mixture") {
       const double separation = data.number("separation", 1.5, 0.0);
-      take(all, models::make_gaussian_mixture({rows, features, separation, data_seed}));
+      all = models::make_gaussian_mixture({rows, features, separation, data_seed});
       return;
     }
     const double noise = data.number("noise", 0.5, 0.0);
-    take(all, models::make_linear_regression({rows, features, noise, data_seed}));
+    all = models::make_linear_regression({rows, features, noise, data_seed});
     return;
   }
   // The paper-shaped sparse tables: sizes default to the paper's (DESIGN.md §5).
@@ -142,7 +126,7 @@ void load_synthetic(JsonReader& data,
     options.positive_fraction =
         data.number("positive_fraction", options.positive_fraction, 0.01, 0.99);
     options.seed = data_seed;
-    take(all, models::make_amazon_like(options));
+    all = models::make_amazon_like(options);
   } else if (generator == "covtype_like") {
     models::CovtypeLikeOptions options;
     options.rows = data.integer("rows", options.rows, 2, 100'000'000);
@@ -151,7 +135,7 @@ void load_synthetic(JsonReader& data,
     options.positive_fraction =
         data.number("positive_fraction", options.positive_fraction, 0.01, 0.99);
     options.seed = data_seed;
-    take(all, models::make_covtype_like(options));
+    all = models::make_covtype_like(options);
   } else {
     models::KcHousingLikeOptions options;
     options.rows = data.integer("rows", options.rows, 2, 100'000'000);
@@ -159,7 +143,7 @@ void load_synthetic(JsonReader& data,
         data.integer("features", options.features, models::kKcHousingLikeMinFeatures, 10'000'000);
     options.noise = data.number("noise", options.noise, 0.0);
     options.seed = data_seed;
-    take(all, models::make_kc_housing_like(options));
+    all = models::make_kc_housing_like(options);
   }
   test_fraction = read_test_fraction(data, 0.2);
   densify_if_asked(data, all);
@@ -219,8 +203,8 @@ LoadedData load_fashion_mnist(JsonReader& data, const std::filesystem::path& bas
                     fmt::format("at most {}", sets.train.rows()));
   }
   LoadedData out;
-  out.train = share(std::move(sets.train));
-  out.test = share(std::move(sets.test));
+  out.train = std::make_shared<models::Dataset>(std::move(sets.train));
+  out.test = std::make_shared<models::Dataset>(std::move(sets.test));
   return out;
 }
 
@@ -264,7 +248,7 @@ LoadedData load_data(JsonReader& data, const std::filesystem::path& base_dir, st
       return models::read_csv(path, options);
     };
     constexpr std::string_view kExpected = "an existing CSV file";
-    take(all, read_file(data, "path", base_dir, kExpected, read));
+    all = read_file(data, "path", base_dir, kExpected, read);
     test_fraction = read_test_file(data, base_dir, kExpected, read, all, out);
     if (out.test && out.test->dimension() != all.dimension()) {
       data.fail_value("test_path",
@@ -280,7 +264,7 @@ LoadedData load_data(JsonReader& data, const std::filesystem::path& base_dir, st
       return models::read_libsvm(path, options);
     };
     constexpr std::string_view kExpected = "an existing LIBSVM file";
-    take(all, read_file(data, "path", base_dir, kExpected, read));
+    all = read_file(data, "path", base_dir, kExpected, read);
     if (options.features == 0) {
       // The test file is read with the training file's width, so both have the same columns.
       options.features = all.dimension();
@@ -293,10 +277,10 @@ LoadedData load_data(JsonReader& data, const std::filesystem::path& base_dir, st
         all,
         test_fraction,
         sim::derive_seed(seed, static_cast<std::uint64_t>(sim::Stream::kSplit)));
-    out.train = share(std::move(train));
-    out.test = share(std::move(test));
+    out.train = std::make_shared<models::Dataset>(std::move(train));
+    out.test = std::make_shared<models::Dataset>(std::move(test));
   } else {
-    out.train = share(std::move(all));
+    out.train = std::make_shared<models::Dataset>(std::move(all));
   }
   return out;
 }
