@@ -4,7 +4,7 @@
 #include <boost/random/mersenne_twister.hpp>
 #include <vector>
 
-#include "models/invariant.h"
+#include "models/base/invariant.h"
 
 namespace stragglersim::codes {
 namespace {

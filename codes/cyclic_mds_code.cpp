@@ -5,7 +5,7 @@
 #include <numbers>
 
 #include "codes/cyclic_repetition_code.h"
-#include "models/invariant.h"
+#include "models/base/invariant.h"
 
 namespace stragglersim::codes {
 namespace {

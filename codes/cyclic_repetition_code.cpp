@@ -5,7 +5,7 @@
 #include <boost/random/normal_distribution.hpp>
 #include <vector>
 
-#include "models/invariant.h"
+#include "models/base/invariant.h"
 
 namespace stragglersim::codes {
 namespace {

@@ -6,7 +6,7 @@
 #include <boost/random/uniform_int_distribution.hpp>
 #include <set>
 
-#include "models/invariant.h"
+#include "models/base/invariant.h"
 
 namespace stragglersim::codes {
 namespace {

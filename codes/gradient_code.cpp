@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "models/invariant.h"
+#include "models/base/invariant.h"
 
 namespace stragglersim::codes {
 

@@ -5,7 +5,7 @@
 #include <boost/random/uniform_int_distribution.hpp>
 #include <numeric>
 
-#include "models/invariant.h"
+#include "models/base/invariant.h"
 
 namespace stragglersim::codes {
 namespace {

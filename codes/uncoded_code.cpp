@@ -1,6 +1,6 @@
 #include "codes/uncoded_code.h"
 
-#include "models/invariant.h"
+#include "models/base/invariant.h"
 
 namespace stragglersim::codes {
 

@@ -18,9 +18,9 @@
 #include "experiments/run_output.h"
 #include "models/optimum.h"
 #include "models/synthetic_data.h"
-#include "sim/convergence_theory.h"
+#include "sim/theory/convergence_theory.h"
 #include "sim/delay_only.h"
-#include "sim/iteration_time_theory.h"
+#include "sim/theory/iteration_time_theory.h"
 #include "sim/simulated_backend.h"
 #include "sim/training_loop.h"
 
@@ -366,7 +366,7 @@ BoundRun repeated_runs(
             code->loads(), 1.0, 1.0, sim::TailScaling::kLoad),
         scheme.rule,
         sim::StragglerPolicy::kCancel,
-        sim::derive_seed(41, static_cast<std::uint64_t>(rep)));
+        derive_seed(41, static_cast<std::uint64_t>(rep)));
     sim::SimulatedBackend backend(problem.objective, scheme, std::move(cluster));
     sim::GradientDescent gd(Eigen::VectorXd::Zero(f.dimension()), step);
     sim::train(f,

@@ -7,7 +7,7 @@
 
 #include "experiments/build_info.h"
 #include "experiments/commands.h"
-#include "experiments/config_error.h"
+#include "experiments/config/config_error.h"
 
 namespace stragglersim::experiments {
 

@@ -7,11 +7,11 @@
 
 #include "experiments/code_report.h"
 #include "experiments/commands.h"
-#include "experiments/config_error.h"
-#include "experiments/factories.h"
-#include "experiments/json_reader.h"
+#include "experiments/config/config_error.h"
+#include "experiments/config/factories.h"
+#include "experiments/config/json_reader.h"
 #include "experiments/run_output.h"
-#include "sim/random_stream.h"
+#include "models/base/random_stream.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -45,7 +45,7 @@ int command_codes(const CodesArgs& args) {
       args.workers,
       args.partitions > 0 ? args.partitions : args.workers,
       args.partitions > 0,
-      sim::derive_seed(args.seed, static_cast<std::uint64_t>(sim::Stream::kCode))};
+      derive_seed(args.seed, static_cast<std::uint64_t>(Stream::kCode))};
   std::shared_ptr<const codes::GradientCode> code;
   for (const auto& row : code_factories()) {
     if (row.name == kind) {

@@ -5,7 +5,10 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache git
   libeigen3-dev libboost-dev nlohmann-json3-dev libfmt-dev catch2 libcli11-dev
-  libbenchmark-dev zlib1g-dev
+  libbenchmark-dev zlib1g-dev libboost-math-dev
+  libopenmpi-dev openmpi-bin
+  pybind11-dev python3-pybind11 python3-dev python3-pytest
+  clang clang-format clang-tidy libclang-rt-14-dev
   python3 python3-matplotlib python3-numpy
   dataset-fashion-mnist
 )

@@ -7,7 +7,7 @@
 
 #include "experiments/commands.h"
 #include "experiments/run_output.h"
-#include "experiments/run_plan.h"
+#include "experiments/config/run_plan.h"
 
 namespace stragglersim::experiments {
 namespace {

@@ -12,7 +12,7 @@
 #include <system_error>
 
 #include "experiments/build_info.h"
-#include "experiments/predictions.h"
+#include "experiments/config/predictions.h"
 #include "models/metrics.h"
 #include "sim/delay_only.h"
 #include "sim/simulated_backend.h"

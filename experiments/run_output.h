@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "experiments/run_plan.h"
+#include "experiments/config/run_plan.h"
 
 namespace stragglersim::experiments {
 

@@ -12,11 +12,11 @@
 #include <sstream>
 #include <thread>
 
-#include "experiments/config_error.h"
-#include "experiments/json_reader.h"
+#include "experiments/config/config_error.h"
+#include "experiments/config/json_reader.h"
 #include "experiments/run_output.h"
-#include "experiments/run_plan.h"
-#include "sim/random_stream.h"
+#include "experiments/config/run_plan.h"
+#include "models/base/random_stream.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -194,7 +194,7 @@ SweepSpec expand_sweep(const nlohmann::json& sweep,
       run.config = config;
       if (seed) {
         run.seed =
-            k == 0 ? *seed : (sim::derive_seed(*seed, static_cast<std::uint64_t>(k)) & kSeedMask);
+            k == 0 ? *seed : (derive_seed(*seed, static_cast<std::uint64_t>(k)) & kSeedMask);
         run.config["seed"] = run.seed;
       }
       run.folder = fmt::format("runs/{:0{}}-{}",

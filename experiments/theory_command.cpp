@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "experiments/commands.h"
-#include "experiments/predictions.h"
-#include "experiments/run_plan.h"
+#include "experiments/config/predictions.h"
+#include "experiments/config/run_plan.h"
 
 namespace stragglersim::experiments {
 namespace {

@@ -9,7 +9,7 @@
 #include <system_error>
 #include <vector>
 
-#include "models/invariant.h"
+#include "models/base/invariant.h"
 
 namespace stragglersim::models {
 

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "models/idx_reader.h"
-#include "models/invariant.h"
+#include "models/base/invariant.h"
 
 namespace stragglersim::models {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "models/dataset.h"
-#include "models/invariant.h"
+#include "models/base/invariant.h"
 
 namespace stragglersim::models {
 

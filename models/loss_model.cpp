@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "models/invariant.h"
+#include "models/base/invariant.h"
 #include "models/row_kernels.h"
 
 namespace stragglersim::models {

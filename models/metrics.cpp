@@ -6,7 +6,7 @@
 #include <numeric>
 #include <vector>
 
-#include "models/invariant.h"
+#include "models/base/invariant.h"
 
 namespace stragglersim::models {
 

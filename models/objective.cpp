@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "models/invariant.h"
+#include "models/base/invariant.h"
 #include "models/row_kernels.h"
 
 namespace stragglersim::models {

@@ -9,7 +9,7 @@
 #include <numeric>
 #include <utility>
 
-#include "models/invariant.h"
+#include "models/base/invariant.h"
 
 namespace stragglersim::models {
 

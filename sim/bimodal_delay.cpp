@@ -3,7 +3,7 @@
 #include <boost/random/bernoulli_distribution.hpp>
 #include <boost/random/exponential_distribution.hpp>
 
-#include "models/invariant.h"
+#include "models/base/invariant.h"
 
 namespace stragglersim::sim {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/random_stream.h"
+#include "models/base/random_stream.h"
 
 namespace stragglersim::sim {
 

@@ -6,7 +6,7 @@
 
 #include "codes/fractional_repetition_code.h"
 #include "codes/uncoded_code.h"
-#include "models/invariant.h"
+#include "models/base/invariant.h"
 
 namespace stragglersim::sim {
 

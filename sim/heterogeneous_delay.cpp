@@ -1,6 +1,6 @@
 #include "sim/heterogeneous_delay.h"
 
-#include "models/invariant.h"
+#include "models/base/invariant.h"
 
 namespace stragglersim::sim {
 

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "models/invariant.h"
+#include "models/base/invariant.h"
 
 namespace stragglersim::sim {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "models/invariant.h"
+#include "models/base/invariant.h"
 
 namespace stragglersim::sim {
 

@@ -1,6 +1,6 @@
 #include "sim/simulated_backend.h"
 
-#include "models/invariant.h"
+#include "models/base/invariant.h"
 
 namespace stragglersim::sim {
 

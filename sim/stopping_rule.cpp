@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "models/invariant.h"
+#include "models/base/invariant.h"
 
 namespace stragglersim::sim {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "models/invariant.h"
+#include "models/base/invariant.h"
 
 #ifdef __linux__
 #include <sys/prctl.h>

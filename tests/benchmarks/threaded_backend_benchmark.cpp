@@ -11,7 +11,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "experiments/run_plan.h"
+#include "experiments/config/run_plan.h"
 #include "sim/threaded_backend.h"
 
 namespace stragglersim::sim {

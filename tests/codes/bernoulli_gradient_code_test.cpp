@@ -3,10 +3,10 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "experiments/code_report.h"
+#include "codes/code_analysis.h"
 
 using stragglersim::codes::BernoulliGradientCode;
-using stragglersim::experiments::for_each_straggler_pattern;
+using stragglersim::codes::for_each_straggler_pattern;
 
 TEST_CASE("codes: BGC one-step error matches k(n-d)/(d r)", "[codes][bgc]") {
   // The expectation is over B and the pattern, so every sample draws a fresh code (seed = sample

@@ -5,10 +5,10 @@
 #include <complex>
 #include <numbers>
 
-#include "experiments/code_report.h"
+#include "codes/code_analysis.h"
 
 using stragglersim::codes::CyclicMdsCode;
-using stragglersim::experiments::for_each_straggler_pattern;
+using stragglersim::codes::for_each_straggler_pattern;
 
 TEST_CASE("codes: cyclic MDS code decodes from any n-s workers", "[codes][cyclic_mds]") {
   const auto params =

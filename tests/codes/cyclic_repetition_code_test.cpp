@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 
-#include "experiments/code_report.h"
+#include "codes/code_analysis.h"
 
 using stragglersim::codes::CyclicRepetitionCode;
-using stragglersim::experiments::for_each_straggler_pattern;
+using stragglersim::codes::for_each_straggler_pattern;
 
 TEST_CASE("codes: cyclic repetition code decodes from any n-s workers", "[codes][crc]") {
   const auto params =
@@ -30,7 +30,7 @@ TEST_CASE("codes: cyclic repetition code decodes from any n-s workers", "[codes]
   }
   int expected = 0;
   for (int t = 0; t <= s; ++t) {
-    expected += static_cast<int>(stragglersim::experiments::binomial(n, t));
+    expected += static_cast<int>(stragglersim::codes::binomial(n, t));
   }
   CHECK(patterns == expected);
 }

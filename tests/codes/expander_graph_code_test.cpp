@@ -3,10 +3,10 @@
 #include <catch2/catch.hpp>
 #include <set>
 
-#include "experiments/code_report.h"
+#include "codes/code_analysis.h"
 
 using stragglersim::codes::ExpanderGraphCode;
-using stragglersim::experiments::for_each_straggler_pattern;
+using stragglersim::codes::for_each_straggler_pattern;
 
 TEST_CASE("codes: expander code is a simple d-regular graph on the partitions",
           "[codes][expander]") {

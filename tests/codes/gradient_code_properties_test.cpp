@@ -13,7 +13,7 @@
 #include "codes/fractional_repetition_code.h"
 #include "codes/stochastic_gradient_code.h"
 #include "codes/uncoded_code.h"
-#include "experiments/code_report.h"
+#include "codes/code_analysis.h"
 
 namespace {
 
@@ -135,7 +135,7 @@ TEST_CASE("codes: every code satisfies the shared decoding properties", "[codes]
     // Random patterns of 1 … n − 1 stragglers: every decoder satisfies α = B_Kᵀ a; optimal is
     // never worse than one-step; exact refusals explain themselves; decodable agrees.
     for (int s = 1; s < n; s += 2) {
-      stragglersim::experiments::for_each_straggler_pattern(
+      stragglersim::codes::for_each_straggler_pattern(
           n, s, 0, 10, 100 + static_cast<std::uint64_t>(s), [&](std::span<const int> heard) {
             const Decoding opt = code->decode_optimal(heard);
             const Decoding one = code->decode_one_step(heard);

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
-#include "experiments/code_report.h"
+#include "codes/code_analysis.h"
 
 using stragglersim::codes::StochasticGradientCode;
 
@@ -61,7 +61,7 @@ TEST_CASE("codes: SGC one-step decode is unbiased", "[codes][sgc]") {
   SECTION("a random set of r workers with the empirical p") {
     Eigen::VectorXd sum = Eigen::VectorXd::Zero(k);
     Eigen::VectorXd sum_sq = Eigen::VectorXd::Zero(k);
-    stragglersim::experiments::for_each_straggler_pattern(
+    stragglersim::codes::for_each_straggler_pattern(
         n, 5, 0, samples, 8, [&](std::span<const int> heard) {
           const auto d = empirical.decode_one_step(heard);
           CHECK(d.weights(heard[0]) == Approx(12.0 / 7.0));

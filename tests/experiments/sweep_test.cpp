@@ -19,8 +19,8 @@
 #include <string>
 #include <thread>
 
-#include "experiments/config_error.h"
-#include "sim/random_stream.h"
+#include "experiments/config/config_error.h"
+#include "models/base/random_stream.h"
 #include "tests/test_support.h"
 
 namespace {
@@ -151,7 +151,7 @@ TEST_CASE("sweep: grid expands in sorted key order with repetitions innermost",
     const std::uint64_t expected =
         run.repetition == 0
             ? 11U
-            : stragglersim::sim::derive_seed(11, static_cast<std::uint64_t>(run.repetition)) &
+            : stragglersim::derive_seed(11, static_cast<std::uint64_t>(run.repetition)) &
                   ((std::uint64_t{1} << 63U) - 1U);
     CHECK(run.seed == expected);
     CHECK(run.config["seed"] == expected);

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "experiments/predictions.h"
-#include "experiments/run_plan.h"
+#include "experiments/config/predictions.h"
+#include "experiments/config/run_plan.h"
 #include "tests/test_support.h"
 
 namespace stragglersim::experiments {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "sim/random_stream.h"
+#include "models/base/random_stream.h"
 
 namespace stragglersim::sim {
 

@@ -11,7 +11,7 @@
 #include "sim/delay_model.h"
 #include "sim/heterogeneous_delay.h"
 #include "sim/pareto_delay.h"
-#include "sim/random_stream.h"
+#include "models/base/random_stream.h"
 
 namespace stragglersim::sim {
 namespace {

@@ -27,7 +27,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
-#include "experiments/run_plan.h"
+#include "experiments/config/run_plan.h"
 #include "sim/simulated_backend.h"
 #include "sim/training_loop.h"
 

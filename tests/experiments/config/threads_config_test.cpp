@@ -13,8 +13,8 @@
 #include <sstream>
 #include <string>
 
-#include "experiments/config_error.h"
-#include "experiments/run_plan.h"
+#include "experiments/config/config_error.h"
+#include "experiments/config/run_plan.h"
 #include "tests/test_support.h"
 
 namespace stragglersim::experiments {

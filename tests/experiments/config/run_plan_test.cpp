@@ -1,11 +1,11 @@
-#include "experiments/run_plan.h"
+#include "experiments/config/run_plan.h"
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
-#include "experiments/config_error.h"
+#include "experiments/config/config_error.h"
 #include "sim/simulated_backend.h"
 #include "sim/training_loop.h"
 

@@ -1,9 +1,9 @@
-#include "sim/convergence_theory.h"
+#include "sim/theory/convergence_theory.h"
 
 #include <cmath>
 
-#include "models/invariant.h"
-#include "sim/iteration_time_theory.h"
+#include "models/base/invariant.h"
+#include "sim/theory/iteration_time_theory.h"
 
 namespace stragglersim::sim {
 namespace {

@@ -6,7 +6,7 @@
 #include <boost/random/mersenne_twister.hpp>
 #include <cstdint>
 
-namespace stragglersim::sim {
+namespace stragglersim {
 
 using RandomEngine = boost::random::mt19937_64;
 
@@ -25,4 +25,4 @@ enum class Stream : std::uint64_t { kDelays = 1, kData = 2, kCode = 3, kSplit = 
   return RandomEngine(derive_seed(seed, static_cast<std::uint64_t>(stream)));
 }
 
-}  // namespace stragglersim::sim
+}  // namespace stragglersim

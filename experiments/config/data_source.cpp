@@ -1,4 +1,4 @@
-#include "experiments/data_source.h"
+#include "experiments/config/data_source.h"
 
 #include <fmt/format.h>
 
@@ -6,13 +6,13 @@
 #include <functional>
 #include <set>
 
-#include "experiments/config_error.h"
+#include "experiments/config/config_error.h"
 #include "models/csv_reader.h"
 #include "models/fashion_mnist.h"
 #include "models/libsvm_reader.h"
 #include "models/synthetic_data.h"
 #include "models/tabular_synthetic_data.h"
-#include "sim/random_stream.h"
+#include "models/base/random_stream.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -103,7 +103,7 @@ void load_synthetic(JsonReader& data,
       "generator",
       {"amazon_like", "covtype_like", "gaussian_mixture", "kc_housing_like", "linear_regression"},
       std::nullopt);
-  const auto data_seed = sim::derive_seed(seed, static_cast<std::uint64_t>(sim::Stream::kData));
+  const auto data_seed = derive_seed(seed, static_cast<std::uint64_t>(Stream::kData));
   if (generator == "gaussian_mixture" || generator == "linear_regression") {
     const auto rows = data.integer("rows", std::nullopt, 2, 100'000'000);
     const auto features = data.integer("features", std::nullopt, 1, 10'000'000);
@@ -276,7 +276,7 @@ LoadedData load_data(JsonReader& data, const std::filesystem::path& base_dir, st
     auto [train, test] = models::split_train_test(
         all,
         test_fraction,
-        sim::derive_seed(seed, static_cast<std::uint64_t>(sim::Stream::kSplit)));
+        derive_seed(seed, static_cast<std::uint64_t>(Stream::kSplit)));
     out.train = std::make_shared<models::Dataset>(std::move(train));
     out.test = std::make_shared<models::Dataset>(std::move(test));
   } else {

@@ -1,4 +1,4 @@
-#include "experiments/run_plan.h"
+#include "experiments/config/run_plan.h"
 
 #include <fmt/format.h>
 
@@ -7,11 +7,11 @@
 #include <sstream>
 
 #include "codes/fractional_repetition_code.h"
-#include "experiments/config_error.h"
-#include "experiments/data_source.h"
-#include "experiments/factories.h"
-#include "experiments/predictions.h"
-#include "sim/random_stream.h"
+#include "experiments/config/config_error.h"
+#include "experiments/config/data_source.h"
+#include "experiments/config/factories.h"
+#include "experiments/config/predictions.h"
+#include "models/base/random_stream.h"
 
 namespace stragglersim::experiments {
 
@@ -168,7 +168,7 @@ RunPlan plan_run(const nlohmann::json& config,
       plan.workers,
       plan.partitions,
       root.has("partitions"),
-      sim::derive_seed(plan.seed, static_cast<std::uint64_t>(sim::Stream::kCode))};
+      derive_seed(plan.seed, static_cast<std::uint64_t>(Stream::kCode))};
   const auto& make_code = pick(code_reader, "code", code_factories());
   // The decoder key belongs to the scheme, not to a code's own parameters: read it first.
   std::optional<std::string> decoder_name;

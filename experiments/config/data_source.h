@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "experiments/json_reader.h"
+#include "experiments/config/json_reader.h"
 #include "models/dataset.h"
 
 namespace stragglersim::experiments {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "codes/gradient_code.h"
-#include "experiments/json_reader.h"
+#include "experiments/config/json_reader.h"
 #include "models/loss_model.h"
 #include "sim/delay_model.h"
 #include "sim/stopping_rule.h"

@@ -1,7 +1,7 @@
 // The PL bound of DESIGN.md §2, checked against gradient descent with erased groups on a small
 // quadratic, and the predicted log n speedup of ErasureHead.
 
-#include "sim/convergence_theory.h"
+#include "sim/theory/convergence_theory.h"
 
 #include <Eigen/Core>
 #include <catch2/catch.hpp>
@@ -10,8 +10,8 @@
 #include <numeric>
 #include <vector>
 
-#include "sim/iteration_time_theory.h"
-#include "sim/random_stream.h"
+#include "sim/theory/iteration_time_theory.h"
+#include "models/base/random_stream.h"
 
 namespace stragglersim::sim {
 

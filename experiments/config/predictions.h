@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
-#include "experiments/run_plan.h"
-#include "sim/iteration_time_theory.h"
+#include "experiments/config/run_plan.h"
+#include "sim/theory/iteration_time_theory.h"
 
 namespace stragglersim::experiments {
 

@@ -2,7 +2,7 @@
 // path, erasure probabilities against exhaustive enumeration, and everything against Monte Carlo
 // through the real stopping rules.
 
-#include "sim/iteration_time_theory.h"
+#include "sim/theory/iteration_time_theory.h"
 
 #include <algorithm>
 #include <bit>
@@ -18,7 +18,7 @@
 #include "sim/delay_model.h"
 #include "sim/heterogeneous_delay.h"
 #include "sim/pareto_delay.h"
-#include "sim/random_stream.h"
+#include "models/base/random_stream.h"
 #include "sim/stopping_rule.h"
 
 namespace stragglersim::sim {

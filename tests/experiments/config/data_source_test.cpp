@@ -1,4 +1,4 @@
-#include "experiments/data_source.h"
+#include "experiments/config/data_source.h"
 
 #include <unistd.h>
 
@@ -8,9 +8,9 @@
 #include <functional>
 #include <string>
 
-#include "experiments/config_error.h"
+#include "experiments/config/config_error.h"
 #include "experiments/run_output.h"
-#include "experiments/run_plan.h"
+#include "experiments/config/run_plan.h"
 #include "models/fashion_mnist.h"
 #include "sim/simulated_backend.h"
 #include "sim/training_loop.h"

@@ -1,10 +1,10 @@
-#include "experiments/json_reader.h"
+#include "experiments/config/json_reader.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
-#include "experiments/config_error.h"
+#include "experiments/config/config_error.h"
 
 namespace stragglersim::experiments {
 

@@ -1,4 +1,4 @@
-#include "experiments/factories.h"
+#include "experiments/config/factories.h"
 
 #include <fmt/format.h>
 
@@ -12,7 +12,7 @@
 #include "codes/fractional_repetition_code.h"
 #include "codes/stochastic_gradient_code.h"
 #include "codes/uncoded_code.h"
-#include "experiments/config_error.h"
+#include "experiments/config/config_error.h"
 #include "models/loss_model.h"
 #include "sim/bimodal_delay.h"
 #include "sim/delay_model.h"

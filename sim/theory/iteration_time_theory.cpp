@@ -1,4 +1,4 @@
-#include "sim/iteration_time_theory.h"
+#include "sim/theory/iteration_time_theory.h"
 
 #include <algorithm>
 #include <boost/math/quadrature/exp_sinh.hpp>
@@ -10,7 +10,7 @@
 #include <span>
 #include <utility>
 
-#include "models/invariant.h"
+#include "models/base/invariant.h"
 
 namespace stragglersim::sim {
 namespace {

@@ -1,4 +1,4 @@
-#include "experiments/predictions.h"
+#include "experiments/config/predictions.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 
 #include "codes/fractional_repetition_code.h"
 #include "models/optimum.h"
-#include "sim/convergence_theory.h"
+#include "sim/theory/convergence_theory.h"
 #include "sim/stopping_rule.h"
 
 namespace stragglersim::experiments {
