@@ -63,8 +63,7 @@ struct CodeReport {
 
 /// Analyses `code` over all patterns (when few enough) or random ones. Illegal: stragglers
 /// outside [0, n], wait_for > n, samples < 1.
-[[nodiscard]] CodeReport analyse_code(const GradientCode& code,
-                                      const CodeReportOptions& options);
+[[nodiscard]] CodeReport analyse_code(const GradientCode& code, const CodeReportOptions& options);
 /// B as CSV: header "worker,p0,…,p{k−1}", one row per worker, shortest round-trip decimals.
 [[nodiscard]] std::string assignment_csv(const GradientCode& code);
 

@@ -18,10 +18,10 @@
 #include "experiments/run_output.h"
 #include "models/optimum.h"
 #include "models/synthetic_data.h"
-#include "sim/theory/convergence_theory.h"
 #include "sim/delay_only.h"
-#include "sim/theory/iteration_time_theory.h"
 #include "sim/simulated_backend.h"
+#include "sim/theory/convergence_theory.h"
+#include "sim/theory/iteration_time_theory.h"
 #include "sim/training_loop.h"
 
 namespace stragglersim::experiments {

@@ -40,12 +40,11 @@ int command_codes(const CodesArgs& args) {
   const std::string file = "<command line>";
   JsonReader reader(code_json, file, "/code");
   const std::string kind = reader.choice("kind", "code", names_of(code_factories()), std::nullopt);
-  const ClusterShape shape{
-      file,
-      args.workers,
-      args.partitions > 0 ? args.partitions : args.workers,
-      args.partitions > 0,
-      derive_seed(args.seed, static_cast<std::uint64_t>(Stream::kCode))};
+  const ClusterShape shape{file,
+                           args.workers,
+                           args.partitions > 0 ? args.partitions : args.workers,
+                           args.partitions > 0,
+                           derive_seed(args.seed, static_cast<std::uint64_t>(Stream::kCode))};
   std::shared_ptr<const codes::GradientCode> code;
   for (const auto& row : code_factories()) {
     if (row.name == kind) {

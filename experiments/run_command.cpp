@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "experiments/commands.h"
-#include "experiments/run_output.h"
 #include "experiments/config/run_plan.h"
+#include "experiments/run_output.h"
 
 namespace stragglersim::experiments {
 namespace {

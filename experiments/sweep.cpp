@@ -14,8 +14,8 @@
 
 #include "experiments/config/config_error.h"
 #include "experiments/config/json_reader.h"
-#include "experiments/run_output.h"
 #include "experiments/config/run_plan.h"
+#include "experiments/run_output.h"
 #include "models/base/random_stream.h"
 
 namespace stragglersim::experiments {
@@ -193,8 +193,7 @@ SweepSpec expand_sweep(const nlohmann::json& sweep,
       run.values = values;
       run.config = config;
       if (seed) {
-        run.seed =
-            k == 0 ? *seed : (derive_seed(*seed, static_cast<std::uint64_t>(k)) & kSeedMask);
+        run.seed = k == 0 ? *seed : (derive_seed(*seed, static_cast<std::uint64_t>(k)) & kSeedMask);
         run.config["seed"] = run.seed;
       }
       run.folder = fmt::format("runs/{:0{}}-{}",

@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <utility>
 
-#include "models/idx_reader.h"
 #include "models/base/invariant.h"
+#include "models/idx_reader.h"
 
 namespace stragglersim::models {
 

@@ -8,8 +8,8 @@
 #include <memory>
 #include <string_view>
 
-#include "models/dataset.h"
 #include "models/base/invariant.h"
+#include "models/dataset.h"
 
 namespace stragglersim::models {
 

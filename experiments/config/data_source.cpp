@@ -7,12 +7,12 @@
 #include <set>
 
 #include "experiments/config/config_error.h"
+#include "models/base/random_stream.h"
 #include "models/csv_reader.h"
 #include "models/fashion_mnist.h"
 #include "models/libsvm_reader.h"
 #include "models/synthetic_data.h"
 #include "models/tabular_synthetic_data.h"
-#include "models/base/random_stream.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -274,9 +274,7 @@ LoadedData load_data(JsonReader& data, const std::filesystem::path& base_dir, st
   data.finish();
   if (out.test == nullptr && test_fraction > 0.0) {
     auto [train, test] = models::split_train_test(
-        all,
-        test_fraction,
-        derive_seed(seed, static_cast<std::uint64_t>(Stream::kSplit)));
+        all, test_fraction, derive_seed(seed, static_cast<std::uint64_t>(Stream::kSplit)));
     out.train = std::make_shared<models::Dataset>(std::move(train));
     out.test = std::make_shared<models::Dataset>(std::move(test));
   } else {

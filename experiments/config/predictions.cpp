@@ -6,8 +6,8 @@
 
 #include "codes/fractional_repetition_code.h"
 #include "models/optimum.h"
-#include "sim/theory/convergence_theory.h"
 #include "sim/stopping_rule.h"
+#include "sim/theory/convergence_theory.h"
 
 namespace stragglersim::experiments {
 

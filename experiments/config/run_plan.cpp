@@ -163,12 +163,11 @@ RunPlan plan_run(const nlohmann::json& config,
 
   // Code.
   JsonReader code_reader = root.object("code");
-  const ClusterShape shape{
-      file,
-      plan.workers,
-      plan.partitions,
-      root.has("partitions"),
-      derive_seed(plan.seed, static_cast<std::uint64_t>(Stream::kCode))};
+  const ClusterShape shape{file,
+                           plan.workers,
+                           plan.partitions,
+                           root.has("partitions"),
+                           derive_seed(plan.seed, static_cast<std::uint64_t>(Stream::kCode))};
   const auto& make_code = pick(code_reader, "code", code_factories());
   // The decoder key belongs to the scheme, not to a code's own parameters: read it first.
   std::optional<std::string> decoder_name;

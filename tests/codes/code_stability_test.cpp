@@ -4,9 +4,9 @@
 #include <catch2/catch.hpp>
 #include <iostream>
 
+#include "codes/code_analysis.h"
 #include "codes/cyclic_mds_code.h"
 #include "codes/cyclic_repetition_code.h"
-#include "codes/code_analysis.h"
 
 using stragglersim::codes::CyclicMdsCode;
 using stragglersim::codes::CyclicRepetitionCode;

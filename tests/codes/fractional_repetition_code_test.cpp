@@ -4,9 +4,9 @@
 
 #include "codes/code_analysis.h"
 
-using stragglersim::codes::FractionalRepetitionCode;
 using stragglersim::codes::binomial;
 using stragglersim::codes::for_each_straggler_pattern;
+using stragglersim::codes::FractionalRepetitionCode;
 
 // Bound on the enumeration: every pattern of t ≤ d − 1 stragglers is decoded when C(n, t) ≤ 20000
 // (all n ≤ 12, and the small t of larger n); otherwise 300 uniformly random patterns of t

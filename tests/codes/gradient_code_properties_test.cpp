@@ -7,13 +7,13 @@
 #include <vector>
 
 #include "codes/bernoulli_gradient_code.h"
+#include "codes/code_analysis.h"
 #include "codes/cyclic_mds_code.h"
 #include "codes/cyclic_repetition_code.h"
 #include "codes/expander_graph_code.h"
 #include "codes/fractional_repetition_code.h"
 #include "codes/stochastic_gradient_code.h"
 #include "codes/uncoded_code.h"
-#include "codes/code_analysis.h"
 
 namespace {
 

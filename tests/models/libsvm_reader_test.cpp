@@ -1,6 +1,5 @@
 #include "models/libsvm_reader.h"
 
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>

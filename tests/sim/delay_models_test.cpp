@@ -7,11 +7,11 @@
 #include <memory>
 #include <vector>
 
+#include "models/base/random_stream.h"
 #include "sim/bimodal_delay.h"
 #include "sim/delay_model.h"
 #include "sim/heterogeneous_delay.h"
 #include "sim/pareto_delay.h"
-#include "models/base/random_stream.h"
 
 namespace stragglersim::sim {
 namespace {

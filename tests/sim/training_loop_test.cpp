@@ -11,8 +11,8 @@
 
 #include "codes/fractional_repetition_code.h"
 #include "codes/uncoded_code.h"
-#include "models/libsvm_reader.h"
 #include "models/base/random_stream.h"
+#include "models/libsvm_reader.h"
 #include "sim/simulated_backend.h"
 
 namespace stragglersim::sim {

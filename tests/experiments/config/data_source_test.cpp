@@ -9,8 +9,8 @@
 #include <string>
 
 #include "experiments/config/config_error.h"
-#include "experiments/run_output.h"
 #include "experiments/config/run_plan.h"
+#include "experiments/run_output.h"
 #include "models/fashion_mnist.h"
 #include "sim/simulated_backend.h"
 #include "sim/training_loop.h"

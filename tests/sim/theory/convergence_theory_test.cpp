@@ -10,8 +10,8 @@
 #include <numeric>
 #include <vector>
 
-#include "sim/theory/iteration_time_theory.h"
 #include "models/base/random_stream.h"
+#include "sim/theory/iteration_time_theory.h"
 
 namespace stragglersim::sim {
 
