@@ -1,0 +1,35 @@
+#pragma once
+// The MPI session of one process (Open MPI, an optional build dependency). The MPI backend
+// (`run` under mpirun) and MPI sweeps (`sweep` under mpirun) share it: MPI is initialised once
+// per process, by the first MpiSession, and finalised when that session ends.
+
+namespace stragglersim::sim {
+
+/// Whether the program was built with Open MPI (CMake option STRAGGLERSIM_WITH_MPI and the
+/// library found).
+[[nodiscard]] bool mpi_compiled_in();
+
+/// Whether this process was started by mpirun / mpiexec (the launcher's environment variables:
+/// OMPI_COMM_WORLD_SIZE for Open MPI, PMI_SIZE or PMIX_RANK for other launchers).
+[[nodiscard]] bool launched_by_mpi();
+
+/// RAII MPI_Init_thread(MPI_THREAD_FUNNELED) / MPI_Finalize. Constructing one without MPI
+/// compiled in is an internal error (callers check mpi_compiled_in() first and report it).
+class MpiSession {
+ public:
+  MpiSession();
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+
+  /// Rank in MPI_COMM_WORLD and its size.
+  [[nodiscard]] int rank() const { return rank_; }
+  [[nodiscard]] int size() const { return size_; }
+
+ private:
+  bool owns_ = false;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+}  // namespace stragglersim::sim
