@@ -8,24 +8,34 @@
 
 namespace stragglersim::models {
 
-/// Dense logistic data: b_i = ±1 with probability ½, a_i ~ N(b_i·μ, I_p), where μ is a seeded
-/// Gaussian direction scaled to ‖μ‖ = separation. Illegal: rows < 1, features < 1,
-/// separation < 0.
+/// Feature scales of a covariance Σ = diag(σ_0², …, σ_{p−1}²) with condition number κ:
+/// σ_k² = κ^(−k/(p−1)), geometric from 1 down to 1/κ (all 1 when κ = 1 or p = 1).
+/// Illegal: condition < 1.
+[[nodiscard]] Eigen::VectorXd feature_scales(Eigen::Index features, double condition);
+
+/// Dense logistic data: b_i = ±1 with probability ½, a_i = b_i·μ + Σ^{1/2} z_i, z_i ~ N(0, I_p),
+/// where μ is a seeded Gaussian direction scaled to ‖μ‖ = separation and Σ has condition number
+/// `condition` (feature_scales). Illegal: rows < 1, features < 1, separation < 0, condition < 1.
 struct GaussianMixtureOptions {
   Eigen::Index rows = 1000;
   Eigen::Index features = 10;
   double separation = 1.5;
   std::uint64_t seed = 1;
+  double condition = 1.0;
 };
 Dataset make_gaussian_mixture(const GaussianMixtureOptions& options);
 
-/// Dense least-squares data: a_i ~ N(0, I_p), x* ~ N(0, I_p/p), b_i = a_iᵀx* + noise·ε_i,
-/// ε_i ~ N(0, 1). Illegal: rows < 1, features < 1, noise < 0.
+/// Dense least-squares data: a_i = Σ^{1/2} z_i, z_i ~ N(0, I_p), with Σ of condition number
+/// `condition` (feature_scales), x* ~ N(0, I_p/p), b_i = a_iᵀx* + noise·ε_i, ε_i ~ N(0, 1).
+/// Gradient descent with step 1/β needs about κ·log(1/ε) iterations to reach relative
+/// suboptimality ε, so `condition` sets how hard the problem is.
+/// Illegal: rows < 1, features < 1, noise < 0, condition < 1.
 struct LinearRegressionOptions {
   Eigen::Index rows = 1000;
   Eigen::Index features = 10;
   double noise = 0.5;
   std::uint64_t seed = 1;
+  double condition = 1.0;
 };
 Dataset make_linear_regression(const LinearRegressionOptions& options);
 

@@ -108,13 +108,14 @@ void load_synthetic(JsonReader& data,
     const auto rows = data.integer("rows", std::nullopt, 2, 100'000'000);
     const auto features = data.integer("features", std::nullopt, 1, 10'000'000);
     test_fraction = read_test_fraction(data, 0.2);
+    const double condition = data.number("condition", 1.0, 1.0, 1e12);
     if (generator == "gaussian_mixture") {
       const double separation = data.number("separation", 1.5, 0.0);
-      all = models::make_gaussian_mixture({rows, features, separation, data_seed});
+      all = models::make_gaussian_mixture({rows, features, separation, data_seed, condition});
       return;
     }
     const double noise = data.number("noise", 0.5, 0.0);
-    all = models::make_linear_regression({rows, features, noise, data_seed});
+    all = models::make_linear_regression({rows, features, noise, data_seed, condition});
     return;
   }
   // The paper-shaped sparse tables: sizes default to the paper's (DESIGN.md §5).

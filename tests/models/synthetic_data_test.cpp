@@ -94,3 +94,37 @@ TEST_CASE("models: generators reject illegal options", "[models][synthetic]") {
   CHECK_THROWS_AS(make_linear_regression({3, 0, 1.0, 1}), std::logic_error);
   CHECK_THROWS_AS(make_linear_regression({3, 3, -0.1, 1}), std::logic_error);
 }
+
+TEST_CASE("models: condition sets the spectrum of the feature covariance", "[models][synthetic]") {
+  using stragglersim::models::feature_scales;
+  // σ_k² = κ^(−k/(p−1)): the first and last variances are 1 and 1/κ, geometric between.
+  const Eigen::VectorXd s = feature_scales(5, 10'000.0);
+  CHECK(s[0] == 1.0);
+  CHECK(s[4] * s[4] == Approx(1e-4).epsilon(1e-12));
+  CHECK(s[2] * s[2] == Approx(1e-2).epsilon(1e-12));
+  CHECK(feature_scales(3, 1.0) == Eigen::VectorXd::Ones(3));
+  CHECK_THROWS_AS(feature_scales(3, 0.5), std::logic_error);
+
+  // Condition 1 leaves the draws as they were (the scale is exactly 1).
+  CHECK(features(make_linear_regression({40, 3, 0.5, 9})) ==
+        features(make_linear_regression({40, 3, 0.5, 9, 1.0})));
+
+  // Sample column variances against σ_k², within 4 standard errors (Var of a sample variance of
+  // m normal draws is 2σ⁴/(m − 1)); the labels still follow the planted model.
+  const Eigen::Index m = 20'000;
+  const Eigen::Index p = 4;
+  const double kappa = 400.0;
+  for (const bool mixture : {false, true}) {
+    const Dataset data = mixture ? make_gaussian_mixture({m, p, 0.0, 3, kappa})
+                                 : make_linear_regression({m, p, 0.5, 3, kappa});
+    const DenseRows& a = features(data);
+    for (Eigen::Index k = 0; k < p; ++k) {
+      const double expected = std::pow(kappa, -static_cast<double>(k) / static_cast<double>(p - 1));
+      const double mean = a.col(k).mean();
+      const double variance = (a.col(k).array() - mean).square().sum() / static_cast<double>(m - 1);
+      const double se = expected * std::sqrt(2.0 / static_cast<double>(m - 1));
+      INFO("mixture " << mixture << " column " << k);
+      CHECK(std::abs(variance - expected) < 4.0 * se);
+    }
+  }
+}

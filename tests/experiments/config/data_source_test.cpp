@@ -139,12 +139,13 @@ TEST_CASE("experiments: data source errors name the key and the accepted values"
   CHECK(synthetic({{"generator", "amazon_like"}, {"positive_fraction", 1.0}}) ==
         "cfg.json:/data/positive_fraction: out of range; got 1.0; expected a number in [0.01, "
         "0.99]");
-  CHECK(synthetic({{"generator", "gaussian_mixture"},
-                   {"rows", 10},
-                   {"features", 2},
-                   {"storage", "sparse"}}) ==
-        "cfg.json:/data/storage: unknown key; valid keys are: features, generator, rows, "
-        "separation, source, test_fraction");
+  CHECK(
+      synthetic({{"generator", "gaussian_mixture"},
+                 {"rows", 10},
+                 {"features", 2},
+                 {"storage", "sparse"}}) ==
+      "cfg.json:/data/storage: unknown key; valid keys are: condition, features, generator, rows, "
+      "separation, source, test_fraction");
 
   const auto fashion = [](const nlohmann::json& extra) {
     nlohmann::json d = {{"source", "fashion_mnist"}};
@@ -277,6 +278,16 @@ TEST_CASE("experiments: a small fashion-mnist run learns t-shirt against shirt",
   CHECK(full.objective->rows() == 12'000);
   CHECK(full.test_objective->rows() == 2'000);
   CHECK(full.workers == 30);
+}
+
+TEST_CASE("experiments: synthetic condition is read and checked", "[experiments][data]") {
+  nlohmann::json d = {{"source", "synthetic"},
+                      {"generator", "linear_regression"},
+                      {"rows", 10},
+                      {"features", 3},
+                      {"condition", 0.5}};
+  CHECK(error_of(config_with(d)) ==
+        "cfg.json:/data/condition: out of range; got 0.5; expected a number in [1, 1000000000000]");
 }
 
 }  // namespace stragglersim::experiments
