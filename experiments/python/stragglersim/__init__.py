@@ -116,9 +116,11 @@ def run(config, out=None):
     """Run one experiment, exactly as `stragglersim run CONFIG --out OUT`.
 
     Args:
-        config: the config as a dict (e.g. {"workers": 8, "data": None, "code": {"kind":
-            "uncoded"}, "stopping": {"rule": "all"}, "optimizer": {"iterations": 100}}) or
-            the path of a JSON config file.
+        config: the config as a dict, e.g. a delay-only run of 8 uncoded workers:
+            {"workers": 8, "data": None, "code": {"kind": "uncoded"},
+             "stopping": {"rule": "all"}, "delay": {"kind": "shifted_exponential"},
+             "optimizer": {"iterations": 100}}
+            or the path of a JSON config file.
         out: folder to write trace.csv and summary.json into (the same bytes as the command
             line); None runs into a temporary folder that is removed afterwards.
 
