@@ -6,10 +6,12 @@
 on the same data from dicts, plots f(x_t) - f* against simulated time (f* from theory(), which
 solves for the optimum of the regularised logistic loss), then sweeps the number of workers
 waited for, r, in a plain Python loop and compares the measured mean iteration time with the
-theory's prediction. Writes plots/figures/notebook_example.png.
+theory's prediction. Writes plots/figures/notebook_example.png (or the path given as the
+first argument).
 """
 
 import os
+import sys
 
 import matplotlib
 
@@ -20,7 +22,7 @@ import numpy as np  # noqa: E402
 import stragglersim  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(HERE, "figures", "notebook_example.png")
+OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "figures", "notebook_example.png")
 
 base = {
     "seed": 7,

@@ -369,6 +369,18 @@ def test_keyboard_interrupt_stops_a_long_call_and_writes_nothing(tmp_path, call)
     assert stragglersim.run(delay_only()).summary["status"] == "ok"  # usable afterwards
 
 
+def test_the_notebook_example_runs_top_to_bottom(tmp_path):
+    figure = tmp_path / "example.png"
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(stragglersim.__file__)))
+    result = subprocess.run(
+        ["/usr/bin/python3", os.path.join(ROOT, "plots", "notebook_example.py"), str(figure)],
+        capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    assert figure.read_bytes().startswith(b"\x89PNG")
+    gaps = [float(line.rsplit("= ", 1)[1]) for line in result.stdout.splitlines() if "f - f*" in line]
+    assert len(gaps) == 2 and all(g > 0 for g in gaps)  # f* from theory() is below every loss
+
+
 def test_help_documents_the_api():
     for function in (stragglersim.run, stragglersim.theory, stragglersim.sweep,
                      stragglersim.code, stragglersim.iteration_times):
