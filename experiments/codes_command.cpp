@@ -8,10 +8,8 @@
 #include "experiments/code_report.h"
 #include "experiments/commands.h"
 #include "experiments/config/config_error.h"
-#include "experiments/config/factories.h"
-#include "experiments/config/json_reader.h"
+#include "experiments/entry_points.h"
 #include "experiments/run_output.h"
-#include "models/base/random_stream.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -31,48 +29,25 @@ struct CodesArgs {
 /// `stragglersim codes`: builds the code through the same factory table as a config (so the
 /// same validation and messages apply, with "<command line>" as the file) and reports on it.
 int command_codes(const CodesArgs& args) {
-  nlohmann::json code_json;
+  CodeRequest request;
   try {
-    code_json = nlohmann::json::parse(args.code);
+    request.code = nlohmann::json::parse(args.code);
   } catch (const nlohmann::json::parse_error& e) {
     throw ConfigError(fmt::format("<command line>:/code: invalid JSON: {}", e.what()));
   }
-  const std::string file = "<command line>";
-  JsonReader reader(code_json, file, "/code");
-  const std::string kind = reader.choice("kind", "code", names_of(code_factories()), std::nullopt);
-  const ClusterShape shape{file,
-                           args.workers,
-                           args.partitions > 0 ? args.partitions : args.workers,
-                           args.partitions > 0,
-                           derive_seed(args.seed, static_cast<std::uint64_t>(Stream::kCode))};
-  std::shared_ptr<const codes::GradientCode> code;
-  for (const auto& row : code_factories()) {
-    if (row.name == kind) {
-      code = row.make(reader, shape);
-    }
-  }
-  if (args.stragglers > args.workers || args.wait_for > args.workers) {
-    throw ConfigError(
-        fmt::format("<command line>: --stragglers and --wait-for must be at most "
-                    "workers = {}; got {} and {}",
-                    args.workers,
-                    args.stragglers,
-                    args.wait_for));
-  }
-  CodeReportOptions options;
-  options.stragglers = args.stragglers;
-  options.wait_for = args.wait_for;
-  options.samples = args.samples;
-  options.seed = args.seed;
-  options.include_assignment = !args.csv.empty();
-  const CodeReport report = analyse_code(*code, options);
+  request.workers = args.workers;
+  request.partitions = args.partitions;
+  request.seed = args.seed;
+  request.stragglers = args.stragglers;
+  request.wait_for = args.wait_for;
+  request.samples = args.samples;
+  request.include_assignment = !args.csv.empty();
+  const CodeReport report = inspect_code(request);
   if (!args.csv.empty()) {
     write_file_atomically(args.csv, report.assignment_csv);
   }
   if (args.json) {
-    nlohmann::json j = to_json(report);
-    j.erase("assignment_csv");
-    std::cout << j.dump(2) << '\n';
+    std::cout << code_report_json(report).dump(2) << '\n';
   } else {
     std::cout << format_table(report);
   }

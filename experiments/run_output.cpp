@@ -87,13 +87,16 @@ nlohmann::json base_summary(const RunPlan& plan) {
   return s;
 }
 
-RunOutcome run_delay_only(const RunPlan& plan, std::string& trace) {
+RunOutcome run_delay_only(const RunPlan& plan, std::string& trace, const StopHook& should_stop) {
   trace = "iteration,time,iteration_time,workers_heard,partitions_covered\n0,0,0,0,0\n";
   sim::DelayOnlySimulator simulator(
       plan.make_delays(), plan.scheme.rule, plan.scheme.code, plan.stragglers, plan.seed);
   double time = 0.0;
   fmt::memory_buffer buffer;
   const auto stats = simulator.run(plan.iterations, [&](const sim::DelayOnlyIteration& it) {
+    if (should_stop && should_stop()) {
+      throw RunInterrupted();
+    }
     time += it.iteration_time;
     fmt::format_to(std::back_inserter(buffer),
                    "{},{},{},{},{}\n",
@@ -120,7 +123,7 @@ RunOutcome run_delay_only(const RunPlan& plan, std::string& trace) {
   return outcome;
 }
 
-RunOutcome run_training(const RunPlan& plan, std::string& trace) {
+RunOutcome run_training(const RunPlan& plan, std::string& trace, const StopHook& should_stop) {
   const bool has_test = plan.test_objective != nullptr;
   const bool drain = plan.stragglers == sim::StragglerPolicy::kDrain;
   trace =
@@ -173,6 +176,9 @@ RunOutcome run_training(const RunPlan& plan, std::string& trace) {
   sim::TraceRow last;
   fmt::memory_buffer buffer;
   auto on_row = [&](const sim::TraceRow& row) {
+    if (should_stop && should_stop()) {
+      throw RunInterrupted();
+    }
     fmt::format_to(std::back_inserter(buffer),
                    "{},{},{},{},{},{},{},{}",
                    row.iteration,
@@ -280,9 +286,12 @@ RunOutcome run_training(const RunPlan& plan, std::string& trace) {
 
 }  // namespace
 
-RunOutcome execute_run(const RunPlan& plan, const std::filesystem::path& out_dir) {
+RunOutcome execute_run(const RunPlan& plan,
+                       const std::filesystem::path& out_dir,
+                       const StopHook& should_stop) {
   std::string trace;
-  RunOutcome outcome = plan.delay_only() ? run_delay_only(plan, trace) : run_training(plan, trace);
+  RunOutcome outcome = plan.delay_only() ? run_delay_only(plan, trace, should_stop)
+                                         : run_training(plan, trace, should_stop);
   std::filesystem::create_directories(out_dir);
   write_file_atomically(out_dir / "trace.csv", trace);
   write_file_atomically(out_dir / "summary.json", outcome.summary.dump(2) + "\n");

@@ -4,7 +4,9 @@
 // reader (or a resumed sweep) never sees a truncated file.
 
 #include <filesystem>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 
 #include "experiments/config/run_plan.h"
@@ -19,8 +21,20 @@ struct RunOutcome {
   nlohmann::json summary;
 };
 
+/// Asked after every iteration by the thread running the run; true abandons the run. A generic
+/// "should stop" hook for front ends (the Python module checks for KeyboardInterrupt).
+using StopHook = std::function<bool()>;
+
+/// Thrown by execute_run when its StopHook asked to stop; nothing was written.
+class RunInterrupted : public std::runtime_error {
+ public:
+  RunInterrupted() : std::runtime_error("run interrupted") {}
+};
+
 /// Runs `plan` and writes its outputs into `out_dir` (created if needed).
-RunOutcome execute_run(const RunPlan& plan, const std::filesystem::path& out_dir);
+RunOutcome execute_run(const RunPlan& plan,
+                       const std::filesystem::path& out_dir,
+                       const StopHook& should_stop = {});
 
 /// Writes `text` to `path` atomically (temporary file in the same folder, then rename).
 void write_file_atomically(const std::filesystem::path& path, const std::string& text);

@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "experiments/commands.h"
-#include "experiments/config/predictions.h"
 #include "experiments/config/run_plan.h"
+#include "experiments/entry_points.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -20,8 +20,7 @@ void print_value(const nlohmann::json& j, const char* key, const char* label) {
 
 int command_theory(const std::string& config, bool json) {
   const RunPlan plan = plan_run_file(config);
-  nlohmann::json p = predictions(plan);
-  p["name"] = plan.name;
+  const nlohmann::json p = theory_report(plan);
   if (json) {
     std::cout << p.dump(2) << '\n';
     return 0;

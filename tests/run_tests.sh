@@ -23,6 +23,16 @@ ctest --test-dir "$root/build/release" --output-on-failure -j "$(nproc)" -E '^th
 # attempts (each one asserts >= 99% agreement and 5% timing on its own).
 ctest --test-dir "$root/build/release" --output-on-failure -R '^threads timing:' --repeat until-pass:3
 
+echo "== Python module (pytest: tests/python against the CLI of the same build)"
+# Any non-zero status fails the stage, including pytest's 5 ("no tests collected").
+status=0
+STRAGGLERSIM_BUILD="$root/build/release" PYTHONPATH="$root/build/release/python" \
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/python" || status=$?
+if [ "$status" -ne 0 ]; then
+  echo "error: Python module tests failed (pytest exit status $status; 5 means no tests ran)" >&2
+  exit 1
+fi
+
 echo "== theory self-check (stragglersim check: every claim within 4 standard errors)"
 "$root/build/release/experiments/stragglersim" check
 

@@ -1,0 +1,41 @@
+#pragma once
+// Operations behind the subcommands, shared by the command line and the Python module
+// (experiments/python) so that both print and write the same bytes for the same input.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "experiments/code_report.h"
+#include "experiments/config/run_plan.h"
+
+namespace stragglersim::experiments {
+
+/// What `stragglersim theory --json` prints: predictions(plan) with the run's name.
+[[nodiscard]] nlohmann::json theory_report(const RunPlan& plan);
+
+/// One `stragglersim codes` request. `source` names the input in error messages
+/// ("<command line>" for the CLI, "<dict>" for Python).
+struct CodeRequest {
+  std::string source = "<command line>";
+  int workers = 0;
+  /// 0: the code's own k.
+  int partitions = 0;
+  /// The code object of a config, e.g. {"kind": "crc", "s": 2}.
+  nlohmann::json code;
+  std::uint64_t seed = 1;
+  /// Stragglers per pattern (−1: the code's s); `wait_for` > 0 overrides it.
+  int stragglers = -1;
+  int wait_for = 0;
+  int samples = 200;
+  bool include_assignment = false;
+};
+
+/// Builds the code through the config's factory table (same validation and messages as a
+/// config, with `source` as the file) and analyses it. ConfigError for bad input.
+[[nodiscard]] CodeReport inspect_code(const CodeRequest& request);
+
+/// What `stragglersim codes --json` prints for a report.
+[[nodiscard]] nlohmann::json code_report_json(const CodeReport& report);
+
+}  // namespace stragglersim::experiments
