@@ -18,6 +18,28 @@ void print_value(const nlohmann::json& j, const char* key, const char* label) {
   }
 }
 
+/// The bound (or why there is none), whether it is vacuous, and the exact least-squares curve.
+void print_convergence(const nlohmann::json& p) {
+  if (p.contains("bound") && p["bound"].is_array()) {
+    std::cout << fmt::format("{:<34} {:.6g}{}\n",
+                             "bound on E[f(x_T) - f*] at T",
+                             p["bound"].back().get<double>(),
+                             p["bound_vacuous"].get<bool>()
+                                 ? "  (vacuous: the floor is >= f(x0) - f*)"
+                                 : "  (not vacuous)");
+  } else if (p.contains("bound_problem")) {
+    std::cout << fmt::format(
+        "{:<34} null: {}\n", "bound on E[f(x_T) - f*]", p["bound_problem"].get<std::string>());
+  }
+  if (p.contains("exact_curve") && p["exact_curve"].is_array()) {
+    std::cout << fmt::format(
+        "{:<34} {:.6g}\n", "exact E[f(x_T) - f*] at T", p["exact_curve"].back().get<double>());
+  } else if (p.contains("exact_curve_problem")) {
+    std::cout << fmt::format(
+        "{:<34} null: {}\n", "exact E[f(x_T) - f*]", p["exact_curve_problem"].get<std::string>());
+  }
+}
+
 int command_theory(const std::string& config, bool json) {
   const RunPlan plan = plan_run_file(config);
   nlohmann::json p = predictions(plan);
@@ -33,6 +55,7 @@ int command_theory(const std::string& config, bool json) {
                            plan.scheme.rule->name());
   if (p.contains("iteration_time_problem")) {
     std::cout << p["iteration_time_problem"].get<std::string>() << '\n';
+    print_convergence(p);
     return 0;
   }
   std::cout << fmt::format("{:<34} {}\n", "method", p["method"].get<std::string>());
@@ -43,17 +66,30 @@ int command_theory(const std::string& config, bool json) {
   print_value(p, "smoothness", "smoothness beta");
   print_value(p, "pl_constant", "PL constant mu");
   print_value(p, "f_star", "f*");
-  print_value(p, "zeta_squared", "zeta^2");
-  print_value(p, "contraction", "contraction 1 - mu*gamma*(1-q)");
+  print_value(p, "zeta_star_squared", "zeta^2 at x* (sum_g |grad F_g|^2)");
+  print_value(p, "group_smoothness_squared", "L^2 = sum_g beta_g^2");
+  print_value(p, "initial_gap", "f(x0) - f*");
+  print_value(p, "mean_coefficient", "mean coefficient c = E[alpha_g]");
+  print_value(p, "minimiser_shift", "shift of the biased minimiser");
+  print_value(p, "contraction", "contraction rho");
   print_value(p, "noise_floor", "noise floor of E[f - f*]");
-  if (p.contains("bound")) {
-    std::cout << fmt::format(
-        "{:<34} {:.6g}\n", "bound on E[f(x_T) - f*] at T", p["bound"].back().get<double>());
-  }
+  print_convergence(p);
   print_value(p, "iterations_to_target", "iterations to target loss");
   print_value(p, "time_to_target", "time to target loss (s)");
+  if (p.contains("policy_note")) {
+    std::cout << p["policy_note"].get<std::string>() << '\n';
+    print_value(p, "iteration_time_se", "iteration time standard error (s)");
+  }
   if (p.contains("convergence_problem")) {
     std::cout << "convergence: " << p["convergence_problem"].get<std::string>() << '\n';
+  }
+  if (p.contains("speedup_at_config_n")) {
+    const auto& row = p["speedup_at_config_n"];
+    std::cout << fmt::format("{:<34} {:.4f} vs uncoded, {:.4f} vs exact FRC (n = {})\n",
+                             "speedup at this config's n",
+                             row["speedup_vs_uncoded"].get<double>(),
+                             row["speedup_vs_frc"].get<double>(),
+                             row["workers"].get<int>());
   }
   if (p.contains("speedup_vs_n")) {
     std::cout << fmt::format("\n{:>8} {:>6} {:>10} {:>10} {:>12} {:>10} {:>10}\n",
