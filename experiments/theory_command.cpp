@@ -6,8 +6,10 @@
 #include <memory>
 
 #include "experiments/commands.h"
+#include "experiments/config/convergence_predictions.h"
 #include "experiments/config/predictions.h"
 #include "experiments/config/run_plan.h"
+#include "experiments/run_output.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -40,10 +42,47 @@ void print_convergence(const nlohmann::json& p) {
   }
 }
 
-int command_theory(const std::string& config, bool json) {
+/// `--measure N`: the mean gap of N simulated runs next to the exact curve and the bound, per t.
+void measure(const RunPlan& plan, int repetitions, const std::string& csv, nlohmann::json& p) {
+  if (plan.delay_only() || !p.contains("f_star")) {
+    return;
+  }
+  const MeasuredGap m = measure_gap(plan, repetitions, plan.seed, p["f_star"].get<double>());
+  p["measured_gap"] = m.mean;
+  p["measured_gap_se"] = m.se;
+  p["measured_repetitions"] = repetitions;
+  if (csv.empty()) {
+    return;
+  }
+  auto cell = [&](const char* key, std::size_t t) {
+    return p.contains(key) && p[key].is_array() ? fmt::format("{}", p[key][t].get<double>())
+                                                : std::string();
+  };
+  std::string text = "iteration,measured_mean,measured_se,exact,bound\n";
+  for (std::size_t t = 0; t < m.mean.size(); ++t) {
+    text += fmt::format(
+        "{},{},{},{},{}\n", t, m.mean[t], m.se[t], cell("exact_curve", t), cell("bound", t));
+  }
+  write_file_atomically(csv, text);
+}
+
+void print_measured(const nlohmann::json& p) {
+  if (p.contains("measured_gap")) {
+    std::cout << fmt::format("{:<34} {:.6g} +- {:.3g} (s.e., {} runs)\n",
+                             "measured mean f(x_T) - f* at T",
+                             p["measured_gap"].back().get<double>(),
+                             p["measured_gap_se"].back().get<double>(),
+                             p["measured_repetitions"].get<int>());
+  }
+}
+
+int command_theory(const std::string& config, bool json, int repetitions, const std::string& csv) {
   const RunPlan plan = plan_run_file(config);
   nlohmann::json p = predictions(plan);
   p["name"] = plan.name;
+  if (repetitions > 0) {
+    measure(plan, repetitions, csv, p);
+  }
   if (json) {
     std::cout << p.dump(2) << '\n';
     return 0;
@@ -74,6 +113,7 @@ int command_theory(const std::string& config, bool json) {
   print_value(p, "contraction", "contraction rho");
   print_value(p, "noise_floor", "noise floor of E[f - f*]");
   print_convergence(p);
+  print_measured(p);
   print_value(p, "iterations_to_target", "iterations to target loss");
   print_value(p, "time_to_target", "time to target loss (s)");
   if (p.contains("policy_note")) {
@@ -119,10 +159,20 @@ int command_theory(const std::string& config, bool json) {
 Subcommand add_theory_command(CLI::App& app) {
   auto config = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
+  auto repetitions = std::make_shared<int>(0);
+  auto csv = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("theory", "predictions for a config: iteration time, q, PL bound");
   cmd->add_option("config", *config, "config file (JSON)")->required();
   cmd->add_flag("--json", *json, "print JSON");
-  return {cmd, [config, json] { return command_theory(*config, *json); }};
+  cmd->add_option("--measure", *repetitions, "also simulate N runs (fixed data, delay seeds vary)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--csv",
+                  *csv,
+                  "with --measure: write iteration,measured_mean,measured_se,"
+                  "exact,bound here");
+  return {cmd, [config, json, repetitions, csv] {
+            return command_theory(*config, *json, *repetitions, *csv);
+          }};
 }
 
 }  // namespace stragglersim::experiments

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <vector>
 
 #include "experiments/config/run_plan.h"
 #include "sim/theory/iteration_time_theory.h"
@@ -24,5 +25,13 @@ nlohmann::json convergence_predictions(const RunPlan& plan,
 /// delay-only path: {method: "simulation", expected_iteration_time, iteration_time_se,
 /// iteration_time_sd, expected_wall_time, draws}.
 nlohmann::json simulated_iteration_time(const RunPlan& plan, std::uint64_t draws);
+
+/// Mean and standard error of f(x_t) − f* at each t over repeated simulated runs of the plan
+/// (fixed data and code; run i uses the delay seed derive_seed(seed, i)).
+struct MeasuredGap {
+  std::vector<double> mean;
+  std::vector<double> se;
+};
+MeasuredGap measure_gap(const RunPlan& plan, int repetitions, std::uint64_t seed, double f_star);
 
 }  // namespace stragglersim::experiments

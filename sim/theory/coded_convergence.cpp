@@ -130,7 +130,8 @@ std::optional<CodedBound> coded_pl_bound(const CodedBoundInputs& in,
   STRAGGLERSIM_ASSERT(in.smoothness > 0.0 && in.pl_constant > 0.0 && in.step > 0.0 &&
                           in.l2 >= 0.0 && iterations >= 0,
                       "the coded bound needs beta, mu, step > 0 and l2 >= 0");
-  const double c = in.mean;
+  // Unbiased rescales give c = 1 up to rounding ((1 − q)/(1 − q)); the minimisers then coincide.
+  const double c = std::abs(in.mean - 1.0) <= 1e-12 ? 1.0 : in.mean;
   if (!(c > 0.0)) {
     *why = fmt::format("the estimator's mean coefficient is {:.6g}: no descent in expectation", c);
     return std::nullopt;
@@ -156,13 +157,20 @@ std::optional<CodedBound> coded_pl_bound(const CodedBoundInputs& in,
   const double delta = std::abs(1.0 - c) * lambda * in.x_star_norm / mu_c;
   const double zeta_c = std::pow(std::sqrt(in.zeta_star_squared) + std::sqrt(l_sq) * delta, 2);
   const double kappa = 0.5 * (in.bias + beta_c * gamma * in.variance);
-  const double rho = 1.0 - gamma * mu_c + 4.0 * gamma * kappa * l_sq / mu_c;
-  if (rho >= 1.0) {
+  // Route A: ζ² grows with the distance to x_c; route B: ζ² ≤ a global supremum.
+  const double rho_a = 1.0 - gamma * mu_c + 4.0 * gamma * kappa * l_sq / mu_c;
+  const double drive_a = 2.0 * gamma * kappa * zeta_c;
+  const double rho_b = 1.0 - gamma * mu_c;
+  const double drive_b = gamma * kappa * in.zeta_sup_squared;
+  const bool use_a = rho_a < 1.0;
+  const bool use_b = std::isfinite(drive_b) && rho_b < 1.0;
+  if (!use_a && !use_b) {
     *why = fmt::format(
-        "the estimator's variance grows faster than the contraction (rho = {:.6g} >= 1)", rho);
+        "the estimator's variance grows faster than the contraction (rho = {:.6g} >= 1) and the "
+        "loss has no bounded gradient",
+        rho_a);
     return std::nullopt;
   }
-  const double drive = 2.0 * gamma * kappa * zeta_c;
   // D₀ = F_c(x₀) − min F_c: exact when F_c is a multiple of f − f*, else the PL inequality at x₀.
   double d0 = c * c * in.initial_data_gradient_squared / (2.0 * mu_c);
   if (c == 1.0 || lambda == 0.0) {
@@ -174,17 +182,27 @@ std::optional<CodedBound> coded_pl_bound(const CodedBoundInputs& in,
         0.5 * in.smoothness * std::pow(std::sqrt(2.0 * d / mu_c) + delta, 2);
     return same_minimiser ? std::min(d / c, via_distance) : via_distance;
   };
+  const double inf = std::numeric_limits<double>::infinity();
   CodedBound out;
-  out.contraction = rho;
+  out.contraction = use_a ? rho_a : rho_b;
   out.mean = c;
   out.minimiser_shift = delta;
   out.bound.reserve(static_cast<std::size_t>(iterations) + 1);
-  double d = d0;
+  double da = use_a ? d0 : inf;
+  double db = use_b ? d0 : inf;
   for (int t = 0; t <= iterations; ++t) {
-    out.bound.push_back(translate(d));
-    d = rho * d + drive;
+    const double b = translate(std::min(da, db));
+    // x₀ is deterministic: its gap is known exactly.
+    out.bound.push_back(t == 0 ? std::min(in.initial_gap, b) : b);
+    da = use_a ? rho_a * da + drive_a : inf;
+    db = use_b ? rho_b * db + drive_b : inf;
   }
-  out.floor = translate(drive / (1.0 - rho));
+  const double floor_a = use_a ? drive_a / (1.0 - rho_a) : inf;
+  const double floor_b = use_b ? drive_b / (1.0 - rho_b) : inf;
+  out.floor = translate(std::min(floor_a, floor_b));
+  if (floor_b < floor_a) {
+    out.contraction = rho_b;
+  }
   out.vacuous = out.floor >= in.initial_gap;
   return out;
 }

@@ -17,7 +17,11 @@
 // D_t = E[F_c(x_t)] − min F_c, v = λ_max(Cov α), b² = Σ_g (E α_g − c)², L² = Σ_g β_g² (β_g the
 // smoothness of F_g), ζ_c² = (‖G(x*)‖_F + Lδ)² with G = [∇F_g], δ = |1 − c|λ₂‖x*‖/μ_c ≥ ‖x_c − x*‖.
 // Then E[f(x_t)] − f* ≤ D_t/c when δ = 0, and ≤ (β/2)(√(2D_t/μ_c) + δ)² always.
+// Where ζ² has a global supremum ζ_sup² (logistic: |ℓ'| ≤ 1) a second recursion
+//   D_{t+1} ≤ (1 − γμ_c) D_t + γκ ζ_sup²
+// also holds; the bound is the smaller of the two at each t.
 
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,6 +67,8 @@ struct CodedBoundInputs {
   double x_star_norm = 0.0;             ///< ‖x*‖
   double initial_gap = 0.0;             ///< f(x₀) − f*
   double initial_data_gradient_squared = 0;  ///< ‖∇F(x₀)‖² (x₀ = 0)
+  /// sup_x Σ_g ‖∇F_g(x)‖² when one exists (losses with bounded ℓ'), else +∞.
+  double zeta_sup_squared = std::numeric_limits<double>::infinity();
 };
 
 struct CodedBound {
