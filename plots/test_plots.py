@@ -9,10 +9,10 @@ import plot_check  # noqa: E402
 import test_plot_paper  # noqa: E402
 import plot_traces  # noqa: E402
 
-CSV = """iteration,time,iteration_time,loss,grad_norm,estimate_error,workers_heard,partitions_covered
-0,0,0,0.6931471805599453,0.5,0,0,0
-1,3.25,3.25,0.5,0.25,2,15,28
-2,5.5,2.25,0.4,0.125,4,15,26
+CSV = """iteration,time,iteration_time,loss,grad_norm,decoding_error,gradient_error,gradient_error_relative,workers_heard,partitions_covered
+0,0,0,0.6931471805599453,0.5,0,,,0,0
+1,3.25,3.25,0.5,0.25,2,0.3,0.6,15,28
+2,5.5,2.25,0.4,0.125,4,0.2,0.8,15,26
 """
 
 

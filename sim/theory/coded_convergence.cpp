@@ -14,6 +14,15 @@ double log_choose(int n, int k) {
   return std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0);
 }
 
+/// D₀ = F_c(x₀) − min F_c: exact when F_c is a multiple of f − f*, else the PL inequality at x₀.
+double initial_biased_gap(const CodedBoundInputs& in, double c, double mu_c) {
+  double d0 = c * c * in.initial_data_gradient_squared / (2.0 * mu_c);
+  if (c == 1.0 || in.l2 == 0.0) {
+    d0 = std::min(d0, c * in.initial_gap);
+  }
+  return d0;
+}
+
 }  // namespace
 
 std::vector<double> covered_groups_first_r(int groups, int d, int r) {
@@ -171,11 +180,7 @@ std::optional<CodedBound> coded_pl_bound(const CodedBoundInputs& in,
         rho_a);
     return std::nullopt;
   }
-  // D₀ = F_c(x₀) − min F_c: exact when F_c is a multiple of f − f*, else the PL inequality at x₀.
-  double d0 = c * c * in.initial_data_gradient_squared / (2.0 * mu_c);
-  if (c == 1.0 || lambda == 0.0) {
-    d0 = std::min(d0, c * in.initial_gap);
-  }
+  const double d0 = initial_biased_gap(in, c, mu_c);
   const bool same_minimiser = delta == 0.0;
   auto translate = [&](double d) {
     const double via_distance =

@@ -122,7 +122,7 @@ TEST_CASE("sim: uncoded GD on a LIBSVM file equals plain full-batch GD to 1e-10"
   bool some_time_differs = false;
   for (std::size_t t = 0; t < run.rows.size(); ++t) {
     CHECK(coded.rows[t].loss == Approx(run.rows[t].loss).epsilon(1e-13));
-    CHECK(coded.rows[t].estimate_error == 0.0);
+    CHECK(coded.rows[t].decoding_error == 0.0);
     some_time_differs = some_time_differs || coded.rows[t].time != run.rows[t].time;
   }
   CHECK(some_time_differs);
@@ -143,9 +143,9 @@ TEST_CASE("sim: ErasureHead trains with an inexact gradient and reports its erro
     const auto& row = run.rows[t];
     CHECK(row.workers_heard == 3);
     // Each erased group of two partitions adds 2 to ‖α − 1‖².
-    CHECK(row.estimate_error == Approx(static_cast<double>(n - row.partitions_covered)));
+    CHECK(row.decoding_error == Approx(static_cast<double>(n - row.partitions_covered)));
     CHECK(row.partitions_covered % 2 == 0);
-    erased += row.estimate_error;
+    erased += row.decoding_error;
   }
   CHECK(erased > 0.0);
   CHECK(run.rows.back().loss < 0.8 * run.rows.front().loss);
