@@ -95,6 +95,7 @@ int command_theory(const std::string& config, bool json, int repetitions, const 
   if (p.contains("iteration_time_problem")) {
     std::cout << p["iteration_time_problem"].get<std::string>() << '\n';
     print_convergence(p);
+    print_measured(p);
     return 0;
   }
   std::cout << fmt::format("{:<34} {}\n", "method", p["method"].get<std::string>());
