@@ -357,8 +357,12 @@ nlohmann::json simulated_iteration_time(const RunPlan& plan, std::uint64_t draws
   double wall = 0.0;
   const sim::DelayOnlyStatistics stats =
       s.run(draws, [&](const sim::DelayOnlyIteration& it) { wall += it.wall_time; });
+  // Under finish/drain the cancel-policy q does not apply: report the simulated erased fraction.
   return {{"method", "simulation"},
           {"draws", draws},
+          {"group_erasure_probability",
+           stats.groups > 0 ? nlohmann::json(stats.erasure_fraction()) : nlohmann::json()},
+          {"q2", nullptr},
           {"expected_iteration_time", stats.mean},
           {"iteration_time_se", stats.standard_error()},
           {"iteration_time_sd", std::sqrt(stats.variance())},

@@ -23,7 +23,8 @@ nlohmann::json convergence_predictions(const RunPlan& plan,
 
 /// Monte Carlo iteration time of the plan's delay model, rule and straggler policy on the
 /// delay-only path: {method: "simulation", expected_iteration_time, iteration_time_se,
-/// iteration_time_sd, expected_wall_time, draws}.
+/// iteration_time_sd, expected_wall_time, group_erasure_probability (erased fraction; null
+/// without groups), q2 (null), draws}.
 nlohmann::json simulated_iteration_time(const RunPlan& plan, std::uint64_t draws);
 
 /// Mean and standard error of f(x_t) − f* at each t over repeated simulated runs of the plan
