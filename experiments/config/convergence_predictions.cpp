@@ -112,7 +112,7 @@ std::optional<Coefficients> sampled_coefficients(const RunPlan& plan, std::strin
     *why = fmt::format("decoding fails on some straggler patterns: {}", e.what());
     return std::nullopt;
   }
-  const double n = static_cast<double>(kMomentDraws);
+  const auto n = static_cast<double>(kMomentDraws);
   const Eigen::VectorXd mean = sum / n;
   Eigen::MatrixXd cov = outer.selfadjointView<Eigen::Lower>();
   cov = cov / n - mean * mean.transpose();
@@ -155,7 +155,7 @@ struct GroupConstants {
 
 GroupConstants group_constants(const models::Objective& f, int d) {
   GroupConstants out;
-  const double m = static_cast<double>(f.rows());
+  const auto m = static_cast<double>(f.rows());
   for (int g = 0; g * d < f.partitions(); ++g) {
     const auto rows = group_rows(f, g, d);
     if (rows.empty()) {
@@ -193,8 +193,9 @@ void least_squares_groups(const models::Objective& f,
     f.evaluate(x, &pg);
     Eigen::MatrixXd out(p, groups);
     for (int g = 0; g < groups; ++g) {
-      const Eigen::Index width = std::min<Eigen::Index>(d, pg.cols() - g * d);
-      out.col(g) = pg.middleCols(g * d, width).rowwise().sum();
+      const Eigen::Index first = static_cast<Eigen::Index>(g) * d;
+      const Eigen::Index width = std::min<Eigen::Index>(d, pg.cols() - first);
+      out.col(g) = pg.middleCols(first, width).rowwise().sum();
     }
     return out;
   };
@@ -202,7 +203,7 @@ void least_squares_groups(const models::Objective& f,
   hessians.assign(static_cast<std::size_t>(groups), Eigen::MatrixXd(p, p));
   offsets.clear();
   for (int g = 0; g < groups; ++g) {
-    offsets.push_back(-at_zero.col(g));
+    offsets.emplace_back(-at_zero.col(g));
   }
   for (Eigen::Index i = 0; i < p; ++i) {
     const Eigen::MatrixXd at_unit = grouped(Eigen::VectorXd::Unit(p, i)) - at_zero;
