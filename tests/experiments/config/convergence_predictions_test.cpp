@@ -114,6 +114,20 @@ TEST_CASE("experiments: the exact least-squares curve matches 200 runs at every 
   }
 }
 
+TEST_CASE("experiments: the default ErasureHead config says its bound is vacuous",
+          "[experiments][theory][convergence]") {
+  const RunPlan plan = plan_run_file(std::string(STRAGGLERSIM_SOURCE_DIR) +
+                                     "/experiments/examples/default_erasurehead.json");
+  const nlohmann::json p = predictions(plan);
+  REQUIRE(p["bound"].is_array());
+  // Logistic with λ₂ = 1e-4: μ_c ≈ 1e-4 puts the floor far above f(x₀) − f*.
+  CHECK(p["bound_vacuous"] == true);
+  CHECK(p["noise_floor"].get<double>() >= p["initial_gap"].get<double>());
+  // The config's own n (30, not a power of two) is in the speedup table.
+  CHECK(p["speedup_at_config_n"]["workers"] == 30);
+  CHECK(p["speedup_at_config_n"]["speedup_vs_uncoded"].get<double>() > 1.0);
+}
+
 TEST_CASE("experiments: approximate codes get a bound or a reason, and policies a simulation",
           "[experiments][theory][convergence]") {
   nlohmann::json config = gaussian_least_squares(400, 10, 1.0, 20);
