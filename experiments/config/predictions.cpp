@@ -104,6 +104,44 @@ nlohmann::json number_or_null(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
 }
 
+/// The closed forms assume every worker starts each iteration afresh (cancel): under finish and
+/// drain the iteration time is simulated (`theory`) or left out (summary.json).
+void add_policy_prediction(const RunPlan& plan, bool convergence, nlohmann::json& out) {
+  if (plan.stragglers == sim::StragglerPolicy::kCancel) {
+    return;
+  }
+  out["policy_note"] =
+      "stragglers finish/drain: the closed forms assume cancel; the iteration time is simulated";
+  if (convergence) {
+    out.update(simulated_iteration_time(plan, kPolicyDraws));
+  } else {
+    out["expected_iteration_time"] = nullptr;
+    out["iteration_time_sd"] = nullptr;
+    out["method"] = "none (run `theory` for a simulated prediction)";
+  }
+}
+
+/// iterations_to_target / time_to_target: the first t within the horizon whose bound reaches
+/// the target.
+void add_target(const RunPlan& plan, nlohmann::json& out) {
+  if (!plan.target_loss || !out["bound"].is_array()) {
+    return;
+  }
+  const double epsilon = *plan.target_loss - out["f_star"].get<double>();
+  nlohmann::json its;
+  for (std::size_t t = 0; t < out["bound"].size() && epsilon > 0.0; ++t) {
+    if (out["bound"][t].get<double>() <= epsilon) {
+      its = t;
+      break;
+    }
+  }
+  out["iterations_to_target"] = its;
+  out["time_to_target"] =
+      its.is_null() || out["expected_iteration_time"].is_null()
+          ? nlohmann::json()
+          : nlohmann::json(its.get<double>() * out["expected_iteration_time"].get<double>());
+}
+
 }  // namespace
 
 nlohmann::json predictions(const RunPlan& plan, bool convergence) {
@@ -124,18 +162,7 @@ nlohmann::json predictions(const RunPlan& plan, bool convergence) {
   out["group_erasure_probability"] = number_or_null(p.q);
   out["q2"] = number_or_null(p.q2);
   out["method"] = p.method;
-  if (plan.stragglers != sim::StragglerPolicy::kCancel) {
-    // The closed forms assume every worker starts each iteration afresh (cancel).
-    out["policy_note"] =
-        "stragglers finish/drain: the closed forms assume cancel; the iteration time is simulated";
-    if (convergence) {
-      out.update(simulated_iteration_time(plan, kPolicyDraws));
-    } else {
-      out["expected_iteration_time"] = nullptr;
-      out["iteration_time_sd"] = nullptr;
-      out["method"] = "none (run `theory` for a simulated prediction)";
-    }
-  }
+  add_policy_prediction(plan, convergence, out);
 
   if (!convergence) {
     return out;
@@ -177,22 +204,7 @@ nlohmann::json predictions(const RunPlan& plan, bool convergence) {
     return out;
   }
   out.update(convergence_predictions(plan, &*scheme, &p));
-  if (plan.target_loss && out["bound"].is_array()) {
-    // The first t within the horizon whose bound reaches the target.
-    const double epsilon = *plan.target_loss - out["f_star"].get<double>();
-    nlohmann::json its;
-    for (std::size_t t = 0; t < out["bound"].size() && epsilon > 0.0; ++t) {
-      if (out["bound"][t].get<double>() <= epsilon) {
-        its = t;
-        break;
-      }
-    }
-    out["iterations_to_target"] = its;
-    out["time_to_target"] =
-        its.is_null()
-            ? nlohmann::json()
-            : nlohmann::json(its.get<double>() * out["expected_iteration_time"].get<double>());
-  }
+  add_target(plan, out);
   return out;
 }
 
