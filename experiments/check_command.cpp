@@ -15,6 +15,9 @@
 #include "codes/fractional_repetition_code.h"
 #include "codes/uncoded_code.h"
 #include "experiments/commands.h"
+#include "experiments/config/convergence_predictions.h"
+#include "experiments/config/predictions.h"
+#include "experiments/config/run_plan.h"
 #include "experiments/run_output.h"
 #include "models/optimum.h"
 #include "models/synthetic_data.h"
@@ -498,6 +501,142 @@ void floor_rows(bool quick, std::vector<CheckRow>& rows) {
   }
 }
 
+/// A least-squares config on Gaussian data with shifted-exponential delays (Model A).
+nlohmann::json convergence_config(int rows, int features, double l2, int n, int iterations) {
+  return {{"name", "check"},
+          {"seed", 3},
+          {"workers", n},
+          {"data",
+           {{"source", "synthetic"},
+            {"generator", "linear_regression"},
+            {"rows", rows},
+            {"features", features},
+            {"test_fraction", 0}}},
+          {"loss", {{"kind", "least_squares"}, {"l2", l2}}},
+          {"delay", {{"kind", "shifted_exponential"}, {"shift", 1.0}, {"rate", 1.0}}},
+          {"optimizer", {{"kind", "gd"}, {"step", "auto"}, {"iterations", iterations}}}};
+}
+
+/// One-sided: the mean of `repetitions` runs under the coded bound + 4 s.e. at every t; the row
+/// shows the t where the margin is smallest.
+CheckRow coded_bound_row(const std::string& label, const nlohmann::json& config, int repetitions) {
+  const RunPlan plan = plan_run(config, "check", ".");
+  const nlohmann::json p = predictions(plan);
+  if (!p["bound"].is_array()) {
+    return {label + ": no bound (" + p.value("bound_problem", std::string()) + ")", 0, 0, 0, false};
+  }
+  const MeasuredGap m = measure_gap(plan, repetitions, 17, p["f_star"].get<double>());
+  std::size_t worst = 0;
+  double worst_margin = 1e300;
+  bool pass = true;
+  for (std::size_t t = 0; t < m.mean.size(); ++t) {
+    const double bound = p["bound"][t].get<double>();
+    const double margin = bound + 4.0 * m.se[t] - m.mean[t];
+    pass = pass && margin >= 0.0;
+    // t = 0 is exact (the bound starts at f(x₀) − f*): report the closest later t.
+    if (t > 0 && margin < worst_margin) {
+      worst_margin = margin;
+      worst = t;
+    }
+  }
+  return {fmt::format(
+              "mean f-f* <= coded bound, every t: {} ({} runs; t={})", label, repetitions, worst),
+          p["bound"][worst].get<double>(),
+          m.mean[worst],
+          4.0 * m.se[worst],
+          pass};
+}
+
+void coded_bound_rows(bool quick, std::vector<CheckRow>& rows) {
+  const int repetitions = quick ? 20 : 40;
+  nlohmann::json frc = convergence_config(600, 20, 1.0, 60, 60);
+  frc["code"] = {{"kind", "frc"}, {"d", 2}};
+  frc["stopping"] = {{"rule", "first_r"}, {"r", 30}};
+  for (const char* rescale : {"none", "expected", "empirical"}) {
+    frc["rescale"] = rescale;
+    rows.push_back(
+        coded_bound_row(fmt::format("LS l2=1 FRC first_r 30/60 {}", rescale), frc, repetitions));
+  }
+  nlohmann::json approx = convergence_config(400, 10, 1.0, 20, 40);
+  approx["stopping"] = {{"rule", "first_r"}, {"r", 14}};
+  approx["code"] = {{"kind", "bgc"}, {"d", 3}, {"decoder", "optimal"}};
+  rows.push_back(coded_bound_row("LS l2=1 BGC optimal 14/20", approx, repetitions));
+  approx["code"] = {{"kind", "sgc"}, {"d", 3}, {"decoder", "one_step"}};
+  rows.push_back(coded_bound_row("LS l2=1 SGC one_step 14/20", approx, repetitions));
+}
+
+/// The exact least-squares curve against the mean of repeated runs: the t of largest |z|.
+void exact_curve_rows(bool quick, std::vector<CheckRow>& rows, const std::filesystem::path& out) {
+  const int repetitions = quick ? 100 : 200;
+  nlohmann::json config = convergence_config(400, 20, 0.1, 20, 40);
+  config["code"] = {{"kind", "frc"}, {"d", 2}};
+  config["stopping"] = {{"rule", "first_r"}, {"r", 10}};
+  std::string csv = "optimizer,iteration,measured_mean,measured_se,exact,bound\n";
+  for (const char* optimizer : {"gd", "nesterov"}) {
+    config["optimizer"]["kind"] = optimizer;
+    const RunPlan plan = plan_run(config, "check", ".");
+    const nlohmann::json p = predictions(plan);
+    const MeasuredGap m = measure_gap(plan, repetitions, 23, p["f_star"].get<double>());
+    std::size_t worst = 1;
+    double worst_z = -1.0;
+    bool pass = true;
+    for (std::size_t t = 0; t < m.mean.size(); ++t) {
+      const double exact = p["exact_curve"][t].get<double>();
+      const double diff = std::abs(m.mean[t] - exact);
+      pass = pass && diff <= 4.0 * m.se[t] + 1e-12 * exact;
+      if (t > 0 && diff / m.se[t] > worst_z) {
+        worst_z = diff / m.se[t];
+        worst = t;
+      }
+      csv += fmt::format(
+          "{},{},{},{},{},{}\n",
+          optimizer,
+          t,
+          m.mean[t],
+          m.se[t],
+          exact,
+          p["bound"].is_array() ? fmt::format("{}", p["bound"][t].get<double>()) : std::string());
+    }
+    rows.push_back({fmt::format("exact LS curve = mean f-f*, every t: {} m=400 p=20 FRC 10/20 "
+                                "l2=0.1 ({} runs; t={})",
+                                optimizer,
+                                repetitions,
+                                worst),
+                    p["exact_curve"][worst].get<double>(),
+                    m.mean[worst],
+                    4.0 * m.se[worst],
+                    pass});
+  }
+  if (!out.empty()) {
+    write_file_atomically(out / "exact_curve.csv", csv);
+  }
+}
+
+/// `theory`'s simulated iteration time under stragglers "finish" (delay-only fast path) against
+/// the event engine of a training run's cluster, different seeds.
+void policy_rows(bool quick, std::vector<CheckRow>& rows) {
+  nlohmann::json config = convergence_config(400, 10, 1.0, 20, 40);
+  config["code"] = {{"kind", "frc"}, {"d", 2}};
+  config["stopping"] = {{"rule", "first_r"}, {"r", 10}};
+  config["stragglers"] = "finish";
+  const RunPlan plan = plan_run(config, "check", ".");
+  const nlohmann::json p = predictions(plan);
+  sim::SimulatedCluster cluster(plan.make_delays(), plan.scheme.rule, plan.stragglers, 99);
+  Mean measured;
+  const std::uint64_t iterations = quick ? 5000 : 20000;
+  for (std::uint64_t t = 0; t < iterations; ++t) {
+    measured.add(cluster.next_iteration().iteration_time);
+  }
+  const double se_theory = p["iteration_time_se"].get<double>();
+  const double se = std::hypot(se_theory, measured.se());
+  rows.push_back(
+      {"stragglers finish: theory's simulated E[iteration time] = event engine",
+       p["expected_iteration_time"].get<double>(),
+       measured.mean,
+       4.0 * se,
+       std::abs(measured.mean - p["expected_iteration_time"].get<double>()) <= 4.0 * se});
+}
+
 int command_check(bool quick, const std::string& out_dir) {
   std::filesystem::path out;
   if (!out_dir.empty()) {
@@ -511,6 +650,9 @@ int command_check(bool quick, const std::string& out_dir) {
   estimator_rows(quick, rows);
   bound_rows(quick, rows, out);
   floor_rows(quick, rows);
+  coded_bound_rows(quick, rows);
+  exact_curve_rows(quick, rows, out);
+  policy_rows(quick, rows);
   int failed = 0;
   std::string csv = "claim,theory,simulation,tolerance,result\n";
   std::cout << fmt::format(

@@ -82,5 +82,14 @@ done
 
 echo "== figures"
 "$python" "$root/plots/plot_paper.py" --sweeps "$sweeps" --out "$out"
+# Theory against measurement (docs/convergence.md): least squares, GD and Nesterov.
+reps=$([ "$quick" = 1 ] && echo 40 || echo 200)
+example="$root/experiments/examples/theory_least_squares.json"
+sed 's/"kind": "gd"/"kind": "nesterov"/' "$example" > "$sweeps/theory_nesterov.json"
+"$bin" theory "$example" --measure "$reps" --csv "$sweeps/theory_gd.csv" > /dev/null
+"$bin" theory "$sweeps/theory_nesterov.json" --measure "$reps" --csv "$sweeps/theory_nesterov.csv" > /dev/null
+"$python" "$root/plots/plot_theory_vs_measured.py" --out "$out/theory_vs_measured.png" \
+  --title "least squares m=400 p=20, FRC d=2 r=10 of 20, l2=0.1 ($reps runs)" \
+  "GD=$sweeps/theory_gd.csv" "Nesterov=$sweeps/theory_nesterov.csv"
 end=$(date +%s)
 echo "make_figures: $(( end - start )) s ($([ "$quick" = 1 ] && echo quick || echo full)); figures in $out"

@@ -123,12 +123,17 @@ RunOutcome run_delay_only(const RunPlan& plan, std::string& trace, const StopHoo
   return outcome;
 }
 
+/// A trace cell that is empty where the run has no value (gradient errors of Nesterov, row 0).
+std::string optional_cell(const std::optional<double>& v) {
+  return v ? fmt::format("{}", *v) : std::string();
+}
+
 RunOutcome run_training(const RunPlan& plan, std::string& trace, const StopHook& should_stop) {
   const bool has_test = plan.test_objective != nullptr;
   const bool drain = plan.stragglers == sim::StragglerPolicy::kDrain;
   trace =
-      "iteration,time,iteration_time,loss,grad_norm,estimate_error,workers_heard,"
-      "partitions_covered";
+      "iteration,time,iteration_time,loss,grad_norm,decoding_error,gradient_error,"
+      "gradient_error_relative,workers_heard,partitions_covered";
   if (has_test) {
     trace += ",test_loss,test_metric";
   }
@@ -180,13 +185,15 @@ RunOutcome run_training(const RunPlan& plan, std::string& trace, const StopHook&
       throw RunInterrupted();
     }
     fmt::format_to(std::back_inserter(buffer),
-                   "{},{},{},{},{},{},{},{}",
+                   "{},{},{},{},{},{},{},{},{},{}",
                    row.iteration,
                    row.time,
                    row.iteration_time,
                    row.loss,
                    row.grad_norm,
-                   row.estimate_error,
+                   row.decoding_error,
+                   optional_cell(row.gradient_error),
+                   optional_cell(row.gradient_error_relative),
                    row.workers_heard,
                    row.partitions_covered);
     if (has_test) {
@@ -212,7 +219,7 @@ RunOutcome run_training(const RunPlan& plan, std::string& trace, const StopHook&
     buffer.push_back('\n');
     if (row.iteration > 0) {
       times.add(row.iteration_time);
-      error_sum += row.estimate_error;
+      error_sum += row.decoding_error;
       heard_sum += row.workers_heard;
     }
     best = std::min(best, row.loss);
@@ -251,7 +258,7 @@ RunOutcome run_training(const RunPlan& plan, std::string& trace, const StopHook&
   s["best_loss"] = best;
   s["final_grad_norm"] = last.grad_norm;
   if (times.n > 0) {
-    s["mean_estimate_error"] = error_sum / static_cast<double>(times.n);
+    s["mean_decoding_error"] = error_sum / static_cast<double>(times.n);
     s["mean_workers_heard"] = heard_sum / static_cast<double>(times.n);
   }
   if (has_test && last.test_metric) {

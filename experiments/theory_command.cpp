@@ -6,8 +6,10 @@
 #include <memory>
 
 #include "experiments/commands.h"
+#include "experiments/config/convergence_predictions.h"
 #include "experiments/config/run_plan.h"
 #include "experiments/entry_points.h"
+#include "experiments/run_output.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -18,9 +20,68 @@ void print_value(const nlohmann::json& j, const char* key, const char* label) {
   }
 }
 
-int command_theory(const std::string& config, bool json) {
+/// The bound (or why there is none), whether it is vacuous, and the exact least-squares curve.
+void print_convergence(const nlohmann::json& p) {
+  if (p.contains("bound") && p["bound"].is_array()) {
+    std::cout << fmt::format("{:<34} {:.6g}{}\n",
+                             "bound on E[f(x_T) - f*] at T",
+                             p["bound"].back().get<double>(),
+                             p["bound_vacuous"].get<bool>()
+                                 ? "  (vacuous: the floor is >= f(x0) - f*)"
+                                 : "  (not vacuous)");
+  } else if (p.contains("bound_problem")) {
+    std::cout << fmt::format(
+        "{:<34} null: {}\n", "bound on E[f(x_T) - f*]", p["bound_problem"].get<std::string>());
+  }
+  if (p.contains("exact_curve") && p["exact_curve"].is_array()) {
+    std::cout << fmt::format(
+        "{:<34} {:.6g}\n", "exact E[f(x_T) - f*] at T", p["exact_curve"].back().get<double>());
+  } else if (p.contains("exact_curve_problem")) {
+    std::cout << fmt::format(
+        "{:<34} null: {}\n", "exact E[f(x_T) - f*]", p["exact_curve_problem"].get<std::string>());
+  }
+}
+
+/// `--measure N`: the mean gap of N simulated runs next to the exact curve and the bound, per t.
+void measure(const RunPlan& plan, int repetitions, const std::string& csv, nlohmann::json& p) {
+  if (plan.delay_only() || !p.contains("f_star")) {
+    return;
+  }
+  const MeasuredGap m = measure_gap(plan, repetitions, plan.seed, p["f_star"].get<double>());
+  p["measured_gap"] = m.mean;
+  p["measured_gap_se"] = m.se;
+  p["measured_repetitions"] = repetitions;
+  if (csv.empty()) {
+    return;
+  }
+  auto cell = [&](const char* key, std::size_t t) {
+    return p.contains(key) && p[key].is_array() ? fmt::format("{}", p[key][t].get<double>())
+                                                : std::string();
+  };
+  std::string text = "iteration,measured_mean,measured_se,exact,bound\n";
+  for (std::size_t t = 0; t < m.mean.size(); ++t) {
+    text += fmt::format(
+        "{},{},{},{},{}\n", t, m.mean[t], m.se[t], cell("exact_curve", t), cell("bound", t));
+  }
+  write_file_atomically(csv, text);
+}
+
+void print_measured(const nlohmann::json& p) {
+  if (p.contains("measured_gap")) {
+    std::cout << fmt::format("{:<34} {:.6g} +- {:.3g} (s.e., {} runs)\n",
+                             "measured mean f(x_T) - f* at T",
+                             p["measured_gap"].back().get<double>(),
+                             p["measured_gap_se"].back().get<double>(),
+                             p["measured_repetitions"].get<int>());
+  }
+}
+
+int command_theory(const std::string& config, bool json, int repetitions, const std::string& csv) {
   const RunPlan plan = plan_run_file(config);
-  const nlohmann::json p = theory_report(plan);
+  nlohmann::json p = theory_report(plan);
+  if (repetitions > 0) {
+    measure(plan, repetitions, csv, p);
+  }
   if (json) {
     std::cout << p.dump(2) << '\n';
     return 0;
@@ -32,6 +93,8 @@ int command_theory(const std::string& config, bool json) {
                            plan.scheme.rule->name());
   if (p.contains("iteration_time_problem")) {
     std::cout << p["iteration_time_problem"].get<std::string>() << '\n';
+    print_convergence(p);
+    print_measured(p);
     return 0;
   }
   std::cout << fmt::format("{:<34} {}\n", "method", p["method"].get<std::string>());
@@ -42,17 +105,31 @@ int command_theory(const std::string& config, bool json) {
   print_value(p, "smoothness", "smoothness beta");
   print_value(p, "pl_constant", "PL constant mu");
   print_value(p, "f_star", "f*");
-  print_value(p, "zeta_squared", "zeta^2");
-  print_value(p, "contraction", "contraction 1 - mu*gamma*(1-q)");
+  print_value(p, "zeta_star_squared", "zeta^2 at x* (sum_g |grad F_g|^2)");
+  print_value(p, "group_smoothness_squared", "L^2 = sum_g beta_g^2");
+  print_value(p, "initial_gap", "f(x0) - f*");
+  print_value(p, "mean_coefficient", "mean coefficient c = E[alpha_g]");
+  print_value(p, "minimiser_shift", "shift of the biased minimiser");
+  print_value(p, "contraction", "contraction rho");
   print_value(p, "noise_floor", "noise floor of E[f - f*]");
-  if (p.contains("bound")) {
-    std::cout << fmt::format(
-        "{:<34} {:.6g}\n", "bound on E[f(x_T) - f*] at T", p["bound"].back().get<double>());
-  }
+  print_convergence(p);
+  print_measured(p);
   print_value(p, "iterations_to_target", "iterations to target loss");
   print_value(p, "time_to_target", "time to target loss (s)");
+  if (p.contains("policy_note")) {
+    std::cout << p["policy_note"].get<std::string>() << '\n';
+    print_value(p, "iteration_time_se", "iteration time standard error (s)");
+  }
   if (p.contains("convergence_problem")) {
     std::cout << "convergence: " << p["convergence_problem"].get<std::string>() << '\n';
+  }
+  if (p.contains("speedup_at_config_n")) {
+    const auto& row = p["speedup_at_config_n"];
+    std::cout << fmt::format("{:<34} {:.4f} vs uncoded, {:.4f} vs exact FRC (n = {})\n",
+                             "speedup at this config's n",
+                             row["speedup_vs_uncoded"].get<double>(),
+                             row["speedup_vs_frc"].get<double>(),
+                             row["workers"].get<int>());
   }
   if (p.contains("speedup_vs_n")) {
     std::cout << fmt::format("\n{:>8} {:>6} {:>10} {:>10} {:>12} {:>10} {:>10}\n",
@@ -82,10 +159,20 @@ int command_theory(const std::string& config, bool json) {
 Subcommand add_theory_command(CLI::App& app) {
   auto config = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
+  auto repetitions = std::make_shared<int>(0);
+  auto csv = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("theory", "predictions for a config: iteration time, q, PL bound");
   cmd->add_option("config", *config, "config file (JSON)")->required();
   cmd->add_flag("--json", *json, "print JSON");
-  return {cmd, [config, json] { return command_theory(*config, *json); }};
+  cmd->add_option("--measure", *repetitions, "also simulate N runs (fixed data, delay seeds vary)")
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--csv",
+                  *csv,
+                  "with --measure: write iteration,measured_mean,measured_se,"
+                  "exact,bound here");
+  return {cmd, [config, json, repetitions, csv] {
+            return command_theory(*config, *json, *repetitions, *csv);
+          }};
 }
 
 }  // namespace stragglersim::experiments

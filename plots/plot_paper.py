@@ -47,7 +47,8 @@ def read_trace(path):
     """Columns of a trace.csv as lists of floats."""
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
-    return {key: [float(r[key]) for r in rows] for key in rows[0]}
+    # Empty cells (gradient_error of row 0 and of Nesterov runs) read as NaN.
+    return {key: [float(r[key]) if r[key] != "" else math.nan for r in rows] for key in rows[0]}
 
 
 def number(text):

@@ -6,6 +6,7 @@ Reads stragglersim trace.csv files (DESIGN.md §4); writes one PNG with two pane
 """
 import argparse
 import csv
+import math
 import sys
 
 import matplotlib
@@ -20,7 +21,8 @@ def read_trace(path):
         rows = list(csv.DictReader(f))
     if not rows:
         raise SystemExit(f"error: {path}: empty trace")
-    return {key: [float(r[key]) for r in rows] for key in rows[0]}
+    # Empty cells (gradient_error of row 0 and of Nesterov runs) read as NaN.
+    return {key: [float(r[key]) if r[key] != "" else math.nan for r in rows] for key in rows[0]}
 
 
 def plot(series, title=None):

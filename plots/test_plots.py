@@ -7,12 +7,13 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot_check  # noqa: E402
 import test_plot_paper  # noqa: E402
+import plot_theory_vs_measured  # noqa: E402
 import plot_traces  # noqa: E402
 
-CSV = """iteration,time,iteration_time,loss,grad_norm,estimate_error,workers_heard,partitions_covered
-0,0,0,0.6931471805599453,0.5,0,0,0
-1,3.25,3.25,0.5,0.25,2,15,28
-2,5.5,2.25,0.4,0.125,4,15,26
+CSV = """iteration,time,iteration_time,loss,grad_norm,decoding_error,gradient_error,gradient_error_relative,workers_heard,partitions_covered
+0,0,0,0.6931471805599453,0.5,0,,,0,0
+1,3.25,3.25,0.5,0.25,2,0.3,0.6,15,28
+2,5.5,2.25,0.4,0.125,4,0.2,0.8,15,26
 """
 
 
@@ -36,6 +37,27 @@ def check_speedup_figure():
         assert "workers" in ax.get_xlabel()
 
 
+THEORY = """iteration,measured_mean,measured_se,exact,bound
+0,0.5,0,0.5,0.5
+1,0.1,0.01,0.11,0.4
+2,0.05,0.005,0.052,
+"""
+
+
+def check_theory_figure():
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "curves.csv")
+        with open(path, "w") as f:
+            f.write(THEORY)
+        fig = plot_theory_vs_measured.plot([("ls", plot_theory_vs_measured.read_curves(path))])
+        (ax,) = fig.axes
+        measured, exact, bound = ax.get_lines()
+        assert list(measured.get_ydata()) == [0.5, 0.1, 0.05]
+        assert list(exact.get_ydata()) == [0.5, 0.11, 0.052]
+        assert list(bound.get_ydata())[:2] == [0.5, 0.4]
+        assert ax.get_yscale() == "log"
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "trace.csv")
@@ -55,6 +77,7 @@ def main():
         assert plot_traces.main(["--out", out, f"s={path}"]) == 0
         assert os.path.getsize(out) > 1000
     check_speedup_figure()
+    check_theory_figure()
     test_plot_paper.check_paper_figures()
     print("plots: figure data matches its CSV (ok)")
 

@@ -62,6 +62,13 @@ void train(const models::Objective& objective,
     const Eigen::MatrixXd* hint = optimizer.queries_iterate() ? &partition_gradients : nullptr;
     BackendIteration it = backend.iterate(t, y, hint);
     it.estimate.noalias() += objective.l2() * y;
+    // For GD the query point is x_{t−1}, whose full gradient the last row already computed.
+    std::optional<double> gradient_error;
+    std::optional<double> gradient_norm;
+    if (optimizer.queries_iterate()) {
+      gradient_error = (it.estimate - full_gradient).norm();
+      gradient_norm = full_gradient.norm();
+    }
     optimizer.step(it.estimate);
     time += it.iteration_time;
     wall += it.wall_time;
@@ -72,7 +79,11 @@ void train(const models::Objective& objective,
     row.iteration_time = it.iteration_time;
     row.wall_time = wall;
     row.real_seconds = real;
-    row.estimate_error = it.decoding.error;
+    row.decoding_error = it.decoding.error;
+    row.gradient_error = gradient_error;
+    if (gradient_error && *gradient_norm > 0.0) {
+      row.gradient_error_relative = *gradient_error / *gradient_norm;
+    }
     row.workers_heard = static_cast<int>(it.heard.size());
     row.partitions_covered = it.decoding.partitions_covered;
     record(row);

@@ -23,7 +23,11 @@ struct TraceRow {
   double real_seconds = 0.0;    ///< measured seconds (real backends)
   double loss = 0.0;            ///< f(x_t), regulariser included
   double grad_norm = 0.0;       ///< ‖∇f(x_t)‖
-  double estimate_error = 0.0;  ///< ‖α − 1‖² of this iteration's decode
+  double decoding_error = 0.0;  ///< ‖α − 1‖² of this iteration's decode (α after rescaling)
+  /// ‖ĝ − ∇f(y)‖ of this iteration's estimate ĝ (decoded, rescaled, λ₂y added) at the query point
+  /// y; only where the run already has ∇f(y): gradient descent (y = x_{t−1}), rows t ≥ 1.
+  std::optional<double> gradient_error;
+  std::optional<double> gradient_error_relative;  ///< gradient_error / ‖∇f(y)‖ (‖∇f(y)‖ > 0)
   int workers_heard = 0;
   int partitions_covered = 0;
   std::optional<double> test_loss;    ///< (1/m_test) Σ ℓ on the test set, no regulariser

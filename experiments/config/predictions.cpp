@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "codes/fractional_repetition_code.h"
+#include "experiments/config/convergence_predictions.h"
 #include "models/optimum.h"
 #include "sim/stopping_rule.h"
 #include "sim/theory/convergence_theory.h"
@@ -95,8 +97,49 @@ std::optional<ConvergenceInputs> convergence_inputs(const RunPlan& plan, std::st
 
 namespace {
 
+/// Iterations of the delay-only simulation behind finish/drain predictions.
+constexpr std::uint64_t kPolicyDraws = 20000;
+
 nlohmann::json number_or_null(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
+
+/// The closed forms assume every worker starts each iteration afresh (cancel): under finish and
+/// drain the iteration time is simulated (`theory`) or left out (summary.json).
+void add_policy_prediction(const RunPlan& plan, bool convergence, nlohmann::json& out) {
+  if (plan.stragglers == sim::StragglerPolicy::kCancel) {
+    return;
+  }
+  out["policy_note"] =
+      "stragglers finish/drain: the closed forms assume cancel; the iteration time is simulated";
+  if (convergence) {
+    out.update(simulated_iteration_time(plan, kPolicyDraws));
+  } else {
+    out["expected_iteration_time"] = nullptr;
+    out["iteration_time_sd"] = nullptr;
+    out["method"] = "none (run `theory` for a simulated prediction)";
+  }
+}
+
+/// iterations_to_target / time_to_target: the first t within the horizon whose bound reaches
+/// the target.
+void add_target(const RunPlan& plan, nlohmann::json& out) {
+  if (!plan.target_loss || !out["bound"].is_array()) {
+    return;
+  }
+  const double epsilon = *plan.target_loss - out["f_star"].get<double>();
+  nlohmann::json its;
+  for (std::size_t t = 0; t < out["bound"].size() && epsilon > 0.0; ++t) {
+    if (out["bound"][t].get<double>() <= epsilon) {
+      its = t;
+      break;
+    }
+  }
+  out["iterations_to_target"] = its;
+  out["time_to_target"] =
+      its.is_null() || out["expected_iteration_time"].is_null()
+          ? nlohmann::json()
+          : nlohmann::json(its.get<double>() * out["expected_iteration_time"].get<double>());
 }
 
 }  // namespace
@@ -107,6 +150,9 @@ nlohmann::json predictions(const RunPlan& plan, bool convergence) {
   const auto scheme = describe_scheme(plan, &why);
   if (!scheme) {
     out["iteration_time_problem"] = why;
+    if (convergence && !plan.delay_only()) {
+      out.update(convergence_predictions(plan, nullptr, nullptr));
+    }
     return out;
   }
   const auto delays = plan.make_delays();
@@ -116,6 +162,7 @@ nlohmann::json predictions(const RunPlan& plan, bool convergence) {
   out["group_erasure_probability"] = number_or_null(p.q);
   out["q2"] = number_or_null(p.q2);
   out["method"] = p.method;
+  add_policy_prediction(plan, convergence, out);
 
   if (!convergence) {
     return out;
@@ -125,10 +172,12 @@ nlohmann::json predictions(const RunPlan& plan, bool convergence) {
     if (const auto* base = dynamic_cast<const sim::ShiftedExponentialDelay*>(delays.get())) {
       std::vector<int> ns;
       for (int n = 8; n <= 65536; n *= 2) {
-        if (n % scheme->d == 0) {
+        if (n % scheme->d == 0 && n != scheme->workers) {
           ns.push_back(n);
         }
       }
+      // The config's own n is always in the table.
+      ns.insert(std::upper_bound(ns.begin(), ns.end(), scheme->workers), scheme->workers);
       const double fraction = static_cast<double>(scheme->r) / scheme->workers;
       const auto points = sim::predicted_speedup(
           ns, {scheme->d, fraction}, base->shift(), base->rate(), base->tail());
@@ -143,49 +192,19 @@ nlohmann::json predictions(const RunPlan& plan, bool convergence) {
                         {"speedup_vs_frc", pt.speedup_vs_frc}});
       }
       out["speedup_vs_n"] = rows;
+      for (const auto& row : rows) {
+        if (row["workers"] == scheme->workers) {
+          out["speedup_at_config_n"] = row;
+        }
+      }
     }
   }
 
   if (plan.delay_only()) {
     return out;
   }
-  const auto in = convergence_inputs(plan, &why);
-  if (!in) {
-    out["convergence_problem"] = why;
-    return out;
-  }
-  out["smoothness"] = in->smoothness;
-  out["pl_constant"] = in->pl_constant;
-  out["f_star"] = in->f_star;
-  out["f_star_method"] = in->optimum_method;
-  out["zeta_squared"] = in->zeta_squared;
-  out["step"] = plan.step;
-  if (plan.step > 1.0 / in->smoothness * (1.0 + 1e-12) || std::isnan(p.q)) {
-    out["convergence_problem"] =
-        std::isnan(p.q) ? "the scheme has no group-erasure probability"
-                        : fmt::format("the bound needs step <= 1/beta = {:.6g}; got {:.6g}",
-                                      1.0 / in->smoothness,
-                                      plan.step);
-    return out;
-  }
-  sim::PlBoundParameters b;
-  b.smoothness = in->smoothness;
-  b.pl_constant = std::min(in->pl_constant, in->smoothness);
-  b.step = std::min(plan.step, 1.0 / in->smoothness);
-  b.zeta_squared = in->zeta_squared;
-  b.initial_gap = std::max(0.0, in->initial_gap);
-  b.q = p.q;
-  b.q2 = std::min(p.q2, p.q);
-  out["contraction"] = sim::pl_contraction(b);
-  out["noise_floor"] = sim::pl_noise_floor(b);
-  out["bound"] = sim::pl_bound(b, static_cast<int>(plan.iterations));
-  if (plan.target_loss) {
-    const double epsilon = *plan.target_loss - in->f_star;
-    const auto its = epsilon > 0 ? sim::iterations_to_suboptimality(b, epsilon) : std::nullopt;
-    out["iterations_to_target"] = its ? nlohmann::json(*its) : nlohmann::json();
-    out["time_to_target"] =
-        its ? nlohmann::json(static_cast<double>(*its) * p.mean) : nlohmann::json();
-  }
+  out.update(convergence_predictions(plan, &*scheme, &p));
+  add_target(plan, out);
   return out;
 }
 

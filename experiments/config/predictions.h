@@ -30,15 +30,18 @@ struct ConvergenceInputs {
 };
 
 /// β, μ, f* and ζ² of a plan with data; nullopt (with `why`) when μ is unknown (logistic without
-/// λ₂).
+/// λ₂). ζ² here is the largest value along the exact-gradient path, a surrogate that the
+/// printed bound no longer uses (convergence_predictions.h derives its own constants).
 std::optional<ConvergenceInputs> convergence_inputs(const RunPlan& plan, std::string* why);
 
 /// The predictions as JSON: expected_iteration_time, iteration_time_sd,
-/// group_erasure_probability, q2, method; and with data: smoothness, pl_constant, f_star,
-/// zeta_squared, contraction, noise_floor, bound (per iteration), iterations_to_target,
-/// time_to_target; and speedup_vs_n for FRC schemes.
-/// `convergence` false skips the PL part (which solves for f*) and the speedup table: what every
-/// summary.json records under "theory".
+/// group_erasure_probability, q2, method (for stragglers finish/drain: simulated on the
+/// delay-only path, with iteration_time_se and policy_note); with data the keys of
+/// convergence_predictions (the coded bound or null with bound_problem, the exact least-squares
+/// curve, docs/convergence.md), iterations_to_target, time_to_target; and for FRC first_r schemes
+/// speedup_vs_n (powers of two and the config's own n) and speedup_at_config_n.
+/// `convergence` false skips the convergence part (which solves for f*), the speedup table and
+/// the finish/drain simulation: what every summary.json records under "theory".
 nlohmann::json predictions(const RunPlan& plan, bool convergence = true);
 
 }  // namespace stragglersim::experiments

@@ -24,11 +24,13 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "experiments/config/config_error.h"
@@ -152,6 +154,12 @@ std::vector<std::string> split_fields(const std::string& line) {
 
 template <typename T>
 T parse_number(const std::string& text, const std::string& path) {
+  // An empty cell is a value the run does not have (e.g. the gradient error of row 0): NaN.
+  if constexpr (std::is_floating_point_v<T>) {
+    if (text.empty()) {
+      return std::numeric_limits<T>::quiet_NaN();
+    }
+  }
   T value{};
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);

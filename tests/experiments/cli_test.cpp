@@ -56,7 +56,8 @@ TEST_CASE("cli: run writes trace.csv and summary.json", "[experiments][cli]") {
       run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir);
   REQUIRE(r.status == 0);
   const std::string trace = slurp(dir / "out" / "trace.csv");
-  CHECK(trace.rfind("iteration,time,iteration_time,loss,grad_norm,estimate_error,workers_heard,"
+  CHECK(trace.rfind("iteration,time,iteration_time,loss,grad_norm,decoding_error,gradient_error,"
+                    "gradient_error_relative,workers_heard,"
                     "partitions_covered,test_loss,test_metric\n0,0,0,",
                     0) == 0);
   CHECK(std::count(trace.begin(), trace.end(), '\n') == 32);

@@ -86,10 +86,12 @@ def read_csv_columns(path):
     with open(path, newline="", encoding="utf-8") as f:
         rows = list(csv.reader(f))
     header, body = rows[0], rows[1:]
-    return {
-        name: [(int if name in COUNT_COLUMNS else float)(row[c]) for row in body]
-        for c, name in enumerate(header)
-    }
+    def cell(name, text):
+        if name in COUNT_COLUMNS:
+            return int(text)
+        return float(text) if text else math.nan  # empty: a value the run does not have
+
+    return {name: [cell(name, row[c]) for row in body] for c, name in enumerate(header)}
 
 
 def assert_trace_equals_csv(trace, path):
@@ -98,7 +100,8 @@ def assert_trace_equals_csv(trace, path):
     for name, values in expected.items():
         column = trace[name]
         assert column.dtype == (np.int64 if name in COUNT_COLUMNS else np.float64), name
-        assert column.tolist() == values, name
+        # NaN marks an empty cell on both sides; every other value must be equal exactly.
+        assert np.array_equal(column, np.array(values, dtype=column.dtype), equal_nan=column.dtype == np.float64), name
 
 
 def cli_error(result, status=2):

@@ -386,7 +386,7 @@ TEST_CASE("threads: exact codes tolerate up to s faulty workers with the exact l
     REQUIRE(rows.size() == reference.size());
     for (std::size_t t = 0; t < rows.size(); ++t) {
       CHECK(relative(rows[t].loss, reference[t].loss) <= 1e-9);
-      CHECK(rows[t].estimate_error <= 1e-9);
+      CHECK(rows[t].decoding_error <= 1e-9);
     }
   }
 }

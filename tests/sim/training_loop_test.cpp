@@ -122,7 +122,7 @@ TEST_CASE("sim: uncoded GD on a LIBSVM file equals plain full-batch GD to 1e-10"
   bool some_time_differs = false;
   for (std::size_t t = 0; t < run.rows.size(); ++t) {
     CHECK(coded.rows[t].loss == Approx(run.rows[t].loss).epsilon(1e-13));
-    CHECK(coded.rows[t].estimate_error == 0.0);
+    CHECK(coded.rows[t].decoding_error == 0.0);
     some_time_differs = some_time_differs || coded.rows[t].time != run.rows[t].time;
   }
   CHECK(some_time_differs);
@@ -143,12 +143,44 @@ TEST_CASE("sim: ErasureHead trains with an inexact gradient and reports its erro
     const auto& row = run.rows[t];
     CHECK(row.workers_heard == 3);
     // Each erased group of two partitions adds 2 to ‖α − 1‖².
-    CHECK(row.estimate_error == Approx(static_cast<double>(n - row.partitions_covered)));
+    CHECK(row.decoding_error == Approx(static_cast<double>(n - row.partitions_covered)));
     CHECK(row.partitions_covered % 2 == 0);
-    erased += row.estimate_error;
+    erased += row.decoding_error;
   }
   CHECK(erased > 0.0);
   CHECK(run.rows.back().loss < 0.8 * run.rows.front().loss);
+}
+
+TEST_CASE("sim: the gradient error column is the error of the estimate the step used",
+          "[sim][training]") {
+  // Every row is (a = 1, b = 2), so every partition has the same gradient (1/m)·(x − 2)·rows:
+  // an estimate from c of k partitions is (c/k)∇F and, with λ₂ added exactly,
+  // ‖ĝ − ∇f‖ = (1 − c/k)‖∇F(x)‖ = (1 − c/k)·|x − 2| at the query point x = x_{t−1}.
+  const int n = 10;
+  auto data = std::make_shared<models::Dataset>(Eigen::MatrixXd::Ones(100, 1),
+                                                Eigen::VectorXd::Constant(100, 2.0));
+  std::shared_ptr<const models::LossModel> loss = models::make_least_squares_loss();
+  auto objective = std::make_shared<models::Objective>(data, loss, 0.5, n);
+  const auto code = std::make_shared<codes::UncodedCode>(n);
+  Scheme scheme{code, std::make_shared<FirstRStopping>(4), DecoderKind::kOptimal};
+  const Run run = train_scheme(objective, scheme, 0.5, 12, 3);
+  CHECK_FALSE(run.rows[0].gradient_error);
+  for (std::size_t t = 1; t < run.rows.size(); ++t) {
+    const auto& row = run.rows[t];
+    // f(x) = ½(x − 2)² + ¼x²: ∇F = x − 2, ∇f = 1.5x − 2 < 0 on the run (x rises from 0 towards
+    // 0.4·2/0.9 < 4/3), so the previous row's ‖∇f‖ gives x_{t−1} = (2 − ‖∇f‖)/1.5.
+    const double grad_f = run.rows[t - 1].grad_norm;
+    const double x_prev = (2.0 - grad_f) / 1.5;
+    REQUIRE(row.gradient_error);
+    REQUIRE(row.gradient_error_relative);
+    CHECK(row.partitions_covered == 4);
+    const double fraction = 1.0 - row.partitions_covered / static_cast<double>(n);
+    CHECK(*row.gradient_error == Approx(fraction * (2.0 - x_prev)).epsilon(1e-10));
+    CHECK(*row.gradient_error_relative == Approx(*row.gradient_error / grad_f).epsilon(1e-12));
+  }
+  // Nesterov does not compute ∇f at its query point: the column stays empty.
+  const Run nesterov = train_scheme(objective, scheme, 0.5, 3, 3, true);
+  CHECK_FALSE(nesterov.rows[2].gradient_error);
 }
 
 TEST_CASE("sim: Nesterov matches an independent accelerated loop", "[sim][training]") {

@@ -224,7 +224,8 @@ TEST_CASE("experiments: logistic traces carry test auc and least-squares traces 
   const RunPlan logistic = plan_run(logistic_config, "cfg.json", dir);
   const RunOutcome outcome = execute_run(logistic, dir / "logistic");
   CHECK(first_line(dir / "logistic" / "trace.csv") ==
-        "iteration,time,iteration_time,loss,grad_norm,estimate_error,workers_heard,"
+        "iteration,time,iteration_time,loss,grad_norm,decoding_error,gradient_error,gradient_error_"
+        "relative,workers_heard,"
         "partitions_covered,test_loss,test_metric,test_auc");
   CHECK(outcome.summary["final_test_auc"].get<double>() > 0.5);
   const auto rows = train_with_test(logistic);
@@ -241,7 +242,8 @@ TEST_CASE("experiments: logistic traces carry test auc and least-squares traces 
                                    dir);
   const RunOutcome squares_outcome = execute_run(squares, dir / "squares");
   CHECK(first_line(dir / "squares" / "trace.csv") ==
-        "iteration,time,iteration_time,loss,grad_norm,estimate_error,workers_heard,"
+        "iteration,time,iteration_time,loss,grad_norm,decoding_error,gradient_error,gradient_error_"
+        "relative,workers_heard,"
         "partitions_covered,test_loss,test_metric");
   CHECK_FALSE(squares_outcome.summary.contains("final_test_auc"));
   CHECK(squares_outcome.summary["test_metric"] == "mse");

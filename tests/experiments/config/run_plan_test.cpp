@@ -217,7 +217,7 @@ TEST_CASE("experiments: exact-coded traces equal the uncoded trace to 1e-8",
       bool times_differ = false;
       for (std::size_t t = 0; t < rows.size(); ++t) {
         CHECK(std::abs(rows[t].loss - uncoded[t].loss) <= 1e-8 * std::abs(uncoded[t].loss));
-        CHECK(rows[t].estimate_error < 1e-9);
+        CHECK(rows[t].decoding_error < 1e-9);
         times_differ = times_differ || rows[t].iteration_time != uncoded[t].iteration_time;
       }
       CHECK(times_differ);
@@ -242,7 +242,7 @@ TEST_CASE("experiments: approximate codes converge and carry their decoding erro
     const auto rows = train_plan(plan);
     double error = 0.0;
     for (std::size_t t = 1; t < rows.size(); ++t) {
-      error += rows[t].estimate_error;
+      error += rows[t].decoding_error;
     }
     CHECK(error > 0.0);
     CHECK(rows.back().loss < 0.7 * rows.front().loss);

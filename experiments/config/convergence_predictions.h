@@ -1,0 +1,38 @@
+#pragma once
+// The convergence side of `theory` (docs/convergence.md): the coded PL bound for every scheme the
+// runner accepts (or null with the reason), the exact expected-gap curve for least squares, and
+// a simulated iteration time for the finish and drain straggler policies.
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <vector>
+
+#include "experiments/config/run_plan.h"
+#include "sim/theory/iteration_time_theory.h"
+
+namespace stragglersim::experiments {
+
+/// Keys: bound (array or null), bound_problem, noise_floor, contraction, bound_vacuous,
+/// mean_coefficient, minimiser_shift, coefficient_moments {method, mean, variance, bias},
+/// exact_curve (array or null), exact_curve_problem; and smoothness, pl_constant, f_star,
+/// f_star_method, zeta_star_squared, group_smoothness_squared, initial_gap, step.
+/// `scheme` and `timing` are the plan's scheme description and prediction, when it has one.
+nlohmann::json convergence_predictions(const RunPlan& plan,
+                                       const sim::SchemeDescription* scheme,
+                                       const sim::IterationTimePrediction* timing);
+
+/// Monte Carlo iteration time of the plan's delay model, rule and straggler policy on the
+/// delay-only path: {method: "simulation", expected_iteration_time, iteration_time_se,
+/// iteration_time_sd, expected_wall_time, group_erasure_probability (erased fraction; null
+/// without groups), q2 (null), draws}.
+nlohmann::json simulated_iteration_time(const RunPlan& plan, std::uint64_t draws);
+
+/// Mean and standard error of f(x_t) − f* at each t over repeated simulated runs of the plan
+/// (fixed data and code; run i uses the delay seed derive_seed(seed, i)).
+struct MeasuredGap {
+  std::vector<double> mean;
+  std::vector<double> se;
+};
+MeasuredGap measure_gap(const RunPlan& plan, int repetitions, std::uint64_t seed, double f_star);
+
+}  // namespace stragglersim::experiments

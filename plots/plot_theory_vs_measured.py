@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Measured mean suboptimality against the exact least-squares curve and the coded PL bound
+(docs/convergence.md), from `stragglersim theory CONFIG --measure N --csv FILE`.
+
+usage: plot_theory_vs_measured.py FILE.csv [LABEL=FILE.csv ...] --out FIG.png [--title T]
+A bare FILE.csv is labelled by its name. Each file gives one panel; log vertical axis.
+"""
+import argparse
+import csv
+import math
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def number(text):
+    """A CSV cell as float (nan when empty: no exact curve or no bound)."""
+    return float(text) if text not in ("", None) else math.nan
+
+
+def read_curves(path):
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        raise SystemExit(f"error: {path}: no rows")
+    return {key: [number(r[key]) for r in rows] for key in rows[0]}
+
+
+def plot(series, title=None):
+    """series: list of (label, curves). Returns the figure (tests read its lines back)."""
+    fig, axes = plt.subplots(1, len(series), figsize=(5.6 * len(series), 4.2), squeeze=False)
+    for ax, (label, c) in zip(axes[0], series):
+        t = c["iteration"]
+        lo = [max(m - 4 * s, 1e-300) for m, s in zip(c["measured_mean"], c["measured_se"])]
+        hi = [m + 4 * s for m, s in zip(c["measured_mean"], c["measured_se"])]
+        ax.fill_between(t, lo, hi, color="C0", alpha=0.25, linewidth=0)
+        ax.plot(t, c["measured_mean"], "-", color="C0", label="measured mean (±4 s.e.)")
+        if not all(math.isnan(v) for v in c["exact"]):
+            ax.plot(t, c["exact"], "--", color="C1", label="exact E[f - f*] (least squares)")
+        if not all(math.isnan(v) for v in c["bound"]):
+            ax.plot(t, c["bound"], ":", color="C3", linewidth=2, label="coded PL bound")
+        ax.set_yscale("log")
+        ax.set_xlabel("iteration t")
+        ax.set_ylabel("f(x_t) - f*")
+        ax.set_title(label)
+        ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("curves", nargs="+", help="[LABEL=]file.csv")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--title")
+    args = parser.parse_args()
+    series = []
+    for item in args.curves:
+        label, _, path = item.rpartition("=")
+        series.append((label or os.path.basename(path), read_curves(path)))
+    plot(series, args.title).savefig(args.out, dpi=130)
+
+
+if __name__ == "__main__":
+    main()

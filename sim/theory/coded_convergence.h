@@ -1,0 +1,88 @@
+#pragma once
+// Convergence of gradient descent with a randomly weighted gradient estimate and an exact
+// regulariser (docs/convergence.md). The master steps with
+//   x⁺ = x − γ(ĝ + λ₂x),   ĝ = Σ_g α_g ∇F_g(x),
+// the α_g the group coefficients of one decode (a group is the d partitions of an FRC group, or
+// one partition), drawn afresh each iteration independently of x.
+//
+// Coefficient moments. For FRC or uncoded codes under first_r, deadline or first_r_or_decodable
+// with identical workers the groups are exchangeable, so the number N of groups covered carries
+// everything: P(g covered) = E[N]/K, P(g, h covered) = E[N(N − 1)]/(K(K − 1)); the rescale modes
+// multiply α by 1 (none), 1/(1 − q) (expected) or K/N (empirical).
+//
+// The bound (GD only). With f = F + (λ₂/2)‖x‖² β-smooth and μ-strongly convex on the iterates'
+// subspace, F_c = cF + (λ₂/2)‖x‖² for c = mean_g E[α_g], β_c = c(β − λ₂) + λ₂,
+// μ_c = c(μ − λ₂) + λ₂, and γβ_c ≤ 1:
+//   D_{t+1} ≤ ρ D_t + 2γκ ζ_c²,  ρ = 1 − γμ_c + 4γκL²/μ_c,  κ = (b² + β_cγv)/2,
+// D_t = E[F_c(x_t)] − min F_c, v = λ_max(Cov α), b² = Σ_g (E α_g − c)², L² = Σ_g β_g² (β_g the
+// smoothness of F_g), ζ_c² = (‖G(x*)‖_F + Lδ)² with G = [∇F_g], δ = |1 − c|λ₂‖x*‖/μ_c ≥ ‖x_c − x*‖.
+// Then E[f(x_t)] − f* ≤ D_t/c when δ = 0, and ≤ (β/2)(√(2D_t/μ_c) + δ)² always.
+// Where ζ² has a global supremum ζ_sup² (logistic: |ℓ'| ≤ 1) a second recursion
+//   D_{t+1} ≤ (1 − γμ_c) D_t + γκ ζ_sup²
+// also holds; the bound is the smaller of the two at each t.
+
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codes/gradient_code.h"
+
+namespace stragglersim::sim {
+
+/// Moments of the group coefficients α_g of one decode, equal for every group (exchangeable).
+struct CoefficientMoments {
+  int groups = 1;       ///< K
+  double mean = 1.0;    ///< E[α_g]
+  double second = 1.0;  ///< E[α_g²]
+  double cross = 1.0;   ///< E[α_g α_h], g ≠ h (unused when K = 1)
+};
+
+/// P(N = j), j = 0..K, for the number N of FRC groups (K groups of d workers) hit by a uniformly
+/// random r-subset of the n = Kd workers. Illegal: K < 1, d < 1, r outside [0, Kd].
+[[nodiscard]] std::vector<double> covered_groups_first_r(int groups, int d, int r);
+/// P(N = j) for independent groups each covered with probability 1 − q (deadline rules).
+[[nodiscard]] std::vector<double> covered_groups_independent(int groups, double q);
+
+/// Coefficient moments from the distribution of N (size K + 1, summing to 1). `expected_q` is the
+/// q the expected rescale divides by. Illegal: expected rescale with expected_q ≥ 1.
+[[nodiscard]] CoefficientMoments coefficient_moments(const std::vector<double>& covered,
+                                                     codes::Rescale rescale,
+                                                     double expected_q);
+
+/// λ_max of the K × K covariance of exchangeable coefficients: max(a − b, a + (K − 1)b) with
+/// a = Var α_g, b = Cov(α_g, α_h).
+[[nodiscard]] double covariance_top_eigenvalue(const CoefficientMoments& m);
+
+struct CodedBoundInputs {
+  double smoothness = 1.0;              ///< β of f
+  double pl_constant = 1.0;             ///< μ of f (strong convexity on the iterates' subspace)
+  double l2 = 0.0;                      ///< λ₂
+  double step = 1.0;                    ///< γ
+  double mean = 1.0;                    ///< c, the average E[α_g]
+  double bias = 0.0;                    ///< b² = Σ_g (E[α_g] − c)²
+  double variance = 0.0;                ///< v ≥ λ_max(Cov α)
+  double zeta_star_squared = 0;         ///< ‖G(x*)‖_F² = Σ_g ‖∇F_g(x*)‖²
+  double group_smoothness_squared = 0;  ///< L² = Σ_g β_g²
+  double x_star_norm = 0.0;             ///< ‖x*‖
+  double initial_gap = 0.0;             ///< f(x₀) − f*
+  double initial_data_gradient_squared = 0;  ///< ‖∇F(x₀)‖² (x₀ = 0)
+  /// sup_x Σ_g ‖∇F_g(x)‖² when one exists (losses with bounded ℓ'), else +∞.
+  double zeta_sup_squared = std::numeric_limits<double>::infinity();
+};
+
+struct CodedBound {
+  std::vector<double> bound;     ///< on E[f(x_t)] − f*, t = 0..iterations
+  double contraction = 0.0;      ///< ρ
+  double floor = 0.0;            ///< limit of the bound as t → ∞
+  double mean = 1.0;             ///< c
+  double minimiser_shift = 0.0;  ///< δ
+  bool vacuous = false;          ///< floor ≥ f(x₀) − f*
+};
+
+/// The bound above; nullopt with `why` when it does not apply (c ≤ 0, γβ_c > 1, ρ ≥ 1).
+[[nodiscard]] std::optional<CodedBound> coded_pl_bound(const CodedBoundInputs& in,
+                                                       int iterations,
+                                                       std::string* why);
+
+}  // namespace stragglersim::sim
