@@ -26,6 +26,9 @@ class BernoulliGradientCode final : public GradientCode {
   BernoulliGradientCode(int workers, int partitions, double d, std::uint64_t seed);
   [[nodiscard]] std::string name() const override { return "bgc"; }
   [[nodiscard]] int stragglers_tolerated() const override { return 0; }
+  [[nodiscard]] CodeStructure structure() const override {
+    return {CodeLayout::kIrregular, 0, 0, 0, DecoderFamily::kLinearAlgebra, true};
+  }
   /// Expected replication of a partition (= expected normalised load of a worker).
   [[nodiscard]] double replication() const { return d_; }
   [[nodiscard]] Decoding decode_one_step(std::span<const int> heard) const override;

@@ -31,6 +31,9 @@ class CyclicMdsCode final : public GradientCode {
   [[nodiscard]] std::string name() const override { return "cyclic_mds"; }
   /// σ (≥ the requested s, see the class comment).
   [[nodiscard]] int stragglers_tolerated() const override { return sigma_; }
+  [[nodiscard]] CodeStructure structure() const override {
+    return {CodeLayout::kCyclic, sigma_ + 1, 0, sigma_, DecoderFamily::kLinearAlgebra, false};
+  }
   /// The s asked for at construction.
   [[nodiscard]] int requested_stragglers() const { return requested_; }
   /// The coefficients g_0 … g_σ of the generator polynomial (row 0 of B, first σ + 1 entries).

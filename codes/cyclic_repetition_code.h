@@ -22,6 +22,9 @@ class CyclicRepetitionCode final : public GradientCode {
   CyclicRepetitionCode(int workers, int s, std::uint64_t seed);
   [[nodiscard]] std::string name() const override { return "crc"; }
   [[nodiscard]] int stragglers_tolerated() const override { return s_; }
+  [[nodiscard]] CodeStructure structure() const override {
+    return {CodeLayout::kCyclic, s_ + 1, 0, s_, DecoderFamily::kLinearAlgebra, false};
+  }
   /// Combinatorial: at least n − s distinct workers heard. decode_exact still verifies the
   /// residual and condition number numerically, and may refuse at large n.
   [[nodiscard]] bool decodable(std::span<const int> heard) const override;

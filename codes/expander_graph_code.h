@@ -32,6 +32,9 @@ class ExpanderGraphCode final : public GradientCode {
   ExpanderGraphCode(int workers, int d, std::uint64_t seed);
   [[nodiscard]] std::string name() const override { return "expander"; }
   [[nodiscard]] int stragglers_tolerated() const override { return 0; }
+  [[nodiscard]] CodeStructure structure() const override {
+    return {CodeLayout::kIrregular, 0, 0, 0, DecoderFamily::kLinearAlgebra, true};
+  }
   [[nodiscard]] int degree() const { return d_; }
   /// The two partitions (graph vertices) held by `worker` (a graph edge), smaller first.
   [[nodiscard]] std::pair<int, int> edge(int worker) const;

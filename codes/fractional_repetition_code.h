@@ -15,6 +15,9 @@ class FractionalRepetitionCode final : public GradientCode {
   FractionalRepetitionCode(int workers, int d);
   [[nodiscard]] std::string name() const override { return "frc"; }
   [[nodiscard]] int stragglers_tolerated() const override { return d_ - 1; }
+  [[nodiscard]] CodeStructure structure() const override {
+    return {CodeLayout::kGroups, d_, workers() / d_, d_ - 1, DecoderFamily::kCombinatorial, false};
+  }
   [[nodiscard]] int replication() const { return d_; }
   [[nodiscard]] int groups() const { return workers() / d_; }
   [[nodiscard]] int group_of(int worker) const { return worker / d_; }

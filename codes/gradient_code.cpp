@@ -11,6 +11,12 @@
 
 namespace stragglersim::codes {
 
+CodeStructure GradientCode::structure() const {
+  CodeStructure s;
+  s.stragglers_tolerated = stragglers_tolerated();
+  return s;
+}
+
 GradientCode::GradientCode(Eigen::MatrixXd assignment)
     : GradientCode(std::move(assignment), EmptyPartitions::kForbidden) {}
 

@@ -32,6 +32,9 @@ class StochasticGradientCode final : public GradientCode {
                          std::optional<double> straggle_probability = std::nullopt);
   [[nodiscard]] std::string name() const override { return "sgc"; }
   [[nodiscard]] int stragglers_tolerated() const override { return 0; }
+  [[nodiscard]] CodeStructure structure() const override {
+    return {CodeLayout::kIrregular, 0, 0, 0, DecoderFamily::kLinearAlgebra, true};
+  }
   [[nodiscard]] int replication() const { return d_; }
   [[nodiscard]] std::optional<double> straggle_probability() const { return p_; }
   [[nodiscard]] Decoding decode_one_step(std::span<const int> heard) const override;

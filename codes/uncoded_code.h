@@ -12,6 +12,9 @@ class UncodedCode final : public GradientCode {
   explicit UncodedCode(int workers);
   [[nodiscard]] std::string name() const override { return "uncoded"; }
   [[nodiscard]] int stragglers_tolerated() const override { return 0; }
+  [[nodiscard]] CodeStructure structure() const override {
+    return {CodeLayout::kGroups, 1, workers(), 0, DecoderFamily::kCombinatorial, false};
+  }
   [[nodiscard]] bool decodable(std::span<const int> heard) const override;
   [[nodiscard]] Decoding decode_optimal(std::span<const int> heard) const override;
 };

@@ -12,10 +12,25 @@
 
 namespace stragglersim::sim {
 
+/// The built-in rule shapes (DESIGN.md §1): wait for all n, the r-th arrival, a deadline τ,
+/// exact decodability, or the earlier of the r-th arrival and decodability.
+enum class RuleKind { kAll, kFirstR, kDeadline, kDecodable, kFirstROrDecodable };
+
+/// What a rule is, for callers that reason about it without running it (the delay-only fast
+/// path, the theory module, the threaded backend's near-tie check, the default decoder).
+struct StoppingShape {
+  RuleKind kind = RuleKind::kAll;
+  int r = 0;              ///< kFirstR, kFirstROrDecodable: the arrival count
+  double deadline = 0.0;  ///< kDeadline: τ, seconds after the broadcast
+};
+
 class StoppingRule {
  public:
   virtual ~StoppingRule() = default;
   [[nodiscard]] virtual std::string name() const = 0;
+  /// The rule's shape; nullopt for a rule none of the shapes describes (callers then fall back
+  /// to running it event by event, and the theory has no prediction for it).
+  [[nodiscard]] virtual std::optional<StoppingShape> shape() const { return std::nullopt; }
   /// Seconds after the broadcast at which the master stops whatever has arrived; nullopt if none.
   [[nodiscard]] virtual std::optional<double> deadline() const { return std::nullopt; }
   /// Called after each arrival with every worker heard so far, in arrival order.
@@ -30,6 +45,9 @@ class AllStopping final : public StoppingRule {
  public:
   explicit AllStopping(int workers) : workers_(workers) {}
   [[nodiscard]] std::string name() const override { return "all"; }
+  [[nodiscard]] std::optional<StoppingShape> shape() const override {
+    return StoppingShape{RuleKind::kAll};
+  }
   [[nodiscard]] bool stop_after(std::span<const int> heard) const override;
   [[nodiscard]] int minimum_arrivals() const override { return workers_; }
   [[nodiscard]] int workers() const { return workers_; }
@@ -43,6 +61,9 @@ class FirstRStopping final : public StoppingRule {
  public:
   explicit FirstRStopping(int r) : r_(r) {}
   [[nodiscard]] std::string name() const override { return "first_r"; }
+  [[nodiscard]] std::optional<StoppingShape> shape() const override {
+    return StoppingShape{RuleKind::kFirstR, r_};
+  }
   [[nodiscard]] bool stop_after(std::span<const int> heard) const override;
   [[nodiscard]] int minimum_arrivals() const override { return r_; }
   [[nodiscard]] int r() const { return r_; }
@@ -56,6 +77,9 @@ class DeadlineStopping final : public StoppingRule {
  public:
   DeadlineStopping(double after, int workers) : after_(after), workers_(workers) {}
   [[nodiscard]] std::string name() const override { return "deadline"; }
+  [[nodiscard]] std::optional<StoppingShape> shape() const override {
+    return StoppingShape{RuleKind::kDeadline, 0, after_};
+  }
   [[nodiscard]] std::optional<double> deadline() const override { return after_; }
   [[nodiscard]] bool stop_after(std::span<const int> heard) const override;
   [[nodiscard]] int minimum_arrivals() const override { return workers_; }
@@ -72,6 +96,9 @@ class DecodableStopping final : public StoppingRule {
  public:
   explicit DecodableStopping(std::shared_ptr<const codes::GradientCode> code);
   [[nodiscard]] std::string name() const override { return "decodable"; }
+  [[nodiscard]] std::optional<StoppingShape> shape() const override {
+    return StoppingShape{RuleKind::kDecodable};
+  }
   [[nodiscard]] bool stop_after(std::span<const int> heard) const override;
   [[nodiscard]] int minimum_arrivals() const override { return minimum_; }
 
@@ -86,6 +113,9 @@ class FirstROrDecodableStopping final : public StoppingRule {
  public:
   FirstROrDecodableStopping(int r, std::shared_ptr<const codes::GradientCode> code);
   [[nodiscard]] std::string name() const override { return "first_r_or_decodable"; }
+  [[nodiscard]] std::optional<StoppingShape> shape() const override {
+    return StoppingShape{RuleKind::kFirstROrDecodable, r_};
+  }
   [[nodiscard]] bool stop_after(std::span<const int> heard) const override;
   [[nodiscard]] int minimum_arrivals() const override;
   [[nodiscard]] int r() const { return r_; }

@@ -6,7 +6,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "codes/fractional_repetition_code.h"
 #include "experiments/config/config_error.h"
 #include "experiments/config/data_source.h"
 #include "experiments/config/factories.h"
@@ -64,14 +63,16 @@ const Factory& pick(JsonReader& reader,
 /// Default decoder: exact when the rule waits for a decodable set (all, decodable, or first_r
 /// with r ≥ n − s for a code tolerating s stragglers), least squares otherwise.
 sim::DecoderKind default_decoder(const sim::StoppingRule& rule, const codes::GradientCode& code) {
-  const std::string name = rule.name();
-  if (name == "all" || name == "decodable") {
+  const std::optional<sim::StoppingShape> shape = rule.shape();
+  if (!shape) {
+    return sim::DecoderKind::kOptimal;
+  }
+  if (shape->kind == sim::RuleKind::kAll || shape->kind == sim::RuleKind::kDecodable) {
     return sim::DecoderKind::kExact;
   }
-  if (const auto* f = dynamic_cast<const sim::FirstRStopping*>(&rule)) {
-    if (code.stragglers_tolerated() > 0 && f->r() >= code.workers() - code.stragglers_tolerated()) {
-      return sim::DecoderKind::kExact;
-    }
+  const int s = code.structure().stragglers_tolerated;
+  if (shape->kind == sim::RuleKind::kFirstR && s > 0 && shape->r >= code.workers() - s) {
+    return sim::DecoderKind::kExact;
   }
   return sim::DecoderKind::kOptimal;
 }
@@ -242,7 +243,7 @@ RunPlan plan_run(const nlohmann::json& config,
     loss_reader.finish();
     root.merge("loss", loss_reader);
     const auto loss = make_loss();
-    if (loss->name() == "logistic") {
+    if (loss->traits().binary_labels) {
       require_binary_labels(data, root);
     }
     if (plan.partitions > data.train->rows()) {
