@@ -27,6 +27,15 @@ namespace stragglersim::codes {
 /// Illegal: workers < 1, s < 0, s ≥ workers − 1 when n − s is even, s ≥ workers otherwise.
 class CyclicMdsCode final : public GradientCode {
  public:
+  struct Options {
+    int workers = 1;
+    int partitions = 0;  ///< k; 0 means k = n, anything else must equal workers
+    int s = 0;           ///< requested stragglers tolerated
+    /// The first violated constraint: k = n, 0 ≤ s ≤ n − 1, s < n − 1 when n − s is even.
+    [[nodiscard]] Validation validate() const;
+  };
+  explicit CyclicMdsCode(const Options& options);
+  /// Shorthand for CyclicMdsCode({.workers = workers, .s = s}).
   CyclicMdsCode(int workers, int s);
   [[nodiscard]] std::string name() const override { return "cyclic_mds"; }
   /// σ (≥ the requested s, see the class comment).

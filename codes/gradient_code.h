@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "models/base/options_check.h"
+
 namespace stragglersim::codes {
 
 /// Outcome of one decode. `weights` has one entry per worker (zero for workers unused),
@@ -60,6 +62,10 @@ struct CodeStructure {
   DecoderFamily decoder = DecoderFamily::kLinearAlgebra;
   bool one_step = false;  ///< decode_one_step has fixed weights of its own (not the optimal)
 };
+
+/// Codes with k = n: a violation naming `partitions` unless partitions is 0 (k = n by
+/// default) or equals workers.
+[[nodiscard]] Validation one_partition_per_worker(const char* code, int workers, int partitions);
 
 class GradientCode {
  public:

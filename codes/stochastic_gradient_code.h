@@ -25,6 +25,18 @@ namespace stragglersim::codes {
 /// Illegal: workers < 1, partitions < 1, d < 1, d > workers, p outside [0, 1).
 class StochasticGradientCode final : public GradientCode {
  public:
+  struct Options {
+    int workers = 1;
+    int partitions = 1;
+    int d = 1;  ///< partitions per worker, 1 ≤ d ≤ n
+    std::uint64_t seed = 1;
+    std::optional<double> p =
+        std::nullopt;  ///< straggle probability for the one-step weights, [0, 0.999999]
+    /// The first violated constraint: 1 ≤ d ≤ n, 0 ≤ p ≤ 0.999999.
+    [[nodiscard]] Validation validate() const;
+  };
+  explicit StochasticGradientCode(const Options& options);
+  /// Shorthand for the Options constructor.
   StochasticGradientCode(int workers,
                          int partitions,
                          int d,

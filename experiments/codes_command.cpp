@@ -48,7 +48,12 @@ int command_codes(const CodesArgs& args) {
   std::shared_ptr<const codes::GradientCode> code;
   for (const auto& row : code_factories()) {
     if (row.name == kind) {
+      // The decoder key is valid in a code object; the report covers every decoder.
+      if (reader.has("decoder")) {
+        (void)reader.choice("decoder", "decoder", {"exact", "one_step", "optimal"}, {});
+      }
       code = row.make(reader, shape);
+      reader.finish(keys_of(row, kCodeKeys));
     }
   }
   if (args.stragglers > args.workers || args.wait_for > args.workers) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "models/base/options_check.h"
 #include "models/base/random_stream.h"
 
 namespace stragglersim::sim {
@@ -55,10 +56,18 @@ class DelayModel {
 };
 
 /// T_i = ℓ_i·shift + s(ℓ_i)·X_i/rate, X_i ~ Exp(1) i.i.d. over workers and iterations.
-/// Illegal: shift < 0, rate ≤ 0, a negative load.
+/// Illegal: options that fail validate(), a negative load.
 class ShiftedExponentialDelay final : public DelayModel {
  public:
-  ShiftedExponentialDelay(std::vector<double> loads, double shift, double rate, TailScaling tail);
+  /// Defaults are the config's.
+  struct Options {
+    double shift = 1.0;  ///< a ≥ 0, seconds per unit of load
+    double rate = 1.0;   ///< λ > 0
+    TailScaling tail = TailScaling::kLoad;
+    /// The first violated constraint: shift ≥ 0, rate > 0.
+    [[nodiscard]] Validation validate() const;
+  };
+  ShiftedExponentialDelay(std::vector<double> loads, const Options& options);
   [[nodiscard]] std::string name() const override { return "shifted_exponential"; }
   [[nodiscard]] int workers() const override { return static_cast<int>(loads_.size()); }
   void sample(std::uint64_t iteration, RandomEngine& rng, std::span<double> out) override;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "codes/gradient_code.h"
+#include "models/base/options_check.h"
 
 namespace stragglersim::sim {
 
@@ -43,7 +44,15 @@ class StoppingRule {
 /// Waits for every worker. Illegal: workers < 1.
 class AllStopping final : public StoppingRule {
  public:
-  explicit AllStopping(int workers) : workers_(workers) {}
+  struct Options {
+    int workers = 1;
+    /// The first violated constraint: workers ≥ 1.
+    [[nodiscard]] Validation validate() const;
+  };
+  explicit AllStopping(const Options& options)
+      : workers_(options_check::require_valid(options).workers) {}
+  /// Shorthand for AllStopping({.workers = workers}).
+  explicit AllStopping(int workers) : AllStopping(Options{workers}) {}
   [[nodiscard]] std::string name() const override { return "all"; }
   [[nodiscard]] std::optional<StoppingShape> shape() const override {
     return StoppingShape{RuleKind::kAll};
@@ -56,10 +65,18 @@ class AllStopping final : public StoppingRule {
   int workers_;
 };
 
-/// Stops at the r-th arrival. Illegal: r < 1.
+/// Stops at the r-th arrival. Illegal: options that fail validate().
 class FirstRStopping final : public StoppingRule {
  public:
-  explicit FirstRStopping(int r) : r_(r) {}
+  struct Options {
+    int workers = 0;  ///< n; 0 when unknown (then only r ≥ 1 is checked)
+    int r = 1;        ///< 1 ≤ r ≤ n
+    /// The first violated constraint: 1 ≤ r ≤ n.
+    [[nodiscard]] Validation validate() const;
+  };
+  explicit FirstRStopping(const Options& options) : r_(options_check::require_valid(options).r) {}
+  /// Shorthand for FirstRStopping({.r = r}).
+  explicit FirstRStopping(int r) : FirstRStopping(Options{0, r}) {}
   [[nodiscard]] std::string name() const override { return "first_r"; }
   [[nodiscard]] std::optional<StoppingShape> shape() const override {
     return StoppingShape{RuleKind::kFirstR, r_};
@@ -73,9 +90,19 @@ class FirstRStopping final : public StoppingRule {
 };
 
 /// Stops `after` seconds past the broadcast, or earlier if every worker has arrived.
+/// Illegal: options that fail validate().
 class DeadlineStopping final : public StoppingRule {
  public:
-  DeadlineStopping(double after, int workers) : after_(after), workers_(workers) {}
+  struct Options {
+    int workers = 1;
+    double after = 1.0;  ///< τ > 0, seconds after the broadcast
+    /// The first violated constraint: workers ≥ 1, after > 0.
+    [[nodiscard]] Validation validate() const;
+  };
+  explicit DeadlineStopping(const Options& options)
+      : after_(options_check::require_valid(options).after), workers_(options.workers) {}
+  /// Shorthand for DeadlineStopping({.workers = workers, .after = after}).
+  DeadlineStopping(double after, int workers) : DeadlineStopping(Options{workers, after}) {}
   [[nodiscard]] std::string name() const override { return "deadline"; }
   [[nodiscard]] std::optional<StoppingShape> shape() const override {
     return StoppingShape{RuleKind::kDeadline, 0, after_};
@@ -94,6 +121,13 @@ class DeadlineStopping final : public StoppingRule {
 /// within codes::kExactTolerance and codes::kConditionLimit), or when every worker is in.
 class DecodableStopping final : public StoppingRule {
  public:
+  struct Options {
+    std::shared_ptr<const codes::GradientCode> code = nullptr;
+    /// The first violated constraint: a code.
+    [[nodiscard]] Validation validate() const;
+  };
+  explicit DecodableStopping(const Options& options)
+      : DecodableStopping(options_check::require_valid(options).code) {}
   explicit DecodableStopping(std::shared_ptr<const codes::GradientCode> code);
   [[nodiscard]] std::string name() const override { return "decodable"; }
   [[nodiscard]] std::optional<StoppingShape> shape() const override {
@@ -111,6 +145,14 @@ class DecodableStopping final : public StoppingRule {
 /// rule).
 class FirstROrDecodableStopping final : public StoppingRule {
  public:
+  struct Options {
+    std::shared_ptr<const codes::GradientCode> code = nullptr;
+    int r = 1;  ///< 1 ≤ r ≤ n of the code
+    /// The first violated constraint: a code, 1 ≤ r ≤ n.
+    [[nodiscard]] Validation validate() const;
+  };
+  explicit FirstROrDecodableStopping(const Options& options)
+      : FirstROrDecodableStopping(options_check::require_valid(options).r, options.code) {}
   FirstROrDecodableStopping(int r, std::shared_ptr<const codes::GradientCode> code);
   [[nodiscard]] std::string name() const override { return "first_r_or_decodable"; }
   [[nodiscard]] std::optional<StoppingShape> shape() const override {
