@@ -93,6 +93,37 @@ nlohmann::json number_or_null(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
 }
 
+/// The predicted speedup against n for ErasureHead (FRC under first_r at the plan's fraction
+/// r/n) under an i.i.d. shifted exponential; nullopt for other schemes and delay models.
+std::optional<nlohmann::json> speedup_rows(const sim::SchemeDescription& scheme,
+                                           const sim::DelayModel& delays) {
+  const auto base = delays.shifted_exponential();
+  if (scheme.code != sim::CodeFamily::kFractionalRepetition ||
+      scheme.rule != sim::RuleKind::kFirstR || !base) {
+    return std::nullopt;
+  }
+  std::vector<int> ns;
+  for (int n = 8; n <= 65536; n *= 2) {
+    if (n % scheme.d == 0) {
+      ns.push_back(n);
+    }
+  }
+  const double fraction = static_cast<double>(scheme.r) / scheme.workers;
+  const auto points =
+      sim::predicted_speedup(ns, {scheme.d, fraction}, base->shift, base->rate, base->tail);
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& pt : points) {
+    rows.push_back({{"workers", pt.workers},
+                    {"r", pt.r},
+                    {"uncoded", pt.uncoded},
+                    {"frc", pt.frc},
+                    {"erasurehead", pt.erasurehead},
+                    {"speedup_vs_uncoded", pt.speedup_vs_uncoded},
+                    {"speedup_vs_frc", pt.speedup_vs_frc}});
+  }
+  return rows;
+}
+
 }  // namespace
 
 nlohmann::json predictions(const RunPlan& plan, bool convergence) {
@@ -114,30 +145,8 @@ nlohmann::json predictions(const RunPlan& plan, bool convergence) {
   if (!convergence) {
     return out;
   }
-  if (scheme->code == sim::CodeFamily::kFractionalRepetition &&
-      scheme->rule == sim::RuleKind::kFirstR) {
-    if (const auto base = delays->shifted_exponential()) {
-      std::vector<int> ns;
-      for (int n = 8; n <= 65536; n *= 2) {
-        if (n % scheme->d == 0) {
-          ns.push_back(n);
-        }
-      }
-      const double fraction = static_cast<double>(scheme->r) / scheme->workers;
-      const auto points =
-          sim::predicted_speedup(ns, {scheme->d, fraction}, base->shift, base->rate, base->tail);
-      nlohmann::json rows = nlohmann::json::array();
-      for (const auto& pt : points) {
-        rows.push_back({{"workers", pt.workers},
-                        {"r", pt.r},
-                        {"uncoded", pt.uncoded},
-                        {"frc", pt.frc},
-                        {"erasurehead", pt.erasurehead},
-                        {"speedup_vs_uncoded", pt.speedup_vs_uncoded},
-                        {"speedup_vs_frc", pt.speedup_vs_frc}});
-      }
-      out["speedup_vs_n"] = rows;
-    }
+  if (auto rows = speedup_rows(*scheme, *delays)) {
+    out["speedup_vs_n"] = std::move(*rows);
   }
 
   if (plan.delay_only()) {
