@@ -10,6 +10,7 @@
 
 #include "codes/gradient_code.h"
 #include "experiments/config/json_reader.h"
+#include "models/base/options_check.h"
 #include "models/loss_model.h"
 #include "sim/delay_model.h"
 #include "sim/stopping_rule.h"
