@@ -1,5 +1,7 @@
 #include "codes/bernoulli_gradient_code.h"
 
+#include <fmt/format.h>
+
 #include <boost/random/bernoulli_distribution.hpp>
 #include <boost/random/mersenne_twister.hpp>
 #include <vector>
@@ -24,6 +26,22 @@ Eigen::MatrixXd bgc_assignment(int n, int k, double d, std::uint64_t seed) {
 }
 
 }  // namespace
+
+Validation BernoulliGradientCode::Options::validate() const {
+  if (auto v = options_check::positive("d", d)) {
+    return v;
+  }
+  if (d > workers) {
+    return Violation{"d", "out of range", fmt::format("a number in (0, {}]", workers)};
+  }
+  return std::nullopt;
+}
+
+BernoulliGradientCode::BernoulliGradientCode(const Options& options)
+    : BernoulliGradientCode(options_check::require_valid(options).workers,
+                            options.partitions,
+                            options.d,
+                            options.seed) {}
 
 BernoulliGradientCode::BernoulliGradientCode(int workers,
                                              int partitions,

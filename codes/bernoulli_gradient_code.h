@@ -23,9 +23,22 @@ namespace stragglersim::codes {
 /// Illegal: workers < 1, partitions < 1, d ≤ 0, d > workers.
 class BernoulliGradientCode final : public GradientCode {
  public:
+  struct Options {
+    int workers = 1;
+    int partitions = 1;
+    double d = 1.0;          ///< expected partitions per worker, 0 < d ≤ n
+    std::uint64_t seed = 1;  ///< the random assignment's stream
+    /// The first violated constraint: 0 < d ≤ workers.
+    [[nodiscard]] Validation validate() const;
+  };
+  explicit BernoulliGradientCode(const Options& options);
+  /// Shorthand for the Options constructor.
   BernoulliGradientCode(int workers, int partitions, double d, std::uint64_t seed);
   [[nodiscard]] std::string name() const override { return "bgc"; }
   [[nodiscard]] int stragglers_tolerated() const override { return 0; }
+  [[nodiscard]] CodeStructure structure() const override {
+    return {CodeLayout::kIrregular, 0, 0, 0, DecoderFamily::kLinearAlgebra, true};
+  }
   /// Expected replication of a partition (= expected normalised load of a worker).
   [[nodiscard]] double replication() const { return d_; }
   [[nodiscard]] Decoding decode_one_step(std::span<const int> heard) const override;

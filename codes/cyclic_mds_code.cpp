@@ -1,5 +1,7 @@
 #include "codes/cyclic_mds_code.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numbers>
@@ -77,6 +79,22 @@ std::vector<double> CyclicMdsCode::generator_polynomial(int workers, int sigma) 
   }
   return g;
 }
+
+Validation CyclicMdsCode::Options::validate() const {
+  if (auto v = options_check::first_of({one_partition_per_worker("cyclic_mds", workers, partitions),
+                                        options_check::integer_in_range("s", s, 0, workers - 1)})) {
+    return v;
+  }
+  if ((workers - s) % 2 == 0 && s + 1 >= workers) {
+    return Violation{"s",
+                     "no real cyclic MDS code: n − s is even and s + 1 leaves no worker",
+                     fmt::format("s < {} for workers = {}", workers - 1, workers)};
+  }
+  return std::nullopt;
+}
+
+CyclicMdsCode::CyclicMdsCode(const Options& options)
+    : CyclicMdsCode(options_check::require_valid(options).workers, options.s) {}
 
 CyclicMdsCode::CyclicMdsCode(int workers, int s)
     : CyclicMdsCode(workers, s, effective_redundancy(workers, s)) {}

@@ -27,10 +27,22 @@ namespace stragglersim::codes {
 /// Illegal: workers < 1, s < 0, s ≥ workers − 1 when n − s is even, s ≥ workers otherwise.
 class CyclicMdsCode final : public GradientCode {
  public:
+  struct Options {
+    int workers = 1;
+    int partitions = 0;  ///< k; 0 means k = n, anything else must equal workers
+    int s = 0;           ///< requested stragglers tolerated
+    /// The first violated constraint: k = n, 0 ≤ s ≤ n − 1, s < n − 1 when n − s is even.
+    [[nodiscard]] Validation validate() const;
+  };
+  explicit CyclicMdsCode(const Options& options);
+  /// Shorthand for CyclicMdsCode({.workers = workers, .s = s}).
   CyclicMdsCode(int workers, int s);
   [[nodiscard]] std::string name() const override { return "cyclic_mds"; }
   /// σ (≥ the requested s, see the class comment).
   [[nodiscard]] int stragglers_tolerated() const override { return sigma_; }
+  [[nodiscard]] CodeStructure structure() const override {
+    return {CodeLayout::kCyclic, sigma_ + 1, 0, sigma_, DecoderFamily::kLinearAlgebra, false};
+  }
   /// The s asked for at construction.
   [[nodiscard]] int requested_stragglers() const { return requested_; }
   /// The coefficients g_0 … g_σ of the generator polynomial (row 0 of B, first σ + 1 entries).

@@ -58,6 +58,15 @@ int distinct_workers(std::span<const int> heard, int workers) {
   return count;
 }
 
+Validation CyclicRepetitionCode::Options::validate() const {
+  return options_check::first_of({one_partition_per_worker("crc", workers, partitions),
+                                  options_check::integer_in_range("s", s, 0, workers - 1)});
+}
+
+CyclicRepetitionCode::CyclicRepetitionCode(const Options& options)
+    : CyclicRepetitionCode(options_check::require_valid(options).workers, options.s, options.seed) {
+}
+
 CyclicRepetitionCode::CyclicRepetitionCode(int workers, int s, std::uint64_t seed)
     : GradientCode(crc_assignment(workers, s, seed)), s_(s) {}
 

@@ -19,9 +19,22 @@ namespace stragglersim::codes {
 /// Illegal: workers < 1, s < 0, s ≥ workers.
 class CyclicRepetitionCode final : public GradientCode {
  public:
+  struct Options {
+    int workers = 1;
+    int partitions = 0;      ///< k; 0 means k = n, anything else must equal workers
+    int s = 0;               ///< stragglers tolerated, 0 ≤ s < n
+    std::uint64_t seed = 1;  ///< the random coefficients' stream
+    /// The first violated constraint: k = n, 0 ≤ s ≤ n − 1.
+    [[nodiscard]] Validation validate() const;
+  };
+  explicit CyclicRepetitionCode(const Options& options);
+  /// Shorthand for CyclicRepetitionCode({.workers = workers, .s = s, .seed = seed}).
   CyclicRepetitionCode(int workers, int s, std::uint64_t seed);
   [[nodiscard]] std::string name() const override { return "crc"; }
   [[nodiscard]] int stragglers_tolerated() const override { return s_; }
+  [[nodiscard]] CodeStructure structure() const override {
+    return {CodeLayout::kCyclic, s_ + 1, 0, s_, DecoderFamily::kLinearAlgebra, false};
+  }
   /// Combinatorial: at least n − s distinct workers heard. decode_exact still verifies the
   /// residual and condition number numerically, and may refuse at large n.
   [[nodiscard]] bool decodable(std::span<const int> heard) const override;

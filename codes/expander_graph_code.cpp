@@ -1,5 +1,7 @@
 #include "codes/expander_graph_code.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <boost/random/mersenne_twister.hpp>
@@ -79,6 +81,29 @@ std::vector<std::pair<int, int>> ExpanderGraphCode::random_regular_graph(int ver
   STRAGGLERSIM_ASSERT(false, "random regular graph: too many restarts");
   return {};
 }
+
+Validation ExpanderGraphCode::Options::validate() const {
+  if (auto v = options_check::integer_in_range("d", d, 1, workers)) {
+    return v;
+  }
+  // Glasgow & Wootters: partitions are the vertices of a d-regular graph, workers its edges,
+  // so k = 2n/d.
+  if ((2 * workers) % d != 0 || 2 * workers / d < d + 1) {
+    return Violation{"d",
+                     "no d-regular graph with one edge per worker",
+                     fmt::format("d dividing 2·workers = {} with 2·workers/d > d", 2 * workers)};
+  }
+  const int k = 2 * workers / d;
+  if (partitions != 0 && partitions != k) {
+    return Violation{"partitions",
+                     "code 'expander' has k = 2n/d partitions",
+                     fmt::format("{} or no partitions key", k)};
+  }
+  return std::nullopt;
+}
+
+ExpanderGraphCode::ExpanderGraphCode(const Options& options)
+    : ExpanderGraphCode(options_check::require_valid(options).workers, options.d, options.seed) {}
 
 ExpanderGraphCode::ExpanderGraphCode(int workers, int d, std::uint64_t seed)
     : ExpanderGraphCode(random_regular_graph(partitions_for(workers, d), d, seed),

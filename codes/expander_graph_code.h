@@ -29,9 +29,22 @@ namespace stragglersim::codes {
 /// Illegal: workers < 1, d < 1, d not dividing 2·workers, k = 2·workers/d < d + 1.
 class ExpanderGraphCode final : public GradientCode {
  public:
+  struct Options {
+    int workers = 1;
+    int partitions = 0;  ///< 0: k = 2n/d; anything else must equal it
+    int d = 1;           ///< graph degree
+    std::uint64_t seed = 1;
+    /// The first violated constraint: 1 ≤ d ≤ n, d | 2n with 2n/d > d, k = 2n/d.
+    [[nodiscard]] Validation validate() const;
+  };
+  explicit ExpanderGraphCode(const Options& options);
+  /// Shorthand for ExpanderGraphCode({.workers = workers, .d = d, .seed = seed}).
   ExpanderGraphCode(int workers, int d, std::uint64_t seed);
   [[nodiscard]] std::string name() const override { return "expander"; }
   [[nodiscard]] int stragglers_tolerated() const override { return 0; }
+  [[nodiscard]] CodeStructure structure() const override {
+    return {CodeLayout::kIrregular, 0, 0, 0, DecoderFamily::kLinearAlgebra, true};
+  }
   [[nodiscard]] int degree() const { return d_; }
   /// The two partitions (graph vertices) held by `worker` (a graph edge), smaller first.
   [[nodiscard]] std::pair<int, int> edge(int worker) const;

@@ -1,5 +1,7 @@
 #include "codes/fractional_repetition_code.h"
 
+#include <fmt/format.h>
+
 #include "models/base/invariant.h"
 
 namespace stragglersim::codes {
@@ -18,6 +20,24 @@ std::vector<std::vector<int>> frc_supports(int n, int d) {
 }
 
 }  // namespace
+
+Validation FractionalRepetitionCode::Options::validate() const {
+  if (auto v = one_partition_per_worker("frc", workers, partitions)) {
+    return v;
+  }
+  if (auto v = options_check::integer_in_range("d", d, 1, workers)) {
+    return v;
+  }
+  if (workers % d != 0) {
+    return Violation{"d",
+                     "replication must divide the workers",
+                     fmt::format("a divisor of workers = {}", workers)};
+  }
+  return std::nullopt;
+}
+
+FractionalRepetitionCode::FractionalRepetitionCode(const Options& options)
+    : FractionalRepetitionCode(options_check::require_valid(options).workers, options.d) {}
 
 FractionalRepetitionCode::FractionalRepetitionCode(int workers, int d)
     : GradientCode(workers, frc_supports(workers, d)), d_(d) {}

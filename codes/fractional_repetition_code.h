@@ -11,10 +11,21 @@ namespace stragglersim::codes {
 /// every group is covered and ErasureHead's approximate estimate otherwise.
 class FractionalRepetitionCode final : public GradientCode {
  public:
-  /// Illegal: workers < 1, d < 1, d not dividing workers.
+  struct Options {
+    int workers = 1;
+    int partitions = 0;  ///< k; 0 means k = n, anything else must equal workers
+    int d = 1;           ///< replication, dividing workers
+    /// The first violated constraint: k = n, 1 ≤ d ≤ n, d | n.
+    [[nodiscard]] Validation validate() const;
+  };
+  explicit FractionalRepetitionCode(const Options& options);
+  /// Shorthand for FractionalRepetitionCode({.workers = workers, .d = d}).
   FractionalRepetitionCode(int workers, int d);
   [[nodiscard]] std::string name() const override { return "frc"; }
   [[nodiscard]] int stragglers_tolerated() const override { return d_ - 1; }
+  [[nodiscard]] CodeStructure structure() const override {
+    return {CodeLayout::kGroups, d_, workers() / d_, d_ - 1, DecoderFamily::kCombinatorial, false};
+  }
   [[nodiscard]] int replication() const { return d_; }
   [[nodiscard]] int groups() const { return workers() / d_; }
   [[nodiscard]] int group_of(int worker) const { return worker / d_; }

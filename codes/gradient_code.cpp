@@ -11,6 +11,21 @@
 
 namespace stragglersim::codes {
 
+Validation one_partition_per_worker(const char* code, int workers, int partitions) {
+  if (partitions == 0 || partitions == workers) {
+    return std::nullopt;
+  }
+  return Violation{"partitions",
+                   fmt::format("code '{}' needs one partition per worker", code),
+                   fmt::format("workers = {}", workers)};
+}
+
+CodeStructure GradientCode::structure() const {
+  CodeStructure s;
+  s.stragglers_tolerated = stragglers_tolerated();
+  return s;
+}
+
 GradientCode::GradientCode(Eigen::MatrixXd assignment)
     : GradientCode(std::move(assignment), EmptyPartitions::kForbidden) {}
 

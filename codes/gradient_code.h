@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "models/base/options_check.h"
+
 namespace stragglersim::codes {
 
 /// Outcome of one decode. `weights` has one entry per worker (zero for workers unused),
@@ -36,6 +38,35 @@ inline constexpr double kConditionLimit = 1e10;
 /// reference implementation, `kExpected` divide by 1 − q, `kEmpirical` multiply by k / covered.
 enum class Rescale { kNone, kExpected, kEmpirical };
 
+/// How a code's support is laid out, as far as timing and decoding are concerned.
+enum class CodeLayout {
+  kGroups,     ///< n/d groups of d workers with identical supports (FRC; uncoded is d = 1)
+  kCyclic,     ///< every worker holds s + 1 partitions, exact from any n − s workers (CRC, MDS)
+  kIrregular,  ///< random or non-uniform supports (BGC, expander, SGC)
+};
+
+/// How the optimal and exact decoders work.
+enum class DecoderFamily {
+  kCombinatorial,  ///< pick one heard worker per covered group: no linear solve, condition 1
+  kLinearAlgebra,  ///< least squares on B_K (complete orthogonal decomposition)
+};
+
+/// What a code says about itself (`GradientCode::structure`). Invariants: kGroups has
+/// group_size ≥ 1 and groups · group_size = n; kCyclic has group_size = s + 1 (the load) and
+/// groups = 0; kIrregular has group_size = groups = 0.
+struct CodeStructure {
+  CodeLayout layout = CodeLayout::kIrregular;
+  int group_size = 0;            ///< d: workers per group (kGroups), or the load s + 1 (kCyclic)
+  int groups = 0;                ///< n / d for kGroups
+  int stragglers_tolerated = 0;  ///< worst-case stragglers exact decoding tolerates
+  DecoderFamily decoder = DecoderFamily::kLinearAlgebra;
+  bool one_step = false;  ///< decode_one_step has fixed weights of its own (not the optimal)
+};
+
+/// Codes with k = n: a violation naming `partitions` unless partitions is 0 (k = n by
+/// default) or equals workers.
+[[nodiscard]] Validation one_partition_per_worker(const char* code, int workers, int partitions);
+
 class GradientCode {
  public:
   /// Illegal: empty B, negative entries are allowed (MDS codes) but a zero column is not.
@@ -47,6 +78,9 @@ class GradientCode {
   [[nodiscard]] virtual std::string name() const = 0;
   /// Worst-case number of stragglers exact decoding tolerates (s); 0 when none is guaranteed.
   [[nodiscard]] virtual int stragglers_tolerated() const = 0;
+  /// The code's layout and decoder family. Default: irregular, linear algebra, no one-step
+  /// rule, stragglers_tolerated().
+  [[nodiscard]] virtual CodeStructure structure() const;
 
   [[nodiscard]] int workers() const { return workers_; }
   [[nodiscard]] int partitions() const { return partitions_; }

@@ -76,6 +76,20 @@ std::vector<std::vector<int>> StochasticGradientCode::balanced_assignment(int wo
   return holders;
 }
 
+Validation StochasticGradientCode::Options::validate() const {
+  if (auto v = options_check::integer_in_range("d", d, 1, workers)) {
+    return v;
+  }
+  return p ? options_check::in_range("p", *p, 0.0, 0.999999) : std::nullopt;
+}
+
+StochasticGradientCode::StochasticGradientCode(const Options& options)
+    : StochasticGradientCode(options_check::require_valid(options).workers,
+                             options.partitions,
+                             options.d,
+                             options.seed,
+                             options.p) {}
+
 StochasticGradientCode::StochasticGradientCode(int workers,
                                                int partitions,
                                                int d,

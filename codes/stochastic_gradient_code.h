@@ -25,6 +25,18 @@ namespace stragglersim::codes {
 /// Illegal: workers < 1, partitions < 1, d < 1, d > workers, p outside [0, 1).
 class StochasticGradientCode final : public GradientCode {
  public:
+  struct Options {
+    int workers = 1;
+    int partitions = 1;
+    int d = 1;  ///< partitions per worker, 1 ≤ d ≤ n
+    std::uint64_t seed = 1;
+    std::optional<double> p =
+        std::nullopt;  ///< straggle probability for the one-step weights, [0, 0.999999]
+    /// The first violated constraint: 1 ≤ d ≤ n, 0 ≤ p ≤ 0.999999.
+    [[nodiscard]] Validation validate() const;
+  };
+  explicit StochasticGradientCode(const Options& options);
+  /// Shorthand for the Options constructor.
   StochasticGradientCode(int workers,
                          int partitions,
                          int d,
@@ -32,6 +44,9 @@ class StochasticGradientCode final : public GradientCode {
                          std::optional<double> straggle_probability = std::nullopt);
   [[nodiscard]] std::string name() const override { return "sgc"; }
   [[nodiscard]] int stragglers_tolerated() const override { return 0; }
+  [[nodiscard]] CodeStructure structure() const override {
+    return {CodeLayout::kIrregular, 0, 0, 0, DecoderFamily::kLinearAlgebra, true};
+  }
   [[nodiscard]] int replication() const { return d_; }
   [[nodiscard]] std::optional<double> straggle_probability() const { return p_; }
   [[nodiscard]] Decoding decode_one_step(std::span<const int> heard) const override;

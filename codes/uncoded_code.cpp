@@ -17,6 +17,16 @@ std::vector<std::vector<int>> identity_supports(int n) {
 
 }  // namespace
 
+Validation UncodedCode::Options::validate() const {
+  if (workers < 1) {
+    return Violation{"workers", "out of range", "an integer >= 1"};
+  }
+  return one_partition_per_worker("uncoded", workers, partitions);
+}
+
+UncodedCode::UncodedCode(const Options& options)
+    : UncodedCode(options_check::require_valid(options).workers) {}
+
 UncodedCode::UncodedCode(int workers) : GradientCode(workers, identity_supports(workers)) {}
 
 bool UncodedCode::decodable(std::span<const int> heard) const {

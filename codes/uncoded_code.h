@@ -8,10 +8,20 @@ namespace stragglersim::codes {
 /// "ignore stragglers" uses before its n/r rescaling.
 class UncodedCode final : public GradientCode {
  public:
-  /// Illegal: workers < 1.
+  struct Options {
+    int workers = 1;
+    int partitions = 0;  ///< k; 0 means k = n, anything else must equal workers
+    /// The first violated constraint: workers ≥ 1, k = n.
+    [[nodiscard]] Validation validate() const;
+  };
+  explicit UncodedCode(const Options& options);
+  /// Shorthand for UncodedCode({.workers = workers}). Illegal: workers < 1.
   explicit UncodedCode(int workers);
   [[nodiscard]] std::string name() const override { return "uncoded"; }
   [[nodiscard]] int stragglers_tolerated() const override { return 0; }
+  [[nodiscard]] CodeStructure structure() const override {
+    return {CodeLayout::kGroups, 1, workers(), 0, DecoderFamily::kCombinatorial, false};
+  }
   [[nodiscard]] bool decodable(std::span<const int> heard) const override;
   [[nodiscard]] Decoding decode_optimal(std::span<const int> heard) const override;
 };

@@ -71,7 +71,9 @@ Mean simulate_time(const std::shared_ptr<const codes::GradientCode>& code,
                    std::uint64_t iterations,
                    std::uint64_t seed) {
   sim::DelayOnlySimulator s(
-      std::make_unique<sim::ShiftedExponentialDelay>(code->loads(), 1.0, 1.0, tail),
+      std::make_unique<sim::ShiftedExponentialDelay>(
+          code->loads(),
+          sim::ShiftedExponentialDelay::Options{.shift = 1.0, .rate = 1.0, .tail = tail}),
       rule,
       code,
       sim::StragglerPolicy::kCancel,
@@ -122,7 +124,8 @@ void iteration_time_rows(bool quick, std::vector<CheckRow>& rows) {
            {sh.n, sim::CodeFamily::kFractionalRepetition, sh.d, sim::RuleKind::kFirstR, sh.r, 0.0}},
       };
       for (const auto& sc : schemes) {
-        const sim::ShiftedExponentialDelay model(sc.code->loads(), 1.0, 1.0, tail);
+        const sim::ShiftedExponentialDelay model(sc.code->loads(),
+                                                 {.shift = 1.0, .rate = 1.0, .tail = tail});
         const auto p = sim::predict_iteration_time(sc.description, model);
         const Mean m = simulate_time(sc.code, sc.rule, tail, iterations, 11);
         rows.push_back(two_sided(
@@ -168,10 +171,13 @@ void erasure_rows(bool quick, std::vector<CheckRow>& rows) {
   for (const auto& c : cases) {
     const auto code = frc_or_uncoded(c.n, c.d);
     const auto rule = c.rule ? c.rule : std::make_shared<sim::FirstROrDecodableStopping>(9, code);
-    const sim::ShiftedExponentialDelay model(code->loads(), 1.0, 1.0, sim::TailScaling::kLoad);
+    const sim::ShiftedExponentialDelay model(
+        code->loads(), {.shift = 1.0, .rate = 1.0, .tail = sim::TailScaling::kLoad});
     const auto p = sim::predict_iteration_time(c.description, model);
     sim::DelayOnlySimulator s(std::make_unique<sim::ShiftedExponentialDelay>(
-                                  code->loads(), 1.0, 1.0, sim::TailScaling::kLoad),
+                                  code->loads(),
+                                  sim::ShiftedExponentialDelay::Options{
+                                      .shift = 1.0, .rate = 1.0, .tail = sim::TailScaling::kLoad}),
                               rule,
                               code,
                               sim::StragglerPolicy::kCancel,
@@ -306,11 +312,14 @@ void estimator_rows(bool quick, std::vector<CheckRow>& rows) {
   const auto code = std::make_shared<codes::FractionalRepetitionCode>(n, d);
   const auto rule = std::make_shared<sim::FirstRStopping>(r);
   const std::uint64_t draws = quick ? 20000 : 200000;
-  sim::SimulatedCluster cluster(std::make_unique<sim::ShiftedExponentialDelay>(
-                                    code->loads(), 1.0, 1.0, sim::TailScaling::kLoad),
-                                rule,
-                                sim::StragglerPolicy::kCancel,
-                                31);
+  sim::SimulatedCluster cluster(
+      std::make_unique<sim::ShiftedExponentialDelay>(
+          code->loads(),
+          sim::ShiftedExponentialDelay::Options{
+              .shift = 1.0, .rate = 1.0, .tail = sim::TailScaling::kLoad}),
+      rule,
+      sim::StragglerPolicy::kCancel,
+      31);
   std::vector<Mean> coordinate(static_cast<std::size_t>(f.dimension()));
   Mean second;
   for (std::uint64_t t = 0; t < draws; ++t) {
@@ -366,7 +375,9 @@ BoundRun repeated_runs(
   for (int rep = 0; rep < repetitions; ++rep) {
     auto cluster = std::make_unique<sim::SimulatedCluster>(
         std::make_unique<sim::ShiftedExponentialDelay>(
-            code->loads(), 1.0, 1.0, sim::TailScaling::kLoad),
+            code->loads(),
+            sim::ShiftedExponentialDelay::Options{
+                .shift = 1.0, .rate = 1.0, .tail = sim::TailScaling::kLoad}),
         scheme.rule,
         sim::StragglerPolicy::kCancel,
         derive_seed(41, static_cast<std::uint64_t>(rep)));

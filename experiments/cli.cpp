@@ -23,6 +23,7 @@ int run_cli(const std::vector<std::string>& args) {
       add_theory_command(app),
       add_check_command(app),
       add_sweep_command(app),
+      add_list_command(app),
   };
 
   std::vector<const char*> argv;

@@ -23,5 +23,7 @@ Subcommand add_theory_command(CLI::App& app);
 Subcommand add_check_command(CLI::App& app);
 /// `stragglersim sweep SWEEP.json --out DIR --jobs N`.
 Subcommand add_sweep_command(CLI::App& app);
+/// `stragglersim list [codes|delays|rules|losses|backends|optimizers|generators] [--json]`.
+Subcommand add_list_command(CLI::App& app);
 
 }  // namespace stragglersim::experiments

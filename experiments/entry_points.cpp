@@ -36,7 +36,12 @@ CodeReport inspect_code(const CodeRequest& request) {
   std::shared_ptr<const codes::GradientCode> code;
   for (const auto& row : code_factories()) {
     if (row.name == kind) {
+      // The decoder key is valid in a code object; the report covers every decoder.
+      if (reader.has("decoder")) {
+        (void)reader.choice("decoder", "decoder", {"exact", "one_step", "optimal"}, {});
+      }
       code = row.make(reader, shape);
+      reader.finish(keys_of(row, kCodeKeys));
     }
   }
   if (request.stragglers > request.workers || request.wait_for > request.workers) {

@@ -31,6 +31,7 @@ template <class Derived>
 class RowwiseLoss : public LossModel {
  public:
   [[nodiscard]] std::string_view name() const final { return Derived::kName; }
+  [[nodiscard]] LossTraits traits() const final { return Derived::kTraits; }
   [[nodiscard]] double value(double z, double b) const final {
     double slope = 0.0;
     return Derived::loss(z, b, slope);
@@ -94,6 +95,7 @@ class LeastSquaresLoss final : public RowwiseLoss<LeastSquaresLoss> {
  public:
   static constexpr std::string_view kName = "least_squares";
   static constexpr std::string_view kMetricName = "mse";
+  static constexpr LossTraits kTraits{false, true};
   static constexpr double kCurvature = 1.0;
 
   static double loss(double z, double b, double& slope) {
@@ -115,6 +117,7 @@ class LogisticLoss final : public RowwiseLoss<LogisticLoss> {
  public:
   static constexpr std::string_view kName = "logistic";
   static constexpr std::string_view kMetricName = "accuracy";
+  static constexpr LossTraits kTraits{true, false};
   static constexpr double kCurvature = 0.25;
 
   static double loss(double z, double b, double& slope) {

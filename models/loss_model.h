@@ -12,10 +12,17 @@
 
 namespace stragglersim::models {
 
+/// What callers may rely on about a loss without knowing which one it is.
+struct LossTraits {
+  bool binary_labels = false;  ///< labels must be ±1; the test set reports ROC AUC (logistic)
+  bool quadratic = false;      ///< ℓ is quadratic in z: the optimum solves normal equations
+};
+
 class LossModel {
  public:
   virtual ~LossModel() = default;
   [[nodiscard]] virtual std::string_view name() const = 0;
+  [[nodiscard]] virtual LossTraits traits() const = 0;
   /// ℓ(z; b).
   [[nodiscard]] virtual double value(double z, double b) const = 0;
   /// dℓ/dz at (z; b).

@@ -54,7 +54,7 @@ Eigen::VectorXd margins(const Dataset& data, const Eigen::VectorXd& x) {
   return std::visit([&](const auto& a) -> Eigen::VectorXd { return a * x; }, data.features);
 }
 
-bool reports_auc(const LossModel& loss) { return loss.name() == "logistic"; }
+bool reports_auc(const LossModel& loss) { return loss.traits().binary_labels; }
 
 std::optional<double> test_auc(const Objective& objective, const Eigen::VectorXd& x) {
   if (!reports_auc(objective.loss())) {

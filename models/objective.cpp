@@ -122,7 +122,7 @@ double Objective::smoothness() const {
 }
 
 std::optional<double> Objective::pl_constant() const {
-  if (loss_->name() != "least_squares") {
+  if (!loss_->traits().quadratic) {
     // Logistic loss on separable data has no minimiser, so only the regulariser gives PL.
     return l2_ > 0.0 ? std::optional<double>(l2_) : std::nullopt;
   }

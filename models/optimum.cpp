@@ -36,14 +36,14 @@ Optimum solve_optimum(const Objective& f) {
   const Eigen::MatrixXd a = dense_features(f.data());
   const double m = static_cast<double>(f.rows());
   const Eigen::VectorXd& b = f.data().labels;
-  if (f.loss().name() == "least_squares") {
+  if (f.loss().traits().quadratic) {
     Eigen::MatrixXd gram = a.transpose() * a / m;
     gram.diagonal().array() += f.l2();
     const Eigen::VectorXd rhs = a.transpose() * b / m;
     const Eigen::VectorXd x = gram.completeOrthogonalDecomposition().solve(rhs);
     return {x, f.value(x), f.gradient(x).norm(), "normal equations (COD)"};
   }
-  // Logistic: damped Newton. The Hessian AᵀDA/m + λ₂I, D = σ(z)(1 − σ(z)).
+  // Otherwise logistic: damped Newton. The Hessian AᵀDA/m + λ₂I, D = σ(z)(1 − σ(z)).
   Eigen::VectorXd x = Eigen::VectorXd::Zero(p);
   const double tolerance = 1e-10 * std::max(1.0, f.gradient(x).norm());
   for (int it = 0; it < 200; ++it) {

@@ -7,18 +7,20 @@
 
 namespace stragglersim::sim {
 
-BimodalDelay::BimodalDelay(std::vector<double> loads,
-                           double shift,
-                           double rate,
-                           TailScaling tail,
-                           double slow_probability,
-                           double slowdown)
-    : base_(std::move(loads), shift, rate, tail),
-      slow_probability_(slow_probability),
-      slowdown_(slowdown) {
-  STRAGGLERSIM_ASSERT(slow_probability >= 0.0 && slow_probability <= 1.0,
-                      "bimodal delay needs a slow probability in [0, 1]");
-  STRAGGLERSIM_ASSERT(slowdown >= 1.0, "bimodal delay needs a slowdown factor >= 1");
+Validation BimodalDelay::Options::validate() const {
+  return options_check::first_of(
+      {options_check::at_least("shift", shift, 0.0),
+       options_check::positive("rate", rate),
+       options_check::in_range("slow_probability", slow_probability, 0.0, 1.0),
+       options_check::at_least("slowdown", slowdown, 1.0)});
+}
+
+BimodalDelay::BimodalDelay(std::vector<double> loads, const Options& options)
+    : base_(std::move(loads), {options.shift, options.rate, options.tail}),
+      slow_probability_(options.slow_probability),
+      slowdown_(options.slowdown) {
+  STRAGGLERSIM_ASSERT(!options.validate(),
+                      "bimodal delay needs a slow probability in [0, 1] and a slowdown >= 1");
 }
 
 void BimodalDelay::sample(std::uint64_t /*iteration*/, RandomEngine& rng, std::span<double> out) {

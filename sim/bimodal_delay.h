@@ -17,15 +17,20 @@ namespace stragglersim::sim {
 /// E[T²] = (1 − π + πκ²)·E[T₀²], with T₀ the ShiftedExponentialDelay of the same parameters.
 /// Per worker, in worker order: one Bernoulli(π) draw (none when π = 0, so that π = 0 replays
 /// ShiftedExponentialDelay's stream exactly), then one Exp(1) draw, both from Boost.Random.
-/// Illegal: shift < 0, rate ≤ 0, π outside [0, 1], κ < 1, a load ≤ 0.
+/// Illegal: options that fail validate(), a load ≤ 0.
 class BimodalDelay final : public DelayModel {
  public:
-  BimodalDelay(std::vector<double> loads,
-               double shift,
-               double rate,
-               TailScaling tail,
-               double slow_probability,
-               double slowdown);
+  /// Defaults are the config's.
+  struct Options {
+    double shift = 1.0;  ///< a ≥ 0
+    double rate = 1.0;   ///< λ > 0
+    TailScaling tail = TailScaling::kLoad;
+    double slow_probability = 0.1;  ///< π ∈ [0, 1]
+    double slowdown = 5.0;          ///< κ ≥ 1
+    /// The first violated constraint: shift ≥ 0, rate > 0, π ∈ [0, 1], κ ≥ 1.
+    [[nodiscard]] Validation validate() const;
+  };
+  BimodalDelay(std::vector<double> loads, const Options& options);
   [[nodiscard]] std::string name() const override { return "bimodal"; }
   [[nodiscard]] int workers() const override { return base_.workers(); }
   void sample(std::uint64_t iteration, RandomEngine& rng, std::span<double> out) override;

@@ -7,12 +7,14 @@
 
 namespace stragglersim::sim {
 
-ShiftedExponentialDelay::ShiftedExponentialDelay(std::vector<double> loads,
-                                                 double shift,
-                                                 double rate,
-                                                 TailScaling tail)
-    : loads_(std::move(loads)), shift_(shift), rate_(rate), tail_(tail) {
-  STRAGGLERSIM_ASSERT(shift >= 0.0 && rate > 0.0, "shifted exponential needs shift >= 0, rate > 0");
+Validation ShiftedExponentialDelay::Options::validate() const {
+  return options_check::first_of(
+      {options_check::at_least("shift", shift, 0.0), options_check::positive("rate", rate)});
+}
+
+ShiftedExponentialDelay::ShiftedExponentialDelay(std::vector<double> loads, const Options& options)
+    : loads_(std::move(loads)), shift_(options.shift), rate_(options.rate), tail_(options.tail) {
+  STRAGGLERSIM_ASSERT(!options.validate(), "shifted exponential needs shift >= 0, rate > 0");
   worker_shift_.reserve(loads_.size());
   worker_scale_.reserve(loads_.size());
   for (const double l : loads_) {

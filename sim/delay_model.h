@@ -8,16 +8,29 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "models/base/options_check.h"
 #include "models/base/random_stream.h"
 
 namespace stragglersim::sim {
 
 /// Whether the random tail scales with the load (Model A) or not (Model B).
 enum class TailScaling { kLoad, kNone };
+
+/// A model whose worker i draws T_i = worker_shift_i + worker_scale_i·X_i, X_i ~ Exp(1)
+/// i.i.d. over workers and iterations, with worker_shift_i = ℓ_i·shift and
+/// worker_scale_i = s(ℓ_i)/rate. The spans view the model and live as long as it does.
+struct ShiftedExponentialShape {
+  double shift = 0.0;
+  double rate = 1.0;
+  TailScaling tail = TailScaling::kLoad;
+  std::span<const double> worker_shift;
+  std::span<const double> worker_scale;
+};
 
 class DelayModel {
  public:
@@ -35,13 +48,26 @@ class DelayModel {
   [[nodiscard]] virtual double variance(int worker) const = 0;
   /// Smallest possible delay of worker i (the shift): integration starts here.
   [[nodiscard]] virtual double lower_bound(int worker) const = 0;
+  /// Its parameters when the model is exactly i.i.d. shifted exponential (closed forms apply);
+  /// nullopt otherwise.
+  [[nodiscard]] virtual std::optional<ShiftedExponentialShape> shifted_exponential() const {
+    return std::nullopt;
+  }
 };
 
 /// T_i = ℓ_i·shift + s(ℓ_i)·X_i/rate, X_i ~ Exp(1) i.i.d. over workers and iterations.
-/// Illegal: shift < 0, rate ≤ 0, a negative load.
+/// Illegal: options that fail validate(), a negative load.
 class ShiftedExponentialDelay final : public DelayModel {
  public:
-  ShiftedExponentialDelay(std::vector<double> loads, double shift, double rate, TailScaling tail);
+  /// Defaults are the config's.
+  struct Options {
+    double shift = 1.0;  ///< a ≥ 0, seconds per unit of load
+    double rate = 1.0;   ///< λ > 0
+    TailScaling tail = TailScaling::kLoad;
+    /// The first violated constraint: shift ≥ 0, rate > 0.
+    [[nodiscard]] Validation validate() const;
+  };
+  ShiftedExponentialDelay(std::vector<double> loads, const Options& options);
   [[nodiscard]] std::string name() const override { return "shifted_exponential"; }
   [[nodiscard]] int workers() const override { return static_cast<int>(loads_.size()); }
   void sample(std::uint64_t iteration, RandomEngine& rng, std::span<double> out) override;
@@ -49,6 +75,9 @@ class ShiftedExponentialDelay final : public DelayModel {
   [[nodiscard]] double mean(int worker) const override;
   [[nodiscard]] double variance(int worker) const override;
   [[nodiscard]] double lower_bound(int worker) const override;
+  [[nodiscard]] std::optional<ShiftedExponentialShape> shifted_exponential() const override {
+    return ShiftedExponentialShape{shift_, rate_, tail_, worker_shift_, worker_scale_};
+  }
   [[nodiscard]] double shift() const { return shift_; }
   [[nodiscard]] double rate() const { return rate_; }
   [[nodiscard]] TailScaling tail() const { return tail_; }

@@ -4,8 +4,6 @@
 #include <cmath>
 #include <limits>
 
-#include "codes/fractional_repetition_code.h"
-#include "codes/uncoded_code.h"
 #include "models/base/invariant.h"
 
 namespace stragglersim::sim {
@@ -43,32 +41,21 @@ DelayOnlySimulator::DelayOnlySimulator(std::unique_ptr<DelayModel> delays,
       rng_(make_engine(seed, Stream::kDelays)) {
   STRAGGLERSIM_ASSERT(delays_ && rule_ && code_, "delay-only run needs delays, rule and code");
   STRAGGLERSIM_ASSERT(delays_->workers() == code_->workers(), "delay model and code disagree on n");
-  if (const auto* frc = dynamic_cast<const codes::FractionalRepetitionCode*>(code_.get())) {
-    d_ = frc->replication();
-    has_groups_ = true;
-  } else if (dynamic_cast<const codes::UncodedCode*>(code_.get()) != nullptr) {
-    d_ = 1;
+  const codes::CodeStructure structure = code_->structure();
+  if (structure.layout == codes::CodeLayout::kGroups) {
+    d_ = structure.group_size;
     has_groups_ = true;
   }
-  const StoppingRule* r = rule_.get();
-  bool selectable = true;
-  if (dynamic_cast<const AllStopping*>(r) != nullptr) {
-    kind_ = Kind::kAll;
-  } else if (const auto* f = dynamic_cast<const FirstRStopping*>(r)) {
-    kind_ = Kind::kFirstR;
-    r_ = f->r();
-  } else if (const auto* dl = dynamic_cast<const DeadlineStopping*>(r)) {
-    kind_ = Kind::kDeadline;
-    deadline_ = dl->after();
-  } else if (dynamic_cast<const DecodableStopping*>(r) != nullptr) {
-    kind_ = Kind::kDecodable;
-    selectable = has_groups_;
-  } else if (const auto* fd = dynamic_cast<const FirstROrDecodableStopping*>(r)) {
-    kind_ = Kind::kFirstROrDecodable;
-    r_ = fd->r();
-    selectable = has_groups_;
-  } else {
-    selectable = false;
+  const std::optional<StoppingShape> shape = rule_->shape();
+  bool selectable = shape.has_value();
+  if (shape) {
+    kind_ = shape->kind;
+    r_ = shape->r;
+    deadline_ = shape->deadline;
+    // Decodability is cheap to track only for group codes.
+    if (kind_ == Kind::kDecodable || kind_ == Kind::kFirstROrDecodable) {
+      selectable = has_groups_;
+    }
   }
   if (!selectable) {
     fallback_ = std::make_unique<SimulatedCluster>(std::move(delays_), rule_, policy_, seed);

@@ -73,7 +73,7 @@ class DelayOnlySimulator {
  private:
   DelayOnlyIteration step();
 
-  enum class Kind { kAll, kFirstR, kDeadline, kDecodable, kFirstROrDecodable };
+  using Kind = RuleKind;
   std::unique_ptr<DelayModel> delays_;
   std::shared_ptr<const StoppingRule> rule_;
   std::shared_ptr<const codes::GradientCode> code_;

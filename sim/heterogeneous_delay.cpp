@@ -4,17 +4,29 @@
 
 namespace stragglersim::sim {
 
-HeterogeneousDelay::HeterogeneousDelay(std::vector<double> loads,
-                                       std::vector<double> factors,
-                                       double shift,
-                                       double rate,
-                                       TailScaling tail)
-    : base_(std::move(loads), shift, rate, tail), factors_(std::move(factors)) {
-  STRAGGLERSIM_ASSERT(factors_.size() == static_cast<std::size_t>(base_.workers()),
-                      "heterogeneous delay needs one factor per worker");
-  for (const double c : factors_) {
-    STRAGGLERSIM_ASSERT(c > 0.0, "heterogeneous delay factors must be positive");
+Validation HeterogeneousDelay::Options::validate(std::size_t workers) const {
+  if (auto v = options_check::first_of(
+          {options_check::at_least("shift", shift, 0.0), options_check::positive("rate", rate)})) {
+    return v;
   }
+  const std::string expected =
+      fmt::format("an array of {} numbers > 0 (one slowdown factor per worker)", workers);
+  if (factors.size() != workers) {
+    return Violation{"factors", "wrong shape", expected, Violation::Got::kSize};
+  }
+  for (std::size_t i = 0; i < factors.size(); ++i) {
+    if (!(factors[i] > 0.0)) {
+      return Violation{"factors", "bad factor", expected, Violation::Got::kElement, i};
+    }
+  }
+  return std::nullopt;
+}
+
+HeterogeneousDelay::HeterogeneousDelay(std::vector<double> loads, const Options& options)
+    : base_(std::move(loads), {options.shift, options.rate, options.tail}),
+      factors_(options.factors) {
+  STRAGGLERSIM_ASSERT(!options.validate(static_cast<std::size_t>(base_.workers())),
+                      "heterogeneous delay needs one positive factor per worker");
 }
 
 void HeterogeneousDelay::sample(std::uint64_t iteration, RandomEngine& rng, std::span<double> out) {

@@ -15,14 +15,19 @@ namespace stragglersim::sim {
 /// so c_i = 1 is a nominal worker and c_i = 2 one that is always twice as slow.
 /// F_i(t) = F₀_i(t/c_i), E[T_i] = c_i·E[T₀_i], Var[T_i] = c_i²·Var[T₀_i].
 /// One Exp(1) draw per worker in worker order (the same stream as ShiftedExponentialDelay).
-/// Illegal: shift < 0, rate ≤ 0, a load ≤ 0, a factor ≤ 0, factors.size() ≠ loads.size().
+/// Illegal: options that fail validate(loads.size()), a load ≤ 0.
 class HeterogeneousDelay final : public DelayModel {
  public:
-  HeterogeneousDelay(std::vector<double> loads,
-                     std::vector<double> factors,
-                     double shift,
-                     double rate,
-                     TailScaling tail);
+  /// Defaults are the config's (factors has none: one per worker is required).
+  struct Options {
+    double shift = 1.0;  ///< a ≥ 0
+    double rate = 1.0;   ///< λ > 0
+    TailScaling tail = TailScaling::kLoad;
+    std::vector<double> factors = {};  ///< c_i > 0, one per worker
+    /// The first violated constraint: shift ≥ 0, rate > 0, one factor per worker, each > 0.
+    [[nodiscard]] Validation validate(std::size_t workers) const;
+  };
+  HeterogeneousDelay(std::vector<double> loads, const Options& options);
   [[nodiscard]] std::string name() const override { return "heterogeneous"; }
   [[nodiscard]] int workers() const override { return base_.workers(); }
   void sample(std::uint64_t iteration, RandomEngine& rng, std::span<double> out) override;

@@ -8,11 +8,19 @@
 
 namespace stragglersim::sim {
 
-ParetoDelay::ParetoDelay(
-    std::vector<double> loads, double shift, double scale, double shape, TailScaling tail)
-    : loads_(std::move(loads)), shift_(shift), scale_(scale), shape_(shape), tail_(tail) {
-  STRAGGLERSIM_ASSERT(shift >= 0.0 && scale > 0.0 && shape > 0.0,
-                      "pareto delay needs shift >= 0, scale > 0, shape > 0");
+Validation ParetoDelay::Options::validate() const {
+  return options_check::first_of({options_check::at_least("shift", shift, 0.0),
+                                  options_check::positive("scale", scale),
+                                  options_check::positive("shape", shape)});
+}
+
+ParetoDelay::ParetoDelay(std::vector<double> loads, const Options& options)
+    : loads_(std::move(loads)),
+      shift_(options.shift),
+      scale_(options.scale),
+      shape_(options.shape),
+      tail_(options.tail) {
+  STRAGGLERSIM_ASSERT(!options.validate(), "pareto delay needs shift >= 0, scale > 0, shape > 0");
   for (const double l : loads_) {
     STRAGGLERSIM_ASSERT(l > 0.0, "loads must be positive");
   }

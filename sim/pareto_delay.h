@@ -16,11 +16,19 @@ namespace stragglersim::sim {
 /// E[T_i] = ℓ_i·a + s·α·x_m/(α − 1) (infinite for α ≤ 1) and
 /// Var[T_i] = s²·x_m²·α / ((α − 1)²(α − 2)) (infinite for α ≤ 2).
 /// Drawn as Y = x_m·exp(E/α), E ~ Exp(1) from Boost.Random, one draw per worker in worker order.
-/// Illegal: shift < 0, scale x_m ≤ 0, shape α ≤ 0, a load ≤ 0.
+/// Illegal: options that fail validate(), a load ≤ 0.
 class ParetoDelay final : public DelayModel {
  public:
-  ParetoDelay(
-      std::vector<double> loads, double shift, double scale, double shape, TailScaling tail);
+  /// Defaults are the config's.
+  struct Options {
+    double shift = 1.0;  ///< a ≥ 0
+    double scale = 1.0;  ///< x_m > 0
+    double shape = 2.5;  ///< α > 0
+    TailScaling tail = TailScaling::kLoad;
+    /// The first violated constraint: shift ≥ 0, scale > 0, shape > 0.
+    [[nodiscard]] Validation validate() const;
+  };
+  ParetoDelay(std::vector<double> loads, const Options& options);
   [[nodiscard]] std::string name() const override { return "pareto"; }
   [[nodiscard]] int workers() const override { return static_cast<int>(loads_.size()); }
   void sample(std::uint64_t iteration, RandomEngine& rng, std::span<double> out) override;

@@ -6,6 +6,41 @@
 
 namespace stragglersim::sim {
 
+Validation AllStopping::Options::validate() const {
+  if (workers < 1) {
+    return Violation{"workers", "out of range", "an integer >= 1"};
+  }
+  return std::nullopt;
+}
+
+Validation FirstRStopping::Options::validate() const {
+  if (workers == 0) {
+    return r >= 1 ? std::nullopt : Validation(Violation{"r", "out of range", "an integer >= 1"});
+  }
+  return options_check::integer_in_range("r", r, 1, workers);
+}
+
+Validation DeadlineStopping::Options::validate() const {
+  if (workers < 1) {
+    return Violation{"workers", "out of range", "an integer >= 1"};
+  }
+  return options_check::positive("after", after);
+}
+
+Validation DecodableStopping::Options::validate() const {
+  if (!code) {
+    return Violation{"code", "missing", "a gradient code"};
+  }
+  return std::nullopt;
+}
+
+Validation FirstROrDecodableStopping::Options::validate() const {
+  if (!code) {
+    return Violation{"code", "missing", "a gradient code"};
+  }
+  return options_check::integer_in_range("r", r, 1, code->workers());
+}
+
 bool AllStopping::stop_after(std::span<const int> heard) const {
   return static_cast<int>(heard.size()) >= workers_;
 }

@@ -9,13 +9,29 @@
 #include <string>
 
 #include "codes/gradient_code.h"
+#include "models/base/options_check.h"
 
 namespace stragglersim::sim {
+
+/// The built-in rule shapes (DESIGN.md §1): wait for all n, the r-th arrival, a deadline τ,
+/// exact decodability, or the earlier of the r-th arrival and decodability.
+enum class RuleKind { kAll, kFirstR, kDeadline, kDecodable, kFirstROrDecodable };
+
+/// What a rule is, for callers that reason about it without running it (the delay-only fast
+/// path, the theory module, the threaded backend's near-tie check, the default decoder).
+struct StoppingShape {
+  RuleKind kind = RuleKind::kAll;
+  int r = 0;              ///< kFirstR, kFirstROrDecodable: the arrival count
+  double deadline = 0.0;  ///< kDeadline: τ, seconds after the broadcast
+};
 
 class StoppingRule {
  public:
   virtual ~StoppingRule() = default;
   [[nodiscard]] virtual std::string name() const = 0;
+  /// The rule's shape; nullopt for a rule none of the shapes describes (callers then fall back
+  /// to running it event by event, and the theory has no prediction for it).
+  [[nodiscard]] virtual std::optional<StoppingShape> shape() const { return std::nullopt; }
   /// Seconds after the broadcast at which the master stops whatever has arrived; nullopt if none.
   [[nodiscard]] virtual std::optional<double> deadline() const { return std::nullopt; }
   /// Called after each arrival with every worker heard so far, in arrival order.
@@ -28,8 +44,19 @@ class StoppingRule {
 /// Waits for every worker. Illegal: workers < 1.
 class AllStopping final : public StoppingRule {
  public:
-  explicit AllStopping(int workers) : workers_(workers) {}
+  struct Options {
+    int workers = 1;
+    /// The first violated constraint: workers ≥ 1.
+    [[nodiscard]] Validation validate() const;
+  };
+  explicit AllStopping(const Options& options)
+      : workers_(options_check::require_valid(options).workers) {}
+  /// Shorthand for AllStopping({.workers = workers}).
+  explicit AllStopping(int workers) : AllStopping(Options{workers}) {}
   [[nodiscard]] std::string name() const override { return "all"; }
+  [[nodiscard]] std::optional<StoppingShape> shape() const override {
+    return StoppingShape{RuleKind::kAll};
+  }
   [[nodiscard]] bool stop_after(std::span<const int> heard) const override;
   [[nodiscard]] int minimum_arrivals() const override { return workers_; }
   [[nodiscard]] int workers() const { return workers_; }
@@ -38,11 +65,22 @@ class AllStopping final : public StoppingRule {
   int workers_;
 };
 
-/// Stops at the r-th arrival. Illegal: r < 1.
+/// Stops at the r-th arrival. Illegal: options that fail validate().
 class FirstRStopping final : public StoppingRule {
  public:
-  explicit FirstRStopping(int r) : r_(r) {}
+  struct Options {
+    int workers = 0;  ///< n; 0 when unknown (then only r ≥ 1 is checked)
+    int r = 1;        ///< 1 ≤ r ≤ n
+    /// The first violated constraint: 1 ≤ r ≤ n.
+    [[nodiscard]] Validation validate() const;
+  };
+  explicit FirstRStopping(const Options& options) : r_(options_check::require_valid(options).r) {}
+  /// Shorthand for FirstRStopping({.r = r}).
+  explicit FirstRStopping(int r) : FirstRStopping(Options{0, r}) {}
   [[nodiscard]] std::string name() const override { return "first_r"; }
+  [[nodiscard]] std::optional<StoppingShape> shape() const override {
+    return StoppingShape{RuleKind::kFirstR, r_};
+  }
   [[nodiscard]] bool stop_after(std::span<const int> heard) const override;
   [[nodiscard]] int minimum_arrivals() const override { return r_; }
   [[nodiscard]] int r() const { return r_; }
@@ -52,10 +90,23 @@ class FirstRStopping final : public StoppingRule {
 };
 
 /// Stops `after` seconds past the broadcast, or earlier if every worker has arrived.
+/// Illegal: options that fail validate().
 class DeadlineStopping final : public StoppingRule {
  public:
-  DeadlineStopping(double after, int workers) : after_(after), workers_(workers) {}
+  struct Options {
+    int workers = 1;
+    double after = 1.0;  ///< τ > 0, seconds after the broadcast
+    /// The first violated constraint: workers ≥ 1, after > 0.
+    [[nodiscard]] Validation validate() const;
+  };
+  explicit DeadlineStopping(const Options& options)
+      : after_(options_check::require_valid(options).after), workers_(options.workers) {}
+  /// Shorthand for DeadlineStopping({.workers = workers, .after = after}).
+  DeadlineStopping(double after, int workers) : DeadlineStopping(Options{workers, after}) {}
   [[nodiscard]] std::string name() const override { return "deadline"; }
+  [[nodiscard]] std::optional<StoppingShape> shape() const override {
+    return StoppingShape{RuleKind::kDeadline, 0, after_};
+  }
   [[nodiscard]] std::optional<double> deadline() const override { return after_; }
   [[nodiscard]] bool stop_after(std::span<const int> heard) const override;
   [[nodiscard]] int minimum_arrivals() const override { return workers_; }
@@ -70,8 +121,18 @@ class DeadlineStopping final : public StoppingRule {
 /// within codes::kExactTolerance and codes::kConditionLimit), or when every worker is in.
 class DecodableStopping final : public StoppingRule {
  public:
+  struct Options {
+    std::shared_ptr<const codes::GradientCode> code = nullptr;
+    /// The first violated constraint: a code.
+    [[nodiscard]] Validation validate() const;
+  };
+  explicit DecodableStopping(const Options& options)
+      : DecodableStopping(options_check::require_valid(options).code) {}
   explicit DecodableStopping(std::shared_ptr<const codes::GradientCode> code);
   [[nodiscard]] std::string name() const override { return "decodable"; }
+  [[nodiscard]] std::optional<StoppingShape> shape() const override {
+    return StoppingShape{RuleKind::kDecodable};
+  }
   [[nodiscard]] bool stop_after(std::span<const int> heard) const override;
   [[nodiscard]] int minimum_arrivals() const override { return minimum_; }
 
@@ -84,8 +145,19 @@ class DecodableStopping final : public StoppingRule {
 /// rule).
 class FirstROrDecodableStopping final : public StoppingRule {
  public:
+  struct Options {
+    std::shared_ptr<const codes::GradientCode> code = nullptr;
+    int r = 1;  ///< 1 ≤ r ≤ n of the code
+    /// The first violated constraint: a code, 1 ≤ r ≤ n.
+    [[nodiscard]] Validation validate() const;
+  };
+  explicit FirstROrDecodableStopping(const Options& options)
+      : FirstROrDecodableStopping(options_check::require_valid(options).r, options.code) {}
   FirstROrDecodableStopping(int r, std::shared_ptr<const codes::GradientCode> code);
   [[nodiscard]] std::string name() const override { return "first_r_or_decodable"; }
+  [[nodiscard]] std::optional<StoppingShape> shape() const override {
+    return StoppingShape{RuleKind::kFirstROrDecodable, r_};
+  }
   [[nodiscard]] bool stop_after(std::span<const int> heard) const override;
   [[nodiscard]] int minimum_arrivals() const override;
   [[nodiscard]] int r() const { return r_; }

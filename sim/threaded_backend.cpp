@@ -270,10 +270,11 @@ double ThreadedBackend::near_tie_gap(const IterationTiming& timing,
   // Only arrivals within ε of the stop can change the heard set when every arrival is moved by
   // at most ε (a swap of two arrivals well before the stop leaves the first stopping set
   // unchanged for monotone rules); under first_r only the arrivals after the stop count.
-  if (dynamic_cast<const AllStopping*>(scheme_.rule.get()) != nullptr) {
+  const std::optional<StoppingShape> shape = scheme_.rule->shape();
+  if (shape && shape->kind == RuleKind::kAll) {
     return kInfinity;
   }
-  const bool first_r = dynamic_cast<const FirstRStopping*>(scheme_.rule.get()) != nullptr;
+  const bool first_r = shape && shape->kind == RuleKind::kFirstR;
   const double stop = timing.iteration_time;
   const int stopper = timing.heard.empty() ? -1 : timing.heard.back();
   double gap = kInfinity;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "codes/bernoulli_gradient_code.h"
 #include "codes/cyclic_mds_code.h"
@@ -14,6 +15,7 @@
 #include "codes/uncoded_code.h"
 #include "experiments/config/config_error.h"
 #include "models/loss_model.h"
+#include "models/tabular_synthetic_data.h"
 #include "sim/bimodal_delay.h"
 #include "sim/delay_model.h"
 #include "sim/heterogeneous_delay.h"
@@ -37,122 +39,96 @@ template std::vector<std::string> names_of(const std::vector<FactoryRow<DelayFac
 template std::vector<std::string> names_of(const std::vector<FactoryRow<LossFactory>>&);
 template std::vector<std::string> names_of(const std::vector<FactoryRow<StoppingFactory>>&);
 
+void reject(JsonReader& reader, const ClusterShape* shape, const Violation& v) {
+  if (shape != nullptr && v.field == "partitions") {
+    throw ConfigError(fmt::format("{}:/partitions: {}; got {}; expected {}",
+                                  shape->file,
+                                  v.problem,
+                                  shape->partitions,
+                                  v.expected));
+  }
+  // A defaulted field has no config value of its own: show the default that was taken.
+  const nlohmann::json got = reader.has(v.field)
+                                 ? reader.raw(v.field)
+                                 : reader.resolved().value(v.field, nlohmann::json());
+  switch (v.got) {
+    case Violation::Got::kValue:
+      reader.fail_value(v.field, v.problem, got, v.expected);
+    case Violation::Got::kElement:
+      reader.fail_value(v.field, v.problem, got.at(v.index), v.expected);
+    case Violation::Got::kSize:
+      reader.fail_value(v.field, v.problem, got.size(), v.expected);
+  }
+  reader.fail_value(v.field, v.problem, got, v.expected);
+}
+
 namespace {
 
-/// Codes with k = n (uncoded, FRC, cyclic codes) reject any other partition count.
-void require_square(const std::string& code, const ClusterShape& shape) {
-  if (shape.partitions != shape.workers) {
-    throw ConfigError(
-        fmt::format("{}:/partitions: code '{}' needs one partition per worker; "
-                    "got {}; expected workers = {}",
-                    shape.file,
-                    code,
-                    shape.partitions,
-                    shape.workers));
+/// Integer config value saturated to int: an out-of-int value then fails the class's own range
+/// check with the config's value in the message.
+int to_int(std::int64_t x) {
+  return static_cast<int>(std::clamp<std::int64_t>(
+      x, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()));
+}
+
+/// Builds from options, or turns the violated constraint into a ConfigError.
+template <typename Options>
+const Options& checked(JsonReader& reader, const ClusterShape& shape, const Options& options) {
+  if (const Validation v = options.validate()) {
+    reject(reader, &shape, *v);
   }
+  return options;
 }
 
 std::shared_ptr<const codes::GradientCode> make_uncoded(JsonReader& code,
                                                         const ClusterShape& shape) {
-  require_square("uncoded", shape);
-  code.finish();
-  return std::make_shared<codes::UncodedCode>(shape.workers);
+  const codes::UncodedCode::Options o{shape.workers, shape.partitions};
+  return std::make_shared<codes::UncodedCode>(checked(code, shape, o));
 }
 
 std::shared_ptr<const codes::GradientCode> make_frc(JsonReader& code, const ClusterShape& shape) {
-  require_square("frc", shape);
-  const auto d = code.integer("d", std::nullopt, 1, shape.workers);
-  if (shape.workers % d != 0) {
-    code.fail_value("d",
-                    "replication must divide the workers",
-                    d,
-                    fmt::format("a divisor of workers = {}", shape.workers));
-  }
-  code.finish();
-  return std::make_shared<codes::FractionalRepetitionCode>(shape.workers, static_cast<int>(d));
-}
-
-/// s for the cyclic codes: 0 ≤ s < n.
-int read_s(JsonReader& code, const ClusterShape& shape) {
-  return static_cast<int>(code.integer("s", std::nullopt, 0, shape.workers - 1));
+  codes::FractionalRepetitionCode::Options o{shape.workers, shape.partitions};
+  o.d = to_int(code.integer("d", std::nullopt));
+  return std::make_shared<codes::FractionalRepetitionCode>(checked(code, shape, o));
 }
 
 std::shared_ptr<const codes::GradientCode> make_crc(JsonReader& code, const ClusterShape& shape) {
-  require_square("crc", shape);
-  const int s = read_s(code, shape);
-  code.finish();
-  return std::make_shared<codes::CyclicRepetitionCode>(shape.workers, s, shape.seed);
+  codes::CyclicRepetitionCode::Options o{shape.workers, shape.partitions};
+  o.s = to_int(code.integer("s", std::nullopt));
+  o.seed = shape.seed;
+  return std::make_shared<codes::CyclicRepetitionCode>(checked(code, shape, o));
 }
 
 std::shared_ptr<const codes::GradientCode> make_cyclic_mds(JsonReader& code,
                                                            const ClusterShape& shape) {
-  require_square("cyclic_mds", shape);
-  const int s = read_s(code, shape);
-  if ((shape.workers - s) % 2 == 0 && s + 1 >= shape.workers) {
-    code.fail_value("s",
-                    "no real cyclic MDS code: n − s is even and s + 1 leaves no worker",
-                    s,
-                    fmt::format("s < {} for workers = {}", shape.workers - 1, shape.workers));
-  }
-  code.finish();
-  return std::make_shared<codes::CyclicMdsCode>(shape.workers, s);
+  codes::CyclicMdsCode::Options o{shape.workers, shape.partitions};
+  o.s = to_int(code.integer("s", std::nullopt));
+  return std::make_shared<codes::CyclicMdsCode>(checked(code, shape, o));
 }
 
 std::shared_ptr<const codes::GradientCode> make_bgc(JsonReader& code, const ClusterShape& shape) {
-  const double d = code.positive("d", std::nullopt);
-  if (d > shape.workers) {
-    code.fail_value("d", "out of range", d, fmt::format("a number in (0, {}]", shape.workers));
-  }
-  code.finish();
-  return std::make_shared<codes::BernoulliGradientCode>(
-      shape.workers, shape.partitions, d, shape.seed);
+  codes::BernoulliGradientCode::Options o{shape.workers, shape.partitions};
+  o.d = code.number("d", std::nullopt);
+  o.seed = shape.seed;
+  return std::make_shared<codes::BernoulliGradientCode>(checked(code, shape, o));
 }
 
 std::shared_ptr<const codes::GradientCode> make_expander(JsonReader& code,
                                                          const ClusterShape& shape) {
-  // Glasgow & Wootters: partitions are the vertices of a d-regular graph, workers its edges,
-  // so k = 2n/d.
-  const auto d = code.integer("d", std::nullopt, 1, shape.workers);
-  if ((2 * shape.workers) % d != 0 || 2 * shape.workers / d < d + 1) {
-    code.fail_value(
-        "d",
-        "no d-regular graph with one edge per worker",
-        d,
-        fmt::format("d dividing 2·workers = {} with 2·workers/d > d", 2 * shape.workers));
-  }
-  const int k = static_cast<int>(2 * shape.workers / d);
-  if (shape.partitions_given && shape.partitions != k) {
-    throw ConfigError(
-        fmt::format("{}:/partitions: code 'expander' has k = 2n/d partitions; got {}; "
-                    "expected {} or no partitions key",
-                    shape.file,
-                    shape.partitions,
-                    k));
-  }
-  code.finish();
-  return std::make_shared<codes::ExpanderGraphCode>(shape.workers, static_cast<int>(d), shape.seed);
+  codes::ExpanderGraphCode::Options o{shape.workers, shape.partitions_given ? shape.partitions : 0};
+  o.d = to_int(code.integer("d", std::nullopt));
+  o.seed = shape.seed;
+  return std::make_shared<codes::ExpanderGraphCode>(checked(code, shape, o));
 }
 
 std::shared_ptr<const codes::GradientCode> make_sgc(JsonReader& code, const ClusterShape& shape) {
-  const auto d = code.integer("d", std::nullopt, 1, shape.workers);
-  std::optional<double> p;
+  codes::StochasticGradientCode::Options o{shape.workers, shape.partitions};
+  o.d = to_int(code.integer("d", std::nullopt));
+  o.seed = shape.seed;
   if (code.has("p")) {
-    p = code.number("p", std::nullopt, 0.0, 0.999999);
+    o.p = code.number("p", std::nullopt);
   }
-  code.finish();
-  return std::make_shared<codes::StochasticGradientCode>(
-      shape.workers, shape.partitions, static_cast<int>(d), shape.seed, p);
-}
-
-std::function<std::unique_ptr<sim::DelayModel>()> make_shifted_exponential(
-    JsonReader& delay, const std::vector<double>& loads) {
-  const double shift = delay.number("shift", 1.0, 0.0);
-  const double rate = delay.positive("rate", 1.0);
-  const auto tail = delay.choice("tail", "tail scaling", {"load", "none"}, "load");
-  delay.finish();
-  const auto scaling = tail == "load" ? sim::TailScaling::kLoad : sim::TailScaling::kNone;
-  return
-      [=] { return std::make_unique<sim::ShiftedExponentialDelay>(loads, shift, rate, scaling); };
+  return std::make_shared<codes::StochasticGradientCode>(checked(code, shape, o));
 }
 
 sim::TailScaling read_tail(JsonReader& delay) {
@@ -161,54 +137,70 @@ sim::TailScaling read_tail(JsonReader& delay) {
              : sim::TailScaling::kNone;
 }
 
-std::function<std::unique_ptr<sim::DelayModel>()> make_pareto(JsonReader& delay,
-                                                              const std::vector<double>& loads) {
-  const double shift = delay.number("shift", 1.0, 0.0);
-  const double scale = delay.positive("scale", 1.0);
-  const double shape = delay.positive("shape", 2.5);
-  const auto tail = read_tail(delay);
-  delay.finish();
-  return [=] { return std::make_unique<sim::ParetoDelay>(loads, shift, scale, shape, tail); };
+/// Delay options are checked without a ClusterShape: none of their fields is top-level.
+template <typename Options>
+const Options& checked_delay(JsonReader& reader, const Options& options) {
+  if (const Validation v = options.validate()) {
+    reject(reader, nullptr, *v);
+  }
+  return options;
 }
 
-std::function<std::unique_ptr<sim::DelayModel>()> make_bimodal(JsonReader& delay,
-                                                               const std::vector<double>& loads) {
-  const double shift = delay.number("shift", 1.0, 0.0);
-  const double rate = delay.positive("rate", 1.0);
-  const auto tail = read_tail(delay);
-  const double probability = delay.number("slow_probability", 0.1, 0.0, 1.0);
-  const double slowdown = delay.number("slowdown", 5.0, 1.0);
-  delay.finish();
-  return [=] {
-    return std::make_unique<sim::BimodalDelay>(loads, shift, rate, tail, probability, slowdown);
-  };
+DelayMaker make_shifted_exponential(JsonReader& delay, const std::vector<double>& loads) {
+  sim::ShiftedExponentialDelay::Options o;
+  o.shift = delay.number("shift", o.shift);
+  o.rate = delay.number("rate", o.rate);
+  o.tail = read_tail(delay);
+  checked_delay(delay, o);
+  return [=] { return std::make_unique<sim::ShiftedExponentialDelay>(loads, o); };
 }
 
-std::function<std::unique_ptr<sim::DelayModel>()> make_heterogeneous(
-    JsonReader& delay, const std::vector<double>& loads) {
-  const double shift = delay.number("shift", 1.0, 0.0);
-  const double rate = delay.positive("rate", 1.0);
-  const auto tail = read_tail(delay);
+DelayMaker make_pareto(JsonReader& delay, const std::vector<double>& loads) {
+  sim::ParetoDelay::Options o;
+  o.shift = delay.number("shift", o.shift);
+  o.scale = delay.number("scale", o.scale);
+  o.shape = delay.number("shape", o.shape);
+  o.tail = read_tail(delay);
+  checked_delay(delay, o);
+  return [=] { return std::make_unique<sim::ParetoDelay>(loads, o); };
+}
+
+DelayMaker make_bimodal(JsonReader& delay, const std::vector<double>& loads) {
+  sim::BimodalDelay::Options o;
+  o.shift = delay.number("shift", o.shift);
+  o.rate = delay.number("rate", o.rate);
+  o.tail = read_tail(delay);
+  o.slow_probability = delay.number("slow_probability", o.slow_probability);
+  o.slowdown = delay.number("slowdown", o.slowdown);
+  checked_delay(delay, o);
+  return [=] { return std::make_unique<sim::BimodalDelay>(loads, o); };
+}
+
+DelayMaker make_heterogeneous(JsonReader& delay, const std::vector<double>& loads) {
+  sim::HeterogeneousDelay::Options o;
+  o.shift = delay.number("shift", o.shift);
+  o.rate = delay.number("rate", o.rate);
+  o.tail = read_tail(delay);
   if (!delay.has("factors")) {
     delay.fail("factors", "missing required key; expected an array of one speed factor per worker");
   }
+  // The JSON types are checked here, the values by the options.
   const auto& raw = delay.raw("factors");
   const std::string expected =
       fmt::format("an array of {} numbers > 0 (one slowdown factor per worker)", loads.size());
-  if (!raw.is_array() || raw.size() != loads.size()) {
-    delay.fail_value(
-        "factors", "wrong shape", raw.is_array() ? nlohmann::json(raw.size()) : raw, expected);
+  if (!raw.is_array()) {
+    delay.fail_value("factors", "wrong shape", raw, expected);
   }
-  std::vector<double> factors;
   for (const auto& f : raw) {
-    if (!f.is_number() || !(f.get<double>() > 0.0)) {
+    if (!f.is_number()) {
       delay.fail_value("factors", "bad factor", f, expected);
     }
-    factors.push_back(f.get<double>());
+    o.factors.push_back(f.get<double>());
   }
-  delay.finish();
-  return
-      [=] { return std::make_unique<sim::HeterogeneousDelay>(loads, factors, shift, rate, tail); };
+  if (const Validation v = o.validate(loads.size())) {
+    reject(delay, nullptr, *v);
+  }
+  return [=] { return std::make_unique<sim::HeterogeneousDelay>(loads, o); };
 }
 
 /// r from "r" or "fraction" (r = ⌈fraction·n⌉), exactly one of them.
@@ -223,63 +215,123 @@ int read_r(JsonReader& stopping, int workers) {
     }
     return std::max(1, static_cast<int>(std::ceil(f * workers - 1e-9)));
   }
-  return static_cast<int>(stopping.integer("r", std::nullopt, 1, workers));
+  return to_int(stopping.integer("r", std::nullopt));
 }
 
-std::shared_ptr<const sim::StoppingRule> make_all(
-    JsonReader& stopping, const std::shared_ptr<const codes::GradientCode>& code) {
-  stopping.finish();
-  return std::make_shared<sim::AllStopping>(code->workers());
+template <typename Options>
+void checked_rule(JsonReader& reader, const Options& options) {
+  if (const Validation v = options.validate()) {
+    reject(reader, nullptr, *v);
+  }
 }
 
-std::shared_ptr<const sim::StoppingRule> make_first_r(
-    JsonReader& stopping, const std::shared_ptr<const codes::GradientCode>& code) {
-  const int r = read_r(stopping, code->workers());
-  stopping.finish();
-  return std::make_shared<sim::FirstRStopping>(r);
+RulePtr make_all(JsonReader& stopping, const CodePtr& code) {
+  const sim::AllStopping::Options o{code->workers()};
+  checked_rule(stopping, o);
+  return std::make_shared<sim::AllStopping>(o);
 }
 
-std::shared_ptr<const sim::StoppingRule> make_deadline(
-    JsonReader& stopping, const std::shared_ptr<const codes::GradientCode>& code) {
-  const double after = stopping.positive("after", std::nullopt);
-  stopping.finish();
-  return std::make_shared<sim::DeadlineStopping>(after, code->workers());
+RulePtr make_first_r(JsonReader& stopping, const CodePtr& code) {
+  const sim::FirstRStopping::Options o{code->workers(), read_r(stopping, code->workers())};
+  checked_rule(stopping, o);
+  return std::make_shared<sim::FirstRStopping>(o);
 }
 
-std::shared_ptr<const sim::StoppingRule> make_decodable(
-    JsonReader& stopping, const std::shared_ptr<const codes::GradientCode>& code) {
-  stopping.finish();
-  return std::make_shared<sim::DecodableStopping>(code);
+RulePtr make_deadline(JsonReader& stopping, const CodePtr& code) {
+  const sim::DeadlineStopping::Options o{code->workers(), stopping.number("after", std::nullopt)};
+  checked_rule(stopping, o);
+  return std::make_shared<sim::DeadlineStopping>(o);
 }
 
-std::shared_ptr<const sim::StoppingRule> make_first_r_or_decodable(
-    JsonReader& stopping, const std::shared_ptr<const codes::GradientCode>& code) {
-  const int r = read_r(stopping, code->workers());
-  stopping.finish();
-  return std::make_shared<sim::FirstROrDecodableStopping>(r, code);
+RulePtr make_decodable(JsonReader& stopping, const CodePtr& code) {
+  const sim::DecodableStopping::Options o{code};
+  checked_rule(stopping, o);
+  return std::make_shared<sim::DecodableStopping>(o);
+}
+
+RulePtr make_first_r_or_decodable(JsonReader& stopping, const CodePtr& code) {
+  const sim::FirstROrDecodableStopping::Options o{code, read_r(stopping, code->workers())};
+  checked_rule(stopping, o);
+  return std::make_shared<sim::FirstROrDecodableStopping>(o);
 }
 
 }  // namespace
 
 const std::vector<FactoryRow<CodeFactory>>& code_factories() {
   static const std::vector<FactoryRow<CodeFactory>> table = {
-      {"bgc", make_bgc},
-      {"crc", make_crc},
-      {"cyclic_mds", make_cyclic_mds},
-      {"expander", make_expander},
-      {"frc", make_frc},
-      {"sgc", make_sgc},
-      {"uncoded", make_uncoded},
+      {"bgc",
+       "Bernoulli gradient code: worker i holds partition j with probability d/k (one-step "
+       "decoder)",
+       {{"d", ""}},
+       make_bgc},
+      {"crc",
+       "cyclic repetition code: worker i holds partitions i..i+s, exact from any n - s workers",
+       {{"s", ""}},
+       make_crc},
+      {"cyclic_mds",
+       "real cyclic MDS code of redundancy s (>= s when needed), exact from any n - s workers",
+       {{"s", ""}},
+       make_cyclic_mds},
+      {"expander",
+       "expander graph code: workers are the edges of a random d-regular graph on k = 2n/d "
+       "partitions",
+       {{"d", ""}},
+       make_expander},
+      {"frc",
+       "fractional repetition code: n/d groups of d workers holding the same d partitions",
+       {{"d", ""}},
+       make_frc},
+      {"sgc",
+       "stochastic gradient code: d partitions per worker, balanced random assignment "
+       "(one-step decoder, optional straggle probability p)",
+       {{"d", ""}, {"p", ""}},
+       make_sgc},
+      {"uncoded", "one partition per worker, no redundancy", {}, make_uncoded},
   };
   return table;
 }
 
+namespace {
+
+std::string number_text(double x) { return fmt::format("{}", x); }
+std::string tail_text(sim::TailScaling t) { return t == sim::TailScaling::kLoad ? "load" : "none"; }
+
+}  // namespace
+
 const std::vector<FactoryRow<DelayFactory>>& delay_factories() {
+  const sim::ShiftedExponentialDelay::Options se;
+  const sim::ParetoDelay::Options pa;
+  const sim::BimodalDelay::Options bi;
+  const sim::HeterogeneousDelay::Options he;
   static const std::vector<FactoryRow<DelayFactory>> table = {
-      {"bimodal", make_bimodal},
-      {"heterogeneous", make_heterogeneous},
-      {"pareto", make_pareto},
-      {"shifted_exponential", make_shifted_exponential},
+      {"bimodal",
+       "shifted exponential slowed by a factor slowdown with probability slow_probability",
+       {{"shift", number_text(bi.shift)},
+        {"rate", number_text(bi.rate)},
+        {"tail", tail_text(bi.tail)},
+        {"slow_probability", number_text(bi.slow_probability)},
+        {"slowdown", number_text(bi.slowdown)}},
+       make_bimodal},
+      {"heterogeneous",
+       "shifted exponential times a fixed slowdown factor per worker",
+       {{"shift", number_text(he.shift)},
+        {"rate", number_text(he.rate)},
+        {"tail", tail_text(he.tail)},
+        {"factors", ""}},
+       make_heterogeneous},
+      {"pareto",
+       "load-scaled shift plus a Pareto(scale, shape) tail (heavy-tailed)",
+       {{"shift", number_text(pa.shift)},
+        {"scale", number_text(pa.scale)},
+        {"shape", number_text(pa.shape)},
+        {"tail", tail_text(pa.tail)}},
+       make_pareto},
+      {"shifted_exponential",
+       "T = load*shift + s(load)*Exp(1)/rate; tail load (Model A) or none (Model B)",
+       {{"shift", number_text(se.shift)},
+        {"rate", number_text(se.rate)},
+        {"tail", tail_text(se.tail)}},
+       make_shifted_exponential},
   };
   return table;
 }
@@ -287,8 +339,12 @@ const std::vector<FactoryRow<DelayFactory>>& delay_factories() {
 const std::vector<FactoryRow<LossFactory>>& loss_factories() {
   static const std::vector<FactoryRow<LossFactory>> table = {
       {"least_squares",
+       "1/2 (a'x - b)^2 plus l2/2 |x|^2; test metric mse",
+       {},
        [] { return std::shared_ptr<const models::LossModel>(models::make_least_squares_loss()); }},
       {"logistic",
+       "log(1 + exp(-b a'x)) plus l2/2 |x|^2, labels mapped to -1/+1; test accuracy and AUC",
+       {},
        [] { return std::shared_ptr<const models::LossModel>(models::make_logistic_loss()); }},
   };
   return table;
@@ -296,11 +352,76 @@ const std::vector<FactoryRow<LossFactory>>& loss_factories() {
 
 const std::vector<FactoryRow<StoppingFactory>>& stopping_factories() {
   static const std::vector<FactoryRow<StoppingFactory>> table = {
-      {"all", make_all},
-      {"deadline", make_deadline},
-      {"decodable", make_decodable},
-      {"first_r", make_first_r},
-      {"first_r_or_decodable", make_first_r_or_decodable},
+      {"all", "wait for every worker", {}, make_all},
+      {"deadline",
+       "stop after seconds past the broadcast (or once every worker is in)",
+       {{"after", ""}},
+       make_deadline},
+      {"decodable", "stop once the workers heard decode exactly", {}, make_decodable},
+      {"first_r",
+       "stop at the r-th arrival; r or fraction (r = ceil(fraction n))",
+       {{"r", ""}, {"fraction", ""}},
+       make_first_r},
+      {"first_r_or_decodable",
+       "the earlier of the r-th arrival and exact decodability (ErasureHead's rule)",
+       {{"r", ""}, {"fraction", ""}},
+       make_first_r_or_decodable},
+  };
+  return table;
+}
+
+const std::vector<ChoiceDoc>& backend_docs() {
+  static const std::vector<ChoiceDoc> table = {
+      {"simulated", "simulated clock: delays drawn from the delay model (default)", {}},
+      {"threads",
+       "one thread per worker on the wall clock, delays injected; needs data",
+       {{"seconds_per_unit", "0.01"}, {"timeout", "5"}, {"faults", "[]"}}},
+  };
+  return table;
+}
+
+const std::vector<ChoiceDoc>& optimizer_docs() {
+  static const std::vector<ChoiceDoc> table = {
+      {"gd", "gradient descent x <- x - step g (default)", {{"step", ""}, {"iterations", ""}}},
+      {"nesterov", "Nesterov's accelerated gradient", {{"step", ""}, {"iterations", ""}}},
+  };
+  return table;
+}
+
+const std::vector<ChoiceDoc>& generator_docs() {
+  // Defaults from the generators' own options structs, so the listing follows them.
+  const models::AmazonLikeOptions amazon;
+  const models::CovtypeLikeOptions covtype;
+  const models::KcHousingLikeOptions kc;
+  const auto text = [](auto x) { return fmt::format("{}", x); };
+  static const std::vector<ChoiceDoc> table = {
+      {"amazon_like",
+       "sparse one-hot table shaped like Amazon Employee Access (logistic)",
+       {{"rows", text(amazon.rows)},
+        {"features", text(amazon.features)},
+        {"positive_fraction", text(amazon.positive_fraction)},
+        {"storage", "sparse"},
+        {"test_fraction", "0.2"}}},
+      {"covtype_like",
+       "sparse one-hot table shaped like Forest Covertype (logistic)",
+       {{"rows", text(covtype.rows)},
+        {"features", text(covtype.features)},
+        {"positive_fraction", text(covtype.positive_fraction)},
+        {"storage", "sparse"},
+        {"test_fraction", "0.2"}}},
+      {"gaussian_mixture",
+       "dense two-class Gaussian mixture (logistic)",
+       {{"rows", ""}, {"features", ""}, {"separation", "1.5"}, {"test_fraction", "0.2"}}},
+      {"kc_housing_like",
+       "sparse one-hot table shaped like KC housing (least squares)",
+       {{"rows", text(kc.rows)},
+        {"features", text(kc.features)},
+        {"noise", text(kc.noise)},
+        {"storage", "sparse"},
+        {"test_fraction", "0.2"}}},
+      {"linear_regression",
+       "dense planted linear model plus Gaussian noise (least squares)",
+       {{"rows", ""}, {"features", ""}, {"noise", "0.5"}, {"test_fraction", "0.2"}}},
   };
   return table;
 }

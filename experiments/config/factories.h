@@ -10,6 +10,7 @@
 
 #include "codes/gradient_code.h"
 #include "experiments/config/json_reader.h"
+#include "models/base/options_check.h"
 #include "models/loss_model.h"
 #include "sim/delay_model.h"
 #include "sim/stopping_rule.h"
@@ -25,18 +26,40 @@ struct ClusterShape {
   std::uint64_t seed = 1;         ///< the code's own stream seed, derived from the run seed
 };
 
-using CodeFactory = std::function<std::shared_ptr<const codes::GradientCode>(
-    JsonReader& code, const ClusterShape& shape)>;
-using DelayFactory = std::function<std::function<std::unique_ptr<sim::DelayModel>()>(
-    JsonReader& delay, const std::vector<double>& loads)>;
-using LossFactory = std::function<std::shared_ptr<const models::LossModel>()>;
-using StoppingFactory = std::function<std::shared_ptr<const sim::StoppingRule>(
-    JsonReader& stopping, const std::shared_ptr<const codes::GradientCode>& code)>;
+using CodePtr = std::shared_ptr<const codes::GradientCode>;
+using RulePtr = std::shared_ptr<const sim::StoppingRule>;
+using DelayMaker = std::function<std::unique_ptr<sim::DelayModel>()>;
 
+/// Factories read their keys into the class's Options and let the Options validate; the caller
+/// then rejects unknown keys against the row's key list.
+using CodeFactory = std::function<CodePtr(JsonReader& code, const ClusterShape& shape)>;
+using DelayFactory = std::function<DelayMaker(JsonReader& delay, const std::vector<double>& loads)>;
+using LossFactory = std::function<std::shared_ptr<const models::LossModel>()>;
+using StoppingFactory = std::function<RulePtr(JsonReader& stopping, const CodePtr& code)>;
+
+/// One config key a row accepts, with its default as the config would write it ("" when the
+/// key is required or has no default).
+struct KeyDoc {
+  std::string name;
+  std::string default_value;
+};
+
+/// A row of a plug-in table: its name, a one-line description, the keys it reads besides the
+/// selector ("kind" or "rule"), and the factory. `stragglersim list` prints the rows, and the
+/// "unknown key" error lists the row's keys, so neither can drift from what the factory reads.
 template <typename Factory>
 struct FactoryRow {
   std::string name;
+  std::string description;
+  std::vector<KeyDoc> keys;
   Factory make;
+};
+
+/// A documented choice that is not a factory table (backends, optimizers, data generators).
+struct ChoiceDoc {
+  std::string name;
+  std::string description;
+  std::vector<KeyDoc> keys;
 };
 
 const std::vector<FactoryRow<CodeFactory>>& code_factories();
@@ -47,5 +70,28 @@ const std::vector<FactoryRow<StoppingFactory>>& stopping_factories();
 /// Names of a table's rows, sorted, for "valid values are: ..." messages.
 template <typename Factory>
 std::vector<std::string> names_of(const std::vector<FactoryRow<Factory>>& table);
+
+/// The keys an object of this row accepts: `always` (the selector, shared keys) plus the row's.
+template <typename Row>
+std::vector<std::string> keys_of(const Row& row, std::vector<std::string> always) {
+  for (const auto& key : row.keys) {
+    always.push_back(key.name);
+  }
+  return always;
+}
+
+/// The config keys shared by every row of a table (besides the row's own).
+inline const std::vector<std::string> kCodeKeys = {"decoder", "kind"};
+inline const std::vector<std::string> kDelayKeys = {"kind"};
+inline const std::vector<std::string> kLossKeys = {"kind", "l2"};
+inline const std::vector<std::string> kStoppingKeys = {"rule"};
+
+const std::vector<ChoiceDoc>& backend_docs();
+const std::vector<ChoiceDoc>& optimizer_docs();
+const std::vector<ChoiceDoc>& generator_docs();
+
+/// Turns a violated options constraint into a ConfigError at the key's JSON pointer (top-level
+/// fields, "partitions", at the root of `shape.file`); "got" shows the config's own value.
+[[noreturn]] void reject(JsonReader& reader, const ClusterShape* shape, const Violation& v);
 
 }  // namespace stragglersim::experiments

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "experiments/config/config_error.h"
@@ -215,6 +216,15 @@ void JsonReader::finish() const {
   std::vector<std::string> valid(used_.begin(), used_.end());
   for (const auto& item : value_->items()) {
     if (!used_.contains(item.key())) {
+      fail(item.key(), fmt::format("unknown key; valid keys are: {}", join(valid)));
+    }
+  }
+}
+
+void JsonReader::finish(std::vector<std::string> valid) const {
+  std::sort(valid.begin(), valid.end());
+  for (const auto& item : value_->items()) {
+    if (!std::binary_search(valid.begin(), valid.end(), item.key())) {
       fail(item.key(), fmt::format("unknown key; valid keys are: {}", join(valid)));
     }
   }

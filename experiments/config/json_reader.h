@@ -62,6 +62,8 @@ class JsonReader {
   JsonReader object(std::string_view key);
   /// Rejects keys never read: "<file>:<pointer>/<key>: unknown key; valid keys are: ...".
   void finish() const;
+  /// Rejects keys outside `valid` (a factory row's keys), listing `valid` sorted.
+  void finish(std::vector<std::string> valid) const;
   /// This object with the defaults that were taken filled in (nested objects included once
   /// their readers are merged back with `merge`).
   [[nodiscard]] const nlohmann::json& resolved() const { return resolved_; }

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "codes/fractional_repetition_code.h"
 #include "experiments/config/convergence_predictions.h"
 #include "models/optimum.h"
 #include "sim/stopping_rule.h"
@@ -18,46 +17,41 @@ std::optional<sim::SchemeDescription> describe_scheme(const RunPlan& plan, std::
   const auto& rule = *plan.scheme.rule;
   sim::SchemeDescription s;
   s.workers = code.workers();
-  const std::string name = code.name();
-  if (name == "uncoded") {
-    s.code = sim::CodeFamily::kUncoded;
-    s.d = 1;
-  } else if (const auto* frc = dynamic_cast<const codes::FractionalRepetitionCode*>(&code)) {
-    s.code = sim::CodeFamily::kFractionalRepetition;
-    s.d = frc->replication();
-  } else if (name == "crc" || name == "cyclic_mds") {
-    s.code = sim::CodeFamily::kCyclic;
-    s.d = code.stragglers_tolerated() + 1;
-  } else {
-    *why = fmt::format("no timing model for code '{}' (random or non-uniform supports)", name);
-    return std::nullopt;
+  const codes::CodeStructure structure = code.structure();
+  switch (structure.layout) {
+    case codes::CodeLayout::kGroups:
+      // Groups of one worker are the uncoded scheme, whatever code built them.
+      s.code = structure.group_size == 1 ? sim::CodeFamily::kUncoded
+                                         : sim::CodeFamily::kFractionalRepetition;
+      s.d = structure.group_size;
+      break;
+    case codes::CodeLayout::kCyclic:
+      s.code = sim::CodeFamily::kCyclic;
+      s.d = structure.group_size;
+      break;
+    case codes::CodeLayout::kIrregular:
+      *why = fmt::format("no timing model for code '{}' (random or non-uniform supports)",
+                         code.name());
+      return std::nullopt;
   }
-  if (dynamic_cast<const sim::AllStopping*>(&rule) != nullptr) {
-    s.rule = sim::RuleKind::kAll;
-  } else if (const auto* f = dynamic_cast<const sim::FirstRStopping*>(&rule)) {
-    s.rule = sim::RuleKind::kFirstR;
-    s.r = f->r();
-  } else if (const auto* dl = dynamic_cast<const sim::DeadlineStopping*>(&rule)) {
-    s.rule = sim::RuleKind::kDeadline;
-    s.deadline = dl->after();
-  } else if (dynamic_cast<const sim::DecodableStopping*>(&rule) != nullptr) {
-    s.rule = sim::RuleKind::kDecodable;
-  } else if (const auto* fd = dynamic_cast<const sim::FirstROrDecodableStopping*>(&rule)) {
-    s.rule = sim::RuleKind::kFirstROrDecodable;
-    s.r = fd->r();
-  } else {
+  const std::optional<sim::StoppingShape> shape = rule.shape();
+  if (!shape) {
     *why = fmt::format("no timing model for rule '{}'", rule.name());
     return std::nullopt;
+  }
+  s.rule = shape->kind;
+  if (s.rule == sim::RuleKind::kFirstR || s.rule == sim::RuleKind::kFirstROrDecodable) {
+    s.r = shape->r;
+  }
+  if (s.rule == sim::RuleKind::kDeadline) {
+    s.deadline = shape->deadline;
   }
   return s;
 }
 
 int group_size(const RunPlan& plan) {
-  if (const auto* frc =
-          dynamic_cast<const codes::FractionalRepetitionCode*>(plan.scheme.code.get())) {
-    return frc->replication();
-  }
-  return 1;
+  const codes::CodeStructure structure = plan.scheme.code->structure();
+  return structure.layout == codes::CodeLayout::kGroups ? structure.group_size : 1;
 }
 
 std::optional<ConvergenceInputs> convergence_inputs(const RunPlan& plan, std::string* why) {
@@ -142,6 +136,39 @@ void add_target(const RunPlan& plan, nlohmann::json& out) {
           : nlohmann::json(its.get<double>() * out["expected_iteration_time"].get<double>());
 }
 
+/// The predicted speedup against n for ErasureHead (FRC under first_r at the plan's fraction
+/// r/n) under an i.i.d. shifted exponential; nullopt for other schemes and delay models.
+std::optional<nlohmann::json> speedup_rows(const sim::SchemeDescription& scheme,
+                                           const sim::DelayModel& delays) {
+  const auto base = delays.shifted_exponential();
+  if (scheme.code != sim::CodeFamily::kFractionalRepetition ||
+      scheme.rule != sim::RuleKind::kFirstR || !base) {
+    return std::nullopt;
+  }
+  std::vector<int> ns;
+  for (int n = 8; n <= 65536; n *= 2) {
+    if (n % scheme.d == 0 && n != scheme.workers) {
+      ns.push_back(n);
+    }
+  }
+  // The config's own n is always in the table.
+  ns.insert(std::upper_bound(ns.begin(), ns.end(), scheme.workers), scheme.workers);
+  const double fraction = static_cast<double>(scheme.r) / scheme.workers;
+  const auto points =
+      sim::predicted_speedup(ns, {scheme.d, fraction}, base->shift, base->rate, base->tail);
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& pt : points) {
+    rows.push_back({{"workers", pt.workers},
+                    {"r", pt.r},
+                    {"uncoded", pt.uncoded},
+                    {"frc", pt.frc},
+                    {"erasurehead", pt.erasurehead},
+                    {"speedup_vs_uncoded", pt.speedup_vs_uncoded},
+                    {"speedup_vs_frc", pt.speedup_vs_frc}});
+  }
+  return rows;
+}
+
 }  // namespace
 
 nlohmann::json predictions(const RunPlan& plan, bool convergence) {
@@ -167,37 +194,13 @@ nlohmann::json predictions(const RunPlan& plan, bool convergence) {
   if (!convergence) {
     return out;
   }
-  if (scheme->code == sim::CodeFamily::kFractionalRepetition &&
-      scheme->rule == sim::RuleKind::kFirstR) {
-    if (const auto* base = dynamic_cast<const sim::ShiftedExponentialDelay*>(delays.get())) {
-      std::vector<int> ns;
-      for (int n = 8; n <= 65536; n *= 2) {
-        if (n % scheme->d == 0 && n != scheme->workers) {
-          ns.push_back(n);
-        }
-      }
-      // The config's own n is always in the table.
-      ns.insert(std::upper_bound(ns.begin(), ns.end(), scheme->workers), scheme->workers);
-      const double fraction = static_cast<double>(scheme->r) / scheme->workers;
-      const auto points = sim::predicted_speedup(
-          ns, {scheme->d, fraction}, base->shift(), base->rate(), base->tail());
-      nlohmann::json rows = nlohmann::json::array();
-      for (const auto& pt : points) {
-        rows.push_back({{"workers", pt.workers},
-                        {"r", pt.r},
-                        {"uncoded", pt.uncoded},
-                        {"frc", pt.frc},
-                        {"erasurehead", pt.erasurehead},
-                        {"speedup_vs_uncoded", pt.speedup_vs_uncoded},
-                        {"speedup_vs_frc", pt.speedup_vs_frc}});
-      }
-      out["speedup_vs_n"] = rows;
-      for (const auto& row : rows) {
-        if (row["workers"] == scheme->workers) {
-          out["speedup_at_config_n"] = row;
-        }
+  if (auto rows = speedup_rows(*scheme, *delays)) {
+    for (const auto& row : *rows) {
+      if (row["workers"] == scheme->workers) {
+        out["speedup_at_config_n"] = row;
       }
     }
+    out["speedup_vs_n"] = std::move(*rows);
   }
 
   if (plan.delay_only()) {

@@ -6,7 +6,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "codes/fractional_repetition_code.h"
 #include "experiments/config/config_error.h"
 #include "experiments/config/data_source.h"
 #include "experiments/config/factories.h"
@@ -47,31 +46,35 @@ RunPlan plan_run_file(const std::filesystem::path& path) {
 
 namespace {
 
+/// The row of `table` named by `key` (the selector: "kind" or "rule").
 template <typename Factory>
-const Factory& pick(JsonReader& reader,
-                    std::string_view what,
-                    const std::vector<FactoryRow<Factory>>& table,
-                    std::optional<std::string> fallback = std::nullopt) {
-  const std::string name = reader.choice("kind", what, names_of(table), std::move(fallback));
+const FactoryRow<Factory>& pick(JsonReader& reader,
+                                std::string_view key,
+                                std::string_view what,
+                                const std::vector<FactoryRow<Factory>>& table,
+                                std::optional<std::string> fallback = std::nullopt) {
+  const std::string name = reader.choice(key, what, names_of(table), std::move(fallback));
   for (const auto& row : table) {
     if (row.name == name) {
-      return row.make;
+      return row;
     }
   }
-  reader.fail("kind", "internal: factory table out of sync");
+  reader.fail(key, "internal: factory table out of sync");
 }
 
 /// Default decoder: exact when the rule waits for a decodable set (all, decodable, or first_r
 /// with r ≥ n − s for a code tolerating s stragglers), least squares otherwise.
 sim::DecoderKind default_decoder(const sim::StoppingRule& rule, const codes::GradientCode& code) {
-  const std::string name = rule.name();
-  if (name == "all" || name == "decodable") {
+  const std::optional<sim::StoppingShape> shape = rule.shape();
+  if (!shape) {
+    return sim::DecoderKind::kOptimal;
+  }
+  if (shape->kind == sim::RuleKind::kAll || shape->kind == sim::RuleKind::kDecodable) {
     return sim::DecoderKind::kExact;
   }
-  if (const auto* f = dynamic_cast<const sim::FirstRStopping*>(&rule)) {
-    if (code.stragglers_tolerated() > 0 && f->r() >= code.workers() - code.stragglers_tolerated()) {
-      return sim::DecoderKind::kExact;
-    }
+  const int s = code.structure().stragglers_tolerated;
+  if (shape->kind == sim::RuleKind::kFirstR && s > 0 && shape->r >= code.workers() - s) {
+    return sim::DecoderKind::kExact;
   }
   return sim::DecoderKind::kOptimal;
 }
@@ -135,62 +138,52 @@ void read_threaded_backend(JsonReader& reader,
   }
 }
 
-}  // namespace
-
-RunPlan plan_run(const nlohmann::json& config,
-                 const std::string& file,
-                 const std::filesystem::path& base_dir) {
-  JsonReader root(config, file, "");
-  RunPlan plan;
+/// The top-level counts and the data (first: the partition count is checked against its rows).
+LoadedData read_header_and_data(JsonReader& root,
+                                RunPlan& plan,
+                                const std::string& file,
+                                const std::filesystem::path& base_dir) {
   plan.name = root.string("name", std::filesystem::path(file).stem().string());
   plan.seed = static_cast<std::uint64_t>(root.integer("seed", 1, 0));
   plan.workers = static_cast<int>(root.integer("workers", std::nullopt, 1, 10'000'000));
   plan.partitions = static_cast<int>(root.integer("partitions", plan.workers, 1, 10'000'000));
-
-  // Data first: the partition count is checked against the rows it has.
   if (!root.has("data")) {
     root.fail("data", "missing required key; expected an object, or null for a delay-only run");
   }
-  const bool delay_only = root.is_null("data");
   LoadedData data;
-  if (delay_only) {
+  if (root.is_null("data")) {
     (void)root.raw("data");
   } else {
     JsonReader data_reader = root.object("data");
     data = load_data(data_reader, base_dir, plan.seed);
     root.merge("data", data_reader);
   }
+  return data;
+}
 
-  // Code.
+/// The code, its decoder, the stopping rule and the rescale.
+void read_scheme(JsonReader& root, RunPlan& plan, const std::string& file) {
   JsonReader code_reader = root.object("code");
   const ClusterShape shape{file,
                            plan.workers,
                            plan.partitions,
                            root.has("partitions"),
                            derive_seed(plan.seed, static_cast<std::uint64_t>(Stream::kCode))};
-  const auto& make_code = pick(code_reader, "code", code_factories());
+  const auto& code_row = pick(code_reader, "kind", "code", code_factories());
   // The decoder key belongs to the scheme, not to a code's own parameters: read it first.
   std::optional<std::string> decoder_name;
   if (code_reader.has("decoder")) {
     decoder_name = code_reader.choice("decoder", "decoder", {"exact", "one_step", "optimal"}, {});
   }
-  plan.scheme.code = make_code(code_reader, shape);
+  plan.scheme.code = code_row.make(code_reader, shape);
+  code_reader.finish(keys_of(code_row, kCodeKeys));
   root.merge("code", code_reader);
   plan.partitions = plan.scheme.code->partitions();
 
-  // Stopping rule and decoder.
   JsonReader stopping_reader = root.object("stopping");
-  const auto& make_rule = [&]() -> const StoppingFactory& {
-    const std::string name =
-        stopping_reader.choice("rule", "stopping rule", names_of(stopping_factories()), {});
-    for (const auto& row : stopping_factories()) {
-      if (row.name == name) {
-        return row.make;
-      }
-    }
-    stopping_reader.fail("rule", "internal: factory table out of sync");
-  }();
-  plan.scheme.rule = make_rule(stopping_reader, plan.scheme.code);
+  const auto& rule_row = pick(stopping_reader, "rule", "stopping rule", stopping_factories(), {});
+  plan.scheme.rule = rule_row.make(stopping_reader, plan.scheme.code);
+  stopping_reader.finish(keys_of(rule_row, kStoppingKeys));
   root.merge("stopping", stopping_reader);
   if (decoder_name) {
     plan.scheme.decoder = *decoder_name == "exact"      ? sim::DecoderKind::kExact
@@ -204,14 +197,19 @@ RunPlan plan_run(const nlohmann::json& config,
   plan.scheme.rescale = rescale == "expected"    ? codes::Rescale::kExpected
                         : rescale == "empirical" ? codes::Rescale::kEmpirical
                                                  : codes::Rescale::kNone;
+}
 
-  // Delays.
+/// The delay model, then q for the expected rescale (which needs the delays), then the
+/// straggler policy.
+void read_delays(JsonReader& root, RunPlan& plan) {
   JsonReader delay_reader = root.object("delay");
-  const auto& make_delay_factory = pick(delay_reader, "delay model", delay_factories());
-  plan.make_delays = make_delay_factory(delay_reader, plan.scheme.code->loads());
+  const auto& delay_row = pick(delay_reader, "kind", "delay model", delay_factories());
+  plan.make_delays = delay_row.make(delay_reader, plan.scheme.code->loads());
+  delay_reader.finish(keys_of(delay_row, kDelayKeys));
   root.merge("delay", delay_reader);
 
   if (plan.scheme.rescale == codes::Rescale::kExpected) {
+    const std::string rescale = "expected";
     const auto q = scheme_erasure_probability(plan);
     if (!q) {
       root.fail_value("rescale",
@@ -233,33 +231,39 @@ RunPlan plan_run(const nlohmann::json& config,
   plan.stragglers = policy == "finish"  ? sim::StragglerPolicy::kFinish
                     : policy == "drain" ? sim::StragglerPolicy::kDrain
                                         : sim::StragglerPolicy::kCancel;
+}
 
-  // Loss and objective.
-  if (!delay_only) {
-    JsonReader loss_reader = root.object("loss");
-    const auto& make_loss = pick(loss_reader, "loss", loss_factories());
-    const double l2 = loss_reader.number("l2", 0.0, 0.0);
-    loss_reader.finish();
-    root.merge("loss", loss_reader);
-    const auto loss = make_loss();
-    if (loss->name() == "logistic") {
-      require_binary_labels(data, root);
+/// The loss and the training (and test) objectives; a delay-only run has no loss key.
+void read_loss(JsonReader& root, RunPlan& plan, LoadedData& data, bool delay_only) {
+  if (delay_only) {
+    if (root.has("loss")) {
+      root.fail("loss", "unknown key; a delay-only run (\"data\": null) has no loss");
     }
-    if (plan.partitions > data.train->rows()) {
-      root.fail_value("partitions",
-                      "more partitions than training rows",
-                      plan.partitions,
-                      fmt::format("at most the {} training rows", data.train->rows()));
-    }
-    plan.objective = std::make_shared<models::Objective>(data.train, loss, l2, plan.partitions);
-    if (data.test && data.test->rows() > 0) {
-      plan.test_objective = std::make_shared<models::Objective>(data.test, loss, l2, 1);
-    }
-  } else if (root.has("loss")) {
-    root.fail("loss", "unknown key; a delay-only run (\"data\": null) has no loss");
+    return;
   }
+  JsonReader loss_reader = root.object("loss");
+  const auto& loss_row = pick(loss_reader, "kind", "loss", loss_factories());
+  const double l2 = loss_reader.number("l2", 0.0, 0.0);
+  loss_reader.finish(keys_of(loss_row, kLossKeys));
+  root.merge("loss", loss_reader);
+  const auto loss = loss_row.make();
+  if (loss->traits().binary_labels) {
+    require_binary_labels(data, root);
+  }
+  if (plan.partitions > data.train->rows()) {
+    root.fail_value("partitions",
+                    "more partitions than training rows",
+                    plan.partitions,
+                    fmt::format("at most the {} training rows", data.train->rows()));
+  }
+  plan.objective = std::make_shared<models::Objective>(data.train, loss, l2, plan.partitions);
+  if (data.test && data.test->rows() > 0) {
+    plan.test_objective = std::make_shared<models::Objective>(data.test, loss, l2, 1);
+  }
+}
 
-  // Optimiser.
+/// The optimiser (delay-only runs read only the iteration count) and the target loss.
+void read_optimizer(JsonReader& root, RunPlan& plan, bool delay_only) {
   JsonReader opt_reader = root.object("optimizer");
   plan.iterations = static_cast<std::uint64_t>(opt_reader.integer("iterations", std::nullopt, 0));
   if (!delay_only) {
@@ -283,8 +287,10 @@ RunPlan plan_run(const nlohmann::json& config,
   if (root.has("target_loss")) {
     plan.target_loss = root.number("target_loss", std::nullopt);
   }
+}
 
-  // Backend.
+/// The backend; returns the resolved faults of a threads backend.
+nlohmann::json read_backend(JsonReader& root, RunPlan& plan, bool delay_only) {
   nlohmann::json resolved_faults = nlohmann::json::array();
   if (root.has("backend")) {
     JsonReader backend_reader = root.object("backend");
@@ -296,6 +302,23 @@ RunPlan plan_run(const nlohmann::json& config,
     backend_reader.finish();
     root.merge("backend", backend_reader);
   }
+  return resolved_faults;
+}
+
+}  // namespace
+
+RunPlan plan_run(const nlohmann::json& config,
+                 const std::string& file,
+                 const std::filesystem::path& base_dir) {
+  JsonReader root(config, file, "");
+  RunPlan plan;
+  LoadedData data = read_header_and_data(root, plan, file, base_dir);
+  const bool delay_only = root.is_null("data");
+  read_scheme(root, plan, file);
+  read_delays(root, plan);
+  read_loss(root, plan, data, delay_only);
+  read_optimizer(root, plan, delay_only);
+  const nlohmann::json resolved_faults = read_backend(root, plan, delay_only);
   root.finish();
   plan.resolved = root.resolved();
   plan.resolved["partitions"] = plan.partitions;

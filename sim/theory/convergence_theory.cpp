@@ -121,7 +121,8 @@ std::vector<SpeedupPoint> predicted_speedup(std::span<const int> workers,
                                             double rate,
                                             TailScaling tail) {
   return predicted_speedup(workers, options, [&](const std::vector<double>& loads) {
-    return std::make_unique<ShiftedExponentialDelay>(loads, shift, rate, tail);
+    return std::make_unique<ShiftedExponentialDelay>(
+        loads, ShiftedExponentialDelay::Options{.shift = shift, .rate = rate, .tail = tail});
   });
 }
 

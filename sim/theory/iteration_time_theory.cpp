@@ -424,10 +424,10 @@ Moments numerical_moments(const std::function<StopProbability(double)>& dist,
 /// Whether every worker has the same delay distribution (exactly, for the shifted exponential;
 /// by lower bound, moments and CDF at a few points otherwise).
 bool identical_workers(const DelayModel& delay) {
-  if (const auto* se = dynamic_cast<const ShiftedExponentialDelay*>(&delay)) {
-    for (int i = 1; i < se->workers(); ++i) {
-      if (se->worker_shift(i) != se->worker_shift(0) ||
-          se->worker_scale(i) != se->worker_scale(0)) {
+  if (const auto se = delay.shifted_exponential()) {
+    for (std::size_t i = 1; i < se->worker_shift.size(); ++i) {
+      if (se->worker_shift[i] != se->worker_shift[0] ||
+          se->worker_scale[i] != se->worker_scale[0]) {
         return false;
       }
     }
@@ -664,13 +664,13 @@ IterationTimePrediction predict_iteration_time(const SchemeDescription& scheme,
   out.q2 = e.q2;
 
   const Shape shape = stop_shape(scheme);
-  const auto* se = dynamic_cast<const ShiftedExponentialDelay*>(&delay);
+  const auto se = delay.shifted_exponential();
   const bool closed =
-      method == PredictionMethod::kAuto && se != nullptr && identical_workers(delay) &&
+      method == PredictionMethod::kAuto && se.has_value() && identical_workers(delay) &&
       (shape.kind == StopShape::kOrderStatistic || shape.kind == StopShape::kFrcDecodable);
   if (closed) {
-    const double shift = se->worker_shift(0);
-    const double scale = se->worker_scale(0);
+    const double shift = se->worker_shift[0];
+    const double scale = se->worker_scale[0];
     const int n = scheme.workers;
     if (shape.kind == StopShape::kOrderStatistic) {
       out.mean = shift + scale * exponential_order_statistic_mean(n, shape.order);

@@ -58,14 +58,13 @@
 #include <vector>
 
 #include "sim/delay_model.h"
+#include "sim/stopping_rule.h"
 
 namespace stragglersim::sim {
 
 /// Assignment family, as far as timing is concerned.
 /// kCyclic: load d = s + 1, decodes exactly from any n − s = n − d + 1 workers (CRC, cyclic MDS).
 enum class CodeFamily { kUncoded, kFractionalRepetition, kCyclic };
-
-enum class RuleKind { kAll, kFirstR, kDeadline, kDecodable, kFirstROrDecodable };
 
 /// What the theory needs to know about a scheme. Illegal: workers < 1, d < 1 (d = 1 for uncoded),
 /// FRC with d ∤ n, cyclic with d > n, r outside [1, n] for first_r rules, deadline ≤ 0 for

@@ -38,7 +38,9 @@ void run_fast_path(benchmark::State& state, bool first_r) {
     rule = std::make_shared<AllStopping>(n);
   }
   DelayOnlySimulator simulator(
-      std::make_unique<ShiftedExponentialDelay>(code->loads(), 1.0, 1.0, TailScaling::kLoad),
+      std::make_unique<ShiftedExponentialDelay>(
+          code->loads(),
+          ShiftedExponentialDelay::Options{.shift = 1.0, .rate = 1.0, .tail = TailScaling::kLoad}),
       rule,
       code,
       StragglerPolicy::kCancel,

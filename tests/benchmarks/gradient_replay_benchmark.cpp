@@ -40,7 +40,9 @@ void bm_gradient_iteration(benchmark::State& state) {
   const auto code = std::make_shared<codes::FractionalRepetitionCode>(kWorkers, 2);
   Scheme scheme{code, std::make_shared<FirstRStopping>(16), DecoderKind::kOptimal};
   auto cluster = std::make_unique<SimulatedCluster>(
-      std::make_unique<ShiftedExponentialDelay>(code->loads(), 1.0, 1.0, TailScaling::kLoad),
+      std::make_unique<ShiftedExponentialDelay>(
+          code->loads(),
+          ShiftedExponentialDelay::Options{.shift = 1.0, .rate = 1.0, .tail = TailScaling::kLoad}),
       scheme.rule,
       StragglerPolicy::kCancel,
       1);

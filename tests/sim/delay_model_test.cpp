@@ -17,7 +17,8 @@ TEST_CASE("sim: derived seeds are fixed and distinct per stream", "[sim][random]
 }
 
 TEST_CASE("sim: the first delay draws of seed 7 are pinned", "[sim][delay]") {
-  ShiftedExponentialDelay model({1.0, 1.0, 2.0, 2.0}, 1.0, 1.0, TailScaling::kLoad);
+  ShiftedExponentialDelay model({1.0, 1.0, 2.0, 2.0},
+                                {.shift = 1.0, .rate = 1.0, .tail = TailScaling::kLoad});
   RandomEngine rng = make_engine(7, Stream::kDelays);
   std::vector<double> out(4);
   model.sample(1, rng, out);
@@ -33,8 +34,8 @@ TEST_CASE("sim: the first delay draws of seed 7 are pinned", "[sim][delay]") {
 TEST_CASE("sim: shifted exponential applies shift and tail per load in Model A and B",
           "[sim][delay]") {
   const std::vector<double> loads = {1.0, 3.0};
-  ShiftedExponentialDelay a(loads, 0.5, 2.0, TailScaling::kLoad);
-  ShiftedExponentialDelay b(loads, 0.5, 2.0, TailScaling::kNone);
+  ShiftedExponentialDelay a(loads, {.shift = 0.5, .rate = 2.0, .tail = TailScaling::kLoad});
+  ShiftedExponentialDelay b(loads, {.shift = 0.5, .rate = 2.0, .tail = TailScaling::kNone});
   RandomEngine r1 = make_engine(3, Stream::kDelays);
   RandomEngine r2 = make_engine(3, Stream::kDelays);
   RandomEngine r3 = make_engine(3, Stream::kDelays);
@@ -55,7 +56,7 @@ TEST_CASE("sim: shifted exponential applies shift and tail per load in Model A a
 }
 
 TEST_CASE("sim: shifted exponential sample moments match mean and variance", "[sim][delay]") {
-  ShiftedExponentialDelay model({2.0}, 1.0, 0.5, TailScaling::kLoad);
+  ShiftedExponentialDelay model({2.0}, {.shift = 1.0, .rate = 0.5, .tail = TailScaling::kLoad});
   RandomEngine rng = make_engine(11, Stream::kDelays);
   const int n = 200000;
   double sum = 0.0;

@@ -99,27 +99,31 @@ void check_cdf(const DelayModel& delay, const WorkerSample& s, const std::vector
 
 TEST_CASE("sim: pareto delay moments and cdf match the formulas", "[sim][delay][statistical]") {
   SECTION("finite fourth moment: mean and variance, model A") {
-    ParetoDelay delay({1.0, 2.0, 3.0}, 0.5, 0.8, 5.0, TailScaling::kLoad);
+    ParetoDelay delay({1.0, 2.0, 3.0},
+                      {.shift = 0.5, .scale = 0.8, .shape = 5.0, .tail = TailScaling::kLoad});
     const auto s = draw(delay, kDraws, 11);
     check_moments(delay, s, true);
     check_cdf(delay, s, {1.4, 2.0, 3.0, 5.0});
   }
   SECTION("finite variance only: mean, model B") {
-    ParetoDelay delay({1.0, 2.0}, 1.0, 1.0, 2.5, TailScaling::kNone);
+    ParetoDelay delay({1.0, 2.0},
+                      {.shift = 1.0, .scale = 1.0, .shape = 2.5, .tail = TailScaling::kNone});
     CHECK(std::isfinite(delay.variance(0)));
     const auto s = draw(delay, kDraws, 12);
     check_moments(delay, s, false);
     check_cdf(delay, s, {2.1, 3.0, 4.0, 10.0});
   }
   SECTION("infinite variance: cdf only") {
-    ParetoDelay delay({1.0, 2.0}, 1.0, 1.0, 1.5, TailScaling::kLoad);
+    ParetoDelay delay({1.0, 2.0},
+                      {.shift = 1.0, .scale = 1.0, .shape = 1.5, .tail = TailScaling::kLoad});
     CHECK(std::isinf(delay.variance(0)));
     CHECK(delay.mean(0) == Approx(1.0 + 3.0));
     const auto s = draw(delay, kDraws, 13);
     check_cdf(delay, s, {2.5, 3.0, 5.0, 20.0, 100.0});
   }
   SECTION("infinite mean") {
-    ParetoDelay delay({1.0}, 0.0, 1.0, 0.9, TailScaling::kLoad);
+    ParetoDelay delay({1.0},
+                      {.shift = 0.0, .scale = 1.0, .shape = 0.9, .tail = TailScaling::kLoad});
     CHECK(std::isinf(delay.mean(0)));
     CHECK(delay.lower_bound(0) == 1.0);
     CHECK(delay.cdf(0, 1.0) == 0.0);
@@ -128,20 +132,35 @@ TEST_CASE("sim: pareto delay moments and cdf match the formulas", "[sim][delay][
 }
 
 TEST_CASE("sim: bimodal delay moments and cdf match the formulas", "[sim][delay][statistical]") {
-  BimodalDelay delay({1.0, 2.0, 3.0}, 1.0, 2.0, TailScaling::kLoad, 0.1, 5.0);
+  BimodalDelay delay({1.0, 2.0, 3.0},
+                     {.shift = 1.0,
+                      .rate = 2.0,
+                      .tail = TailScaling::kLoad,
+                      .slow_probability = 0.1,
+                      .slowdown = 5.0});
   CHECK(delay.mean(0) == Approx((0.9 + 0.5) * 1.5));
   const auto s = draw(delay, kDraws, 21);
   check_moments(delay, s, true);
   check_cdf(delay, s, {1.2, 2.5, 5.5, 8.0, 12.0});
 
   SECTION("model B") {
-    BimodalDelay b({2.0, 2.0}, 1.0, 1.0, TailScaling::kNone, 0.3, 2.0);
+    BimodalDelay b({2.0, 2.0},
+                   {.shift = 1.0,
+                    .rate = 1.0,
+                    .tail = TailScaling::kNone,
+                    .slow_probability = 0.3,
+                    .slowdown = 2.0});
     const auto sb = draw(b, kDraws, 22);
     check_moments(b, sb, true);
   }
   SECTION("pi = 0 replays the shifted exponential stream") {
-    BimodalDelay b({1.0, 2.0}, 1.0, 1.0, TailScaling::kLoad, 0.0, 4.0);
-    ShiftedExponentialDelay e({1.0, 2.0}, 1.0, 1.0, TailScaling::kLoad);
+    BimodalDelay b({1.0, 2.0},
+                   {.shift = 1.0,
+                    .rate = 1.0,
+                    .tail = TailScaling::kLoad,
+                    .slow_probability = 0.0,
+                    .slowdown = 4.0});
+    ShiftedExponentialDelay e({1.0, 2.0}, {.shift = 1.0, .rate = 1.0, .tail = TailScaling::kLoad});
     RandomEngine r1 = make_engine(5, Stream::kDelays);
     RandomEngine r2 = make_engine(5, Stream::kDelays);
     std::vector<double> x1(2);
@@ -157,7 +176,8 @@ TEST_CASE("sim: bimodal delay moments and cdf match the formulas", "[sim][delay]
 TEST_CASE("sim: heterogeneous delay moments and cdf match the formulas",
           "[sim][delay][statistical]") {
   HeterogeneousDelay delay(
-      {1.0, 1.0, 2.0, 2.0}, {1.0, 3.0, 0.5, 2.0}, 1.0, 1.0, TailScaling::kLoad);
+      {1.0, 1.0, 2.0, 2.0},
+      {.shift = 1.0, .rate = 1.0, .tail = TailScaling::kLoad, .factors = {1.0, 3.0, 0.5, 2.0}});
   CHECK(delay.mean(1) == Approx(3.0 * 2.0));
   CHECK(delay.lower_bound(3) == Approx(4.0));
   const auto s = draw(delay, kDraws, 31);
@@ -165,8 +185,9 @@ TEST_CASE("sim: heterogeneous delay moments and cdf match the formulas",
   check_cdf(delay, s, {1.5, 3.0, 6.0, 10.0});
 
   SECTION("unit factors replay the shifted exponential stream") {
-    HeterogeneousDelay h({1.0, 2.0}, {1.0, 1.0}, 1.0, 2.0, TailScaling::kNone);
-    ShiftedExponentialDelay e({1.0, 2.0}, 1.0, 2.0, TailScaling::kNone);
+    HeterogeneousDelay h(
+        {1.0, 2.0}, {.shift = 1.0, .rate = 2.0, .tail = TailScaling::kNone, .factors = {1.0, 1.0}});
+    ShiftedExponentialDelay e({1.0, 2.0}, {.shift = 1.0, .rate = 2.0, .tail = TailScaling::kNone});
     RandomEngine r1 = make_engine(6, Stream::kDelays);
     RandomEngine r2 = make_engine(6, Stream::kDelays);
     std::vector<double> x1(2);
@@ -180,11 +201,20 @@ TEST_CASE("sim: heterogeneous delay moments and cdf match the formulas",
 TEST_CASE("sim: new delay models draw reproducibly and reject illegal parameters", "[sim][delay]") {
   std::vector<std::unique_ptr<DelayModel>> models;
   models.push_back(std::make_unique<ParetoDelay>(
-      std::vector<double>{1.0, 2.0}, 1.0, 1.0, 2.0, TailScaling::kLoad));
-  models.push_back(std::make_unique<BimodalDelay>(
-      std::vector<double>{1.0, 2.0}, 1.0, 1.0, TailScaling::kLoad, 0.2, 3.0));
+      std::vector<double>{1.0, 2.0},
+      ParetoDelay::Options{.shift = 1.0, .scale = 1.0, .shape = 2.0, .tail = TailScaling::kLoad}));
+  models.push_back(std::make_unique<BimodalDelay>(std::vector<double>{1.0, 2.0},
+                                                  BimodalDelay::Options{.shift = 1.0,
+                                                                        .rate = 1.0,
+                                                                        .tail = TailScaling::kLoad,
+                                                                        .slow_probability = 0.2,
+                                                                        .slowdown = 3.0}));
   models.push_back(std::make_unique<HeterogeneousDelay>(
-      std::vector<double>{1.0, 2.0}, std::vector<double>{1.0, 2.0}, 1.0, 1.0, TailScaling::kLoad));
+      std::vector<double>{1.0, 2.0},
+      HeterogeneousDelay::Options{.shift = 1.0,
+                                  .rate = 1.0,
+                                  .tail = TailScaling::kLoad,
+                                  .factors = std::vector<double>{1.0, 2.0}}));
   for (auto& m : models) {
     RandomEngine r1 = make_engine(9, Stream::kDelays);
     RandomEngine r2 = make_engine(9, Stream::kDelays);
@@ -194,13 +224,34 @@ TEST_CASE("sim: new delay models draw reproducibly and reject illegal parameters
     m->sample(0, r2, x2);
     CHECK(x1 == x2);
   }
-  CHECK_THROWS_AS(ParetoDelay({1.0}, 1.0, 0.0, 2.0, TailScaling::kLoad), std::logic_error);
-  CHECK_THROWS_AS(ParetoDelay({1.0}, 1.0, 1.0, -1.0, TailScaling::kLoad), std::logic_error);
-  CHECK_THROWS_AS(BimodalDelay({1.0}, 1.0, 1.0, TailScaling::kLoad, 1.5, 2.0), std::logic_error);
-  CHECK_THROWS_AS(BimodalDelay({1.0}, 1.0, 1.0, TailScaling::kLoad, 0.5, 0.5), std::logic_error);
-  CHECK_THROWS_AS(HeterogeneousDelay({1.0, 1.0}, {1.0}, 1.0, 1.0, TailScaling::kLoad),
+  CHECK_THROWS_AS(
+      ParetoDelay({1.0}, {.shift = 1.0, .scale = 0.0, .shape = 2.0, .tail = TailScaling::kLoad}),
+      std::logic_error);
+  CHECK_THROWS_AS(
+      ParetoDelay({1.0}, {.shift = 1.0, .scale = 1.0, .shape = -1.0, .tail = TailScaling::kLoad}),
+      std::logic_error);
+  CHECK_THROWS_AS(BimodalDelay({1.0},
+                               {.shift = 1.0,
+                                .rate = 1.0,
+                                .tail = TailScaling::kLoad,
+                                .slow_probability = 1.5,
+                                .slowdown = 2.0}),
                   std::logic_error);
-  CHECK_THROWS_AS(HeterogeneousDelay({1.0}, {0.0}, 1.0, 1.0, TailScaling::kLoad), std::logic_error);
+  CHECK_THROWS_AS(BimodalDelay({1.0},
+                               {.shift = 1.0,
+                                .rate = 1.0,
+                                .tail = TailScaling::kLoad,
+                                .slow_probability = 0.5,
+                                .slowdown = 0.5}),
+                  std::logic_error);
+  CHECK_THROWS_AS(
+      HeterogeneousDelay({1.0, 1.0},
+                         {.shift = 1.0, .rate = 1.0, .tail = TailScaling::kLoad, .factors = {1.0}}),
+      std::logic_error);
+  CHECK_THROWS_AS(
+      HeterogeneousDelay({1.0},
+                         {.shift = 1.0, .rate = 1.0, .tail = TailScaling::kLoad, .factors = {0.0}}),
+      std::logic_error);
 }
 
 }  // namespace stragglersim::sim

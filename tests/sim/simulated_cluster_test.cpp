@@ -78,7 +78,9 @@ TEST_CASE("sim: mean iteration time matches the closed forms of DESIGN.md §2",
     const auto code = make_code(n, c.d);
     const auto rule = make_rule(c.rule, r, code);
     auto delays = [&] {
-      return std::make_unique<ShiftedExponentialDelay>(code->loads(), a, lambda, c.tail);
+      return std::make_unique<ShiftedExponentialDelay>(
+          code->loads(),
+          ShiftedExponentialDelay::Options{.shift = a, .rate = lambda, .tail = c.tail});
     };
     // Through the event engine.
     SimulatedCluster cluster(delays(), rule, StragglerPolicy::kCancel, 2024);
@@ -111,11 +113,13 @@ TEST_CASE("sim: the fraction of erased groups under first_r is C(n-d r)/C(n r)",
       CHECK(q == Approx(0.246032).margin(1e-6));
     }
     constexpr int iterations = 20000;
-    SimulatedCluster cluster(
-        std::make_unique<ShiftedExponentialDelay>(code->loads(), 1.0, 1.0, TailScaling::kLoad),
-        rule,
-        StragglerPolicy::kCancel,
-        99);
+    SimulatedCluster cluster(std::make_unique<ShiftedExponentialDelay>(
+                                 code->loads(),
+                                 ShiftedExponentialDelay::Options{
+                                     .shift = 1.0, .rate = 1.0, .tail = TailScaling::kLoad}),
+                             rule,
+                             StragglerPolicy::kCancel,
+                             99);
     // Per-iteration erased fraction: mean over iterations, SE from its sample variance.
     DelayOnlyStatistics erased;
     const int groups = n / d;
@@ -126,12 +130,14 @@ TEST_CASE("sim: the fraction of erased groups under first_r is C(n-d r)/C(n r)",
     }
     CHECK(std::abs(erased.mean - q) < 4.0 * erased.standard_error());
     // The fast path counts the same coverage.
-    DelayOnlySimulator fast(
-        std::make_unique<ShiftedExponentialDelay>(code->loads(), 1.0, 1.0, TailScaling::kLoad),
-        rule,
-        code,
-        StragglerPolicy::kCancel,
-        99);
+    DelayOnlySimulator fast(std::make_unique<ShiftedExponentialDelay>(
+                                code->loads(),
+                                ShiftedExponentialDelay::Options{
+                                    .shift = 1.0, .rate = 1.0, .tail = TailScaling::kLoad}),
+                            rule,
+                            code,
+                            StragglerPolicy::kCancel,
+                            99);
     const auto stats = fast.run(iterations);
     CHECK(stats.erasure_fraction() == Approx(erased.mean).epsilon(1e-12));
   }
@@ -153,7 +159,9 @@ TEST_CASE("sim: deadline and first_r_or_decodable and finish agree between engin
       INFO(rule->name() << " policy " << static_cast<int>(policy));
       auto delays = [&] {
         return std::make_unique<ShiftedExponentialDelay>(
-            code->loads(), 1.0, 1.0, TailScaling::kLoad);
+            code->loads(),
+            ShiftedExponentialDelay::Options{
+                .shift = 1.0, .rate = 1.0, .tail = TailScaling::kLoad});
       };
       SimulatedCluster cluster(delays(), rule, policy, 5);
       DelayOnlySimulator fast(delays(), rule, code, policy, 5);
@@ -174,7 +182,9 @@ TEST_CASE("sim: straggler policies", "[sim][cluster]") {
   const auto code = std::make_shared<codes::UncodedCode>(4);
   const auto rule = std::make_shared<FirstRStopping>(2);
   auto delays = [&] {
-    return std::make_unique<ShiftedExponentialDelay>(code->loads(), 1.0, 1.0, TailScaling::kLoad);
+    return std::make_unique<ShiftedExponentialDelay>(
+        code->loads(),
+        ShiftedExponentialDelay::Options{.shift = 1.0, .rate = 1.0, .tail = TailScaling::kLoad});
   };
   SimulatedCluster cancel(delays(), rule, StragglerPolicy::kCancel, 1);
   SimulatedCluster finish(delays(), rule, StragglerPolicy::kFinish, 1);

@@ -52,7 +52,9 @@ Run train_scheme(const std::shared_ptr<const models::Objective>& objective,
                  std::uint64_t seed,
                  bool nesterov = false) {
   auto cluster = std::make_unique<SimulatedCluster>(
-      std::make_unique<ShiftedExponentialDelay>(scheme.code->loads(), 1.0, 1.0, TailScaling::kLoad),
+      std::make_unique<ShiftedExponentialDelay>(
+          scheme.code->loads(),
+          ShiftedExponentialDelay::Options{.shift = 1.0, .rate = 1.0, .tail = TailScaling::kLoad}),
       scheme.rule,
       StragglerPolicy::kCancel,
       seed);
@@ -213,7 +215,9 @@ TEST_CASE("sim: a diverging step is reported and not written", "[sim][training]"
   Scheme plain{uncoded, std::make_shared<AllStopping>(n), DecoderKind::kExact};
   std::vector<TraceRow> rows;
   auto cluster = std::make_unique<SimulatedCluster>(
-      std::make_unique<ShiftedExponentialDelay>(uncoded->loads(), 1.0, 1.0, TailScaling::kLoad),
+      std::make_unique<ShiftedExponentialDelay>(
+          uncoded->loads(),
+          ShiftedExponentialDelay::Options{.shift = 1.0, .rate = 1.0, .tail = TailScaling::kLoad}),
       plain.rule,
       StragglerPolicy::kCancel,
       1);

@@ -113,7 +113,8 @@ TEST_CASE("sim: gradient descent with first-r group erasures stays under the PL 
   const int iterations = 60;
   const int runs = 4000;
   RandomEngine rng = make_engine(77, Stream::kDelays);
-  ShiftedExponentialDelay delay(std::vector<double>(n, 2.0), 1.0, 1.0, TailScaling::kLoad);
+  ShiftedExponentialDelay delay(std::vector<double>(n, 2.0),
+                                {.shift = 1.0, .rate = 1.0, .tail = TailScaling::kLoad});
   std::vector<double> times(n);
   std::vector<int> order(n);
   std::vector<double> gap_sum(iterations + 1, 0.0);

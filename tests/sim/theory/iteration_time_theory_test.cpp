@@ -40,7 +40,7 @@ ShiftedExponentialDelay exponential(const SchemeDescription& s,
                                     TailScaling tail = TailScaling::kLoad,
                                     double shift = 1.0,
                                     double rate = 1.0) {
-  return ShiftedExponentialDelay(scheme_loads(s), shift, rate, tail);
+  return ShiftedExponentialDelay(scheme_loads(s), {.shift = shift, .rate = rate, .tail = tail});
 }
 
 /// Monte Carlo of the stopping time through the real StoppingRule objects.
@@ -209,7 +209,8 @@ TEST_CASE("sim: order statistics of the exponential match their formulas", "[sim
   CHECK(exponential_order_statistic_variance(7, 1) == Approx(1.0 / 49.0));
   // Monte Carlo of X_(m:n), n = 10, m = 4.
   RandomEngine rng = make_engine(3, Stream::kDelays);
-  ShiftedExponentialDelay unit(std::vector<double>(10, 1.0), 0.0, 1.0, TailScaling::kLoad);
+  ShiftedExponentialDelay unit(std::vector<double>(10, 1.0),
+                               {.shift = 0.0, .rate = 1.0, .tail = TailScaling::kLoad});
   std::vector<double> x(10);
   std::vector<double> values;
   const int draws = 200000;
@@ -323,10 +324,10 @@ TEST_CASE("sim: first_r_or_decodable matches Monte Carlo", "[sim][theory][statis
 
   SECTION("under heterogeneous workers, q from the numerical path") {
     HeterogeneousDelay h(scheme_loads(s),
-                         {1.0, 1.5, 2.0, 1.0, 1.0, 1.0, 3.0, 1.0, 0.8, 1.2, 1.0, 2.5},
-                         1.0,
-                         1.0,
-                         TailScaling::kLoad);
+                         {.shift = 1.0,
+                          .rate = 1.0,
+                          .tail = TailScaling::kLoad,
+                          .factors = {1.0, 1.5, 2.0, 1.0, 1.0, 1.0, 3.0, 1.0, 0.8, 1.2, 1.0, 2.5}});
     const auto ph = predict_iteration_time(s, h);
     CHECK(ph.method == "numerical");
     check_against(ph, simulate(s, h, 200000, 43));
@@ -375,14 +376,23 @@ TEST_CASE("sim: predictions for every delay model match Monte Carlo",
   for (const auto& s : schemes) {
     INFO("code " << static_cast<int>(s.code) << " rule " << static_cast<int>(s.rule));
     const auto loads = scheme_loads(s);
-    BimodalDelay bimodal(loads, 1.0, 1.0, TailScaling::kLoad, 0.15, 4.0);
+    BimodalDelay bimodal(loads,
+                         {.shift = 1.0,
+                          .rate = 1.0,
+                          .tail = TailScaling::kLoad,
+                          .slow_probability = 0.15,
+                          .slowdown = 4.0});
     check_against(predict_iteration_time(s, bimodal), simulate(s, bimodal, 100000, ++seed));
-    HeterogeneousDelay hetero(
-        loads, {1.0, 2.0, 1.0, 0.7, 1.3, 1.0, 3.0, 1.0}, 1.0, 1.0, TailScaling::kNone);
+    HeterogeneousDelay hetero(loads,
+                              {.shift = 1.0,
+                               .rate = 1.0,
+                               .tail = TailScaling::kNone,
+                               .factors = {1.0, 2.0, 1.0, 0.7, 1.3, 1.0, 3.0, 1.0}});
     check_against(predict_iteration_time(s, hetero), simulate(s, hetero, 100000, ++seed));
     // Shape 9: heavy enough to differ from the exponential, light enough that the standard
     // error of a sample variance (which needs an eighth moment) is itself reliable.
-    ParetoDelay pareto(loads, 1.0, 1.0, 9.0, TailScaling::kLoad);
+    ParetoDelay pareto(loads,
+                       {.shift = 1.0, .scale = 1.0, .shape = 9.0, .tail = TailScaling::kLoad});
     check_against(predict_iteration_time(s, pareto), simulate(s, pareto, 100000, ++seed));
   }
 }
@@ -391,7 +401,8 @@ TEST_CASE("sim: heavy tails give infinite moments only where they diverge", "[si
   const int n = 8;
   SECTION("all with shape 1.5: finite mean, infinite variance") {
     const auto s = scheme(n, CodeFamily::kUncoded, 1, RuleKind::kAll);
-    ParetoDelay delay(scheme_loads(s), 1.0, 1.0, 1.5, TailScaling::kLoad);
+    ParetoDelay delay(scheme_loads(s),
+                      {.shift = 1.0, .scale = 1.0, .shape = 1.5, .tail = TailScaling::kLoad});
     const auto p = predict_iteration_time(s, delay);
     CHECK(std::isfinite(p.mean));
     CHECK(std::isinf(p.sd));
@@ -399,20 +410,23 @@ TEST_CASE("sim: heavy tails give infinite moments only where they diverge", "[si
   }
   SECTION("first r of n with shape 1.5: the (n − r + 1)α > 2 rule gives finite moments") {
     const auto s = scheme(n, CodeFamily::kFractionalRepetition, 2, RuleKind::kFirstR, 4);
-    ParetoDelay delay(scheme_loads(s), 1.0, 1.0, 1.5, TailScaling::kLoad);
+    ParetoDelay delay(scheme_loads(s),
+                      {.shift = 1.0, .scale = 1.0, .shape = 1.5, .tail = TailScaling::kLoad});
     const auto p = predict_iteration_time(s, delay);
     CHECK(std::isfinite(p.mean));
     CHECK(std::isfinite(p.sd));
     // n = 1 reduces to the worker's own mean.
     const auto one = scheme(1, CodeFamily::kUncoded, 1, RuleKind::kAll);
-    ParetoDelay single(scheme_loads(one), 1.0, 1.0, 3.0, TailScaling::kLoad);
+    ParetoDelay single(scheme_loads(one),
+                       {.shift = 1.0, .scale = 1.0, .shape = 3.0, .tail = TailScaling::kLoad});
     const auto p1 = predict_iteration_time(one, single);
     // Algebraic tails are continued analytically past the 1 − 1e-8 quantile (see the header):
     // ~1e-5 relative accuracy.
     CHECK(p1.mean == Approx(single.mean(0)).epsilon(1e-5));
     CHECK(p1.sd == Approx(std::sqrt(single.variance(0))).epsilon(1e-5));
     // Mean through quadrature for shape 1.5 against E[Y] = α x_m / (α − 1) = 3.
-    ParetoDelay heavy(scheme_loads(one), 1.0, 1.0, 1.5, TailScaling::kLoad);
+    ParetoDelay heavy(scheme_loads(one),
+                      {.shift = 1.0, .scale = 1.0, .shape = 1.5, .tail = TailScaling::kLoad});
     const auto ph = predict_iteration_time(one, heavy);
     CHECK(ph.mean == Approx(4.0).epsilon(1e-5));
     CHECK(std::isinf(ph.sd));
@@ -425,7 +439,8 @@ TEST_CASE("sim: heavy tails give infinite moments only where they diverge", "[si
                       std::lgamma(n + 1.0 - k / alpha));
     };
     for (const double alpha : {1.5, 2.5, 4.0}) {
-      ParetoDelay delay(scheme_loads(s), 1.0, 1.0, alpha, TailScaling::kLoad);
+      ParetoDelay delay(scheme_loads(s),
+                        {.shift = 1.0, .scale = 1.0, .shape = alpha, .tail = TailScaling::kLoad});
       const auto p = predict_iteration_time(s, delay);
       INFO("alpha " << alpha);
       CHECK(p.mean == Approx(1.0 + moment(alpha, 1.0)).epsilon(1e-5));
@@ -437,14 +452,17 @@ TEST_CASE("sim: heavy tails give infinite moments only where they diverge", "[si
   }
   SECTION("the variance criterion sits at shape 2") {
     const auto s = scheme(n, CodeFamily::kUncoded, 1, RuleKind::kAll);
-    ParetoDelay below(scheme_loads(s), 1.0, 1.0, 1.9, TailScaling::kLoad);
-    ParetoDelay above(scheme_loads(s), 1.0, 1.0, 2.1, TailScaling::kLoad);
+    ParetoDelay below(scheme_loads(s),
+                      {.shift = 1.0, .scale = 1.0, .shape = 1.9, .tail = TailScaling::kLoad});
+    ParetoDelay above(scheme_loads(s),
+                      {.shift = 1.0, .scale = 1.0, .shape = 2.1, .tail = TailScaling::kLoad});
     CHECK(std::isinf(predict_iteration_time(s, below).sd));
     CHECK(std::isfinite(predict_iteration_time(s, above).sd));
   }
   SECTION("shape below 1: infinite mean") {
     const auto s = scheme(n, CodeFamily::kUncoded, 1, RuleKind::kAll);
-    ParetoDelay delay(scheme_loads(s), 1.0, 1.0, 0.8, TailScaling::kLoad);
+    ParetoDelay delay(scheme_loads(s),
+                      {.shift = 1.0, .scale = 1.0, .shape = 0.8, .tail = TailScaling::kLoad});
     const auto p = predict_iteration_time(s, delay);
     CHECK(std::isinf(p.mean));
   }

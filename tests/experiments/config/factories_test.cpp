@@ -1,0 +1,209 @@
+#include "experiments/config/factories.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "experiments/config/config_error.h"
+#include "experiments/config/run_plan.h"
+
+namespace stragglersim::experiments {
+namespace {
+
+/// The delay model the config layer builds from `delay` (the JSON of "delay") for `loads`.
+std::unique_ptr<sim::DelayModel> delay_from(const std::string& delay,
+                                            const std::vector<double>& loads) {
+  const nlohmann::json j = nlohmann::json::parse(delay);
+  JsonReader reader(j, "cfg.json", "/delay");
+  for (const auto& row : delay_factories()) {
+    if (row.name == j.at("kind").get<std::string>()) {
+      (void)reader.raw("kind");
+      const auto make = row.make(reader, loads);
+      reader.finish(keys_of(row, kDelayKeys));
+      return make();
+    }
+  }
+  return nullptr;
+}
+
+/// A delay-only config around `delay`, n = 4 workers, uncoded.
+nlohmann::json delay_only_config(const nlohmann::json& delay) {
+  nlohmann::json c = nlohmann::json::parse(R"({
+    "name": "t", "workers": 4, "data": null, "code": {"kind": "uncoded"},
+    "stopping": {"rule": "all"}, "optimizer": {"iterations": 1}})");
+  c["delay"] = delay;
+  return c;
+}
+
+std::string error_of(const nlohmann::json& config) {
+  try {
+    (void)plan_run(config, "cfg.json", ".");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+// Each parameter gets a distinct value, so swapping any two fields in the JSON wiring changes
+// the moments compared with the formulas of the class comments.
+TEST_CASE("config: shifted exponential keys reach shift and rate", "[experiments][config]") {
+  const auto d = delay_from(R"({"kind": "shifted_exponential", "shift": 0.7, "rate": 2.5,
+                                "tail": "none"})",
+                            {2.0, 2.0});
+  // T = ℓ·a + X/λ under Model B.
+  CHECK(d->lower_bound(0) == Approx(2.0 * 0.7));
+  CHECK(d->mean(0) == Approx(2.0 * 0.7 + 1.0 / 2.5));
+  CHECK(d->variance(0) == Approx(1.0 / (2.5 * 2.5)));
+  const auto load =
+      delay_from(R"({"kind": "shifted_exponential", "shift": 0.7, "rate": 2.5})", {2.0, 2.0});
+  CHECK(load->variance(0) == Approx(4.0 / (2.5 * 2.5)));  // tail scales with the load
+}
+
+TEST_CASE("config: pareto keys reach shift scale and shape", "[experiments][config]") {
+  const double a = 0.3;
+  const double xm = 0.8;
+  const double alpha = 4.5;
+  const auto d = delay_from(
+      R"({"kind": "pareto", "shift": 0.3, "scale": 0.8, "shape": 4.5, "tail": "load"})", {2.0});
+  const double s = 2.0;
+  CHECK(d->lower_bound(0) == Approx(s * a + s * xm));
+  CHECK(d->mean(0) == Approx(s * a + s * alpha * xm / (alpha - 1.0)));
+  CHECK(d->variance(0) ==
+        Approx(s * s * xm * xm * alpha / ((alpha - 1.0) * (alpha - 1.0) * (alpha - 2.0))));
+}
+
+TEST_CASE("config: bimodal keys reach probability and slowdown", "[experiments][config]") {
+  const double pi = 0.2;
+  const double kappa = 3.0;
+  const auto d = delay_from(R"({"kind": "bimodal", "shift": 0.5, "rate": 2.0, "tail": "none",
+                                "slow_probability": 0.2, "slowdown": 3.0})",
+                            {1.0});
+  // T₀ = 0.5 + Exp(1)/2: E[T₀] = 1, E[T₀²] = 0.25 + 1.
+  const double m1 = 1.0;
+  const double m2 = 1.25;
+  CHECK(d->lower_bound(0) == Approx(0.5));
+  CHECK(d->mean(0) == Approx((1.0 - pi + pi * kappa) * m1));
+  const double second = (1.0 - pi + pi * kappa * kappa) * m2;
+  CHECK(d->variance(0) == Approx(second - d->mean(0) * d->mean(0)));
+}
+
+TEST_CASE("config: heterogeneous keys reach factors shift and rate", "[experiments][config]") {
+  const auto d = delay_from(R"({"kind": "heterogeneous", "shift": 0.5, "rate": 4.0,
+                                "factors": [1.0, 3.0]})",
+                            {2.0, 2.0});
+  CHECK(d->mean(0) == Approx(2.0 * 0.5 + 2.0 / 4.0));
+  CHECK(d->mean(1) == Approx(3.0 * (2.0 * 0.5 + 2.0 / 4.0)));
+  CHECK(d->variance(1) == Approx(9.0 * (2.0 / 4.0) * (2.0 / 4.0)));
+}
+
+TEST_CASE("config: a violated options constraint is reported at its key", "[experiments][config]") {
+  CHECK(error_of(delay_only_config({{"kind", "bimodal"}, {"slow_probability", 1.5}})) ==
+        "cfg.json:/delay/slow_probability: out of range; got 1.5; expected a number in [0, 1]");
+  CHECK(error_of(delay_only_config({{"kind", "bimodal"}, {"slowdown", 0.5}})) ==
+        "cfg.json:/delay/slowdown: out of range; got 0.5; expected a number >= 1");
+  CHECK(error_of(delay_only_config({{"kind", "pareto"}, {"shape", 0}})) ==
+        "cfg.json:/delay/shape: out of range; got 0; expected a number > 0");
+  CHECK(error_of(delay_only_config({{"kind", "shifted_exponential"}, {"shift", -1}})) ==
+        "cfg.json:/delay/shift: out of range; got -1; expected a number >= 0");
+  CHECK(error_of(delay_only_config({{"kind", "heterogeneous"}, {"factors", {1.0, 2.0, 0, 1.0}}})) ==
+        "cfg.json:/delay/factors: bad factor; got 0; expected an array of 4 numbers > 0 (one "
+        "slowdown factor per worker)");
+  CHECK(error_of(delay_only_config({{"kind", "heterogeneous"}, {"factors", {1.0, 2.0}}})) ==
+        "cfg.json:/delay/factors: wrong shape; got 2; expected an array of 4 numbers > 0 (one "
+        "slowdown factor per worker)");
+  auto c = delay_only_config({{"kind", "shifted_exponential"}});
+  c["stopping"] = {{"rule", "first_r"}, {"r", 5}};
+  CHECK(error_of(c) == "cfg.json:/stopping/r: out of range; got 5; expected an integer in [1, 4]");
+  c["stopping"] = {{"rule", "deadline"}, {"after", -2.0}};
+  CHECK(error_of(c) == "cfg.json:/stopping/after: out of range; got -2.0; expected a number > 0");
+  c["stopping"] = {{"rule", "all"}};
+  c["code"] = {{"kind", "frc"}, {"d", 3}};
+  CHECK(error_of(c) ==
+        "cfg.json:/code/d: replication must divide the workers; got 3; expected a divisor of "
+        "workers = 4");
+  c["code"] = {{"kind", "frc"}, {"d", 5000000000LL}};
+  CHECK(error_of(c) ==
+        "cfg.json:/code/d: out of range; got 5000000000; expected an integer in [1, 4]");
+  c["code"] = {{"kind", "crc"}, {"s", 1}};
+  c["partitions"] = 8;
+  CHECK(error_of(c) ==
+        "cfg.json:/partitions: code 'crc' needs one partition per worker; got 8; expected "
+        "workers = 4");
+}
+
+TEST_CASE("config: code and rule keys reach their fields", "[experiments][config]") {
+  auto c = delay_only_config({{"kind", "shifted_exponential"}});
+  c["workers"] = 12;
+  c["code"] = {{"kind", "frc"}, {"d", 3}};
+  c["stopping"] = {{"rule", "first_r_or_decodable"}, {"r", 7}};
+  RunPlan plan = plan_run(c, "cfg.json", ".");
+  const codes::CodeStructure s = plan.scheme.code->structure();
+  CHECK(s.group_size == 3);
+  CHECK(s.groups == 4);
+  CHECK(s.stragglers_tolerated == 2);
+  REQUIRE(plan.scheme.rule->shape());
+  CHECK(plan.scheme.rule->shape().value().kind == sim::RuleKind::kFirstROrDecodable);
+  CHECK(plan.scheme.rule->shape().value().r == 7);
+  c["stopping"] = {{"rule", "deadline"}, {"after", 2.5}};
+  plan = plan_run(c, "cfg.json", ".");
+  CHECK(plan.scheme.rule->shape().value().deadline == 2.5);
+  c["code"] = {{"kind", "cyclic_mds"}, {"s", 3}};
+  plan = plan_run(c, "cfg.json", ".");
+  CHECK(plan.scheme.code->structure().layout == codes::CodeLayout::kCyclic);
+  CHECK(plan.scheme.code->stragglers_tolerated() >= 3);
+}
+
+TEST_CASE("config: the unknown-key list is the factory row's keys", "[experiments][config]") {
+  for (const auto& row : delay_factories()) {
+    auto keys = keys_of(row, kDelayKeys);
+    std::sort(keys.begin(), keys.end());
+    nlohmann::json delay = {{"kind", row.name}, {"bogus", 1}};
+    if (row.name == "heterogeneous") {
+      delay["factors"] = {1.0, 1.0, 1.0, 1.0};
+    }
+    CHECK(error_of(delay_only_config(delay)) ==
+          "cfg.json:/delay/bogus: unknown key; valid keys are: " + join(keys));
+  }
+  for (const auto& row : stopping_factories()) {
+    auto keys = keys_of(row, kStoppingKeys);
+    std::sort(keys.begin(), keys.end());
+    auto c = delay_only_config({{"kind", "shifted_exponential"}});
+    c["stopping"] = {{"rule", row.name}, {"bogus", 1}};
+    if (row.name.starts_with("first_r")) {
+      c["stopping"]["r"] = 2;
+    } else if (row.name == "deadline") {
+      c["stopping"]["after"] = 2.0;
+    }
+    CHECK(error_of(c) == "cfg.json:/stopping/bogus: unknown key; valid keys are: " + join(keys));
+  }
+}
+
+TEST_CASE("config: every row has a description and its keys are accepted",
+          "[experiments][config]") {
+  // Every key a delay row lists, given at its default (or a valid value), is accepted.
+  for (const auto& row : delay_factories()) {
+    CHECK_FALSE(row.description.empty());
+    nlohmann::json delay = {{"kind", row.name}};
+    for (const auto& key : row.keys) {
+      if (key.name == "factors") {
+        delay[key.name] = {1.0, 1.0, 1.0, 1.0};
+      } else if (key.name == "tail") {
+        delay[key.name] = key.default_value;
+      } else {
+        delay[key.name] = std::stod(key.default_value);
+      }
+    }
+    CHECK(error_of(delay_only_config(delay)) == "no error");
+  }
+  for (const auto& row : code_factories()) {
+    CHECK_FALSE(row.description.empty());
+  }
+  for (const auto& row : stopping_factories()) {
+    CHECK_FALSE(row.description.empty());
+  }
+}
+
+}  // namespace stragglersim::experiments

@@ -1,0 +1,63 @@
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "experiments/config/factories.h"
+#include "tests/test_support.h"
+
+namespace stragglersim::experiments {
+
+using stragglersim::testing::run_stragglersim;
+using stragglersim::testing::scratch_dir;
+
+TEST_CASE("list: prints every row of the factory tables with its keys", "[experiments][list]") {
+  const auto dir = scratch_dir("list", "text");
+  const auto r = run_stragglersim("list delays", dir);
+  REQUIRE(r.status == 0);
+  CHECK(r.out ==
+        "delays: \"delay\": {\"kind\": ...}\n"
+        "  bimodal               shifted exponential slowed by a factor slowdown with probability "
+        "slow_probability\n"
+        "                        keys: shift (1), rate (1), tail (load), slow_probability (0.1), "
+        "slowdown (5)\n"
+        "  heterogeneous         shifted exponential times a fixed slowdown factor per worker\n"
+        "                        keys: shift (1), rate (1), tail (load), factors\n"
+        "  pareto                load-scaled shift plus a Pareto(scale, shape) tail "
+        "(heavy-tailed)\n"
+        "                        keys: shift (1), scale (1), shape (2.5), tail (load)\n"
+        "  shifted_exponential   T = load*shift + s(load)*Exp(1)/rate; tail load (Model A) or "
+        "none (Model B)\n"
+        "                        keys: shift (1), rate (1), tail (load)\n");
+}
+
+TEST_CASE("list: --json holds the same rows as the tables", "[experiments][list]") {
+  const auto dir = scratch_dir("list", "json");
+  const auto r = run_stragglersim("list --json", dir);
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j.size() == 7);
+  std::set<std::string> codes;
+  for (const auto& row : j["codes"]["rows"]) {
+    codes.insert(row["name"].get<std::string>());
+  }
+  const auto expected = names_of(code_factories());
+  CHECK(codes == std::set<std::string>(expected.begin(), expected.end()));
+  const auto& first_r = j["rules"]["rows"][3];
+  CHECK(first_r["name"] == "first_r");
+  CHECK(first_r["keys"][0]["name"] == "r");
+  CHECK(first_r["keys"][0]["default"].is_null());
+  CHECK(j["delays"]["rows"][2]["keys"][2] ==
+        nlohmann::json({{"name", "shape"}, {"default", "2.5"}}));
+}
+
+TEST_CASE("list: an unknown category exits 2", "[experiments][list]") {
+  const auto dir = scratch_dir("list", "bad");
+  const auto r = run_stragglersim("list bogus", dir);
+  CHECK(r.status == 2);
+  CHECK(r.err ==
+        "error: <command line>: unknown category 'bogus'; valid values are: codes, delays, rules, "
+        "losses, backends, optimizers, generators\n");
+}
+
+}  // namespace stragglersim::experiments
