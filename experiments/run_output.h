@@ -1,26 +1,38 @@
 #pragma once
 // Runs a planned experiment and writes DIR/trace.csv and DIR/summary.json (DESIGN.md §4).
-// Both files are written under temporary names and renamed into place only when complete, so a
-// reader (or a resumed sweep) never sees a truncated file.
+// trace.csv is written as rows are produced (flushed at least every 2 s), so memory does not
+// grow with iterations and a killed run keeps its rows; summary.json is written last under a
+// temporary name and renamed into place: its presence marks a finished run (a resumed sweep
+// skips exactly those).
 
+#include <atomic>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 #include "experiments/config/run_plan.h"
 
 namespace stragglersim::experiments {
 
-/// Outcome of a run; `status` is "ok" or "failed" (numerical trouble: the trace then ends at the
-/// last good row and `error` says why).
+/// Outcome of a run; `status` is "ok", "failed" (numerical trouble: the trace then ends at the
+/// last good row and `error` says why) or "interrupted" (stopped by `stop` after a row).
 struct RunOutcome {
   std::string status = "ok";
   std::string error;
   nlohmann::json summary;
 };
 
-/// Runs `plan` and writes its outputs into `out_dir` (created if needed).
-RunOutcome execute_run(const RunPlan& plan, const std::filesystem::path& out_dir);
+/// Runs `plan` and writes its outputs into `out_dir` (created if needed). When `stop` is set and
+/// becomes non-zero, the run ends after the row being produced (status "interrupted").
+RunOutcome execute_run(const RunPlan& plan,
+                       const std::filesystem::path& out_dir,
+                       const std::atomic<int>* stop = nullptr);
+
+/// Checks, before any compute and without writing, that `out_dir` can become the output folder:
+/// not empty, not an existing file (nor /dev/null), and its nearest existing ancestor a folder
+/// this process may write. Throws ConfigError "<option>: <problem>; got \"<path>\"; expected ...".
+void check_output_folder(const std::filesystem::path& out_dir, std::string_view option);
 
 /// Writes `text` to `path` atomically (temporary file in the same folder, then rename).
 void write_file_atomically(const std::filesystem::path& path, const std::string& text);

@@ -164,6 +164,7 @@ Subcommand add_sweep_command(CLI::App& app) {
       ->required();
   cmd->add_option("--jobs,-j", args->jobs, "parallel runs (default: hardware threads)")
       ->check(CLI::Range(1, 1024));
+  add_max_memory_option(*cmd);
   return {cmd, [args] { return command_sweep(*args); }};
 }
 

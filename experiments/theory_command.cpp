@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <iostream>
 #include <memory>
 
@@ -22,6 +23,22 @@ int command_theory(const std::string& config, bool json) {
   const RunPlan plan = plan_run_file(config);
   nlohmann::json p = predictions(plan);
   p["name"] = plan.name;
+  // A non-finite prediction (e.g. "shift": 1e308) is numerical trouble, as in `run`.
+  for (const auto& [key, value] : p.items()) {
+    if (value.is_number_float() && !std::isfinite(value.get<double>())) {
+      std::cerr << fmt::format("error: {}: theory: non-finite {} = {} (delays or data too large)\n",
+                               config,
+                               key,
+                               value.get<double>());
+      return 3;
+    }
+  }
+  if (!p.contains("iteration_time_problem") && !p["expected_iteration_time"].is_number()) {
+    std::cerr << fmt::format(
+        "error: {}: theory: the expected iteration time is not finite (delays too large)\n",
+        config);
+    return 3;
+  }
   if (json) {
     std::cout << p.dump(2) << '\n';
     return 0;
@@ -47,8 +64,12 @@ int command_theory(const std::string& config, bool json) {
   print_value(p, "contraction", "contraction 1 - mu*gamma*(1-q)");
   print_value(p, "noise_floor", "noise floor of E[f - f*]");
   if (p.contains("bound")) {
-    std::cout << fmt::format(
-        "{:<34} {:.6g}\n", "bound on E[f(x_T) - f*] at T", p["bound"].back().get<double>());
+    const auto t = p["bound_iterations"].get<std::uint64_t>();
+    std::cout << fmt::format("{:<34} {:.6g}\n",
+                             t == plan.iterations
+                                 ? std::string("bound on E[f(x_T) - f*] at T")
+                                 : fmt::format("bound on E[f(x_t) - f*] at t={}", t),
+                             p["bound"].back().get<double>());
   }
   print_value(p, "iterations_to_target", "iterations to target loss");
   print_value(p, "time_to_target", "time to target loss (s)");
@@ -86,6 +107,7 @@ Subcommand add_theory_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("theory", "predictions for a config: iteration time, q, PL bound");
   cmd->add_option("config", *config, "config file (JSON)")->required();
   cmd->add_flag("--json", *json, "print JSON");
+  add_max_memory_option(*cmd);
   return {cmd, [config, json] { return command_theory(*config, *json); }};
 }
 

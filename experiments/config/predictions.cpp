@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <variant>
 
 #include "codes/fractional_repetition_code.h"
 #include "models/optimum.h"
@@ -60,7 +63,13 @@ int group_size(const RunPlan& plan) {
 
 std::optional<ConvergenceInputs> convergence_inputs(const RunPlan& plan, std::string* why) {
   const auto& f = *plan.objective;
-  const auto mu = f.pl_constant();
+  std::optional<double> mu;
+  try {
+    mu = f.pl_constant();
+  } catch (const std::invalid_argument& e) {  // the Gram matrix is too large to decompose
+    *why = e.what();
+    return std::nullopt;
+  }
   if (!mu || *mu <= 0.0) {
     *why = "no PL constant: logistic regression needs l2 > 0";
     return std::nullopt;
@@ -68,6 +77,21 @@ std::optional<ConvergenceInputs> convergence_inputs(const RunPlan& plan, std::st
   ConvergenceInputs in;
   in.smoothness = plan.smoothness;
   in.pl_constant = *mu;
+  // Above 4000 features f* takes 20 000 accelerated-gradient steps (a data pass and ~6 vector
+  // operations each): refused when that is far beyond the run it predicts for, so `theory`
+  // stays bounded (10⁶ features would take minutes where the run takes a second).
+  const double p = static_cast<double>(f.dimension());
+  const double pass = std::visit([](const auto& a) { return static_cast<double>(a.nonZeros()); },
+                                 f.data().features);
+  const double run_cost = static_cast<double>(plan.iterations) * (pass + p * f.partitions());
+  const double solve_cost = 20000.0 * (pass + 6.0 * p);
+  if (f.dimension() > 4000 && solve_cost > std::max(10.0 * run_cost, kTheoryWorkBudget)) {
+    *why = fmt::format(
+        "f* not computed: 20000 accelerated-gradient steps over {} features would cost far more "
+        "than the run",
+        f.dimension());
+    return std::nullopt;
+  }
   const models::Optimum opt = models::solve_optimum(f);
   in.f_star = opt.value;
   in.optimum_method = opt.method;
@@ -78,7 +102,8 @@ std::optional<ConvergenceInputs> convergence_inputs(const RunPlan& plan, std::st
   Eigen::MatrixXd pg;
   const double f0 = f.evaluate(x, &pg);
   in.initial_gap = f0 - in.f_star;
-  for (std::uint64_t t = 0; t <= plan.iterations; ++t) {
+  // The path's first kMaxTheoryIterations steps: theory's cost must not grow with iterations.
+  for (std::uint64_t t = 0; t <= std::min(plan.iterations, kMaxTheoryIterations); ++t) {
     if (t > 0) {
       f.evaluate(x, &pg);
     }
@@ -178,7 +203,10 @@ nlohmann::json predictions(const RunPlan& plan, bool convergence) {
   b.q2 = std::min(p.q2, p.q);
   out["contraction"] = sim::pl_contraction(b);
   out["noise_floor"] = sim::pl_noise_floor(b);
-  out["bound"] = sim::pl_bound(b, static_cast<int>(plan.iterations));
+  // Per iteration up to kMaxTheoryIterations (bound_iterations says how far the array goes).
+  const auto bound_iterations = std::min(plan.iterations, kMaxTheoryIterations);
+  out["bound"] = sim::pl_bound(b, static_cast<int>(bound_iterations));
+  out["bound_iterations"] = bound_iterations;
   if (plan.target_loss) {
     const double epsilon = *plan.target_loss - in->f_star;
     const auto its = epsilon > 0 ? sim::iterations_to_suboptimality(b, epsilon) : std::nullopt;

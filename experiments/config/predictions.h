@@ -3,6 +3,7 @@
 // group-erasure probabilities, and, for runs with data, the PL convergence bound and the time to
 // a target loss. Used by `stragglersim theory` and recorded in summary.json.
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -20,6 +21,12 @@ std::optional<sim::SchemeDescription> describe_scheme(const RunPlan& plan, std::
 /// otherwise.
 int group_size(const RunPlan& plan);
 
+/// Iterations of the exact-gradient path (ζ²) and of the per-iteration bound that `theory`
+/// computes at most: beyond, its cost would grow with a run's length.
+inline constexpr std::uint64_t kMaxTheoryIterations = 10'000;
+/// Work (data passes × entries) the f* solve may always take, whatever the run's own cost.
+inline constexpr double kTheoryWorkBudget = 1e11;
+
 struct ConvergenceInputs {
   double smoothness = 0.0;    ///< β
   double pl_constant = 0.0;   ///< μ
@@ -35,7 +42,8 @@ std::optional<ConvergenceInputs> convergence_inputs(const RunPlan& plan, std::st
 
 /// The predictions as JSON: expected_iteration_time, iteration_time_sd,
 /// group_erasure_probability, q2, method; and with data: smoothness, pl_constant, f_star,
-/// zeta_squared, contraction, noise_floor, bound (per iteration), iterations_to_target,
+/// zeta_squared, contraction, noise_floor, bound (per iteration, t ≤ bound_iterations =
+/// min(iterations, kMaxTheoryIterations)), iterations_to_target,
 /// time_to_target; and speedup_vs_n for FRC schemes.
 /// `convergence` false skips the PL part (which solves for f*) and the speedup table: what every
 /// summary.json records under "theory".
