@@ -415,6 +415,17 @@ RunOutcome execute_run(const RunPlan& plan,
   TraceWriter trace(out_dir / "trace.csv");
   RunOutcome outcome =
       plan.delay_only() ? run_delay_only(plan, trace, stop) : run_training(plan, trace, stop);
+  // Every row may be finite while a total or a variance of the times overflows (delays near
+  // 1e300): numerical trouble too, not an "ok" run with an infinity in its summary.
+  for (const auto& [key, value] : outcome.summary.items()) {
+    if (outcome.status == "ok" && key.find("time") != std::string::npos &&
+        value.is_number_float() && !std::isfinite(value.get<double>())) {
+      outcome.status = "failed";
+      outcome.error = fmt::format("non-finite {} (delays or data too large)", key);
+      outcome.summary["status"] = outcome.status;
+      outcome.summary["error"] = outcome.error;
+    }
+  }
   write_file_atomically(out_dir / "summary.json", outcome.summary.dump(2) + "\n");
   return outcome;
 }

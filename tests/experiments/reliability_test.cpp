@@ -409,6 +409,16 @@ TEST_CASE("reliability: non-finite simulated time is a numerical failure",
         summary["iterations"].get<std::size_t>() + 1);
   CHECK(r.out.find("nan") == std::string::npos);
 
+  // Finite times whose spread overflows: the summary would hold an infinity.
+  nlohmann::json spread = delay_only(4, 2);
+  spread["delay"] = {{"kind", "shifted_exponential"}, {"rate", 1e-300}};
+  const auto spread_cfg = write_json(dir, "spread.json", spread);
+  r = run(fmt::format("run '{}' --out '{}'", spread_cfg.string(), (dir / "spread").string()), dir);
+  CHECK(r.status == 3);
+  summary = nlohmann::json::parse(slurp(dir / "spread" / "summary.json"));
+  CHECK(summary["error"] == "non-finite iteration_time_sd (delays or data too large)");
+  CHECK(rows_of(slurp(dir / "spread" / "trace.csv")).size() == 3);
+
   r = run(fmt::format("theory '{}'", cfg.string()), dir);
   CHECK(r.status == 3);
   CHECK(r.err == "error: " + cfg.string() +
