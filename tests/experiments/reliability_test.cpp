@@ -90,6 +90,33 @@ std::vector<std::vector<std::string>> rows_of(const std::string& csv) {
   return rows;
 }
 
+/// Starts `stragglersim run cfg --out out`, waits until trace.csv exists (the handlers are
+/// installed by then) and 1 s more, sends `signal` and returns the exit status (-1: killed).
+int interrupted_run(const fs::path& cfg, const fs::path& out, int signal) {
+  const std::string err = (out.parent_path() / "stderr.txt").string();
+  std::vector<std::string> args = {STRAGGLERSIM_BINARY, "run", cfg.string(), "--out", out.string()};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) {
+    return -2;
+  }
+  for (int i = 0; i < 600 && !fs::exists(out / "trace.csv"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ::kill(pid, signal);
+  int raw = 0;
+  ::waitpid(pid, &raw, 0);
+  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+}
+
 }  // namespace
 
 TEST_CASE("reliability: deeply nested JSON is refused with its pointer",
@@ -318,28 +345,7 @@ TEST_CASE("reliability: SIGINT keeps every finished row and says interrupted",
   const auto out = dir / "out";
   for (const int signal : {SIGINT, SIGTERM}) {
     fs::remove_all(out);
-    const std::string err = (dir / "stderr.txt").string();
-    std::vector<std::string> args = {
-        STRAGGLERSIM_BINARY, "run", cfg.string(), "--out", out.string()};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid = 0;
-    REQUIRE(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) == 0);
-    posix_spawn_file_actions_destroy(&actions);
-    // Wait until the run is producing rows (the handlers are installed by then), then 1 s more.
-    for (int i = 0; i < 600 && !fs::exists(out / "trace.csv"); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    std::this_thread::sleep_for(std::chrono::seconds(1));
-    ::kill(pid, signal);
-    int raw = 0;
-    REQUIRE(::waitpid(pid, &raw, 0) == pid);
-    REQUIRE(WIFEXITED(raw));
-    CHECK(WEXITSTATUS(raw) == 128 + signal);
+    CHECK(interrupted_run(cfg, out, signal) == 128 + signal);
     const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
     CHECK(summary["status"] == "interrupted");
     const auto done = summary["iterations"].get<std::uint64_t>();
@@ -495,4 +501,22 @@ TEST_CASE("reliability: wrong inputs are refused", "[experiments][reliability]")
                      ":/backend/timeout: out of range; got 1e+308; expected a number in [0, "
                      "3600]\n");
   CHECK_FALSE(fs::exists(dir / "out"));
+}
+
+TEST_CASE("reliability: SIGINT stops the threads backend after the current iteration",
+          "[experiments][reliability]") {
+  const auto dir = scratch("sigint_threads");
+  nlohmann::json c = logistic(0.1);
+  c["optimizer"]["iterations"] = 100'000;  // about 30 ms each: far beyond the 1 s
+  c["backend"] = {{"kind", "threads"}, {"seconds_per_unit", 0.01}};
+  const auto cfg = write_json(dir, "threads.json", c);
+  CHECK(interrupted_run(cfg, dir / "out", SIGINT) == 130);
+  const auto summary = nlohmann::json::parse(slurp(dir / "out" / "summary.json"));
+  CHECK(summary["status"] == "interrupted");
+  const auto done = summary["iterations"].get<std::size_t>();
+  CHECK(done > 0);
+  CHECK(done < 100'000);
+  const auto rows = rows_of(slurp(dir / "out" / "trace.csv"));
+  REQUIRE(rows.size() == done + 1);
+  CHECK(rows.back().front() == std::to_string(done));
 }
