@@ -8,8 +8,19 @@
 #include "experiments/build_info.h"
 #include "experiments/commands.h"
 #include "experiments/config/config_error.h"
+#include "experiments/config/memory_budget.h"
 
 namespace stragglersim::experiments {
+
+void add_max_memory_option(CLI::App& command) {
+  command
+      .add_option_function<std::string>(
+          "--max-memory",
+          [](const std::string& text) { set_memory_limit(parse_memory_size(text)); },
+          "refuse runs estimated to need more memory (K/M/G/T suffixes; default: half the "
+          "physical memory)")
+      ->type_name("SIZE");
+}
 
 int run_cli(const std::vector<std::string>& args) {
   CLI::App app{"stragglersim: stragglers and gradient coding in synchronous distributed GD"};
@@ -26,6 +37,7 @@ int run_cli(const std::vector<std::string>& args) {
       add_list_command(app),
   };
 
+  set_memory_limit(default_memory_limit());
   std::vector<const char*> argv;
   argv.reserve(args.size());
   for (const auto& a : args) {
@@ -36,6 +48,9 @@ int run_cli(const std::vector<std::string>& args) {
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
+  } catch (const ConfigError& e) {  // an option's own check (--max-memory)
+    std::cerr << "error: " << e.what() << '\n';
+    return 2;
   }
   try {
     for (const auto& command : commands) {

@@ -8,6 +8,7 @@
 #include "experiments/code_report.h"
 #include "experiments/commands.h"
 #include "experiments/config/config_error.h"
+#include "experiments/config/json_reader.h"
 #include "experiments/entry_points.h"
 #include "experiments/run_output.h"
 
@@ -30,11 +31,7 @@ struct CodesArgs {
 /// same validation and messages apply, with "<command line>" as the file) and reports on it.
 int command_codes(const CodesArgs& args) {
   CodeRequest request;
-  try {
-    request.code = nlohmann::json::parse(args.code);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(fmt::format("<command line>:/code: invalid JSON: {}", e.what()));
-  }
+  request.code = parse_json(args.code, "<command line>", "/code");
   request.workers = args.workers;
   request.partitions = args.partitions;
   request.seed = args.seed;
@@ -61,7 +58,8 @@ Subcommand add_codes_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "codes", "inspect a gradient code: loads, B as CSV, decoding error over straggler patterns");
   cmd->add_option("--workers", args->workers, "n")->required()->check(CLI::Range(1, 100000));
-  cmd->add_option("--partitions", args->partitions, "k (default: the code's own)");
+  cmd->add_option("--partitions", args->partitions, "k (default: the code's own)")
+      ->check(CLI::Range(0, 10000000));
   cmd->add_option(
          "--code", args->code, R"(the code object of a config, e.g. '{"kind": "crc", "s": 2}')")
       ->required();
@@ -74,6 +72,7 @@ Subcommand add_codes_command(CLI::App& app) {
       ->check(CLI::Range(1, 10000000));
   cmd->add_flag("--json", args->json, "print JSON instead of a table");
   cmd->add_option("--csv", args->csv, "write B as CSV to this file");
+  add_max_memory_option(*cmd);
   return {cmd, [args] { return command_codes(*args); }};
 }
 

@@ -13,6 +13,10 @@ struct Subcommand {
   std::function<int()> action;
 };
 
+/// Adds `--max-memory SIZE` (e.g. 2G) to a subcommand: sets the process-wide memory limit
+/// (experiments/config/memory_budget.h) when given.
+void add_max_memory_option(CLI::App& command);
+
 /// `stragglersim run CONFIG.json --out DIR`.
 Subcommand add_run_command(CLI::App& app);
 /// `stragglersim codes --workers N --code JSON ...`.

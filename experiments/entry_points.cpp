@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "experiments/config/config_error.h"
 #include "experiments/config/factories.h"
 #include "experiments/config/json_reader.h"
+#include "experiments/config/memory_budget.h"
 #include "experiments/config/predictions.h"
 #include "models/base/random_stream.h"
 
@@ -33,6 +36,29 @@ CodeReport inspect_code(const CodeRequest& request) {
                            request.partitions > 0 ? request.partitions : request.workers,
                            request.partitions > 0,
                            derive_seed(request.seed, static_cast<std::uint64_t>(Stream::kCode))};
+  // Refuse before building: a dense code for 10⁵ workers needs hundreds of GB.
+  const double d = std::min(request.code.contains("d") && request.code["d"].is_number()
+                                ? request.code["d"].get<double>()
+                                : 0.0,
+                            static_cast<double>(shape.workers));
+  const double bytes = code_memory_estimate(kind, shape.workers, shape.partitions, d);
+  if (!(bytes <= static_cast<double>(memory_limit()))) {
+    throw ConfigError(fmt::format(
+        "--workers: code '{}' would need about {} of memory; got {}; expected at most {} "
+        "(--max-memory)",
+        kind,
+        format_bytes(bytes),
+        request.workers,
+        format_bytes(static_cast<double>(memory_limit()))));
+  }
+  if (request.include_assignment &&
+      static_cast<double>(shape.workers) * static_cast<double>(shape.partitions) > 0x1p24) {
+    throw ConfigError(fmt::format(
+        "--csv: B is too large to write as CSV; got {} x {}; expected workers x partitions at "
+        "most 16777216",
+        shape.workers,
+        shape.partitions));
+  }
   std::shared_ptr<const codes::GradientCode> code;
   for (const auto& row : code_factories()) {
     if (row.name == kind) {

@@ -2,19 +2,46 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
+#include <system_error>
 
 #include "experiments/commands.h"
+#include "experiments/config/config_error.h"
 #include "experiments/config/run_plan.h"
+#include "experiments/interrupt.h"
 #include "experiments/run_output.h"
 
 namespace stragglersim::experiments {
 namespace {
 
 int command_run(const std::string& config, const std::string& out_dir) {
+  check_output_folder(out_dir, "--out");
   const RunPlan plan = plan_run_file(config);
-  const RunOutcome outcome = execute_run(plan, out_dir);
+  // Created before the run starts, so a folder that cannot be made costs no compute.
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) {
+    throw ConfigError(
+        fmt::format("--out: cannot create the folder ({}); got \"{}\"; expected a "
+                    "folder this user may create",
+                    ec.message(),
+                    out_dir));
+  }
+  const InterruptGuard guard;
+  const RunOutcome outcome =
+      execute_run(plan, out_dir, [] { return interrupt_flag().load() != 0; });
+  if (outcome.status == "interrupted") {
+    const int signal = interrupt_flag().load();
+    std::cerr << fmt::format(
+        "{}: interrupted by signal {} after iteration {}; trace and summary are in {}\n",
+        config,
+        signal,
+        outcome.summary["iterations"].get<std::uint64_t>(),
+        out_dir);
+    return 128 + signal;
+  }
   if (outcome.status != "ok") {
     std::cerr << fmt::format("error: {}: {}\n", config, outcome.error);
     std::cerr << fmt::format("the trace up to the last good iteration is in {}\n", out_dir);
@@ -54,6 +81,7 @@ Subcommand add_run_command(CLI::App& app) {
   auto* run = app.add_subcommand("run", "run one experiment from a JSON config");
   run->add_option("config", *config, "config file (JSON)")->required();
   run->add_option("--out", *out_dir, "output folder for trace.csv and summary.json")->required();
+  add_max_memory_option(*run);
   return {run, [config, out_dir] { return command_run(*config, *out_dir); }};
 }
 

@@ -5,13 +5,16 @@
 
 #include <Eigen/Core>
 #include <boost/version.hpp>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <system_error>
 
 #include "experiments/build_info.h"
+#include "experiments/config/config_error.h"
 #include "experiments/config/predictions.h"
 #include "models/metrics.h"
 #include "sim/delay_only.h"
@@ -38,6 +41,32 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
   std::filesystem::rename(tmp, path);
 }
 
+void check_output_folder(const std::filesystem::path& out_dir, std::string_view option) {
+  namespace fs = std::filesystem;
+  const auto fail = [&](std::string_view problem, std::string_view expected) {
+    throw ConfigError(fmt::format(
+        "{}: {}; got \"{}\"; expected {}", option, problem, out_dir.string(), expected));
+  };
+  if (out_dir.empty()) {
+    fail("empty path", "a folder to write into");
+  }
+  std::error_code ec;
+  if (fs::exists(out_dir, ec) && !fs::is_directory(out_dir, ec)) {
+    fail("exists and is not a folder", "a new or existing folder");
+  }
+  // The nearest existing ancestor must be a folder we may write (create the rest in).
+  fs::path probe = fs::absolute(out_dir, ec);
+  while (!probe.empty() && !fs::exists(probe, ec) && probe != probe.parent_path()) {
+    probe = probe.parent_path();
+  }
+  if (!fs::is_directory(probe, ec)) {
+    fail(fmt::format("{} is not a folder", probe.string()), "a path under an existing folder");
+  }
+  if (::access(probe.c_str(), W_OK | X_OK) != 0) {
+    fail(fmt::format("{} is not writable", probe.string()), "a folder this user may write");
+  }
+}
+
 nlohmann::json build_info() {
   return {
       {"git_revision", kGitRevision},
@@ -59,6 +88,65 @@ nlohmann::json build_info() {
 }
 
 namespace {
+
+/// Thrown out of a row callback when a signal asked the run to stop after this row.
+struct Interrupted {};
+
+/// trace.csv written as rows are produced: a run's memory does not grow with its iterations and
+/// a killed run leaves every row flushed before it. Rows are handed over in a buffer that is
+/// written out when it passes 1 MiB or 2 s after the last write (and at the end).
+class TraceWriter {
+ public:
+  explicit TraceWriter(const std::filesystem::path& path)
+      : path_(path), file_(std::fopen(path.c_str(), "wb")) {
+    if (file_ == nullptr) {
+      throw std::runtime_error(fmt::format("{}: cannot write file", path.string()));
+    }
+  }
+  ~TraceWriter() {
+    if (file_ != nullptr) {
+      std::fclose(file_);
+    }
+  }
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+  TraceWriter(TraceWriter&&) = delete;
+  TraceWriter& operator=(TraceWriter&&) = delete;
+
+  /// Takes the rows in `buffer` (cleared once written).
+  void add(fmt::memory_buffer& buffer) {
+    constexpr std::size_t kBytes = std::size_t{1} << 20;
+    // A clock read per row (tens of ns) against formatting the row (hundreds): slow iterations
+    // are flushed within 2 s too.
+    const auto now = std::chrono::steady_clock::now();
+    if (buffer.size() >= kBytes || now - last_ >= std::chrono::seconds(2)) {
+      write(buffer);
+      std::fflush(file_);
+      last_ = now;
+    }
+  }
+  /// Writes what is left and closes the file.
+  void finish(fmt::memory_buffer& buffer) {
+    write(buffer);
+    const bool failed = std::fclose(file_) != 0;
+    file_ = nullptr;
+    if (failed) {
+      throw std::runtime_error(fmt::format("{}: cannot write file", path_.string()));
+    }
+  }
+
+ private:
+  void write(fmt::memory_buffer& buffer) {
+    if (buffer.size() > 0 && std::fwrite(buffer.data(), 1, buffer.size(), file_) != buffer.size()) {
+      throw std::runtime_error(fmt::format("{}: cannot write file", path_.string()));
+    }
+    buffer.clear();
+  }
+
+  std::filesystem::path path_;
+  std::FILE* file_;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
 
 /// Welford mean / variance of iteration times.
 struct Moments {
@@ -87,29 +175,57 @@ nlohmann::json base_summary(const RunPlan& plan) {
   return s;
 }
 
-RunOutcome run_delay_only(const RunPlan& plan, std::string& trace, const StopHook& should_stop) {
-  trace = "iteration,time,iteration_time,workers_heard,partitions_covered\n0,0,0,0,0\n";
+RunOutcome run_delay_only(const RunPlan& plan, TraceWriter& trace, const StopHook& should_stop) {
+  fmt::memory_buffer buffer;
+  fmt::format_to(std::back_inserter(buffer),
+                 "iteration,time,iteration_time,workers_heard,partitions_covered\n0,0,0,0,0\n");
   sim::DelayOnlySimulator simulator(
       plan.make_delays(), plan.scheme.rule, plan.scheme.code, plan.stragglers, plan.seed);
   double time = 0.0;
-  fmt::memory_buffer buffer;
-  const auto stats = simulator.run(plan.iterations, [&](const sim::DelayOnlyIteration& it) {
-    if (should_stop && should_stop()) {
-      throw RunInterrupted();
-    }
-    time += it.iteration_time;
-    fmt::format_to(std::back_inserter(buffer),
-                   "{},{},{},{},{}\n",
-                   it.iteration,
-                   time,
-                   it.iteration_time,
-                   it.workers_heard,
-                   it.groups_covered);
-  });
-  trace.append(buffer.data(), buffer.size());
+  // Totals of the rows written, for a run that ends early (interrupted or failed).
+  sim::DelayOnlyStatistics written;
   RunOutcome outcome;
+  sim::DelayOnlyStatistics stats;
+  try {
+    stats = simulator.run(plan.iterations, [&](const sim::DelayOnlyIteration& it) {
+      time += it.iteration_time;
+      if (!std::isfinite(time)) {
+        throw sim::NumericalError(fmt::format(
+            "iteration {}: non-finite simulated time {} (iteration time {}; delays too large)",
+            it.iteration,
+            time,
+            it.iteration_time));
+      }
+      fmt::format_to(std::back_inserter(buffer),
+                     "{},{},{},{},{}\n",
+                     it.iteration,
+                     time,
+                     it.iteration_time,
+                     it.workers_heard,
+                     it.groups_covered);
+      written.add(it.iteration_time);
+      written.total_time += it.iteration_time;
+      written.total_wall_time += it.wall_time;
+      trace.add(buffer);
+      if (should_stop && should_stop()) {
+        throw Interrupted{};
+      }
+    });
+  } catch (const sim::NumericalError& e) {
+    outcome.status = "failed";
+    outcome.error = e.what();
+  } catch (const Interrupted&) {
+    outcome.status = "interrupted";
+  }
+  trace.finish(buffer);
+  if (outcome.status != "ok") {
+    stats = written;
+  }
   outcome.summary = base_summary(plan);
-  outcome.summary["status"] = "ok";
+  outcome.summary["status"] = outcome.status;
+  if (!outcome.error.empty()) {
+    outcome.summary["error"] = outcome.error;
+  }
   outcome.summary["iterations"] = stats.iterations;
   outcome.summary["total_time"] = stats.total_time;
   outcome.summary["total_wall_time"] = stats.total_wall_time;
@@ -128,10 +244,10 @@ std::string optional_cell(const std::optional<double>& v) {
   return v ? fmt::format("{}", *v) : std::string();
 }
 
-RunOutcome run_training(const RunPlan& plan, std::string& trace, const StopHook& should_stop) {
+RunOutcome run_training(const RunPlan& plan, TraceWriter& writer, const StopHook& should_stop) {
   const bool has_test = plan.test_objective != nullptr;
   const bool drain = plan.stragglers == sim::StragglerPolicy::kDrain;
-  trace =
+  std::string trace =
       "iteration,time,iteration_time,loss,grad_norm,decoding_error,gradient_error,"
       "gradient_error_relative,workers_heard,partitions_covered";
   if (has_test) {
@@ -152,6 +268,8 @@ RunOutcome run_training(const RunPlan& plan, std::string& trace, const StopHook&
     trace += ",real_time,real_iteration_time";
   }
   trace += '\n';
+  fmt::memory_buffer buffer;
+  buffer.append(trace.data(), trace.data() + trace.size());
 
   std::unique_ptr<sim::Backend> backend_owner;
   const sim::ThreadedBackend* threaded = nullptr;
@@ -179,11 +297,7 @@ RunOutcome run_training(const RunPlan& plan, std::string& trace, const StopHook&
   double error_sum = 0.0;
   double heard_sum = 0.0;
   sim::TraceRow last;
-  fmt::memory_buffer buffer;
   auto on_row = [&](const sim::TraceRow& row) {
-    if (should_stop && should_stop()) {
-      throw RunInterrupted();
-    }
     fmt::format_to(std::back_inserter(buffer),
                    "{},{},{},{},{},{},{},{},{},{}",
                    row.iteration,
@@ -228,6 +342,10 @@ RunOutcome run_training(const RunPlan& plan, std::string& trace, const StopHook&
       iterations_to_target = row.iteration;
     }
     last = row;
+    writer.add(buffer);
+    if (should_stop && should_stop()) {
+      throw Interrupted{};
+    }
   };
   try {
     sim::train(*plan.objective,
@@ -239,8 +357,10 @@ RunOutcome run_training(const RunPlan& plan, std::string& trace, const StopHook&
   } catch (const sim::NumericalError& e) {
     outcome.status = "failed";
     outcome.error = e.what();
+  } catch (const Interrupted&) {
+    outcome.status = "interrupted";
   }
-  trace.append(buffer.data(), buffer.size());
+  writer.finish(buffer);
 
   auto& s = outcome.summary;
   s = base_summary(plan);
@@ -296,11 +416,23 @@ RunOutcome run_training(const RunPlan& plan, std::string& trace, const StopHook&
 RunOutcome execute_run(const RunPlan& plan,
                        const std::filesystem::path& out_dir,
                        const StopHook& should_stop) {
-  std::string trace;
+  std::filesystem::create_directories(out_dir);
+  // summary.json, written last and atomically, marks a complete run; trace.csv grows row by row.
+  std::filesystem::remove(out_dir / "summary.json");
+  TraceWriter trace(out_dir / "trace.csv");
   RunOutcome outcome = plan.delay_only() ? run_delay_only(plan, trace, should_stop)
                                          : run_training(plan, trace, should_stop);
-  std::filesystem::create_directories(out_dir);
-  write_file_atomically(out_dir / "trace.csv", trace);
+  // Every row may be finite while a total or a variance of the times overflows (delays near
+  // 1e300): numerical trouble too, not an "ok" run with an infinity in its summary.
+  for (const auto& [key, value] : outcome.summary.items()) {
+    if (outcome.status == "ok" && key.find("time") != std::string::npos &&
+        value.is_number_float() && !std::isfinite(value.get<double>())) {
+      outcome.status = "failed";
+      outcome.error = fmt::format("non-finite {} (delays or data too large)", key);
+      outcome.summary["status"] = outcome.status;
+      outcome.summary["error"] = outcome.error;
+    }
+  }
   write_file_atomically(out_dir / "summary.json", outcome.summary.dump(2) + "\n");
   return outcome;
 }

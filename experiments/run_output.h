@@ -1,40 +1,52 @@
 #pragma once
 // Runs a planned experiment and writes DIR/trace.csv and DIR/summary.json (DESIGN.md §4).
-// Both files are written under temporary names and renamed into place only when complete, so a
-// reader (or a resumed sweep) never sees a truncated file.
+// trace.csv is written as rows are produced (flushed at least every 2 s), so memory does not
+// grow with iterations and a killed run keeps its rows; summary.json is written last under a
+// temporary name and renamed into place: its presence marks a finished run (a resumed sweep
+// skips exactly those).
 
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "experiments/config/run_plan.h"
 
 namespace stragglersim::experiments {
 
-/// Outcome of a run; `status` is "ok" or "failed" (numerical trouble: the trace then ends at the
-/// last good row and `error` says why).
+/// Outcome of a run; `status` is "ok", "failed" (numerical trouble: the trace then ends at the
+/// last good row and `error` says why) or "interrupted" (stopped by `stop` after a row).
 struct RunOutcome {
   std::string status = "ok";
   std::string error;
   nlohmann::json summary;
 };
 
-/// Asked after every iteration by the thread running the run; true abandons the run. A generic
-/// "should stop" hook for front ends (the Python module checks for KeyboardInterrupt).
+/// Asked after every trace row; true ends the run after that row with status "interrupted" (the
+/// trace keeps every finished row). The CLI's hook reads its SIGINT/SIGTERM flag; the Python
+/// module's checks for KeyboardInterrupt.
 using StopHook = std::function<bool()>;
 
-/// Thrown by execute_run when its StopHook asked to stop; nothing was written.
+/// Thrown by front ends that abandon a computation without outputs (the Python module's
+/// iteration_times on KeyboardInterrupt).
 class RunInterrupted : public std::runtime_error {
  public:
   RunInterrupted() : std::runtime_error("run interrupted") {}
 };
 
-/// Runs `plan` and writes its outputs into `out_dir` (created if needed).
+/// Runs `plan` and writes its outputs into `out_dir` (created if needed), asking `should_stop`
+/// after every row.
 RunOutcome execute_run(const RunPlan& plan,
                        const std::filesystem::path& out_dir,
                        const StopHook& should_stop = {});
+
+/// Checks, before any compute and without writing, that `out_dir` can become the output folder:
+/// not empty, not an existing file (nor /dev/null), and its nearest existing ancestor a folder
+/// this process may write. Throws ConfigError "<option>: <problem>; got \"<path>\"; expected ...".
+void check_output_folder(const std::filesystem::path& out_dir, std::string_view option);
 
 /// Writes `text` to `path` atomically (temporary file in the same folder, then rename).
 void write_file_atomically(const std::filesystem::path& path, const std::string& text);

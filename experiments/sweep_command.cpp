@@ -19,7 +19,12 @@ namespace {
 
 std::atomic<bool> g_interrupted{false};  // NOLINT: written by the SIGINT handler
 
-extern "C" void on_sigint(int /*signal*/) { g_interrupted.store(true); }
+std::atomic<int> g_signal{0};  // NOLINT: which signal (SIGINT or SIGTERM)
+
+extern "C" void on_sigint(int signal) {
+  g_signal.store(signal);
+  g_interrupted.store(true);
+}
 
 /// "1h02m", "3m05s", "42s".
 std::string duration_text(double seconds) {
@@ -108,12 +113,15 @@ int command_sweep(const SweepArgs& args) {
 
   // First Ctrl-C: stop starting runs, let the running ones finish; a second one kills.
   g_interrupted.store(false);
+  g_signal.store(0);
   struct sigaction action {};
   struct sigaction previous {};
   action.sa_handler = on_sigint;
   sigemptyset(&action.sa_mask);
   action.sa_flags = static_cast<int>(SA_RESETHAND);
+  struct sigaction previous_term {};
   sigaction(SIGINT, &action, &previous);
+  sigaction(SIGTERM, &action, &previous_term);
   const auto start = std::chrono::steady_clock::now();
   // Validation loads every run's data before the first run starts: say so, it can take a while.
   std::cerr << fmt::format(
@@ -123,9 +131,11 @@ int command_sweep(const SweepArgs& args) {
     result = run_sweep(spec, args.out, options);
   } catch (...) {
     sigaction(SIGINT, &previous, nullptr);
+    sigaction(SIGTERM, &previous_term, nullptr);
     throw;
   }
   sigaction(SIGINT, &previous, nullptr);
+  sigaction(SIGTERM, &previous_term, nullptr);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -136,7 +146,7 @@ int command_sweep(const SweepArgs& args) {
         result.ran + result.skipped,
         result.total,
         args.out);
-    return 130;
+    return 128 + (g_signal.load() != 0 ? g_signal.load() : SIGINT);
   }
   std::cout << fmt::format(
       "sweep {}: {} runs ({} run now, {} already complete, {} failed) in {:.3g} s with {} jobs\n",
@@ -164,6 +174,7 @@ Subcommand add_sweep_command(CLI::App& app) {
       ->required();
   cmd->add_option("--jobs,-j", args->jobs, "parallel runs (default: hardware threads)")
       ->check(CLI::Range(1, 1024));
+  add_max_memory_option(*cmd);
   return {cmd, [args] { return command_sweep(*args); }};
 }
 

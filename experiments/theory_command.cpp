@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <iostream>
 #include <memory>
 
@@ -23,12 +24,15 @@ void print_value(const nlohmann::json& j, const char* key, const char* label) {
 /// The bound (or why there is none), whether it is vacuous, and the exact least-squares curve.
 void print_convergence(const nlohmann::json& p) {
   if (p.contains("bound") && p["bound"].is_array()) {
-    std::cout << fmt::format("{:<34} {:.6g}{}\n",
-                             "bound on E[f(x_T) - f*] at T",
-                             p["bound"].back().get<double>(),
-                             p["bound_vacuous"].get<bool>()
-                                 ? "  (vacuous: the floor is >= f(x0) - f*)"
-                                 : "  (not vacuous)");
+    const bool capped = p.contains("bound_iterations") &&
+                        p["bound"].size() < p["bound_iterations"].get<std::size_t>() + 1;
+    std::cout << fmt::format(
+        "{:<34} {:.6g}{}\n",
+        capped ? fmt::format("bound on E[f(x_t) - f*] at t={}", p["bound"].size() - 1)
+               : std::string("bound on E[f(x_T) - f*] at T"),
+        p["bound"].back().get<double>(),
+        p["bound_vacuous"].get<bool>() ? "  (vacuous: the floor is >= f(x0) - f*)"
+                                       : "  (not vacuous)");
   } else if (p.contains("bound_problem")) {
     std::cout << fmt::format(
         "{:<34} null: {}\n", "bound on E[f(x_T) - f*]", p["bound_problem"].get<std::string>());
@@ -79,6 +83,22 @@ void print_measured(const nlohmann::json& p) {
 int command_theory(const std::string& config, bool json, int repetitions, const std::string& csv) {
   const RunPlan plan = plan_run_file(config);
   nlohmann::json p = theory_report(plan);
+  // A non-finite prediction (e.g. "shift": 1e308) is numerical trouble, as in `run`.
+  for (const auto& [key, value] : p.items()) {
+    if (value.is_number_float() && !std::isfinite(value.get<double>())) {
+      std::cerr << fmt::format("error: {}: theory: non-finite {} = {} (delays or data too large)\n",
+                               config,
+                               key,
+                               value.get<double>());
+      return 3;
+    }
+  }
+  if (!p.contains("iteration_time_problem") && !p["expected_iteration_time"].is_number()) {
+    std::cerr << fmt::format(
+        "error: {}: theory: the expected iteration time is not finite (delays too large)\n",
+        config);
+    return 3;
+  }
   if (repetitions > 0) {
     measure(plan, repetitions, csv, p);
   }
@@ -164,6 +184,7 @@ Subcommand add_theory_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("theory", "predictions for a config: iteration time, q, PL bound");
   cmd->add_option("config", *config, "config file (JSON)")->required();
   cmd->add_flag("--json", *json, "print JSON");
+  add_max_memory_option(*cmd);
   cmd->add_option("--measure", *repetitions, "also simulate N runs (fixed data, delay seeds vary)")
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--csv",

@@ -15,11 +15,12 @@ namespace {
 constexpr std::uint8_t kClassCount = 10;
 
 // Images and labels of one half (train or test), the two classes kept, at most `limit` rows.
+// `shape` holds the image height and width: set from the training half, checked for the test.
 Dataset load_half(const std::string& dir,
                   std::string_view prefix,
                   const FashionMnistOptions& options,
                   Eigen::Index limit,
-                  Eigen::Index expected_pixels) {
+                  std::vector<std::uint32_t>& shape) {
   const std::string images_path =
       fashion_mnist_file(dir, fmt::format("{}-images-idx3-ubyte", prefix));
   const std::string labels_path =
@@ -35,15 +36,17 @@ Dataset load_half(const std::string& dir,
         images_path));
   }
   const auto pixels = static_cast<Eigen::Index>(images.item_size());
-  if (expected_pixels > 0 && pixels != expected_pixels) {
-    throw DataError(
-        fmt::format("{}: images have {} pixels ({} x {}); expected {} like the "
-                    "training images",
-                    images_path,
-                    pixels,
-                    images.sizes[1],
-                    images.sizes[2],
-                    expected_pixels));
+  // The same height and width, not only the same pixel count: a 14 × 56 image is no 28 × 28 one.
+  const std::vector<std::uint32_t> own{images.sizes[1], images.sizes[2]};
+  if (shape.empty()) {
+    shape = own;
+  } else if (own != shape) {
+    throw DataError(fmt::format("{}: images are {} x {}; expected {} x {} like the training images",
+                                images_path,
+                                own[0],
+                                own[1],
+                                shape[0],
+                                shape[1]));
   }
   Eigen::Index kept = 0;
   for (std::size_t i = 0; i < labels.values.size(); ++i) {
@@ -91,8 +94,9 @@ FashionMnistSets load_fashion_mnist(const FashionMnistOptions& options) {
                       "fashion_mnist: the two classes must differ");
   STRAGGLERSIM_ASSERT(options.rows >= 0, "fashion_mnist: rows must be >= 0");
   FashionMnistSets out;
-  out.train = load_half(options.dir, "train", options, options.rows, 0);
-  out.test = load_half(options.dir, "t10k", options, 0, out.train.dimension());
+  std::vector<std::uint32_t> shape;
+  out.train = load_half(options.dir, "train", options, options.rows, shape);
+  out.test = load_half(options.dir, "t10k", options, 0, shape);
   return out;
 }
 

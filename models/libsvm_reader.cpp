@@ -83,6 +83,12 @@ class Parser {
       if (index <= previous) {
         fail(line_number, "feature indices must be increasing", index_token);
       }
+      if (index > kLibsvmMaxIndex) {
+        fail(line_number,
+             "feature index too large",
+             index_token,
+             fmt::format("; expected at most {}", kLibsvmMaxIndex));
+      }
       if (options_.features > 0 && index > options_.features) {
         fail(line_number,
              fmt::format("feature index exceeds features = {}", options_.features),
@@ -104,6 +110,18 @@ class Parser {
     const Eigen::Index p = options_.features > 0 ? options_.features : rows_.max_index;
     Dataset out;
     out.labels = Eigen::Map<const Eigen::VectorXd>(rows_.labels.data(), m);
+    const double bytes = 8.0 * static_cast<double>(m) * static_cast<double>(p);
+    if (options_.dense && options_.max_dense_bytes > 0 &&
+        bytes > static_cast<double>(options_.max_dense_bytes)) {
+      throw DataError(fmt::format(
+          "{}: dense storage of {} rows x {} features would need {:.3g} bytes; expected at most "
+          "{} bytes (--max-memory), or \"storage\": \"sparse\"",
+          path_,
+          m,
+          p,
+          bytes,
+          options_.max_dense_bytes));
+    }
     if (options_.dense) {
       DenseRows a = DenseRows::Zero(m, p);
       for (Eigen::Index i = 0; i < m; ++i) {

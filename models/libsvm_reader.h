@@ -3,6 +3,7 @@
 // indices 1-based and increasing, '#' starts a comment, blank lines are skipped.
 
 #include <Eigen/Core>
+#include <cstdint>
 #include <string>
 
 #include "models/dataset.h"
@@ -14,11 +15,18 @@ struct LibsvmOptions {
   Eigen::Index features = 0;
   /// Store dense (m × p) rather than sparse.
   bool dense = true;
+  /// Dense storage needing more than this many bytes (8·m·p) is refused before it is
+  /// allocated (DataError); 0: no limit.
+  std::uint64_t max_dense_bytes = 0;
 };
 
+/// Largest feature index a file may use (the same bound as a config's "features").
+inline constexpr std::int64_t kLibsvmMaxIndex = 100'000'000;
+
 /// Reads a LIBSVM file. Labels are kept as written (±1, {1,2}, real values).
-/// Throws DataError "<path>:<line>: <problem>; got '<token>'" for a malformed line, and
-/// "<path>: cannot open file" when the file cannot be read.
+/// Throws DataError "<path>:<line>: <problem>; got '<token>'" for a malformed line (an index
+/// above kLibsvmMaxIndex included), "<path>: cannot open file" when the file cannot be read, and
+/// "<path>: dense storage ... would need ..." above `max_dense_bytes`.
 Dataset read_libsvm(const std::string& path, const LibsvmOptions& options = {});
 
 }  // namespace stragglersim::models

@@ -55,12 +55,16 @@ struct WorkerFault {
   std::uint64_t from_iteration = 1;
 };
 
+/// Largest `timeout` (real seconds, one hour): a hung worker must end the run in bounded time.
+inline constexpr double kMaxThreadedTimeout = 3600.0;
+
 struct ThreadedOptions {
   /// Real seconds per simulated second. Illegal: ≤ 0.
   double seconds_per_unit = 0.01;
   StragglerPolicy policy = StragglerPolicy::kCancel;
   std::vector<WorkerFault> faults;
-  /// Real seconds after a broadcast at which an unsatisfied rule is an error. Illegal: ≤ 0.
+  /// Real seconds after a broadcast at which an unsatisfied rule is an error. Illegal: ≤ 0 or
+  /// above kMaxThreadedTimeout.
   double timeout = 5.0;
 };
 

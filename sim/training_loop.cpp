@@ -14,6 +14,12 @@ void fill_test(const models::Objective* test, const Eigen::VectorXd& x, TraceRow
   if (test == nullptr) {
     return;
   }
+  // A finite training loss does not bound the test margins (a huge step can overflow them
+  // while the training loss saturates): non-finite margins are numerical trouble, not a bug.
+  if (!models::margins(test->data(), x).allFinite()) {
+    throw NumericalError(fmt::format(
+        "iteration {}: non-finite test margins (the step is probably too large)", row.iteration));
+  }
   const double reg = 0.5 * test->l2() * x.squaredNorm();
   row.test_loss = test->value(x) - reg;
   row.test_metric = test->loss().metric(test->data(), x);
@@ -21,6 +27,13 @@ void fill_test(const models::Objective* test, const Eigen::VectorXd& x, TraceRow
 }
 
 void check_finite(const TraceRow& row) {
+  if (!std::isfinite(row.time) || !std::isfinite(row.iteration_time)) {
+    throw NumericalError(fmt::format(
+        "iteration {}: non-finite simulated time {} (iteration time {}; delays too large)",
+        row.iteration,
+        row.time,
+        row.iteration_time));
+  }
   if (!std::isfinite(row.loss) || !std::isfinite(row.grad_norm)) {
     throw NumericalError(fmt::format(
         "iteration {}: non-finite loss {} or gradient norm {} (the step is probably too large)",
@@ -47,8 +60,8 @@ void train(const models::Objective& objective,
     row.loss = objective.evaluate(x, &partition_gradients);
     full_gradient = partition_gradients.rowwise().sum() + objective.l2() * x;
     row.grad_norm = full_gradient.norm();
-    fill_test(test_objective, x, row);
     check_finite(row);
+    fill_test(test_objective, x, row);
     on_row(row);
   };
 

@@ -45,5 +45,9 @@ echo "== thread sanitizer (threaded backend; timing-precision assertions exclude
 bash "$root/experiments/build.sh" thread stragglersim_tests
 TSAN_OPTIONS=halt_on_error=1 "$root/build/thread/tests/stragglersim_tests" "[threads]~[timing]"
 
+echo "== fuzz targets (clang libFuzzer + ASan/UBSan, 15 s each from the seed corpora)"
+# Long campaigns: bash tests/fuzz/run_fuzzers.sh 600 (experiments/benchmarks/fuzzing.md).
+bash "$root/tests/fuzz/run_fuzzers.sh" 15
+
 echo "== plots"
 /usr/bin/python3 "$root/plots/test_plots.py"

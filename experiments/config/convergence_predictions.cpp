@@ -8,6 +8,7 @@
 #include <numeric>
 #include <variant>
 
+#include "experiments/config/predictions.h"
 #include "models/base/random_stream.h"
 #include "models/optimum.h"
 #include "sim/delay_only.h"
@@ -249,7 +250,10 @@ void exact_curve(const RunPlan& plan, const Coefficients& c, nlohmann::json& out
     // α = 1 for an exact scheme: every group has the same (deterministic) coefficient.
     in.moments.groups = groups;
   }
-  out["exact_curve"] = sim::least_squares_expected_gap(in, static_cast<int>(plan.iterations));
+  // Like the bound, the curve stops at kMaxTheoryIterations: theory's cost must not grow with
+  // the iterations it predicts for.
+  out["exact_curve"] = sim::least_squares_expected_gap(
+      in, static_cast<int>(std::min(plan.iterations, kMaxTheoryIterations)));
 }
 
 std::optional<Coefficients> plan_coefficients(const RunPlan& plan,
@@ -281,6 +285,10 @@ nlohmann::json convergence_predictions(const RunPlan& plan,
                                        const sim::SchemeDescription* scheme,
                                        const sim::IterationTimePrediction* timing) {
   nlohmann::json out;
+  if (auto problem = convergence_cost_problem(plan)) {
+    out["convergence_problem"] = *problem;
+    return out;
+  }
   const auto& f = *plan.objective;
   std::string why;
   const auto coefficients = plan_coefficients(plan, scheme, timing, &why);
@@ -334,7 +342,9 @@ nlohmann::json convergence_predictions(const RunPlan& plan,
     in.initial_data_gradient_squared = pg.rowwise().sum().squaredNorm();
     out["zeta_star_squared"] = in.zeta_star_squared;
     out["group_smoothness_squared"] = in.group_smoothness_squared;
-    if (const auto b = sim::coded_pl_bound(in, static_cast<int>(plan.iterations), &why)) {
+    const auto bound_iterations = std::min(plan.iterations, kMaxTheoryIterations);
+    out["bound_iterations"] = bound_iterations;
+    if (const auto b = sim::coded_pl_bound(in, static_cast<int>(bound_iterations), &why)) {
       out["bound"] = b->bound;
       out["contraction"] = b->contraction;
       out["noise_floor"] = b->floor;

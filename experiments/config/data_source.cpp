@@ -7,6 +7,7 @@
 #include <set>
 
 #include "experiments/config/config_error.h"
+#include "experiments/config/memory_budget.h"
 #include "models/base/random_stream.h"
 #include "models/csv_reader.h"
 #include "models/fashion_mnist.h"
@@ -88,8 +89,22 @@ void densify_if_asked(JsonReader& data, models::Dataset& all) {
                     storage,
                     fmt::format("\"sparse\", or at most {} entries", kMaxDenseEntries));
   }
+  require_memory(data,
+                 "storage",
+                 fmt::format("dense storage ({} x {})", all.rows(), all.dimension()),
+                 16.0 * static_cast<double>(entries),
+                 storage);
   models::DenseRows dense = std::get<models::SparseRows>(all.features).toDense();
   all.features = std::move(dense);
+}
+
+// A paper-shaped sparse table: 16 bytes per non-zero and 8 per row, twice while the split copies.
+void require_sparse_memory(const JsonReader& data, std::int64_t rows, int nonzeros_per_row) {
+  require_memory(data,
+                 "rows",
+                 fmt::format("the data set ({} rows, {} non-zeros each)", rows, nonzeros_per_row),
+                 2.0 * static_cast<double>(rows) * (16.0 * nonzeros_per_row + 8.0),
+                 rows);
 }
 
 // Fills `all` (moved in: Dataset moves swap sparse storage) and sets the test fraction to split
@@ -107,6 +122,12 @@ void load_synthetic(JsonReader& data,
   if (generator == "gaussian_mixture" || generator == "linear_regression") {
     const auto rows = data.integer("rows", std::nullopt, 2, 100'000'000);
     const auto features = data.integer("features", std::nullopt, 1, 10'000'000);
+    // Dense rows × features doubles, twice while the train/test split copies them.
+    require_memory(data,
+                   "features",
+                   fmt::format("the data set ({} x {} dense)", rows, features),
+                   16.0 * static_cast<double>(rows) * static_cast<double>(features),
+                   features);
     test_fraction = read_test_fraction(data, 0.2);
     const double condition = data.number("condition", 1.0, 1.0, 1e12);
     if (generator == "gaussian_mixture") {
@@ -127,6 +148,7 @@ void load_synthetic(JsonReader& data,
     options.positive_fraction =
         data.number("positive_fraction", options.positive_fraction, 0.01, 0.99);
     options.seed = data_seed;
+    require_sparse_memory(data, options.rows, 45);
     all = models::make_amazon_like(options);
   } else if (generator == "covtype_like") {
     models::CovtypeLikeOptions options;
@@ -136,6 +158,7 @@ void load_synthetic(JsonReader& data,
     options.positive_fraction =
         data.number("positive_fraction", options.positive_fraction, 0.01, 0.99);
     options.seed = data_seed;
+    require_sparse_memory(data, options.rows, 88);
     all = models::make_covtype_like(options);
   } else {
     models::KcHousingLikeOptions options;
@@ -144,6 +167,7 @@ void load_synthetic(JsonReader& data,
         data.integer("features", options.features, models::kKcHousingLikeMinFeatures, 10'000'000);
     options.noise = data.number("noise", options.noise, 0.0);
     options.seed = data_seed;
+    require_sparse_memory(data, options.rows, 28);
     all = models::make_kc_housing_like(options);
   }
   test_fraction = read_test_fraction(data, 0.2);
@@ -261,6 +285,9 @@ LoadedData load_data(JsonReader& data, const std::filesystem::path& base_dir, st
     models::LibsvmOptions options;
     options.features = data.integer("features", 0, 0, 100'000'000);
     options.dense = data.choice("storage", "storage", {"dense", "sparse"}, "dense") == "dense";
+    // Dense rows × max-index doubles, twice while the split copies them (refused in the reader
+    // before it allocates).
+    options.max_dense_bytes = memory_limit() / 2;
     const FileReader read = [&options](const std::string& path) {
       return models::read_libsvm(path, options);
     };
@@ -289,14 +316,15 @@ void require_binary_labels(LoadedData& data, JsonReader& root) {
   if (data.test) {
     values.insert(data.test->labels.begin(), data.test->labels.end());
   }
-  if (values.size() > 2 || values.empty()) {
+  // One label value leaves nothing to separate (and the test AUC undefined on every row).
+  if (values.size() != 2) {
     root.fail(
         "loss",
         fmt::format("logistic regression needs two label values; got {} distinct labels; expected "
                     "-1/+1 or two values mapped to -1 (smaller) and +1 (larger)",
                     values.size()));
   }
-  if (values.size() == 1 || (values.contains(-1.0) && values.contains(1.0))) {
+  if (values.contains(-1.0) && values.contains(1.0)) {
     return;
   }
   const double low = *values.begin();

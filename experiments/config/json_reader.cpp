@@ -235,3 +235,110 @@ void JsonReader::merge(std::string_view key, const JsonReader& child) {
 }
 
 }  // namespace stragglersim::experiments
+
+namespace stragglersim::experiments {
+namespace {
+
+/// A first pass over JSON text that builds nothing: it bounds the nesting depth (the value
+/// tree, its destructor and dump() recurse once per level, so a hostile file of 10⁵ levels
+/// would overflow the stack) and names the JSON pointer of a number outside double range.
+class BoundedScan final : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  BoundedScan(std::string file, std::string prefix)
+      : file_(std::move(file)), prefix_(std::move(prefix)) {}
+
+  bool null() override { return value(); }
+  bool boolean(bool /*unused*/) override { return value(); }
+  bool number_integer(number_integer_t /*unused*/) override { return value(); }
+  bool number_unsigned(number_unsigned_t /*unused*/) override { return value(); }
+  bool number_float(number_float_t /*unused*/, const string_t& /*unused*/) override {
+    return value();
+  }
+  bool string(string_t& /*unused*/) override { return value(); }
+  bool binary(binary_t& /*unused*/) override { return value(); }
+  bool start_object(std::size_t /*unused*/) override { return open(false); }
+  bool key(string_t& key) override {
+    frames_.back().key = key;
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t /*unused*/) override { return open(true); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t /*position*/,
+                   const std::string& token,
+                   const nlohmann::detail::exception& e) override {
+    if (e.id == 406) {  // out_of_range.406: a number literal beyond ±1.8e308
+      std::string got = token.size() > 40 ? token.substr(0, 40) + "..." : token;
+      error_ = fmt::format(
+          "{}:{}: number out of range; got {}; expected a number of magnitude at most 1.8e308",
+          file_,
+          pointer(),
+          got);
+    } else {
+      error_ = fmt::format(
+          "{}{}: invalid JSON: {}", file_, prefix_.empty() ? "" : ":" + prefix_, e.what());
+    }
+    return false;
+  }
+
+  [[nodiscard]] const std::string& error() const { return error_; }
+
+ private:
+  struct Frame {
+    bool array = false;
+    std::size_t index = 0;
+    std::string key;
+  };
+
+  [[nodiscard]] std::string pointer() const {
+    std::string out = prefix_;
+    for (const auto& f : frames_) {
+      out += '/';
+      out += f.array ? std::to_string(f.index) : escape_pointer_token(f.key);
+    }
+    return out;
+  }
+  bool value() {
+    if (!frames_.empty() && frames_.back().array) {
+      ++frames_.back().index;
+    }
+    return true;
+  }
+  bool open(bool array) {
+    if (frames_.size() >= kMaxJsonDepth) {
+      error_ = fmt::format(
+          "{}:{}: nesting too deep; got more than {} levels; expected at most {} nested arrays "
+          "and objects",
+          file_,
+          pointer(),
+          kMaxJsonDepth,
+          kMaxJsonDepth);
+      return false;
+    }
+    frames_.push_back(Frame{array, 0, {}});
+    return true;
+  }
+  bool close() {
+    frames_.pop_back();
+    return value();
+  }
+
+  std::string file_;
+  std::string prefix_;
+  std::vector<Frame> frames_;
+  std::string error_;
+};
+
+}  // namespace
+
+nlohmann::json parse_json(std::string_view text,
+                          const std::string& file,
+                          const std::string& prefix) {
+  BoundedScan scan(file, prefix);
+  if (!nlohmann::json::sax_parse(text, &scan) || !scan.error().empty()) {
+    throw ConfigError(scan.error().empty() ? fmt::format("{}: invalid JSON", file) : scan.error());
+  }
+  return nlohmann::json::parse(text);
+}
+
+}  // namespace stragglersim::experiments

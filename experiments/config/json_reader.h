@@ -78,6 +78,16 @@ class JsonReader {
   nlohmann::json resolved_;
 };
 
+/// Deepest nesting of arrays and objects a config may have (configs need a handful).
+inline constexpr std::size_t kMaxJsonDepth = 64;
+
+/// Parses JSON text of `file` (`prefix`: the JSON pointer the text sits at, "" for a whole
+/// file). ConfigError on a syntax error ("<file>[:<prefix>]: invalid JSON: ..."), on nesting
+/// deeper than kMaxJsonDepth or a number outside double range (both "<file>:<pointer>: ...").
+nlohmann::json parse_json(std::string_view text,
+                          const std::string& file,
+                          const std::string& prefix = "");
+
 /// "a, b, c".
 std::string join(const std::vector<std::string>& values);
 

@@ -3,6 +3,7 @@
 // group-erasure probabilities, and, for runs with data, the PL convergence bound and the time to
 // a target loss. Used by `stragglersim theory` and recorded in summary.json.
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -19,6 +20,12 @@ std::optional<sim::SchemeDescription> describe_scheme(const RunPlan& plan, std::
 /// Group sizes for the ζ² of the bound: FRC groups of d partitions, one partition per group
 /// otherwise.
 int group_size(const RunPlan& plan);
+
+/// Iterations of the exact-gradient path (ζ²) and of the per-iteration bound that `theory`
+/// computes at most: beyond, its cost would grow with a run's length.
+inline constexpr std::uint64_t kMaxTheoryIterations = 10'000;
+/// Work (data passes × entries) the f* solve may always take, whatever the run's own cost.
+inline constexpr double kTheoryWorkBudget = 1e11;
 
 struct ConvergenceInputs {
   double smoothness = 0.0;    ///< β
@@ -43,5 +50,9 @@ std::optional<ConvergenceInputs> convergence_inputs(const RunPlan& plan, std::st
 /// `convergence` false skips the convergence part (which solves for f*), the speedup table and
 /// the finish/drain simulation: what every summary.json records under "theory".
 nlohmann::json predictions(const RunPlan& plan, bool convergence = true);
+
+/// Why the convergence part would not be computed (f* or μ too costly for this data, far beyond
+/// the run it predicts for), or nullopt. `theory` reports it as a `convergence:` note.
+std::optional<std::string> convergence_cost_problem(const RunPlan& plan);
 
 }  // namespace stragglersim::experiments

@@ -9,6 +9,7 @@
 #include "experiments/config/config_error.h"
 #include "experiments/config/data_source.h"
 #include "experiments/config/factories.h"
+#include "experiments/config/memory_budget.h"
 #include "experiments/config/predictions.h"
 #include "models/base/random_stream.h"
 
@@ -26,17 +27,17 @@ std::unique_ptr<sim::Optimizer> RunPlan::make_optimizer() const {
 }
 
 nlohmann::json read_json_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw ConfigError(fmt::format("{}: cannot open config file: it is a folder", path.string()));
+  }
   std::ifstream in(path);
   if (!in) {
     throw ConfigError(fmt::format("{}: cannot open config file", path.string()));
   }
   std::stringstream text;
   text << in.rdbuf();
-  try {
-    return nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(fmt::format("{}: invalid JSON: {}", path.string(), e.what()));
-  }
+  return parse_json(text.str(), path.string());
 }
 
 RunPlan plan_run_file(const std::filesystem::path& path) {
@@ -108,7 +109,14 @@ void read_threaded_backend(JsonReader& reader,
   plan.backend = BackendKind::kThreads;
   plan.threaded.policy = plan.stragglers;
   plan.threaded.seconds_per_unit = reader.positive("seconds_per_unit", 0.01);
-  plan.threaded.timeout = reader.positive("timeout", 5.0);
+  // Capped so that a hung worker always ends the run (sim::kMaxThreadedTimeout: one hour).
+  plan.threaded.timeout = reader.number("timeout", 5.0, 0.0, sim::kMaxThreadedTimeout);
+  if (plan.threaded.timeout <= 0.0) {
+    reader.fail_value("timeout",
+                      "out of range",
+                      plan.threaded.timeout,
+                      fmt::format("a number in (0, {}] seconds", sim::kMaxThreadedTimeout));
+  }
   if (!reader.has("faults")) {
     return;
   }
@@ -138,6 +146,40 @@ void read_threaded_backend(JsonReader& reader,
   }
 }
 
+/// Before the code is built: refuses a code whose matrices would not fit in memory (key
+/// /workers) and, with data, an expander code whose k = 2n/d exceeds the training rows (building
+/// its random graph for 10⁷ workers takes minutes before the row check would fire).
+void check_code_size(const nlohmann::json& config,
+                     JsonReader& root,
+                     JsonReader& code_reader,
+                     const ClusterShape& shape,
+                     const LoadedData& data) {
+  const nlohmann::json& code = config["code"];
+  const std::string kind = code["kind"].get<std::string>();
+  // A d beyond the workers is the code's own error (reported at /code/d when it is built): the
+  // estimate uses at most n, so this check never preempts that message.
+  const double d =
+      std::min(code.contains("d") && code["d"].is_number() ? code["d"].get<double>() : 0.0,
+               static_cast<double>(shape.workers));
+  if (kind == "expander" && data.train && code.contains("d") && code["d"].is_number_integer()) {
+    const auto di = code["d"].get<std::int64_t>();
+    if (di >= 1 && di <= shape.workers && (2 * std::int64_t{shape.workers}) % di == 0 &&
+        2 * std::int64_t{shape.workers} / di > data.train->rows()) {
+      code_reader.fail_value(
+          "d",
+          fmt::format("more partitions than training rows (k = 2·workers/d = {})",
+                      2 * std::int64_t{shape.workers} / di),
+          di,
+          fmt::format("at most the {} training rows", data.train->rows()));
+    }
+  }
+  require_memory(root,
+                 "workers",
+                 fmt::format("code '{}'", kind),
+                 code_memory_estimate(kind, shape.workers, shape.partitions, d),
+                 shape.workers);
+}
+
 /// The top-level counts and the data (first: the partition count is checked against its rows).
 LoadedData read_header_and_data(JsonReader& root,
                                 RunPlan& plan,
@@ -162,7 +204,11 @@ LoadedData read_header_and_data(JsonReader& root,
 }
 
 /// The code, its decoder, the stopping rule and the rescale.
-void read_scheme(JsonReader& root, RunPlan& plan, const std::string& file) {
+void read_scheme(const nlohmann::json& config,
+                 JsonReader& root,
+                 RunPlan& plan,
+                 const std::string& file,
+                 const LoadedData& data) {
   JsonReader code_reader = root.object("code");
   const ClusterShape shape{file,
                            plan.workers,
@@ -170,6 +216,7 @@ void read_scheme(JsonReader& root, RunPlan& plan, const std::string& file) {
                            root.has("partitions"),
                            derive_seed(plan.seed, static_cast<std::uint64_t>(Stream::kCode))};
   const auto& code_row = pick(code_reader, "kind", "code", code_factories());
+  check_code_size(config, root, code_reader, shape, data);
   // The decoder key belongs to the scheme, not to a code's own parameters: read it first.
   std::optional<std::string> decoder_name;
   if (code_reader.has("decoder")) {
@@ -256,6 +303,14 @@ void read_loss(JsonReader& root, RunPlan& plan, LoadedData& data, bool delay_onl
                     plan.partitions,
                     fmt::format("at most the {} training rows", data.train->rows()));
   }
+  // The training loop keeps every partition's gradient (features × partitions, twice).
+  require_memory(root,
+                 "partitions",
+                 fmt::format("the partition gradients ({} features x {} partitions)",
+                             data.train->dimension(),
+                             plan.partitions),
+                 16.0 * static_cast<double>(data.train->dimension()) * plan.partitions,
+                 plan.partitions);
   plan.objective = std::make_shared<models::Objective>(data.train, loss, l2, plan.partitions);
   if (data.test && data.test->rows() > 0) {
     plan.test_objective = std::make_shared<models::Objective>(data.test, loss, l2, 1);
@@ -270,10 +325,25 @@ void read_optimizer(JsonReader& root, RunPlan& plan, bool delay_only) {
     const auto kind = opt_reader.choice("kind", "optimizer", {"gd", "nesterov"}, "gd");
     plan.optimizer = kind == "nesterov" ? OptimizerKind::kNesterov : OptimizerKind::kGd;
     const double beta = plan.objective->smoothness();
+    if (!std::isfinite(beta)) {
+      // A value like 1e308 in a data file squares to infinity.
+      root.fail("data",
+                fmt::format("the data's smoothness beta is not finite (values too large to "
+                            "square); got beta = {}; expected data whose squared row norms are "
+                            "finite (values below about 1e150)",
+                            std::isnan(beta) ? "nan" : "inf"));
+    }
     if (opt_reader.has("step") && opt_reader.raw("step").is_string()) {
       const auto step = opt_reader.string("step", std::nullopt);
       if (step != "auto") {
         opt_reader.fail_value("step", "unknown step", step, "a number > 0 or \"auto\" (1/beta)");
+      }
+      if (!(beta > 0.0)) {
+        opt_reader.fail_value(
+            "step",
+            fmt::format("\"auto\" (1/beta) needs beta > 0; the data has beta = {}", beta),
+            step,
+            "a number > 0");
       }
       plan.step = 1.0 / beta;
     } else {
@@ -314,7 +384,7 @@ RunPlan plan_run(const nlohmann::json& config,
   RunPlan plan;
   LoadedData data = read_header_and_data(root, plan, file, base_dir);
   const bool delay_only = root.is_null("data");
-  read_scheme(root, plan, file);
+  read_scheme(config, root, plan, file, data);
   read_delays(root, plan);
   read_loss(root, plan, data, delay_only);
   read_optimizer(root, plan, delay_only);

@@ -1,6 +1,8 @@
-// execute_run's stop hook (used by the Python module for Ctrl-C): asked once per iteration,
-// it abandons the run with RunInterrupted and nothing written; never true, it changes nothing.
+// execute_run's stop hook (SIGINT/SIGTERM in the CLI, Ctrl-C in the Python module): asked once
+// per trace row, it ends the run after that row with status "interrupted" and every finished
+// row kept; never true, it changes nothing.
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -30,17 +32,21 @@ nlohmann::json config(bool with_data) {
 
 }  // namespace
 
-TEST_CASE("experiments: a stop hook abandons a run after the asked iteration and writes nothing",
+TEST_CASE("experiments: a stop hook ends a run after the asked row and keeps the rows",
           "[experiments][run_output]") {
   for (const bool with_data : {false, true}) {
     const auto dir = testing::scratch_dir("run_output_stop", with_data ? "data" : "delay");
     const RunPlan plan = plan_run(config(with_data), "c.json", dir);
     int asked = 0;
     const StopHook stop_at_five = [&asked] { return ++asked == 5; };
-    REQUIRE_THROWS_AS(execute_run(plan, dir / "stopped", stop_at_five), RunInterrupted);
+    const RunOutcome stopped = execute_run(plan, dir / "stopped", stop_at_five);
     CHECK(asked == 5);
-    CHECK_FALSE(std::filesystem::exists(dir / "stopped" / "trace.csv"));
-    CHECK_FALSE(std::filesystem::exists(dir / "stopped" / "summary.json"));
+    CHECK(stopped.status == "interrupted");
+    CHECK(stopped.summary["status"] == "interrupted");
+    const std::string trace = testing::slurp(dir / "stopped" / "trace.csv");
+    // Header, row 0 and the rows up to the fifth question (training asks at row 0 too).
+    const auto lines = std::count(trace.begin(), trace.end(), '\n');
+    CHECK(lines == (with_data ? 6 : 7));
 
     asked = 0;
     const StopHook never = [&asked] { return ++asked < 0; };

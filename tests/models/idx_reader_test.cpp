@@ -187,8 +187,10 @@ TEST_CASE("models: fashion-mnist loader names the file of a mismatch", "[models]
   CHECK(err() == dir.path() + "/t10k-images-idx3-ubyte: cannot open file");
   const std::string test_images = dir.gzip("t10k-images-idx3-ubyte.gz", idx({1, 1, 3}, {1, 2, 3}));
   (void)dir.gzip("t10k-labels-idx1-ubyte.gz", idx({1}, {0}));
-  CHECK(err() ==
-        test_images + ": images have 3 pixels (1 x 3); expected 4 like the training images");
+  CHECK(err() == test_images + ": images are 1 x 3; expected 2 x 2 like the training images");
+  // The same pixel count in another shape is refused too.
+  (void)dir.gzip("t10k-images-idx3-ubyte.gz", idx({1, 4, 1}, {1, 2, 3, 4}));
+  CHECK(err() == test_images + ": images are 4 x 1; expected 2 x 2 like the training images");
 }
 
 TEST_CASE("models: the installed fashion-mnist files load as 12000 and 2000 images",

@@ -349,7 +349,7 @@ def test_two_threads_calling_at_once_get_the_sequential_results():
 
 
 @pytest.mark.parametrize("call", ["run", "iteration_times", "sweep"])
-def test_keyboard_interrupt_stops_a_long_call_and_writes_nothing(tmp_path, call):
+def test_keyboard_interrupt_stops_a_long_call_cleanly(tmp_path, call):
     out = tmp_path / "out"
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
     start = time.monotonic()
@@ -368,7 +368,15 @@ def test_keyboard_interrupt_stops_a_long_call_and_writes_nothing(tmp_path, call)
     # The full call takes tens of seconds; an honoured interrupt returns within 50 ms polling
     # plus one iteration (a few ms) or, for the sweep, one run (about 0.2 s).
     assert elapsed < 5.0
-    assert not (out / "trace.csv").exists() and not (out / "index.csv").exists()
+    if call == "run":
+        # As with the CLI's SIGINT: the run ends after the current row, keeps every finished row
+        # and says so in its summary.
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["status"] == "interrupted"
+        rows = (out / "trace.csv").read_text().splitlines()
+        assert len(rows) == summary["iterations"] + 2  # header and row 0
+    else:
+        assert not (out / "index.csv").exists()
     assert stragglersim.run(delay_only()).summary["status"] == "ok"  # usable afterwards
 
 

@@ -1,0 +1,119 @@
+#include "experiments/config/memory_budget.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cmath>
+
+#include "experiments/config/config_error.h"
+
+namespace stragglersim::experiments {
+namespace {
+
+std::atomic<std::uint64_t>& limit_storage() {
+  static std::atomic<std::uint64_t> limit{default_memory_limit()};
+  return limit;
+}
+
+}  // namespace
+
+std::uint64_t default_memory_limit() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page_size = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) {
+    return std::uint64_t{4} << 30;
+  }
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size) / 2;
+}
+
+std::uint64_t memory_limit() { return limit_storage().load(); }
+
+void set_memory_limit(std::uint64_t bytes) { limit_storage().store(bytes); }
+
+std::uint64_t parse_memory_size(std::string_view text) {
+  const auto fail = [&]() -> std::uint64_t {
+    throw ConfigError(fmt::format(
+        "--max-memory: not a memory size; got \"{}\"; expected a positive number of bytes with "
+        "an optional K, M, G or T suffix (powers of 1024), e.g. 2G",
+        text));
+  };
+  double scale = 1.0;
+  std::string_view number = text;
+  if (!number.empty()) {
+    switch (number.back()) {
+      case 'K':
+      case 'k':
+        scale = 0x1p10;
+        break;
+      case 'M':
+      case 'm':
+        scale = 0x1p20;
+        break;
+      case 'G':
+      case 'g':
+        scale = 0x1p30;
+        break;
+      case 'T':
+      case 't':
+        scale = 0x1p40;
+        break;
+      default:
+        break;
+    }
+    if (scale > 1.0) {
+      number.remove_suffix(1);
+    }
+  }
+  double value = 0.0;
+  const char* end = number.data() + number.size();
+  const auto [ptr, ec] = std::from_chars(number.data(), end, value);
+  if (number.empty() || ec != std::errc() || ptr != end || !std::isfinite(value) || value <= 0.0 ||
+      value * scale >= 0x1p63) {
+    return fail();
+  }
+  return static_cast<std::uint64_t>(value * scale);
+}
+
+std::string format_bytes(double bytes) {
+  constexpr const char* kUnits[] = {"bytes", "KB", "MB", "GB", "TB", "PB", "EB"};
+  std::size_t unit = 0;
+  while (bytes >= 1024.0 && unit + 1 < std::size(kUnits)) {
+    bytes /= 1024.0;
+    ++unit;
+  }
+  return fmt::format("{:.3g} {}", bytes, kUnits[unit]);
+}
+
+void require_memory(const JsonReader& reader,
+                    std::string_view key,
+                    std::string_view what,
+                    double bytes,
+                    const nlohmann::json& got) {
+  const auto limit = static_cast<double>(memory_limit());
+  if (!(bytes <= limit)) {
+    reader.fail_value(key,
+                      fmt::format("{} would need about {} of memory", what, format_bytes(bytes)),
+                      got,
+                      fmt::format("at most {} (--max-memory)", format_bytes(limit)));
+  }
+}
+
+double code_memory_estimate(std::string_view kind, double workers, double partitions, double d) {
+  // Per-worker delay, arrival and load vectors of the simulation: about 16 doubles per worker.
+  const double per_worker = 128.0 * workers;
+  if (kind == "uncoded" || kind == "frc") {
+    // Supports (d partitions per worker) and a dense B only when n·k ≤ 2^24.
+    const double dense = workers * partitions <= 0x1p24 ? 8.0 * workers * partitions : 0.0;
+    return per_worker + 64.0 * partitions + 16.0 * workers * std::max(d, 1.0) + dense;
+  }
+  if (kind == "expander" && d > 0.0) {
+    partitions = 2.0 * workers / d;
+  }
+  // B (n × k doubles), and a decode's B_Kᵀ and its decomposition of the same size.
+  return per_worker + 3.0 * 8.0 * workers * partitions;
+}
+
+}  // namespace stragglersim::experiments

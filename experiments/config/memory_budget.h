@@ -1,0 +1,43 @@
+#pragma once
+// The memory a run may take. Each large allocation of a run (the data set, the partition
+// gradients, a code's matrix and its decoder) is estimated from the config before it is made,
+// and a run whose estimate exceeds the limit is refused with a ConfigError naming the key that
+// drives it: a user's typo never gets as far as std::bad_alloc or the OOM killer. The limit is
+// process-wide: half the physical memory unless `--max-memory` sets it.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "experiments/config/json_reader.h"
+
+namespace stragglersim::experiments {
+
+/// Half the physical memory (sysconf), or 4 GiB when it cannot be read.
+std::uint64_t default_memory_limit();
+/// The current limit in bytes.
+std::uint64_t memory_limit();
+void set_memory_limit(std::uint64_t bytes);
+
+/// "512M", "2G", "1.5T", "1000000" (bytes; K/M/G/T are powers of 1024). ConfigError
+/// "--max-memory: ..." for anything else, zero included.
+std::uint64_t parse_memory_size(std::string_view text);
+
+/// "1.5 GB" style (powers of 1024, three significant digits).
+std::string format_bytes(double bytes);
+
+/// Throws ConfigError "<file>:<pointer>/<key>: <what> would need about <estimate> of memory;
+/// got <got>; expected at most <limit> (--max-memory)" when `bytes` exceeds memory_limit().
+void require_memory(const JsonReader& reader,
+                    std::string_view key,
+                    std::string_view what,
+                    double bytes,
+                    const nlohmann::json& got);
+
+/// Bytes a code of `kind` for n workers and k partitions (`d`: the code's "d", 0 when it has
+/// none) is estimated to need with its decoders and the per-worker vectors of the simulation
+/// (dense-B codes: B and two n × k work matrices; support-built codes: O(n·d + k)).
+double code_memory_estimate(std::string_view kind, double workers, double partitions, double d);
+
+}  // namespace stragglersim::experiments

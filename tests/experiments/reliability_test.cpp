@@ -1,0 +1,522 @@
+// Reliability of the stragglersim executable against hostile input (issue 16): every reproducer
+// of the fuzzing campaign ends with its documented exit status and message, never a crash,
+// an internal error, a silent infinity or a lost run.
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/test_support.h"
+
+extern char** environ;  // NOLINT: POSIX
+
+namespace {
+
+namespace fs = std::filesystem;
+using stragglersim::testing::slurp;
+using Result = stragglersim::testing::CommandResult;
+
+fs::path scratch(const std::string& name) {
+  return stragglersim::testing::scratch_dir("reliability_test", name);
+}
+
+Result run(const std::string& args, const fs::path& dir) {
+  return stragglersim::testing::run_stragglersim(args, dir);
+}
+
+fs::path write(const fs::path& dir, const std::string& name, const std::string& text) {
+  const auto p = dir / name;
+  std::ofstream(p, std::ios::binary) << text;
+  return p;
+}
+
+fs::path write_json(const fs::path& dir, const std::string& name, const nlohmann::json& c) {
+  return write(dir, name, c.dump(2));
+}
+
+nlohmann::json delay_only(int workers, std::uint64_t iterations) {
+  nlohmann::json c = nlohmann::json::parse(R"({
+    "name": "d", "seed": 5, "data": null,
+    "code": {"kind": "uncoded"}, "stopping": {"rule": "all"},
+    "delay": {"kind": "shifted_exponential"}
+  })");
+  c["workers"] = workers;
+  c["optimizer"] = {{"iterations", iterations}};
+  return c;
+}
+
+nlohmann::json logistic(double step) {
+  nlohmann::json c = nlohmann::json::parse(R"({
+    "name": "l", "seed": 3, "workers": 4,
+    "data": {"source": "synthetic", "generator": "gaussian_mixture", "rows": 200, "features": 5},
+    "loss": {"kind": "logistic"},
+    "code": {"kind": "uncoded"}, "stopping": {"rule": "all"},
+    "delay": {"kind": "shifted_exponential"},
+    "optimizer": {"kind": "gd", "iterations": 20}
+  })");
+  c["optimizer"]["step"] = step;
+  return c;
+}
+
+/// Data rows of a CSV trace (header excluded), each split at commas.
+std::vector<std::vector<std::string>> rows_of(const std::string& csv) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream cells_in(line);
+    std::string cell;
+    while (std::getline(cells_in, cell, ',')) {
+      cells.push_back(cell);
+    }
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+/// Starts `stragglersim run cfg --out out`, waits until trace.csv exists (the handlers are
+/// installed by then) and 1 s more, sends `signal` and returns the exit status (-1: killed).
+int interrupted_run(const fs::path& cfg, const fs::path& out, int signal) {
+  const std::string err = (out.parent_path() / "stderr.txt").string();
+  std::vector<std::string> args = {STRAGGLERSIM_BINARY, "run", cfg.string(), "--out", out.string()};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) {
+    return -2;
+  }
+  for (int i = 0; i < 600 && !fs::exists(out / "trace.csv"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ::kill(pid, signal);
+  int raw = 0;
+  ::waitpid(pid, &raw, 0);
+  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("reliability: deeply nested JSON is refused with its pointer",
+          "[experiments][reliability]") {
+  const auto dir = scratch("deep");
+  std::string text;
+  for (int i = 0; i < 60000; ++i) text += "{\"a\":";
+  text += "1";
+  for (int i = 0; i < 60000; ++i) text += "}";
+  const auto cfg = write(dir, "deep.json", text);
+  std::string pointer;
+  for (int i = 0; i < 64; ++i) pointer += "/a";
+  const std::string expected = fmt::format(
+      "error: {}:{}: nesting too deep; got more than 64 levels; expected at most 64 "
+      "nested arrays and objects\n",
+      cfg.string(),
+      pointer);
+  for (const std::string command : {"run", "theory"}) {
+    const std::string out = command == "run" ? " --out '" + (dir / "out").string() + "'" : "";
+    const Result r = run(fmt::format("{} '{}'{}", command, cfg.string(), out), dir);
+    CHECK(r.status == 2);
+    CHECK(r.err == expected);
+  }
+  // Arrays too, inside a valid object.
+  std::string arrays = "{\"seed\": ";
+  for (int i = 0; i < 200000; ++i) arrays += "[";
+  for (int i = 0; i < 200000; ++i) arrays += "]";
+  arrays += "}";
+  const auto cfg2 = write(dir, "arrays.json", arrays);
+  const Result r = run(fmt::format("theory '{}'", cfg2.string()), dir);
+  CHECK(r.status == 2);
+  CHECK(r.err.find(cfg2.string() + ":/seed/0/0/0/") == 7);
+  CHECK_FALSE(fs::exists(dir / "out"));
+}
+
+TEST_CASE("reliability: numbers outside double range name file and pointer",
+          "[experiments][reliability]") {
+  const auto dir = scratch("range");
+  const auto cfg = write(dir, "seed.json", R"({"name": "x", "seed": 1e309, "workers": 4})");
+  const std::string digits(400, '7');
+  const auto cfg2 = write(
+      dir, "digits.json", R"({"name": "x", "workers": 4, "delay": {"shift": )" + digits + "}}");
+  for (const std::string command : {"run", "theory"}) {
+    const std::string out = command == "run" ? " --out '" + (dir / "out").string() + "'" : "";
+    Result r = run(fmt::format("{} '{}'{}", command, cfg.string(), out), dir);
+    CHECK(r.status == 2);
+    CHECK(r.err == "error: " + cfg.string() +
+                       ":/seed: number out of range; got 1e309; expected a number of magnitude at "
+                       "most 1.8e308\n");
+    r = run(fmt::format("{} '{}'{}", command, cfg2.string(), out), dir);
+    CHECK(r.status == 2);
+    CHECK(r.err == "error: " + cfg2.string() + ":/delay/shift: number out of range; got " +
+                       digits.substr(0, 40) +
+                       "...; expected a number of magnitude at most 1.8e308\n");
+  }
+  const Result r = run(R"(codes --workers 6 --code '{"kind": "crc", "s": 1e309}')", dir);
+  CHECK(r.status == 2);
+  CHECK(r.err ==
+        "error: <command line>:/code/s: number out of range; got 1e309; expected a number of "
+        "magnitude at most 1.8e308\n");
+  CHECK_FALSE(fs::exists(dir / "out"));
+}
+
+TEST_CASE("reliability: a huge step fails numerically with the trace kept",
+          "[experiments][reliability]") {
+  const auto dir = scratch("step");
+  const auto cfg = write_json(dir, "step.json", logistic(1e308));
+  const Result r =
+      run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir);
+  CHECK(r.status == 3);
+  CHECK(r.err.find("internal error") == std::string::npos);
+  const auto summary = nlohmann::json::parse(slurp(dir / "out" / "summary.json"));
+  CHECK(summary["status"] == "failed");
+  // Row 0 (x₀ = 0) is good; the first step overflows the test margins.
+  const auto rows = rows_of(slurp(dir / "out" / "trace.csv"));
+  REQUIRE(rows.size() == summary["iterations"].get<std::size_t>() + 1);
+  CHECK(rows.front().front() == "0");
+  CHECK(summary["error"].get<std::string>().find("iteration " + std::to_string(rows.size())) == 0);
+
+  // A sweep holding that point still writes index.csv, the point marked failed.
+  nlohmann::json sweep = {
+      {"base", logistic(0.1)}, {"grid", {{"/optimizer/step", {0.1, 1e308}}}}, {"name", "s"}};
+  const auto sweep_file = write_json(dir, "sweep.json", sweep);
+  const Result s = run(
+      fmt::format("sweep '{}' --out '{}' --jobs 1", sweep_file.string(), (dir / "sweep").string()),
+      dir);
+  CHECK(s.status == 3);
+  const auto index = rows_of(slurp(dir / "sweep" / "index.csv"));
+  REQUIRE(index.size() == 2);
+  CHECK(index[0][4] == "ok");
+  CHECK(index[1][4] == "failed");
+}
+
+TEST_CASE("reliability: data values too large to square are a config error",
+          "[experiments][reliability]") {
+  const auto dir = scratch("huge_value");
+  write(dir, "a.svm", "1 1:0.5 2:1e308\n-1 1:1 2:2\n1 1:3\n-1 2:4\n1 1:1 2:1\n");
+  write(dir, "a.csv", "x,y,label\n0.5,1e308,1\n1,2,-1\n3,0,1\n0,4,-1\n1,1,1\n");
+  for (const auto& [source, file] : {std::pair{"libsvm", "a.svm"}, std::pair{"csv", "a.csv"}}) {
+    nlohmann::json c = logistic(0.1);
+    c["optimizer"]["step"] = "auto";
+    c["data"] = {{"source", source}, {"path", file}, {"test_fraction", 0}};
+    c["workers"] = 2;
+    const auto cfg = write_json(dir, fmt::format("{}.json", source), c);
+    const Result r =
+        run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir);
+    CHECK(r.status == 2);
+    CHECK(r.err == "error: " + cfg.string() +
+                       ":/data: the data's smoothness beta is not finite (values too large to "
+                       "square); got beta = nan; expected data whose squared row norms are finite "
+                       "(values below about 1e150)\n");
+  }
+  CHECK_FALSE(fs::exists(dir / "out"));
+}
+
+TEST_CASE("reliability: memory is estimated and refused before allocation",
+          "[experiments][reliability]") {
+  const auto dir = scratch("memory");
+  nlohmann::json big = logistic(0.1);
+  big["data"]["rows"] = 1'000'000;
+  big["data"]["features"] = 1'000'000;
+  auto cfg = write_json(dir, "gm.json", big);
+  Result r =
+      run(fmt::format("run '{}' --out '{}' --max-memory 8G", cfg.string(), (dir / "out").string()),
+          dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: " + cfg.string() +
+                     ":/data/features: the data set (1000000 x 1000000 dense) would need about "
+                     "14.6 TB of memory; got 1000000; expected at most 8 GB (--max-memory)\n");
+
+  // --max-memory applies to modest runs too: 200 x 5 doubles, twice, is 15.6 KB.
+  cfg = write_json(dir, "small.json", logistic(0.1));
+  r = run(fmt::format("run '{}' --out '{}' --max-memory 10K", cfg.string(), (dir / "out").string()),
+          dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: " + cfg.string() +
+                     ":/data/features: the data set (200 x 5 dense) would need about 15.6 KB of "
+                     "memory; got 5; expected at most 10 KB (--max-memory)\n");
+  r = run(fmt::format("run '{}' --out '{}' --max-memory 0", cfg.string(), (dir / "out").string()),
+          dir);
+  CHECK(r.status == 2);
+  CHECK(r.err ==
+        "error: --max-memory: not a memory size; got \"0\"; expected a positive number of bytes "
+        "with an optional K, M, G or T suffix (powers of 1024), e.g. 2G\n");
+
+  // Dense-matrix codes for 10⁷ workers, delay-only.
+  for (const std::string code : {"crc", "bgc", "cyclic_mds", "sgc"}) {
+    nlohmann::json c = delay_only(10'000'000, 10);
+    c["code"] = code == "crc" || code == "cyclic_mds" ? nlohmann::json{{"kind", code}, {"s", 2}}
+                                                      : nlohmann::json{{"kind", code}, {"d", 2}};
+    c["stopping"] = {{"rule", "first_r"}, {"r", 5'000'000}};
+    cfg = write_json(dir, code + ".json", c);
+    r = run(
+        fmt::format("run '{}' --out '{}' --max-memory 8G", cfg.string(), (dir / "out").string()),
+        dir);
+    CHECK(r.status == 2);
+    CHECK(r.err == fmt::format("error: {}:/workers: code '{}' would need about 2.13 PB of "
+                               "memory; got 10000000; expected at most 8 GB (--max-memory)\n",
+                               cfg.string(),
+                               code));
+  }
+  r = run(R"(codes --workers 100000 --code '{"kind": "crc", "s": 1}' --max-memory 8G)", dir);
+  CHECK(r.status == 2);
+  CHECK(r.err ==
+        "error: --workers: code 'crc' would need about 224 GB of memory; got 100000; expected at "
+        "most 8 GB (--max-memory)\n");
+
+  // A LIBSVM index beyond the features bound, and one that fits but not densely.
+  write(dir, "wide.svm", "1 2147483648:1\n-1 1:1\n");
+  write(dir, "dense.svm", "1 100000000:1\n-1 1:1\n1 1:2\n-1 2:1\n1 3:1\n-1 4:1\n1 5:1\n-1 6:1\n");
+  nlohmann::json svm = logistic(0.1);
+  svm["data"] = {{"source", "libsvm"}, {"path", "wide.svm"}};
+  svm["workers"] = 1;
+  cfg = write_json(dir, "wide.json", svm);
+  r = run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == fmt::format("error: {}:/data/path: {}:1: feature index too large; got "
+                             "'2147483648'; expected at most 100000000\n",
+                             cfg.string(),
+                             (dir / "wide.svm").string()));
+  svm["data"]["path"] = "dense.svm";
+  cfg = write_json(dir, "dense.json", svm);
+  r = run(fmt::format("run '{}' --out '{}' --max-memory 2G", cfg.string(), (dir / "out").string()),
+          dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == fmt::format("error: {}:/data/path: {}: dense storage of 8 rows x 100000000 "
+                             "features would need 6.4e+09 bytes; expected at most 1073741824 "
+                             "bytes (--max-memory), or \"storage\": \"sparse\"\n",
+                             cfg.string(),
+                             (dir / "dense.svm").string()));
+  // Sparse, the data fit but the partition gradients (features × partitions) do not.
+  svm["data"]["storage"] = "sparse";
+  cfg = write_json(dir, "sparse.json", svm);
+  r = run(fmt::format("run '{}' --out '{}' --max-memory 1G", cfg.string(), (dir / "out").string()),
+          dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: " + cfg.string() +
+                     ":/partitions: the partition gradients (100000000 features x 1 partitions) "
+                     "would need about 1.49 GB of memory; got 1; expected at most 1 GB "
+                     "(--max-memory)\n");
+  CHECK_FALSE(fs::exists(dir / "out"));
+}
+
+TEST_CASE("reliability: an expander with more partitions than rows is refused before building",
+          "[experiments][reliability]") {
+  const auto dir = scratch("expander");
+  nlohmann::json c = logistic(0.1);
+  c["data"]["rows"] = 400;
+  c["workers"] = 10'000'000;
+  c["code"] = {{"kind", "expander"}, {"d", 4}};
+  c["stopping"] = {{"rule", "first_r"}, {"r", 10}};
+  const auto cfg = write_json(dir, "e.json", c);
+  const Result r =
+      run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: " + cfg.string() +
+                     ":/code/d: more partitions than training rows (k = 2·workers/d = 5000000); "
+                     "got 4; expected at most the 320 training rows\n");
+}
+
+TEST_CASE("reliability: SIGINT keeps every finished row and says interrupted",
+          "[experiments][reliability]") {
+  const auto dir = scratch("sigint");
+  // 200 000 iterations of 20 000 workers: tens of seconds, far beyond the 1 s before the signal.
+  const auto cfg = write_json(dir, "long.json", delay_only(20'000, 200'000));
+  const auto out = dir / "out";
+  for (const int signal : {SIGINT, SIGTERM}) {
+    fs::remove_all(out);
+    CHECK(interrupted_run(cfg, out, signal) == 128 + signal);
+    const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
+    CHECK(summary["status"] == "interrupted");
+    const auto done = summary["iterations"].get<std::uint64_t>();
+    CHECK(done > 0);
+    CHECK(done < 200'000);
+    // Every finished row, in order, and nothing else: the trace equals a run of exactly `done`
+    // iterations byte for byte (same seed, same delay stream).
+    const std::string trace = slurp(out / "trace.csv");
+    CHECK(rows_of(trace).size() == done + 1);
+    const auto short_cfg = write_json(dir, "short.json", delay_only(20'000, done));
+    const Result r =
+        run(fmt::format("run '{}' --out '{}'", short_cfg.string(), (dir / "short").string()), dir);
+    REQUIRE(r.status == 0);
+    CHECK(slurp(dir / "short" / "trace.csv") == trace);
+    CHECK(summary["total_time"].get<double>() ==
+          nlohmann::json::parse(slurp(dir / "short" / "summary.json"))["total_time"].get<double>());
+  }
+}
+
+TEST_CASE("reliability: unusable output folders are refused before any compute",
+          "[experiments][reliability]") {
+  const auto dir = scratch("out_paths");
+  const auto cfg = write_json(dir, "c.json", delay_only(10, 5));
+  const auto file = write(dir, "file.txt", "x");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/dev/null",
+       "exists and is not a folder; got \"/dev/null\"; expected a new or existing folder"},
+      {"", "empty path; got \"\"; expected a folder to write into"},
+      {file.string(),
+       "exists and is not a folder; got \"" + file.string() +
+           "\"; expected a new or existing folder"},
+      {(file / "sub").string(),
+       file.string() + " is not a folder; got \"" + (file / "sub").string() +
+           "\"; expected a path under an existing folder"},
+  };
+  for (const auto& [out, message] : cases) {
+    const Result r = run(fmt::format("run '{}' --out '{}'", cfg.string(), out), dir);
+    CHECK(r.status == 2);
+    CHECK(r.err == "error: --out: " + message + "\n");
+  }
+}
+
+TEST_CASE("reliability: non-finite simulated time is a numerical failure",
+          "[experiments][reliability]") {
+  const auto dir = scratch("inf_time");
+  nlohmann::json c = logistic(0.1);
+  c["delay"] = {{"kind", "shifted_exponential"}, {"shift", 1e308}};
+  auto cfg = write_json(dir, "train.json", c);
+  Result r = run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "train").string()), dir);
+  CHECK(r.status == 3);
+  auto summary = nlohmann::json::parse(slurp(dir / "train" / "summary.json"));
+  CHECK(summary["status"] == "failed");
+  // 1e308 per iteration overflows on the second one: rows 0 and 1 are kept.
+  CHECK(summary["iterations"] == 1);
+  CHECK(rows_of(slurp(dir / "train" / "trace.csv")).size() == 2);
+  CHECK(summary["error"] ==
+        "iteration 2: non-finite simulated time inf (iteration time 1e+308; delays too large)");
+
+  nlohmann::json d = delay_only(10, 5);
+  d["delay"] = {{"kind", "shifted_exponential"}, {"rate", 1e-308}};
+  cfg = write_json(dir, "delay.json", d);
+  r = run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "delay").string()), dir);
+  CHECK(r.status == 3);
+  summary = nlohmann::json::parse(slurp(dir / "delay" / "summary.json"));
+  CHECK(summary["status"] == "failed");
+  CHECK(rows_of(slurp(dir / "delay" / "trace.csv")).size() ==
+        summary["iterations"].get<std::size_t>() + 1);
+  CHECK(r.out.find("nan") == std::string::npos);
+
+  // Finite times whose spread overflows: the summary would hold an infinity.
+  nlohmann::json spread = delay_only(4, 2);
+  spread["delay"] = {{"kind", "shifted_exponential"}, {"rate", 1e-300}};
+  const auto spread_cfg = write_json(dir, "spread.json", spread);
+  r = run(fmt::format("run '{}' --out '{}'", spread_cfg.string(), (dir / "spread").string()), dir);
+  CHECK(r.status == 3);
+  summary = nlohmann::json::parse(slurp(dir / "spread" / "summary.json"));
+  CHECK(summary["error"] == "non-finite iteration_time_sd (delays or data too large)");
+  CHECK(rows_of(slurp(dir / "spread" / "trace.csv")).size() == 3);
+
+  r = run(fmt::format("theory '{}'", cfg.string()), dir);
+  CHECK(r.status == 3);
+  CHECK(r.err == "error: " + cfg.string() +
+                     ": theory: the expected iteration time is not finite (delays too large)\n");
+
+  nlohmann::json sweep = {{"base", d}, {"grid", {{"/delay/rate", {1.0, 1e-308}}}}, {"name", "s"}};
+  const auto sweep_file = write_json(dir, "sweep.json", sweep);
+  r = run(
+      fmt::format("sweep '{}' --out '{}' --jobs 1", sweep_file.string(), (dir / "sweep").string()),
+      dir);
+  CHECK(r.status == 3);
+  const auto index = rows_of(slurp(dir / "sweep" / "index.csv"));
+  REQUIRE(index.size() == 2);
+  CHECK(index[0][4] == "ok");
+  CHECK(index[1][4] == "failed");
+}
+
+TEST_CASE("reliability: theory cost does not grow with iterations or features",
+          "[experiments][reliability]") {
+  const auto dir = scratch("theory_bounded");
+  nlohmann::json c = nlohmann::json::parse(R"({
+    "name": "t", "seed": 1, "workers": 10,
+    "data": {"source": "synthetic", "generator": "linear_regression", "rows": 200, "features": 5},
+    "loss": {"kind": "least_squares", "l2": 0.01},
+    "code": {"kind": "frc", "d": 2}, "stopping": {"rule": "first_r", "r": 5},
+    "delay": {"kind": "shifted_exponential"},
+    "optimizer": {"kind": "gd", "step": "auto", "iterations": 1000000000000}
+  })");
+  auto cfg = write_json(dir, "long.json", c);
+  Result r = run(fmt::format("theory '{}' --json", cfg.string()), dir);
+  REQUIRE(r.status == 0);
+  const auto p = nlohmann::json::parse(r.out);
+  CHECK(p["bound_iterations"] == 10000);
+  CHECK(p["bound"].size() == 10001);
+
+  c["optimizer"]["iterations"] = 100;
+  c["data"] = {{"source", "synthetic"},
+               {"generator", "kc_housing_like"},
+               {"rows", 400},
+               {"features", 1'000'000}};
+  cfg = write_json(dir, "wide.json", c);
+  r = run(fmt::format("theory '{}'", cfg.string()), dir);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("convergence: f* not computed: 20000 accelerated-gradient steps over 1000000 "
+                   "features would cost far more than the run\n") != std::string::npos);
+}
+
+TEST_CASE("reliability: wrong inputs are refused", "[experiments][reliability]") {
+  const auto dir = scratch("wrong_inputs");
+  // Logistic regression with one label value.
+  write(dir, "one.csv", "x,label\n1,1\n2,1\n3,1\n4,1\n5,1\n");
+  nlohmann::json c = logistic(0.1);
+  c["data"] = {{"source", "csv"}, {"path", "one.csv"}};
+  c["workers"] = 2;
+  auto cfg = write_json(dir, "one.json", c);
+  Result r = run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: " + cfg.string() +
+                     ":/loss: logistic regression needs two label values; got 1 distinct labels; "
+                     "expected -1/+1 or two values mapped to -1 (smaller) and +1 (larger)\n");
+
+  // A config path that is a folder.
+  r = run(fmt::format("run '{}' --out '{}'", dir.string(), (dir / "out").string()), dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: " + dir.string() + ": cannot open config file: it is a folder\n");
+
+  // The threads backend's timeout is capped.
+  c = logistic(0.1);
+  c["backend"] = {{"kind", "threads"}, {"timeout", 1e308}};
+  cfg = write_json(dir, "timeout.json", c);
+  r = run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: " + cfg.string() +
+                     ":/backend/timeout: out of range; got 1e+308; expected a number in [0, "
+                     "3600]\n");
+  CHECK_FALSE(fs::exists(dir / "out"));
+}
+
+TEST_CASE("reliability: SIGINT stops the threads backend after the current iteration",
+          "[experiments][reliability]") {
+  const auto dir = scratch("sigint_threads");
+  nlohmann::json c = logistic(0.1);
+  c["optimizer"]["iterations"] = 100'000;  // about 30 ms each: far beyond the 1 s
+  c["backend"] = {{"kind", "threads"}, {"seconds_per_unit", 0.01}};
+  const auto cfg = write_json(dir, "threads.json", c);
+  CHECK(interrupted_run(cfg, dir / "out", SIGINT) == 130);
+  const auto summary = nlohmann::json::parse(slurp(dir / "out" / "summary.json"));
+  CHECK(summary["status"] == "interrupted");
+  const auto done = summary["iterations"].get<std::size_t>();
+  CHECK(done > 0);
+  CHECK(done < 100'000);
+  const auto rows = rows_of(slurp(dir / "out" / "trace.csv"));
+  REQUIRE(rows.size() == done + 1);
+  CHECK(rows.back().front() == std::to_string(done));
+}

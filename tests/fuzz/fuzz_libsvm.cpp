@@ -1,0 +1,23 @@
+// Fuzz target: the LIBSVM reader, dense and sparse. Every input must load or raise DataError.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "models/dataset.h"
+#include "models/libsvm_reader.h"
+#include "tests/fuzz/fuzz_support.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace stragglersim;
+  const std::string path = fuzz::write_input(data, size, "input.svm");
+  for (const bool dense : {true, false}) {
+    models::LibsvmOptions options;
+    options.dense = dense;
+    options.max_dense_bytes = fuzz::kFuzzMemoryLimit;
+    try {
+      (void)models::read_libsvm(path, options);
+    } catch (const models::DataError&) {
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer target of tests/fuzz for a fixed time each, one after the other, from its
+# seed corpus (tests/fuzz/corpus/<target>/; new inputs go to a scratch corpus, never the
+# repository's). Stops with exit 1 at the first finding (crash, leak, sanitizer report, timeout
+# or out-of-memory); the reproducer is kept in the artifacts folder. Prints one summary line per
+# target: executions, executions per second, coverage (edges) and features.
+#   tests/fuzz/run_fuzzers.sh SECONDS [target...]     (builds with experiments/build.sh fuzz)
+# Environment: FUZZ_OUT (default build/fuzz/campaign), FUZZ_NO_BUILD=1 to skip the build.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+seconds="${1:?usage: run_fuzzers.sh SECONDS [target...]}"
+shift
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  targets=(config libsvm csv idx sweep codes_args)
+fi
+if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
+  bash "$root/experiments/build.sh" fuzz "${targets[@]/#/fuzz_}"
+fi
+out="${FUZZ_OUT:-$root/build/fuzz/campaign}"
+mkdir -p "$out"
+status=0
+for t in "${targets[@]}"; do
+  work="$out/$t"
+  rm -rf "$work/corpus"
+  mkdir -p "$work/corpus" "$work/artifacts"
+  log="$work/fuzz.log"
+  # -timeout: one input taking 20 s is a finding; -rss_limit_mb: the harness lowers the
+  # memory limit to 64 MB, so 1 GB of RSS means an allocation that escaped the estimate.
+  if "$root/build/fuzz/tests/fuzz/fuzz_$t" "$work/corpus" "$root/tests/fuzz/corpus/$t" \
+      -max_total_time="$seconds" -timeout=20 -rss_limit_mb=1024 -max_len=4096 \
+      -artifact_prefix="$work/artifacts/" -print_final_stats=1 -close_fd_mask=1 \
+      >"$log" 2>&1; then
+    result=clean
+  else
+    result="FINDING (see $log and $work/artifacts/)"
+    status=1
+  fi
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+  ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+  echo "fuzz_$t: ${seconds} s, ${runs:-?} executions (${speed:-?}/s), coverage ${cov:-?} edges, ${ft:-?} features: $result"
+  if [ "$result" != clean ]; then
+    tail -40 "$log" >&2
+  fi
+done
+exit "$status"
