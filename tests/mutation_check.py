@@ -134,7 +134,7 @@ def run_tests(src):
             # The console reporter frames the failing case's name between two rules of dashes.
             lines = r.stdout.splitlines()
             rules = [i for i, l in enumerate(lines) if l.startswith("-----")]
-            name = lines[rules[0] + 1].strip() if rules and rules[0] + 1 < len(lines) else ""
+            name = " ".join(l.strip() for l in lines[rules[0] + 1:rules[1]]) if len(rules) > 1 else ""
             return "catch2: " + (name or f"exit {r.returncode}")
         r = subprocess.run([cli, "check", "--quick"], cwd=src, capture_output=True, text=True,
                            timeout=TIMEOUT)
