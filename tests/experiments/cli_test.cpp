@@ -107,6 +107,7 @@ TEST_CASE("cli: summary records the git revision of the build", "[experiments][c
   }
   std::string expected = slurp(head);
   expected.erase(expected.find_last_not_of('\n') + 1);
+  INFO("a commit after the last build makes the binaries stale: rebuild, then rerun");
   CHECK(recorded == expected);
   const Result version = run("--version", dir);
   CHECK(version.out.find("(" + expected + ")") != std::string::npos);
