@@ -56,11 +56,13 @@ def main():
     parser.add_argument("--build", default=os.path.join(ROOT, "build/release"))
     parser.add_argument("-j", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--no-cache", action="store_true")
+    parser.add_argument("--only", default="", help="check only files whose path contains this")
     args = parser.parse_args()
     build = os.path.abspath(args.build)
     with open(os.path.join(build, "compile_commands.json")) as f:
         entries = [e for e in json.load(f)
-                   if os.path.relpath(e["file"], ROOT).startswith(FOLDERS)]
+                   if os.path.relpath(e["file"], ROOT).startswith(FOLDERS)
+                   and args.only in e["file"]]
     version = subprocess.run(["clang-tidy", "--version"], capture_output=True, text=True).stdout
     with open(os.path.join(ROOT, ".clang-tidy")) as f:
         config = f.read()
