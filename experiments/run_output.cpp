@@ -244,144 +244,120 @@ std::string optional_cell(const std::optional<double>& v) {
   return v ? fmt::format("{}", *v) : std::string();
 }
 
-RunOutcome run_training(const RunPlan& plan, TraceWriter& writer, const StopHook& should_stop) {
-  const bool has_test = plan.test_objective != nullptr;
-  const bool drain = plan.stragglers == sim::StragglerPolicy::kDrain;
-  std::string trace =
-      "iteration,time,iteration_time,loss,grad_norm,decoding_error,gradient_error,"
-      "gradient_error_relative,workers_heard,partitions_covered";
-  if (has_test) {
-    trace += ",test_loss,test_metric";
-  }
-  const bool has_auc = has_test && models::reports_auc(plan.objective->loss());
-  if (has_auc) {
-    trace += ",test_auc";
-  }
-  if (drain) {
-    trace += ",wall_time";
-  }
-  // The threads backend records real wall-clock beside the simulated clock of the same delays:
-  // real_time = cumulative real seconds of the iterations (broadcast to the master's return,
-  // drained waits included), real_iteration_time = real seconds from broadcast to the stop.
-  const bool threads = plan.backend == BackendKind::kThreads;
-  if (threads) {
-    trace += ",real_time,real_iteration_time";
-  }
-  trace += '\n';
-  fmt::memory_buffer buffer;
-  buffer.append(trace.data(), trace.data() + trace.size());
+struct TraceColumns {
+  bool test = false;
+  bool auc = false;
+  bool drain = false;
+  /// The threads backend records real wall-clock beside the simulated clock of the same delays:
+  /// real_time = cumulative real seconds of the iterations (broadcast to the master's return,
+  /// drained waits included), real_iteration_time = real seconds from broadcast to the stop.
+  bool threads = false;
 
-  std::unique_ptr<sim::Backend> backend_owner;
-  const sim::ThreadedBackend* threaded = nullptr;
-  if (threads) {
-    auto t = std::make_unique<sim::ThreadedBackend>(
-        plan.objective, plan.scheme, plan.make_delays(), plan.seed, plan.threaded);
-    threaded = t.get();
-    backend_owner = std::move(t);
-  } else {
-    auto cluster = std::make_unique<sim::SimulatedCluster>(
-        plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed);
-    backend_owner =
-        std::make_unique<sim::SimulatedBackend>(plan.objective, plan.scheme, std::move(cluster));
-  }
-  sim::Backend& backend = *backend_owner;
-  double real_stop_sum = 0.0;
-  std::size_t heard_same = 0;
-  auto optimizer = plan.make_optimizer();
+  explicit TraceColumns(const RunPlan& plan)
+      : test(plan.test_objective != nullptr),
+        auc(test && models::reports_auc(plan.objective->loss())),
+        drain(plan.stragglers == sim::StragglerPolicy::kDrain),
+        threads(plan.backend == BackendKind::kThreads) {}
 
-  RunOutcome outcome;
+  [[nodiscard]] std::string header() const {
+    std::string h =
+        "iteration,time,iteration_time,loss,grad_norm,decoding_error,gradient_error,"
+        "gradient_error_relative,workers_heard,partitions_covered";
+    h += test ? ",test_loss,test_metric" : "";
+    h += auc ? ",test_auc" : "";
+    h += drain ? ",wall_time" : "";
+    h += threads ? ",real_time,real_iteration_time" : "";
+    return h + '\n';
+  }
+};
+
+/// What the summary needs from the rows, gathered as they are written.
+struct TrainingTally {
   Moments times;
   double best = std::numeric_limits<double>::infinity();
   std::optional<double> time_to_target;
   std::optional<std::uint64_t> iterations_to_target;
   double error_sum = 0.0;
   double heard_sum = 0.0;
+  double real_stop_sum = 0.0;
+  std::size_t heard_same = 0;
   sim::TraceRow last;
-  auto on_row = [&](const sim::TraceRow& row) {
-    fmt::format_to(std::back_inserter(buffer),
-                   "{},{},{},{},{},{},{},{},{},{}",
-                   row.iteration,
-                   row.time,
-                   row.iteration_time,
-                   row.loss,
-                   row.grad_norm,
-                   row.decoding_error,
-                   optional_cell(row.gradient_error),
-                   optional_cell(row.gradient_error_relative),
-                   row.workers_heard,
-                   row.partitions_covered);
-    if (has_test) {
-      fmt::format_to(std::back_inserter(buffer), ",{},{}", *row.test_loss, *row.test_metric);
-    }
-    if (has_auc) {
-      fmt::format_to(std::back_inserter(buffer), ",{}", *row.test_auc);
-    }
-    if (drain) {
-      fmt::format_to(std::back_inserter(buffer), ",{}", row.wall_time);
-    }
-    if (threads) {
-      // on_row(t) runs right after iterate(t), so the last record is this row's iteration.
-      const double real_stop = row.iteration > 0 && !threaded->records().empty()
-                                   ? threaded->records().back().real_stop_seconds
-                                   : 0.0;
-      if (row.iteration > 0) {
-        real_stop_sum += real_stop;
-        heard_same += threaded->records().back().same_set ? 1U : 0U;
-      }
-      fmt::format_to(std::back_inserter(buffer), ",{},{}", row.real_seconds, real_stop);
-    }
-    buffer.push_back('\n');
-    if (row.iteration > 0) {
-      times.add(row.iteration_time);
-      error_sum += row.decoding_error;
-      heard_sum += row.workers_heard;
-    }
-    best = std::min(best, row.loss);
-    if (plan.target_loss && !time_to_target && row.loss <= *plan.target_loss) {
-      time_to_target = row.time;
-      iterations_to_target = row.iteration;
-    }
-    last = row;
-    writer.add(buffer);
-    if (should_stop && should_stop()) {
-      throw Interrupted{};
-    }
-  };
-  try {
-    sim::train(*plan.objective,
-               plan.test_objective.get(),
-               *optimizer,
-               backend,
-               sim::TrainingOptions{plan.iterations},
-               on_row);
-  } catch (const sim::NumericalError& e) {
-    outcome.status = "failed";
-    outcome.error = e.what();
-  } catch (const Interrupted&) {
-    outcome.status = "interrupted";
-  }
-  writer.finish(buffer);
+};
 
-  auto& s = outcome.summary;
-  s = base_summary(plan);
-  s["status"] = outcome.status;
-  if (!outcome.error.empty()) {
-    s["error"] = outcome.error;
+/// The plan's backend; `threaded` points to it when it is the threads backend.
+std::unique_ptr<sim::Backend> make_backend(const RunPlan& plan,
+                                           const sim::ThreadedBackend*& threaded) {
+  if (plan.backend == BackendKind::kThreads) {
+    auto t = std::make_unique<sim::ThreadedBackend>(
+        plan.objective, plan.scheme, plan.make_delays(), plan.seed, plan.threaded);
+    threaded = t.get();
+    return t;
   }
-  s["step"] = plan.step;
-  s["smoothness"] = plan.smoothness;
-  s["iterations"] = last.iteration;
-  s["total_time"] = last.time;
-  s["mean_iteration_time"] = times.mean;
-  s["iteration_time_sd"] = times.sd();
-  s["final_loss"] = last.loss;
-  s["best_loss"] = best;
-  s["final_grad_norm"] = last.grad_norm;
-  if (times.n > 0) {
-    s["mean_decoding_error"] = error_sum / static_cast<double>(times.n);
-    s["mean_workers_heard"] = heard_sum / static_cast<double>(times.n);
+  auto cluster = std::make_unique<sim::SimulatedCluster>(
+      plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed);
+  return std::make_unique<sim::SimulatedBackend>(plan.objective, plan.scheme, std::move(cluster));
+}
+
+/// Appends one trace row to `buffer` and adds it to `tally`.
+void write_row(const RunPlan& plan,
+               const TraceColumns& columns,
+               const sim::ThreadedBackend* threaded,
+               const sim::TraceRow& row,
+               fmt::memory_buffer& buffer,
+               TrainingTally& tally) {
+  fmt::format_to(std::back_inserter(buffer),
+                 "{},{},{},{},{},{},{},{},{},{}",
+                 row.iteration,
+                 row.time,
+                 row.iteration_time,
+                 row.loss,
+                 row.grad_norm,
+                 row.decoding_error,
+                 optional_cell(row.gradient_error),
+                 optional_cell(row.gradient_error_relative),
+                 row.workers_heard,
+                 row.partitions_covered);
+  if (columns.test) {
+    fmt::format_to(std::back_inserter(buffer), ",{},{}", *row.test_loss, *row.test_metric);
   }
-  if (has_test && last.test_metric) {
+  if (columns.auc) {
+    fmt::format_to(std::back_inserter(buffer), ",{}", *row.test_auc);
+  }
+  if (columns.drain) {
+    fmt::format_to(std::back_inserter(buffer), ",{}", row.wall_time);
+  }
+  if (columns.threads) {
+    // write_row(t) runs right after iterate(t), so the last record is this row's iteration.
+    const double real_stop = row.iteration > 0 && !threaded->records().empty()
+                                 ? threaded->records().back().real_stop_seconds
+                                 : 0.0;
+    if (row.iteration > 0) {
+      tally.real_stop_sum += real_stop;
+      tally.heard_same += threaded->records().back().same_set ? 1U : 0U;
+    }
+    fmt::format_to(std::back_inserter(buffer), ",{},{}", row.real_seconds, real_stop);
+  }
+  buffer.push_back('\n');
+  if (row.iteration > 0) {
+    tally.times.add(row.iteration_time);
+    tally.error_sum += row.decoding_error;
+    tally.heard_sum += row.workers_heard;
+  }
+  tally.best = std::min(tally.best, row.loss);
+  if (plan.target_loss && !tally.time_to_target && row.loss <= *plan.target_loss) {
+    tally.time_to_target = row.time;
+    tally.iterations_to_target = row.iteration;
+  }
+  tally.last = row;
+}
+
+/// The optional parts of a training summary: test set, target loss, drain and threads.
+void add_optional_summary(const RunPlan& plan,
+                          const TraceColumns& columns,
+                          const TrainingTally& tally,
+                          nlohmann::json& s) {
+  const sim::TraceRow& last = tally.last;
+  if (columns.test && last.test_metric) {
     s["final_test_loss"] = *last.test_loss;
     s["final_test_metric"] = *last.test_metric;
     s["test_metric"] = std::string(plan.objective->loss().metric_name());
@@ -391,23 +367,84 @@ RunOutcome run_training(const RunPlan& plan, TraceWriter& writer, const StopHook
   }
   if (plan.target_loss) {
     s["target_loss"] = *plan.target_loss;
-    s["time_to_target"] = time_to_target ? nlohmann::json(*time_to_target) : nlohmann::json();
+    s["time_to_target"] =
+        tally.time_to_target ? nlohmann::json(*tally.time_to_target) : nlohmann::json();
     s["iterations_to_target"] =
-        iterations_to_target ? nlohmann::json(*iterations_to_target) : nlohmann::json();
+        tally.iterations_to_target ? nlohmann::json(*tally.iterations_to_target) : nlohmann::json();
   }
-  if (drain) {
+  if (columns.drain) {
     s["total_wall_time"] = last.wall_time;
   }
-  if (threads) {
+  if (columns.threads) {
     s["seconds_per_unit"] = plan.threaded.seconds_per_unit;
     s["total_real_time"] = last.real_seconds;
-    s["total_real_stop_time"] = real_stop_sum;
+    s["total_real_stop_time"] = tally.real_stop_sum;
     if (last.iteration > 0) {
       const auto t = static_cast<double>(last.iteration);
-      s["mean_real_iteration_time"] = real_stop_sum / t;
-      s["heard_same_as_simulated"] = static_cast<double>(heard_same) / t;
+      s["mean_real_iteration_time"] = tally.real_stop_sum / t;
+      s["heard_same_as_simulated"] = static_cast<double>(tally.heard_same) / t;
     }
   }
+}
+
+nlohmann::json training_summary(const RunPlan& plan,
+                                const TraceColumns& columns,
+                                const RunOutcome& outcome,
+                                const TrainingTally& tally) {
+  nlohmann::json s = base_summary(plan);
+  s["status"] = outcome.status;
+  if (!outcome.error.empty()) {
+    s["error"] = outcome.error;
+  }
+  const sim::TraceRow& last = tally.last;
+  s["step"] = plan.step;
+  s["smoothness"] = plan.smoothness;
+  s["iterations"] = last.iteration;
+  s["total_time"] = last.time;
+  s["mean_iteration_time"] = tally.times.mean;
+  s["iteration_time_sd"] = tally.times.sd();
+  s["final_loss"] = last.loss;
+  s["best_loss"] = tally.best;
+  s["final_grad_norm"] = last.grad_norm;
+  if (tally.times.n > 0) {
+    s["mean_decoding_error"] = tally.error_sum / static_cast<double>(tally.times.n);
+    s["mean_workers_heard"] = tally.heard_sum / static_cast<double>(tally.times.n);
+  }
+  add_optional_summary(plan, columns, tally, s);
+  return s;
+}
+
+RunOutcome run_training(const RunPlan& plan, TraceWriter& writer, const StopHook& should_stop) {
+  const TraceColumns columns(plan);
+  fmt::memory_buffer buffer;
+  const std::string header = columns.header();
+  buffer.append(header.data(), header.data() + header.size());
+  const sim::ThreadedBackend* threaded = nullptr;
+  const std::unique_ptr<sim::Backend> backend = make_backend(plan, threaded);
+  auto optimizer = plan.make_optimizer();
+  RunOutcome outcome;
+  TrainingTally tally;
+  try {
+    sim::train(*plan.objective,
+               plan.test_objective.get(),
+               *optimizer,
+               *backend,
+               sim::TrainingOptions{plan.iterations},
+               [&](const sim::TraceRow& row) {
+                 write_row(plan, columns, threaded, row, buffer, tally);
+                 writer.add(buffer);
+                 if (should_stop && should_stop()) {
+                   throw Interrupted{};
+                 }
+               });
+  } catch (const sim::NumericalError& e) {
+    outcome.status = "failed";
+    outcome.error = e.what();
+  } catch (const Interrupted&) {
+    outcome.status = "interrupted";
+  }
+  writer.finish(buffer);
+  outcome.summary = training_summary(plan, columns, outcome, tally);
   return outcome;
 }
 

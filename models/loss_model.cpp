@@ -43,6 +43,7 @@ class RowwiseLoss : public LossModel {
   }
   [[nodiscard]] double curvature_bound() const final { return Derived::kCurvature; }
 
+  // NOLINTNEXTLINE(modernize-use-nodiscard): also called for its gradient alone
   double accumulate(const Dataset& data,
                     RowRange rows,
                     const Eigen::VectorXd& x,

@@ -31,6 +31,7 @@ class LossModel {
   [[nodiscard]] virtual double curvature_bound() const = 0;
   /// One pass over `rows`: returns Σ ℓ(a_iᵀx; b_i) and adds Σ ℓ'(a_iᵀx; b_i)·a_i to `gradient_sum`
   /// (unnormalised; the caller divides by m).
+  // NOLINTNEXTLINE(modernize-use-nodiscard): also called for its gradient alone
   virtual double accumulate(const Dataset& data,
                             RowRange rows,
                             const Eigen::VectorXd& x,

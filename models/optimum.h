@@ -19,6 +19,6 @@ struct Optimum {
 /// decomposition (exact also when m < p and λ₂ = 0). Logistic: Newton's method with backtracking
 /// from x = 0 until ‖∇f‖ ≤ 1e-10·max(1, ‖∇f(0)‖). Both need the p × p Gram matrix: above
 /// p = 4000 features, 20 000 accelerated-gradient steps of size 1/β are used instead.
-Optimum solve_optimum(const Objective& objective);
+Optimum solve_optimum(const Objective& f);
 
 }  // namespace stragglersim::models

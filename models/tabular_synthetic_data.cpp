@@ -126,116 +126,163 @@ double calibrate_intercept(const Eigen::VectorXd& margin, double fraction) {
   return 0.5 * (lo + hi);
 }
 
-Dataset generate(const GeneratorSpec& spec, Eigen::Index m, std::uint64_t seed) {
-  const TabularLayout& layout = spec.layout;
-  const Eigen::Index p = layout.features();
-  const Eigen::Index nnz = layout.non_zeros_per_row();
-  const Eigen::Index n_numeric = layout.numeric;
-  const auto n_categorical = static_cast<Eigen::Index>(layout.cardinalities.size());
-  STRAGGLERSIM_ASSERT(m >= 1, "tabular generator: rows must be at least 1");
+/// First columns of the one-hot blocks and of the interaction blocks, after the numeric ones.
+struct ColumnOffsets {
+  std::vector<Eigen::Index> one_hot;
+  std::vector<Eigen::Index> block;
 
-  std::vector<Eigen::Index> one_hot_offset;
-  Eigen::Index next = n_numeric;
-  for (const Eigen::Index c : layout.cardinalities) {
-    one_hot_offset.push_back(next);
-    next += c;
+  explicit ColumnOffsets(const TabularLayout& layout) {
+    Eigen::Index next = layout.numeric;
+    for (const Eigen::Index c : layout.cardinalities) {
+      one_hot.push_back(next);
+      next += c;
+    }
+    for (const Eigen::Index b : layout.interaction_blocks) {
+      block.push_back(next);
+      next += b;
+    }
   }
-  std::vector<Eigen::Index> block_offset;
-  for (const Eigen::Index b : layout.interaction_blocks) {
-    block_offset.push_back(next);
-    next += b;
-  }
-  std::vector<ZipfSampler> zipf;
-  for (Eigen::Index c = 0; c < n_categorical; ++c) {
-    const auto cu = static_cast<std::size_t>(c);
-    zipf.emplace_back(spec.binned_from[cu] < 0 ? layout.cardinalities[cu] : 1);
-  }
+};
 
-  boost::random::mt19937_64 engine(seed);
-  boost::random::normal_distribution<double> normal(0.0, 1.0);
+/// The one engine and normal distribution of a generate call, shared in a fixed draw order:
+/// planted weights, then row by row, then labels.
+struct Draws {
+  boost::random::mt19937_64 engine;
+  boost::random::normal_distribution<double> normal{0.0, 1.0};
+};
+
+/// Planted weights: N(0, numeric_sd²) on numeric columns; elsewhere active with probability
+/// active_probability, then N(0, active_sd²).
+Eigen::VectorXd planted_weights(const GeneratorSpec& spec, Eigen::Index p, Draws& draws) {
   boost::random::bernoulli_distribution<double> active(spec.planted.active_probability);
-  boost::random::uniform_01<double> uniform;
-
   Eigen::VectorXd w(p);
   for (Eigen::Index j = 0; j < p; ++j) {
-    if (j < n_numeric) {
-      w[j] = spec.planted.numeric_sd * normal(engine);
+    if (j < spec.layout.numeric) {
+      w[j] = spec.planted.numeric_sd * draws.normal(draws.engine);
     } else {
-      w[j] = active(engine) ? spec.planted.active_sd * normal(engine) : 0.0;
+      w[j] = active(draws.engine) ? spec.planted.active_sd * draws.normal(draws.engine) : 0.0;
+    }
+  }
+  return w;
+}
+
+/// Draws the rows of one generate call into compressed row-major arrays.
+class RowWriter {
+ public:
+  RowWriter(const GeneratorSpec& spec, const Eigen::VectorXd& w, Draws& draws)
+      : spec_(spec),
+        offsets_(spec.layout),
+        w_(w),
+        draws_(draws),
+        numeric_(static_cast<std::size_t>(spec.layout.numeric)),
+        category_(spec.layout.cardinalities.size()) {
+    for (std::size_t c = 0; c < spec.layout.cardinalities.size(); ++c) {
+      zipf_.emplace_back(spec.binned_from[c] < 0 ? spec.layout.cardinalities[c] : 1);
     }
   }
 
-  // Compressed row-major arrays written in place: within a row the numeric columns, one-hot
-  // blocks and interaction blocks come in increasing column order, so no sort is needed.
-  // Built inside the returned Dataset: Eigen 3.4's SparseMatrix has no move constructor, so
-  // moving a finished matrix into a Dataset would copy every non-zero.
-  Dataset out;
-  SparseRows& a = out.features.emplace<SparseRows>(m, p);
-  a.resizeNonZeros(m * nnz);
-  std::int64_t* outer = a.outerIndexPtr();
-  std::int64_t* inner = a.innerIndexPtr();
-  double* values = a.valuePtr();
-  Eigen::VectorXd margin(m);
-  std::vector<double> numeric(static_cast<std::size_t>(n_numeric));
-  std::vector<Eigen::Index> category(static_cast<std::size_t>(n_categorical));
-  for (Eigen::Index i = 0; i < m; ++i) {
-    Eigen::Index e = i * nnz;
-    outer[i] = e;
+  /// Writes one row's entries from position e on (numeric columns, one-hot blocks, interaction
+  /// blocks: increasing column order, so no sort is needed) and returns its margin wᵀx.
+  double write(std::int64_t* inner, double* values, Eigen::Index e) {
+    const TabularLayout& layout = spec_.layout;
+    const auto n_categorical = static_cast<Eigen::Index>(layout.cardinalities.size());
     double z = 0.0;
     const auto put = [&](Eigen::Index column, double value) {
       inner[e] = column;
       values[e] = value;
-      z += w[column] * value;
+      z += w_[column] * value;
       ++e;
     };
-    for (Eigen::Index k = 0; k < n_numeric; ++k) {
-      const double x = normal(engine);
-      numeric[static_cast<std::size_t>(k)] = x;
+    for (Eigen::Index k = 0; k < layout.numeric; ++k) {
+      const double x = draws_.normal(draws_.engine);
+      numeric_[static_cast<std::size_t>(k)] = x;
       put(k, x);
     }
     for (Eigen::Index c = 0; c < n_categorical; ++c) {
       const auto cu = static_cast<std::size_t>(c);
-      const Eigen::Index card = layout.cardinalities[cu];
-      Eigen::Index v = 0;
-      if (spec.binned_from[cu] >= 0) {
-        const double x = numeric[static_cast<std::size_t>(spec.binned_from[cu])];
-        const double position = (x + kBinRange) / (2.0 * kBinRange) * static_cast<double>(card);
-        v = std::clamp<Eigen::Index>(static_cast<Eigen::Index>(std::floor(position)), 0, card - 1);
-      } else {
-        v = zipf[cu](engine);
-      }
-      category[cu] = v;
-      put(one_hot_offset[cu] + v, 1.0);
+      category_[cu] = category_of(cu);
+      put(offsets_.one_hot[cu] + category_[cu], 1.0);
     }
     if (!layout.interaction_blocks.empty()) {
       Eigen::Index pair = 0;
       for (Eigen::Index c = 0; c < n_categorical; ++c) {
         for (Eigen::Index d = c + 1; d < n_categorical; ++d, ++pair) {
           const auto pu = static_cast<std::size_t>(pair);
-          put(block_offset[pu] + interaction_cell(pair,
-                                                  category[static_cast<std::size_t>(c)],
-                                                  category[static_cast<std::size_t>(d)],
-                                                  layout.interaction_blocks[pu]),
+          put(offsets_.block[pu] + interaction_cell(pair,
+                                                    category_[static_cast<std::size_t>(c)],
+                                                    category_[static_cast<std::size_t>(d)],
+                                                    layout.interaction_blocks[pu]),
               1.0);
         }
       }
     }
-    margin[i] = z;
+    return z;
   }
-  outer[m] = m * nnz;
 
-  Eigen::VectorXd& labels = out.labels;
+ private:
+  /// Categorical column c of the current row: a bin of its numeric column, or a Zipf draw.
+  Eigen::Index category_of(std::size_t c) {
+    const Eigen::Index card = spec_.layout.cardinalities[c];
+    if (spec_.binned_from[c] < 0) {
+      return zipf_[c](draws_.engine);
+    }
+    const double x = numeric_[static_cast<std::size_t>(spec_.binned_from[c])];
+    const double position = (x + kBinRange) / (2.0 * kBinRange) * static_cast<double>(card);
+    return std::clamp<Eigen::Index>(static_cast<Eigen::Index>(std::floor(position)), 0, card - 1);
+  }
+
+  const GeneratorSpec& spec_;
+  ColumnOffsets offsets_;
+  const Eigen::VectorXd& w_;
+  Draws& draws_;
+  std::vector<ZipfSampler> zipf_;
+  std::vector<double> numeric_;
+  std::vector<Eigen::Index> category_;
+};
+
+/// Logistic: ±1 with P(+1) = σ(c + margin), c calibrated to the positive fraction; regression:
+/// margin plus N(0, noise²).
+void draw_labels(const GeneratorSpec& spec,
+                 const Eigen::VectorXd& margin,
+                 Draws& draws,
+                 Eigen::VectorXd& labels) {
+  const Eigen::Index m = margin.size();
   labels.resize(m);
   if (spec.target == Target::kLogistic) {
+    boost::random::uniform_01<double> uniform;
     const double intercept = calibrate_intercept(margin, spec.positive_fraction);
     for (Eigen::Index i = 0; i < m; ++i) {
-      labels[i] = uniform(engine) < sigmoid(intercept + margin[i]) ? 1.0 : -1.0;
+      labels[i] = uniform(draws.engine) < sigmoid(intercept + margin[i]) ? 1.0 : -1.0;
     }
   } else {
     for (Eigen::Index i = 0; i < m; ++i) {
-      labels[i] = margin[i] + spec.noise * normal(engine);
+      labels[i] = margin[i] + spec.noise * draws.normal(draws.engine);
     }
   }
+}
+
+Dataset generate(const GeneratorSpec& spec, Eigen::Index m, std::uint64_t seed) {
+  const Eigen::Index p = spec.layout.features();
+  const Eigen::Index nnz = spec.layout.non_zeros_per_row();
+  STRAGGLERSIM_ASSERT(m >= 1, "tabular generator: rows must be at least 1");
+  Draws draws{boost::random::mt19937_64(seed)};
+  const Eigen::VectorXd w = planted_weights(spec, p, draws);
+
+  // Compressed row-major arrays written in place. Built inside the returned Dataset: Eigen
+  // 3.4's SparseMatrix has no move constructor, so moving a finished matrix into a Dataset
+  // would copy every non-zero.
+  Dataset out;
+  SparseRows& a = out.features.emplace<SparseRows>(m, p);
+  a.resizeNonZeros(m * nnz);
+  std::int64_t* outer = a.outerIndexPtr();
+  Eigen::VectorXd margin(m);
+  RowWriter rows(spec, w, draws);
+  for (Eigen::Index i = 0; i < m; ++i) {
+    outer[i] = i * nnz;
+    margin[i] = rows.write(a.innerIndexPtr(), a.valuePtr(), i * nnz);
+  }
+  outer[m] = m * nnz;
+  draw_labels(spec, margin, draws, out.labels);
   return out;
 }
 

@@ -142,6 +142,7 @@ double select_rth(const std::vector<double>& values,
     below += v < lo ? 1U : 0U;
     keep[kept] = v;
     // Branch-free compaction: `&` not `&&`, whose short circuit is a mispredicted branch.
+    // NOLINTNEXTLINE(readability-implicit-bool-conversion): the bools are added on purpose
     kept += static_cast<std::size_t>((v >= lo) & (v <= hi));
   }
   if (rank < below || rank >= below + kept) {

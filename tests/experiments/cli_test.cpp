@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 #include <sys/wait.h>
 
+#include <algorithm>
+#include <boost/version.hpp>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 
@@ -66,13 +69,49 @@ TEST_CASE("cli: run writes trace.csv and summary.json", "[experiments][cli]") {
   CHECK(summary["seed"] == 3);
   CHECK(summary["config"]["stragglers"] == "cancel");
   CHECK(summary["build"].contains("git_revision"));
-  CHECK(summary["build"]["boost"] == "1.74.0");
+  // The Boost the binary was built with: BOOST_LIB_VERSION ("1_74") of the same headers, then
+  // the patch number.
+  std::string boost_lib = BOOST_LIB_VERSION;
+  std::replace(boost_lib.begin(), boost_lib.end(), '_', '.');
+  const std::string boost = summary["build"]["boost"];
+  CHECK(std::regex_match(boost, std::regex(R"(\d+\.\d+\.\d+)")));
+  CHECK(boost.rfind(boost_lib + ".", 0) == 0);
   // Nothing but the two outputs is left behind (temporary names are renamed away).
   int files = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir / "out")) {
     ++files;
   }
   CHECK(files == 2);
+}
+
+TEST_CASE("cli: summary records the git revision of the build", "[experiments][cli]") {
+  // Taken at build time (experiments/git_revision.cmake): after a commit, a rebuild records the
+  // new HEAD without a reconfigure. The test binary is built with the executable, so HEAD now
+  // is HEAD at that build unless someone committed since.
+  const auto dir = scratch("revision");
+  const auto cfg = write_config(dir, config());
+  REQUIRE(
+      run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir).status ==
+      0);
+  const auto summary = nlohmann::json::parse(slurp(dir / "out" / "summary.json"));
+  const std::string recorded = summary["build"]["git_revision"];
+  const auto head = dir / "head.txt";
+  const int status = stragglersim::testing::exit_status(
+      std::system(fmt::format("git -C '{}' rev-parse --short=12 HEAD > '{}' 2> /dev/null",
+                              STRAGGLERSIM_SOURCE_DIR,
+                              head.string())
+                      .c_str()));
+  if (status != 0) {
+    // Not a git checkout (a source archive): the build says so.
+    CHECK(recorded == "unknown");
+    return;
+  }
+  std::string expected = slurp(head);
+  expected.erase(expected.find_last_not_of('\n') + 1);
+  INFO("a commit after the last build makes the binaries stale: rebuild, then rerun");
+  CHECK(recorded == expected);
+  const Result version = run("--version", dir);
+  CHECK(version.out.find("(" + expected + ")") != std::string::npos);
 }
 
 TEST_CASE("cli: same seed gives the same bytes and another seed other times",

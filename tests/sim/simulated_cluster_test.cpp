@@ -178,7 +178,9 @@ TEST_CASE("sim: deadline and first_r_or_decodable and finish agree between engin
 }
 
 TEST_CASE("sim: straggler policies", "[sim][cluster]") {
-  // Two workers, deterministic delays through a zero-rate-free construction: shift only.
+  // Four uncoded workers, shifted-exponential delays (shift 1, rate 1, Model A), first_r with
+  // r = 2: two workers straggle in every iteration. The same seed gives the three clusters the
+  // same delays.
   const auto code = std::make_shared<codes::UncodedCode>(4);
   const auto rule = std::make_shared<FirstRStopping>(2);
   auto delays = [&] {
