@@ -8,13 +8,16 @@
 #include "experiments/commands.h"
 #include "experiments/config/run_plan.h"
 #include "experiments/run_output.h"
+#include "sim/mpi_backend.h"
+#include "sim/mpi_session.h"
 
 namespace stragglersim::experiments {
 namespace {
 
-int command_run(const std::string& config, const std::string& out_dir) {
-  const RunPlan plan = plan_run_file(config);
-  const RunOutcome outcome = execute_run(plan, out_dir);
+int report_run(const RunPlan& plan,
+               const RunOutcome& outcome,
+               const std::string& config,
+               const std::string& out_dir) {
   if (outcome.status != "ok") {
     std::cerr << fmt::format("error: {}: {}\n", config, outcome.error);
     std::cerr << fmt::format("the trace up to the last good iteration is in {}\n", out_dir);
@@ -43,7 +46,45 @@ int command_run(const std::string& config, const std::string& out_dir) {
     std::cout << '\n';
   }
   std::cout << fmt::format("wrote {}/trace.csv and {}/summary.json\n", out_dir, out_dir);
+  if (!outcome.worker_times_csv.empty()) {
+    std::cout << fmt::format("wrote {}/worker_times.csv\n", out_dir);
+  }
   return 0;
+}
+
+/// `mpirun -np n+1 stragglersim run`: rank 0 runs the master and writes the outputs, ranks
+/// 1..n are the workers. Every rank planned the same run from the same config, so every rank
+/// refuses a wrong -np by itself (exit 2) and none waits for another.
+int command_run_mpi(const RunPlan& plan, const std::string& config, const std::string& out_dir) {
+  const sim::MpiSession session;
+  const int expected = plan.workers + 1;
+  if (session.size() != expected) {
+    if (session.rank() == 0) {
+      std::cerr << fmt::format(
+          "error: {}:/backend/kind: the mpi backend needs one process per worker and one "
+          "master; got mpirun -np {}; expected mpirun -np {} ({} workers + 1)\n",
+          config,
+          session.size(),
+          expected,
+          plan.workers);
+    }
+    return 2;
+  }
+  if (session.rank() != 0) {
+    sim::run_mpi_worker(*plan.objective, plan.scheme, plan.mpi, session.rank() - 1);
+    return 0;
+  }
+  const RunOutcome outcome = execute_run(plan, out_dir);
+  return report_run(plan, outcome, config, out_dir);
+}
+
+int command_run(const std::string& config, const std::string& out_dir) {
+  const RunPlan plan = plan_run_file(config);
+  if (plan.backend == BackendKind::kMpi) {
+    return command_run_mpi(plan, config, out_dir);
+  }
+  const RunOutcome outcome = execute_run(plan, out_dir);
+  return report_run(plan, outcome, config, out_dir);
 }
 
 }  // namespace

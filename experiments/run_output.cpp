@@ -120,6 +120,60 @@ RunOutcome run_delay_only(const RunPlan& plan, std::string& trace) {
   return outcome;
 }
 
+/// The plan's backend; `records` and `mpi` point into it for the real backends.
+std::unique_ptr<sim::Backend> make_backend(
+    const RunPlan& plan,
+    const std::vector<sim::ThreadedIterationRecord>*& records,
+    sim::MpiBackend*& mpi) {
+  switch (plan.backend) {
+    case BackendKind::kThreads: {
+      auto t = std::make_unique<sim::ThreadedBackend>(
+          plan.objective, plan.scheme, plan.make_delays(), plan.seed, plan.threaded);
+      records = &t->records();
+      return t;
+    }
+    case BackendKind::kMpi: {
+      auto m = std::make_unique<sim::MpiBackend>(
+          plan.scheme, plan.objective->dimension(), plan.make_delays(), plan.seed, plan.mpi);
+      records = &m->records();
+      mpi = m.get();
+      return m;
+    }
+    case BackendKind::kSimulated:
+      break;
+  }
+  auto cluster = std::make_unique<sim::SimulatedCluster>(
+      plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed);
+  return std::make_unique<sim::SimulatedBackend>(plan.objective, plan.scheme, std::move(cluster));
+}
+
+/// worker_times.csv (inject false): one row per iteration 1..iterations and worker 0..n-1 with
+/// the worker's measured compute seconds, empty when it never finished (abandoned under cancel
+/// or drain, or faulty): a censored observation.
+std::string worker_times_csv(const std::vector<sim::WorkerTime>& times,
+                             std::uint64_t iterations,
+                             int workers) {
+  const auto n = static_cast<std::size_t>(workers);
+  std::vector<double> grid(static_cast<std::size_t>(iterations) * n,
+                           std::numeric_limits<double>::quiet_NaN());
+  for (const auto& t : times) {
+    if (t.iteration >= 1 && t.iteration <= iterations) {
+      grid[static_cast<std::size_t>(t.iteration - 1) * n + static_cast<std::size_t>(t.worker)] =
+          t.seconds;
+    }
+  }
+  fmt::memory_buffer out;
+  fmt::format_to(std::back_inserter(out), "iteration,worker,seconds\n");
+  for (std::size_t k = 0; k < grid.size(); ++k) {
+    fmt::format_to(std::back_inserter(out), "{},{},", k / n + 1, k % n);
+    if (!std::isnan(grid[k])) {
+      fmt::format_to(std::back_inserter(out), "{}", grid[k]);
+    }
+    out.push_back('\n');
+  }
+  return {out.data(), out.size()};
+}
+
 RunOutcome run_training(const RunPlan& plan, std::string& trace) {
   const bool has_test = plan.test_objective != nullptr;
   const bool drain = plan.stragglers == sim::StragglerPolicy::kDrain;
@@ -136,30 +190,23 @@ RunOutcome run_training(const RunPlan& plan, std::string& trace) {
   if (drain) {
     trace += ",wall_time";
   }
-  // The threads backend records real wall-clock beside the simulated clock of the same delays:
-  // real_time = cumulative real seconds of the iterations (broadcast to the master's return,
-  // drained waits included), real_iteration_time = real seconds from broadcast to the stop.
-  const bool threads = plan.backend == BackendKind::kThreads;
+  // The real backends (threads, mpi) record real wall-clock beside the simulated clock of the
+  // same delays: real_time = cumulative real seconds of the iterations (broadcast to the
+  // master's return, drained waits included), real_iteration_time = real seconds from broadcast
+  // to the stop, real_wall_time = real seconds from the first broadcast to this iteration's
+  // return, everything the master did in between included.
+  const bool threads = plan.backend != BackendKind::kSimulated;
   if (threads) {
-    trace += ",real_time,real_iteration_time";
+    trace += ",real_time,real_iteration_time,real_wall_time";
   }
   trace += '\n';
 
-  std::unique_ptr<sim::Backend> backend_owner;
-  const sim::ThreadedBackend* threaded = nullptr;
-  if (threads) {
-    auto t = std::make_unique<sim::ThreadedBackend>(
-        plan.objective, plan.scheme, plan.make_delays(), plan.seed, plan.threaded);
-    threaded = t.get();
-    backend_owner = std::move(t);
-  } else {
-    auto cluster = std::make_unique<sim::SimulatedCluster>(
-        plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed);
-    backend_owner =
-        std::make_unique<sim::SimulatedBackend>(plan.objective, plan.scheme, std::move(cluster));
-  }
+  sim::MpiBackend* mpi = nullptr;
+  const std::vector<sim::ThreadedIterationRecord>* records = nullptr;
+  std::unique_ptr<sim::Backend> backend_owner = make_backend(plan, records, mpi);
   sim::Backend& backend = *backend_owner;
   double real_stop_sum = 0.0;
+  double real_wall_sum = 0.0;
   std::size_t heard_same = 0;
   auto optimizer = plan.make_optimizer();
 
@@ -194,14 +241,15 @@ RunOutcome run_training(const RunPlan& plan, std::string& trace) {
     }
     if (threads) {
       // on_row(t) runs right after iterate(t), so the last record is this row's iteration.
-      const double real_stop = row.iteration > 0 && !threaded->records().empty()
-                                   ? threaded->records().back().real_stop_seconds
-                                   : 0.0;
-      if (row.iteration > 0) {
+      const bool has_record = row.iteration > 0 && !records->empty();
+      const double real_stop = has_record ? records->back().real_stop_seconds : 0.0;
+      if (has_record) {
         real_stop_sum += real_stop;
-        heard_same += threaded->records().back().same_set ? 1U : 0U;
+        real_wall_sum += records->back().real_wall_seconds;
+        heard_same += records->back().same_set ? 1U : 0U;
       }
-      fmt::format_to(std::back_inserter(buffer), ",{},{}", row.real_seconds, real_stop);
+      fmt::format_to(
+          std::back_inserter(buffer), ",{},{},{}", row.real_seconds, real_stop, real_wall_sum);
     }
     buffer.push_back('\n');
     if (row.iteration > 0) {
@@ -228,6 +276,11 @@ RunOutcome run_training(const RunPlan& plan, std::string& trace) {
     outcome.error = e.what();
   }
   trace.append(buffer.data(), buffer.size());
+  if (mpi != nullptr && !plan.mpi.inject) {
+    mpi->shutdown();  // collects the results still in flight, and their compute times
+    outcome.worker_times_csv =
+        worker_times_csv(mpi->worker_times(), last.iteration, mpi->workers());
+  }
 
   auto& s = outcome.summary;
   s = base_summary(plan);
@@ -266,8 +319,10 @@ RunOutcome run_training(const RunPlan& plan, std::string& trace) {
     s["total_wall_time"] = last.wall_time;
   }
   if (threads) {
-    s["seconds_per_unit"] = plan.threaded.seconds_per_unit;
+    s["seconds_per_unit"] =
+        mpi != nullptr ? plan.mpi.master.seconds_per_unit : plan.threaded.seconds_per_unit;
     s["total_real_time"] = last.real_seconds;
+    s["total_real_wall_time"] = real_wall_sum;
     s["total_real_stop_time"] = real_stop_sum;
     if (last.iteration > 0) {
       const auto t = static_cast<double>(last.iteration);
@@ -285,6 +340,9 @@ RunOutcome execute_run(const RunPlan& plan, const std::filesystem::path& out_dir
   RunOutcome outcome = plan.delay_only() ? run_delay_only(plan, trace) : run_training(plan, trace);
   std::filesystem::create_directories(out_dir);
   write_file_atomically(out_dir / "trace.csv", trace);
+  if (!outcome.worker_times_csv.empty()) {
+    write_file_atomically(out_dir / "worker_times.csv", outcome.worker_times_csv);
+  }
   write_file_atomically(out_dir / "summary.json", outcome.summary.dump(2) + "\n");
   return outcome;
 }

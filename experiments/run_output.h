@@ -17,6 +17,8 @@ struct RunOutcome {
   std::string status = "ok";
   std::string error;
   nlohmann::json summary;
+  /// worker_times.csv of an mpi run with inject false (empty otherwise).
+  std::string worker_times_csv;
 };
 
 /// Runs `plan` and writes its outputs into `out_dir` (created if needed).
