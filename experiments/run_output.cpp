@@ -1,6 +1,7 @@
 #include "experiments/run_output.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <Eigen/Core>
@@ -174,6 +175,28 @@ std::string worker_times_csv(const std::vector<sim::WorkerTime>& times,
   return {out.data(), out.size()};
 }
 
+/// heard.csv of a real backend: per iteration the real and the simulated heard sets (workers in
+/// arrival order, separated by spaces), whether they hold the same workers, the near-tie gap
+/// (simulated seconds) and the real and simulated stop times.
+std::string heard_csv(const std::vector<sim::ThreadedIterationRecord>& records) {
+  fmt::memory_buffer out;
+  fmt::format_to(std::back_inserter(out),
+                 "iteration,same_set,near_tie_gap,real_iteration_time,iteration_time,heard,"
+                 "simulated_heard\n");
+  for (const auto& r : records) {
+    fmt::format_to(std::back_inserter(out),
+                   "{},{},{},{},{},{},{}\n",
+                   r.iteration,
+                   r.same_set ? 1 : 0,
+                   r.near_tie_gap,
+                   r.real_stop_seconds,
+                   r.simulated_stop,
+                   fmt::join(r.heard, " "),
+                   fmt::join(r.simulated_heard, " "));
+  }
+  return {out.data(), out.size()};
+}
+
 RunOutcome run_training(const RunPlan& plan, std::string& trace) {
   const bool has_test = plan.test_objective != nullptr;
   const bool drain = plan.stragglers == sim::StragglerPolicy::kDrain;
@@ -276,6 +299,9 @@ RunOutcome run_training(const RunPlan& plan, std::string& trace) {
     outcome.error = e.what();
   }
   trace.append(buffer.data(), buffer.size());
+  if (records != nullptr) {
+    outcome.heard_csv = heard_csv(*records);
+  }
   if (mpi != nullptr && !plan.mpi.inject) {
     mpi->shutdown();  // collects the results still in flight, and their compute times
     outcome.worker_times_csv =
@@ -340,6 +366,9 @@ RunOutcome execute_run(const RunPlan& plan, const std::filesystem::path& out_dir
   RunOutcome outcome = plan.delay_only() ? run_delay_only(plan, trace) : run_training(plan, trace);
   std::filesystem::create_directories(out_dir);
   write_file_atomically(out_dir / "trace.csv", trace);
+  if (!outcome.heard_csv.empty()) {
+    write_file_atomically(out_dir / "heard.csv", outcome.heard_csv);
+  }
   if (!outcome.worker_times_csv.empty()) {
     write_file_atomically(out_dir / "worker_times.csv", outcome.worker_times_csv);
   }

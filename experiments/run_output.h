@@ -17,6 +17,8 @@ struct RunOutcome {
   std::string status = "ok";
   std::string error;
   nlohmann::json summary;
+  /// heard.csv of a real backend (threads, mpi; empty otherwise).
+  std::string heard_csv;
   /// worker_times.csv of an mpi run with inject false (empty otherwise).
   std::string worker_times_csv;
 };

@@ -32,7 +32,7 @@ constexpr int kBye = 4;
 constexpr int kWorkHeader = 2;
 constexpr int kResultHeader = 3;
 /// How often an idle master polls its receives: the resolution of its arrival times.
-constexpr std::chrono::microseconds kMasterPoll{20};
+constexpr std::chrono::microseconds kMasterPoll{50};
 /// How often a waiting worker polls for a newer iteration or the stop.
 constexpr std::chrono::microseconds kWorkerPoll{200};
 /// The last stretch before a delivery target that a worker spins (yielding) instead of sleeping.
