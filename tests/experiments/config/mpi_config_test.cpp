@@ -66,7 +66,7 @@ TEST_CASE("experiments: an mpi backend config reads the threads keys and inject"
           "timeout": 2.5, "faults": [{"worker": 2, "kind": "hang", "from_iteration": 4}]})"));
   auto c = mpi_config();
   c["backend"]["inject"] = "yes";
-  CHECK(error_of(c) == "cfg.json:/backend/inject: wrong type; got \"yes\"; expected a boolean");
+  CHECK(error_of(c) == "cfg.json:/backend/inject: wrong type; got \"yes\"; expected true or false");
   c["backend"].erase("inject");
   c["backend"]["injekt"] = true;
   CHECK(error_of(c) ==
