@@ -9,7 +9,10 @@ usage: experiments/benchmarks/mpi_overhead.py [--binary build/release/experiment
    broadcast to the master's return, is the framework alone: the broadcast, the workers'
    polling and send, the master's receive, stopping rule, decode and combine. Reported: median
    and mean over the iterations, first 10 excluded (warm-up).
-2. Speedup: experiments/examples/mpi_{erasurehead,uncoded}.json (inject, 0.01 s per unit):
+2. Agreement: W = 8 (-np 9) and W = 4 (-np 5), FRC d = 2, first W/2, 100 iterations, 0.01 s
+   per unit: heard sets equal to the simulated ones (all iterations, and those whose simulated
+   arrivals around the stop are more than 5 ms apart), real stop / (simulated stop x 0.01).
+3. Speedup: experiments/examples/mpi_{erasurehead,uncoded}.json (inject, 0.01 s per unit):
    simulated speedup total_time(uncoded) / total_time(erasurehead) against the real one,
    total_real_wall_time (first broadcast to last return, everything included) and
    total_real_stop_time.
@@ -61,6 +64,25 @@ def overhead(binary, np, iterations, scratch):
           f"median {statistics.median(per) * 1e3:.3f} ms, mean {statistics.mean(per) * 1e3:.3f} ms")
 
 
+def agreement(binary, scratch):
+    with open(os.path.join(ROOT, "experiments", "examples", "mpi_erasurehead.json")) as f:
+        base = json.load(f)
+    for w in (8, 4):
+        config = dict(base, workers=w, partitions=w, stopping={"rule": "first_r", "r": w // 2})
+        path = os.path.join(scratch, f"agreement{w}.json")
+        with open(path, "w") as f:
+            json.dump(config, f)
+        out = os.path.join(scratch, f"agreement{w}")
+        s = run(binary, w + 1, path, out)
+        with open(os.path.join(out, "heard.csv")) as f:
+            heard = list(csv.DictReader(f))
+        clear = [r for r in heard if float(r["near_tie_gap"]) * 0.01 > 5e-3]
+        print(f"-np {w + 1}: heard as simulated {sum(r['same_set'] == '1' for r in heard)}/"
+              f"{len(heard)}, clear iterations {sum(r['same_set'] == '1' for r in clear)}/"
+              f"{len(clear)}, real stop / simulated stop = "
+              f"{s['total_real_stop_time'] / (s['total_time'] * 0.01):.4f}")
+
+
 def speedup(binary, scratch):
     s = {}
     for scheme in ("erasurehead", "uncoded"):
@@ -85,6 +107,7 @@ def main():
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="stragglersim-mpi-bench-") as scratch:
         overhead(args.binary, args.np, args.iterations, scratch)
+        agreement(args.binary, scratch)
         speedup(args.binary, scratch)
     print("load average:", os.getloadavg())
 
