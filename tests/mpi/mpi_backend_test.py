@@ -117,13 +117,30 @@ def case_agreement(runner):
           "simulated times identical to the simulated backend's")
     spu = config["backend"]["seconds_per_unit"]
     same = [r["same_set"] == "1" for r in heard]
-    clear = [r for r in heard if float(r["near_tie_gap"]) * spu > JITTER]
-    clear_same = sum(r["same_set"] == "1" for r in clear)
-    print(f"  raw agreement {sum(same)}/{len(same)}; "
-          f"clear iterations (gap > {JITTER * 1e3:g} ms) {clear_same}/{len(clear)}")
+    late = [float(r["real_iteration_time"]) - float(r["iteration_time"]) * spu for r in heard]
+    gap = [float(r["near_tie_gap"]) * spu for r in heard]
+    # Load-proof: no worker delivers before its injected delay and first_r is monotone, so the
+    # real stop is never early, and a heard set can only differ when some worker of the
+    # simulated set was late by at least the gap to the next arrival: then the real stop is late
+    # by at least that gap (a stale or misattributed message would break this).
+    check(min(late) >= -1e-4, f"real stop >= simulated stop x seconds_per_unit "
+                              f"(min slack {min(late):.2e} s)")
+    check(all(late[t] >= gap[t] - 1e-4 for t in range(len(heard)) if not same[t]),
+          "every disagreement is a worker late by more than the gap around the stop")
+    clear = [t for t in range(len(heard)) if gap[t] > JITTER]
+    clear_same = sum(same[t] for t in clear)
+    stalled = sum(x > JITTER for x in late)
+    print(f"  raw agreement {sum(same)}/{len(same)}; clear iterations (gap > {JITTER * 1e3:g} "
+          f"ms) {clear_same}/{len(clear)}; stop late by > {JITTER * 1e3:g} ms in {stalled}")
     check(len(clear) >= 30, f"at least 30 of 100 iterations are clear of near-ties ({len(clear)})")
-    check(clear_same >= math.ceil(0.95 * len(clear)),
-          "heard sets equal the simulated ones in >= 95% of the clear iterations")
+    if stalled <= 5:
+        check(clear_same >= math.ceil(0.95 * len(clear)),
+              "heard sets equal the simulated ones in >= 95% of the clear iterations")
+    else:
+        # The scheduler held our processes back by more than JITTER in over 5% of the
+        # iterations (a CPU-saturated machine): the timing assertion would measure the load.
+        print(f"  SKIPPED the >= 95% assertion: {stalled} stalled iterations (run the mpi "
+              f"label alone, as tests/run_tests.sh does)")
     # Losses: identical (up to summation order) while every heard set so far agreed.
     agreed = 0
     while agreed < len(same) and same[agreed]:
@@ -132,10 +149,6 @@ def case_agreement(runner):
                 abs(float(sim_trace[t]["loss"])) for t in range(agreed + 1))
     print(f"  rows 0..{agreed} follow identical heard sets; worst relative loss gap {worst:.2e}")
     check(worst <= 1e-9, "losses equal the simulated ones while the heard sets agree")
-    # No worker delivers before its injected delay and first_r is monotone: never an early stop.
-    slack = min(float(r["real_iteration_time"]) - float(r["iteration_time"]) * spu
-                for r in heard)
-    check(slack >= -1e-4, f"real stop >= simulated stop x seconds_per_unit (min slack {slack:.2e})")
     summary = read_summary(out)
     ratio = summary["total_real_stop_time"] / (summary["total_time"] * spu)
     print(f"  real stop / (simulated x spu) = {ratio:.4f}; "
