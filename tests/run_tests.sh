@@ -26,7 +26,13 @@ ctest --test-dir "$root/build/release" --output-on-failure -R '^threads timing:'
 echo "== MPI backend under mpirun (label mpi; alone: each case measures real wake-up times)"
 # Every case bounds each mpirun job (60 s) and CTest bounds the case (120 s).
 if ctest --test-dir "$root/build/release" -N -L mpi | grep -q 'Total Tests: 0'; then
-  echo "MPI tests skipped: the MPI backend is not compiled in (STRAGGLERSIM_WITH_MPI=OFF)"
+  # Skipped only when deliberately off: install_dependencies.sh installs Open MPI.
+  if grep -q '^STRAGGLERSIM_WITH_MPI:BOOL=OFF' "$root/build/release/CMakeCache.txt"; then
+    echo "MPI tests skipped: the MPI backend is not compiled in (STRAGGLERSIM_WITH_MPI=OFF)"
+  else
+    echo "error: STRAGGLERSIM_WITH_MPI is on but Open MPI was not found" >&2
+    exit 1
+  fi
 else
   ctest --test-dir "$root/build/release" --output-on-failure -L mpi
 fi
