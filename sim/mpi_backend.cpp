@@ -33,7 +33,10 @@ constexpr int kWorkHeader = 2;
 constexpr int kResultHeader = 3;
 /// How often an idle master polls its receives: the resolution of its arrival times.
 constexpr std::chrono::microseconds kMasterPoll{50};
-/// How often a waiting worker polls for a newer iteration or the stop.
+/// How often an idle worker polls for the next broadcast: its reaction time to a broadcast (the
+/// delay itself is measured from the broadcast instant on the master's host).
+constexpr std::chrono::microseconds kIdlePoll{50};
+/// How often a worker waiting out its delay polls for a newer iteration or the stop.
 constexpr std::chrono::microseconds kWorkerPoll{200};
 /// The last stretch before a delivery target that a worker spins (yielding) instead of sleeping.
 constexpr std::chrono::microseconds kSpinWindow{100};
@@ -273,7 +276,7 @@ class MpiWorker {
     while (true) {
       pump();
       while (queue_.empty() && !stop_) {
-        std::this_thread::sleep_for(kWorkerPoll);
+        std::this_thread::sleep_for(kIdlePoll);
         pump();
       }
       if (stop_) {
