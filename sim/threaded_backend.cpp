@@ -85,11 +85,29 @@ std::shared_ptr<const ThreadedBackend::Broadcast> ThreadedBackend::next_work(
   return b;
 }
 
+bool ThreadedBackend::compute(int worker,
+                              const Broadcast& b,
+                              Eigen::VectorXd& y,
+                              Eigen::VectorXd& buffer) const {
+  // The computation is real; under cancel and drain it is abandoned between partitions as
+  // soon as a newer iteration has been broadcast.
+  const std::span<const int> support = scheme_.code->support(worker);
+  const std::span<const double> values = scheme_.code->support_values(worker);
+  const bool finish = options_.policy == StragglerPolicy::kFinish;
+  y = Eigen::VectorXd::Zero(objective_->dimension());
+  for (std::size_t s = 0; s < support.size(); ++s) {
+    if (!finish && latest_.load(std::memory_order_acquire) != b.iteration) {
+      return false;
+    }
+    objective_->partition_gradient(support[s], b.x, buffer);
+    y.noalias() += values[s] * buffer;
+  }
+  return true;
+}
+
 void ThreadedBackend::worker_loop(int worker) {
   tighten_timer_slack();
   const auto w = static_cast<std::size_t>(worker);
-  const std::span<const int> support = scheme_.code->support(worker);
-  const std::span<const double> values = scheme_.code->support_values(worker);
   const bool finish = options_.policy == StragglerPolicy::kFinish;
   Eigen::VectorXd buffer(objective_->dimension());
   std::uint64_t done = 0;
@@ -110,18 +128,8 @@ void ThreadedBackend::worker_loop(int worker) {
     }
     lock.unlock();
 
-    // The computation is real; under cancel and drain it is abandoned between partitions as
-    // soon as a newer iteration has been broadcast.
-    Eigen::VectorXd y = Eigen::VectorXd::Zero(objective_->dimension());
-    bool abandoned = false;
-    for (std::size_t s = 0; s < support.size(); ++s) {
-      if (!finish && latest_.load(std::memory_order_acquire) != done) {
-        abandoned = true;
-        break;
-      }
-      objective_->partition_gradient(support[s], b->x, buffer);
-      y.noalias() += values[s] * buffer;
-    }
+    Eigen::VectorXd y;
+    const bool abandoned = !compute(worker, *b, y, buffer);
     const Clock::time_point computed = Clock::now();
     const double delay = b->delays[w];
     const Clock::time_point start = finish ? std::max(b->start, free_at) : b->start;

@@ -90,6 +90,9 @@ class ThreadedBackend final : public Backend, private MasterTransport {
   };
 
   void worker_loop(int worker);
+  /// y = Σ_j B_ij ∇F_j(b.x) over worker's partitions; false when abandoned (cancel, drain) for a
+  /// newer broadcast.
+  bool compute(int worker, const Broadcast& b, Eigen::VectorXd& y, Eigen::VectorXd& buffer) const;
   [[nodiscard]] std::shared_ptr<const Broadcast> next_work(int worker,
                                                            std::uint64_t done,
                                                            std::unique_lock<std::mutex>& lock);
