@@ -12,14 +12,15 @@
 #include "experiments/config/run_plan.h"
 #include "experiments/interrupt.h"
 #include "experiments/run_output.h"
+#include "sim/mpi_backend.h"
+#include "sim/mpi_session.h"
 
 namespace stragglersim::experiments {
 namespace {
 
-int command_run(const std::string& config, const std::string& out_dir) {
-  check_output_folder(out_dir, "--out");
-  const RunPlan plan = plan_run_file(config);
-  // Created before the run starts, so a folder that cannot be made costs no compute.
+/// Creates the output folder before the run starts, so a folder that cannot be made costs no
+/// compute.
+void make_output_folder(const std::string& out_dir) {
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec) {
@@ -29,9 +30,12 @@ int command_run(const std::string& config, const std::string& out_dir) {
                     ec.message(),
                     out_dir));
   }
-  const InterruptGuard guard;
-  const RunOutcome outcome =
-      execute_run(plan, out_dir, [] { return interrupt_flag().load() != 0; });
+}
+
+int report_run(const RunPlan& plan,
+               const RunOutcome& outcome,
+               const std::string& config,
+               const std::string& out_dir) {
   if (outcome.status == "interrupted") {
     const int signal = interrupt_flag().load();
     std::cerr << fmt::format(
@@ -70,7 +74,50 @@ int command_run(const std::string& config, const std::string& out_dir) {
     std::cout << '\n';
   }
   std::cout << fmt::format("wrote {}/trace.csv and {}/summary.json\n", out_dir, out_dir);
+  if (!outcome.worker_times_csv.empty()) {
+    std::cout << fmt::format("wrote {}/worker_times.csv\n", out_dir);
+  }
   return 0;
+}
+
+/// `mpirun -np n+1 stragglersim run`: rank 0 runs the master and writes the outputs, ranks
+/// 1..n are the workers. Every rank planned the same run from the same config, so every rank
+/// refuses a wrong -np by itself (exit 2) and none waits for another.
+int command_run_mpi(const RunPlan& plan, const std::string& config, const std::string& out_dir) {
+  const sim::MpiSession session;
+  const int expected = plan.workers + 1;
+  if (session.size() != expected) {
+    if (session.rank() == 0) {
+      std::cerr << fmt::format(
+          "error: {}:/backend/kind: the mpi backend needs one process per worker and one "
+          "master; got mpirun -np {}; expected mpirun -np {} ({} workers + 1)\n",
+          config,
+          session.size(),
+          expected,
+          plan.workers);
+    }
+    return 2;
+  }
+  if (session.rank() != 0) {
+    sim::run_mpi_worker(*plan.objective, plan.scheme, plan.mpi, session.rank() - 1);
+    return 0;
+  }
+  make_output_folder(out_dir);
+  const RunOutcome outcome = execute_run(plan, out_dir);
+  return report_run(plan, outcome, config, out_dir);
+}
+
+int command_run(const std::string& config, const std::string& out_dir) {
+  check_output_folder(out_dir, "--out");
+  const RunPlan plan = plan_run_file(config);
+  if (plan.backend == BackendKind::kMpi) {
+    return command_run_mpi(plan, config, out_dir);
+  }
+  make_output_folder(out_dir);
+  const InterruptGuard guard;
+  const RunOutcome outcome =
+      execute_run(plan, out_dir, [] { return interrupt_flag().load() != 0; });
+  return report_run(plan, outcome, config, out_dir);
 }
 
 }  // namespace

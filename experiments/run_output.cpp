@@ -18,6 +18,7 @@
 #include "experiments/config/predictions.h"
 #include "models/metrics.h"
 #include "sim/delay_only.h"
+#include "sim/mpi_backend.h"
 #include "sim/simulated_backend.h"
 #include "sim/threaded_backend.h"
 #include "sim/training_loop.h"
@@ -248,16 +249,18 @@ struct TraceColumns {
   bool test = false;
   bool auc = false;
   bool drain = false;
-  /// The threads backend records real wall-clock beside the simulated clock of the same delays:
-  /// real_time = cumulative real seconds of the iterations (broadcast to the master's return,
-  /// drained waits included), real_iteration_time = real seconds from broadcast to the stop.
+  /// The real backends (threads, mpi) record real wall-clock beside the simulated clock of the
+  /// same delays: real_time = cumulative real seconds of the iterations (broadcast to the
+  /// master's return, drained waits included), real_iteration_time = real seconds from broadcast
+  /// to the stop, real_wall_time = real seconds from the first broadcast to this iteration's
+  /// return, everything the master did in between included.
   bool threads = false;
 
   explicit TraceColumns(const RunPlan& plan)
       : test(plan.test_objective != nullptr),
         auc(test && models::reports_auc(plan.objective->loss())),
         drain(plan.stragglers == sim::StragglerPolicy::kDrain),
-        threads(plan.backend == BackendKind::kThreads) {}
+        threads(plan.backend != BackendKind::kSimulated) {}
 
   [[nodiscard]] std::string header() const {
     std::string h =
@@ -266,7 +269,7 @@ struct TraceColumns {
     h += test ? ",test_loss,test_metric" : "";
     h += auc ? ",test_auc" : "";
     h += drain ? ",wall_time" : "";
-    h += threads ? ",real_time,real_iteration_time" : "";
+    h += threads ? ",real_time,real_iteration_time,real_wall_time" : "";
     return h + '\n';
   }
 };
@@ -280,28 +283,91 @@ struct TrainingTally {
   double error_sum = 0.0;
   double heard_sum = 0.0;
   double real_stop_sum = 0.0;
+  double real_wall_sum = 0.0;
   std::size_t heard_same = 0;
   sim::TraceRow last;
 };
 
-/// The plan's backend; `threaded` points to it when it is the threads backend.
-std::unique_ptr<sim::Backend> make_backend(const RunPlan& plan,
-                                           const sim::ThreadedBackend*& threaded) {
-  if (plan.backend == BackendKind::kThreads) {
-    auto t = std::make_unique<sim::ThreadedBackend>(
-        plan.objective, plan.scheme, plan.make_delays(), plan.seed, plan.threaded);
-    threaded = t.get();
-    return t;
+/// The plan's backend; `records` and `mpi` point into it for the real backends.
+std::unique_ptr<sim::Backend> make_backend(
+    const RunPlan& plan,
+    const std::vector<sim::ThreadedIterationRecord>*& records,
+    sim::MpiBackend*& mpi) {
+  switch (plan.backend) {
+    case BackendKind::kThreads: {
+      auto t = std::make_unique<sim::ThreadedBackend>(
+          plan.objective, plan.scheme, plan.make_delays(), plan.seed, plan.threaded);
+      records = &t->records();
+      return t;
+    }
+    case BackendKind::kMpi: {
+      auto m = std::make_unique<sim::MpiBackend>(
+          plan.scheme, plan.objective->dimension(), plan.make_delays(), plan.seed, plan.mpi);
+      records = &m->records();
+      mpi = m.get();
+      return m;
+    }
+    case BackendKind::kSimulated:
+      break;
   }
   auto cluster = std::make_unique<sim::SimulatedCluster>(
       plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed);
   return std::make_unique<sim::SimulatedBackend>(plan.objective, plan.scheme, std::move(cluster));
 }
 
+/// worker_times.csv (inject false): one row per iteration 1..iterations and worker 0..n-1 with
+/// the worker's measured compute seconds, empty when it never finished (abandoned under cancel
+/// or drain, or faulty): a censored observation.
+std::string worker_times_csv(const std::vector<sim::WorkerTime>& times,
+                             std::uint64_t iterations,
+                             int workers) {
+  const auto n = static_cast<std::size_t>(workers);
+  std::vector<double> grid(static_cast<std::size_t>(iterations) * n,
+                           std::numeric_limits<double>::quiet_NaN());
+  for (const auto& t : times) {
+    if (t.iteration >= 1 && t.iteration <= iterations) {
+      grid[static_cast<std::size_t>(t.iteration - 1) * n + static_cast<std::size_t>(t.worker)] =
+          t.seconds;
+    }
+  }
+  fmt::memory_buffer out;
+  fmt::format_to(std::back_inserter(out), "iteration,worker,seconds\n");
+  for (std::size_t k = 0; k < grid.size(); ++k) {
+    fmt::format_to(std::back_inserter(out), "{},{},", k / n + 1, k % n);
+    if (!std::isnan(grid[k])) {
+      fmt::format_to(std::back_inserter(out), "{}", grid[k]);
+    }
+    out.push_back('\n');
+  }
+  return {out.data(), out.size()};
+}
+
+/// heard.csv of a real backend: per iteration the real and the simulated heard sets (workers in
+/// arrival order, separated by spaces), whether they hold the same workers, the near-tie gap
+/// (simulated seconds) and the real and simulated stop times.
+std::string heard_csv(const std::vector<sim::ThreadedIterationRecord>& records) {
+  fmt::memory_buffer out;
+  fmt::format_to(std::back_inserter(out),
+                 "iteration,same_set,near_tie_gap,real_iteration_time,iteration_time,heard,"
+                 "simulated_heard\n");
+  for (const auto& r : records) {
+    fmt::format_to(std::back_inserter(out),
+                   "{},{},{},{},{},{},{}\n",
+                   r.iteration,
+                   r.same_set ? 1 : 0,
+                   r.near_tie_gap,
+                   r.real_stop_seconds,
+                   r.simulated_stop,
+                   fmt::join(r.heard, " "),
+                   fmt::join(r.simulated_heard, " "));
+  }
+  return {out.data(), out.size()};
+}
+
 /// Appends one trace row to `buffer` and adds it to `tally`.
 void write_row(const RunPlan& plan,
                const TraceColumns& columns,
-               const sim::ThreadedBackend* threaded,
+               const std::vector<sim::ThreadedIterationRecord>* records,
                const sim::TraceRow& row,
                fmt::memory_buffer& buffer,
                TrainingTally& tally) {
@@ -328,14 +394,15 @@ void write_row(const RunPlan& plan,
   }
   if (columns.threads) {
     // write_row(t) runs right after iterate(t), so the last record is this row's iteration.
-    const double real_stop = row.iteration > 0 && !threaded->records().empty()
-                                 ? threaded->records().back().real_stop_seconds
-                                 : 0.0;
-    if (row.iteration > 0) {
+    const bool has_record = row.iteration > 0 && !records->empty();
+    const double real_stop = has_record ? records->back().real_stop_seconds : 0.0;
+    if (has_record) {
       tally.real_stop_sum += real_stop;
-      tally.heard_same += threaded->records().back().same_set ? 1U : 0U;
+      tally.real_wall_sum += records->back().real_wall_seconds;
+      tally.heard_same += records->back().same_set ? 1U : 0U;
     }
-    fmt::format_to(std::back_inserter(buffer), ",{},{}", row.real_seconds, real_stop);
+    fmt::format_to(
+        std::back_inserter(buffer), ",{},{},{}", row.real_seconds, real_stop, tally.real_wall_sum);
   }
   buffer.push_back('\n');
   if (row.iteration > 0) {
@@ -376,7 +443,9 @@ void add_optional_summary(const RunPlan& plan,
     s["total_wall_time"] = last.wall_time;
   }
   if (columns.threads) {
-    s["seconds_per_unit"] = plan.threaded.seconds_per_unit;
+    s["seconds_per_unit"] = plan.backend == BackendKind::kMpi ? plan.mpi.master.seconds_per_unit
+                                                              : plan.threaded.seconds_per_unit;
+    s["total_real_wall_time"] = tally.real_wall_sum;
     s["total_real_time"] = last.real_seconds;
     s["total_real_stop_time"] = tally.real_stop_sum;
     if (last.iteration > 0) {
@@ -419,8 +488,9 @@ RunOutcome run_training(const RunPlan& plan, TraceWriter& writer, const StopHook
   fmt::memory_buffer buffer;
   const std::string header = columns.header();
   buffer.append(header.data(), header.data() + header.size());
-  const sim::ThreadedBackend* threaded = nullptr;
-  const std::unique_ptr<sim::Backend> backend = make_backend(plan, threaded);
+  sim::MpiBackend* mpi = nullptr;
+  const std::vector<sim::ThreadedIterationRecord>* records = nullptr;
+  const std::unique_ptr<sim::Backend> backend = make_backend(plan, records, mpi);
   auto optimizer = plan.make_optimizer();
   RunOutcome outcome;
   TrainingTally tally;
@@ -431,7 +501,7 @@ RunOutcome run_training(const RunPlan& plan, TraceWriter& writer, const StopHook
                *backend,
                sim::TrainingOptions{plan.iterations},
                [&](const sim::TraceRow& row) {
-                 write_row(plan, columns, threaded, row, buffer, tally);
+                 write_row(plan, columns, records, row, buffer, tally);
                  writer.add(buffer);
                  if (should_stop && should_stop()) {
                    throw Interrupted{};
@@ -444,6 +514,14 @@ RunOutcome run_training(const RunPlan& plan, TraceWriter& writer, const StopHook
     outcome.status = "interrupted";
   }
   writer.finish(buffer);
+  if (records != nullptr) {
+    outcome.heard_csv = heard_csv(*records);
+  }
+  if (mpi != nullptr && !plan.mpi.inject) {
+    mpi->shutdown();  // collects the results still in flight, and their compute times
+    outcome.worker_times_csv =
+        worker_times_csv(mpi->worker_times(), tally.last.iteration, mpi->workers());
+  }
   outcome.summary = training_summary(plan, columns, outcome, tally);
   return outcome;
 }
@@ -469,6 +547,12 @@ RunOutcome execute_run(const RunPlan& plan,
       outcome.summary["status"] = outcome.status;
       outcome.summary["error"] = outcome.error;
     }
+  }
+  if (!outcome.heard_csv.empty()) {
+    write_file_atomically(out_dir / "heard.csv", outcome.heard_csv);
+  }
+  if (!outcome.worker_times_csv.empty()) {
+    write_file_atomically(out_dir / "worker_times.csv", outcome.worker_times_csv);
   }
   write_file_atomically(out_dir / "summary.json", outcome.summary.dump(2) + "\n");
   return outcome;

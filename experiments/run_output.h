@@ -23,6 +23,10 @@ struct RunOutcome {
   std::string status = "ok";
   std::string error;
   nlohmann::json summary;
+  /// heard.csv of a real backend (threads, mpi; empty otherwise).
+  std::string heard_csv;
+  /// worker_times.csv of an mpi run with inject false (empty otherwise).
+  std::string worker_times_csv;
 };
 
 /// Asked after every trace row; true ends the run after that row with status "interrupted" (the

@@ -12,7 +12,9 @@
 // the steady clock), never a plain sleep. The master applies the stopping rule after every
 // arrival (and its deadline, scaled by seconds_per_unit), decodes the heard set with the same
 // Scheme as the simulated clock and returns ĝ = Σ_{i∈K} a_i y_i. Messages whose tag is not the
-// current iteration are late and are dropped, never mixed into a later gradient.
+// current iteration are late and are dropped, never mixed into a later gradient. That master
+// logic is RealMaster (sim/real_master.h), shared with the MPI backend; this class is its
+// shared-memory transport and the worker threads.
 //
 // Straggler policies: cancel, a worker abandons stale work as soon as a newer iteration is
 // broadcast (checked between partitions and during the wait); finish, it completes every
@@ -41,56 +43,13 @@
 #include "models/objective.h"
 #include "sim/backend.h"
 #include "sim/delay_model.h"
+#include "sim/real_master.h"
 #include "sim/scheme.h"
 #include "sim/simulated_cluster.h"
 
 namespace stragglersim::sim {
 
-enum class FaultKind { kCrash, kHang };
-
-/// Worker `worker` crashes or hangs from iteration `from_iteration` (1-based) on.
-struct WorkerFault {
-  int worker = 0;
-  FaultKind kind = FaultKind::kCrash;
-  std::uint64_t from_iteration = 1;
-};
-
-/// Largest `timeout` (real seconds, one hour): a hung worker must end the run in bounded time.
-inline constexpr double kMaxThreadedTimeout = 3600.0;
-
-struct ThreadedOptions {
-  /// Real seconds per simulated second. Illegal: ≤ 0.
-  double seconds_per_unit = 0.01;
-  StragglerPolicy policy = StragglerPolicy::kCancel;
-  std::vector<WorkerFault> faults;
-  /// Real seconds after a broadcast at which an unsatisfied rule is an error. Illegal: ≤ 0 or
-  /// above kMaxThreadedTimeout.
-  double timeout = 5.0;
-};
-
-/// The stopping rule was not satisfied within the timeout (e.g. uncoded with a crashed worker).
-class BackendTimeout : public NumericalError {
- public:
-  using NumericalError::NumericalError;
-};
-
-/// One iteration as the master saw it, next to what the simulation predicts for the same delays.
-struct ThreadedIterationRecord {
-  std::uint64_t iteration = 0;
-  double real_stop_seconds = 0.0;  ///< real seconds, broadcast to the stop
-  double real_seconds = 0.0;       ///< real seconds, broadcast to return (decode, drain included)
-  double simulated_stop = 0.0;     ///< simulated seconds, broadcast to the stop
-  std::vector<int> heard;          ///< real arrival order
-  std::vector<int> simulated_heard;
-  bool same_set = false;  ///< heard and simulated_heard hold the same workers
-  /// Distance (simulated seconds) from the simulated stop to the nearest other simulated arrival
-  /// that could change the heard set if reordered (first_r: only later arrivals; all: +inf):
-  /// a disagreement with the simulation is a near-tie when this is below the scheduling jitter.
-  double near_tie_gap = 0.0;
-  int late_dropped = 0;  ///< messages of earlier iterations dropped during this iteration
-};
-
-class ThreadedBackend final : public Backend {
+class ThreadedBackend final : public Backend, private MasterTransport {
  public:
   /// Starts n = code workers threads. Illegal: partition/worker counts that differ between
   /// objective, code and delays; a fault naming no worker; non-positive options.
@@ -109,12 +68,19 @@ class ThreadedBackend final : public Backend {
                            const Eigen::VectorXd& query,
                            const Eigen::MatrixXd* partition_gradients) override;
 
-  [[nodiscard]] const std::vector<ThreadedIterationRecord>& records() const { return records_; }
+  [[nodiscard]] const std::vector<ThreadedIterationRecord>& records() const {
+    return master_.records();
+  }
   [[nodiscard]] const ThreadedOptions& options() const { return options_; }
   [[nodiscard]] int workers() const { return n_; }
 
  private:
   using Clock = std::chrono::steady_clock;
+
+  Clock::time_point broadcast(std::uint64_t iteration,
+                              const Eigen::VectorXd& x,
+                              std::span<const double> delays) override;
+  void receive(Clock::time_point wake, std::vector<WorkerMessage>& out) override;
 
   struct Broadcast {
     std::uint64_t iteration = 0;
@@ -122,41 +88,30 @@ class ThreadedBackend final : public Backend {
     Clock::time_point start;
     std::vector<double> delays;  // simulated seconds, per worker
   };
-  struct Message {
-    std::uint64_t iteration = 0;
-    int worker = 0;
-    Clock::time_point delivered;
-    Eigen::VectorXd y;
-  };
 
   void worker_loop(int worker);
+  /// y = Σ_j B_ij ∇F_j(b.x) over worker's partitions; false when abandoned (cancel, drain) for a
+  /// newer broadcast.
+  bool compute(int worker, const Broadcast& b, Eigen::VectorXd& y, Eigen::VectorXd& buffer) const;
   [[nodiscard]] std::shared_ptr<const Broadcast> next_work(int worker,
                                                            std::uint64_t done,
                                                            std::unique_lock<std::mutex>& lock);
-  [[nodiscard]] const WorkerFault* fault_of(int worker, std::uint64_t iteration) const;
-  [[nodiscard]] double near_tie_gap(const IterationTiming& timing,
-                                    std::span<const double> arrivals) const;
 
   std::shared_ptr<const models::Objective> objective_;
   Scheme scheme_;
   ThreadedOptions options_;
   int n_ = 0;
-  std::unique_ptr<SimulatedCluster> cluster_;
-  std::vector<double> sim_busy_until_;  // mirrors the cluster's finish bookkeeping
-  std::vector<double> sim_arrivals_;
+  RealMaster master_;
 
   std::mutex mutex_;
   std::condition_variable work_cv_;                          // workers: a new broadcast or shutdown
   std::condition_variable inbox_cv_;                         // master: a message arrived
   std::deque<std::shared_ptr<const Broadcast>> broadcasts_;  // guarded; history under finish
   std::vector<std::uint64_t> progress_;                      // guarded; last iteration taken
-  std::vector<Message> inbox_;                               // guarded
+  std::vector<WorkerMessage> inbox_;                         // guarded
   bool stop_ = false;                                        // guarded
   std::atomic<std::uint64_t> latest_{0};  // newest broadcast, read lock-free between partitions
 
-  std::vector<Message> batch_;  // master only
-  std::vector<Eigen::VectorXd> received_;
-  std::vector<ThreadedIterationRecord> records_;
   std::vector<std::thread> threads_;
 };
 

@@ -12,6 +12,7 @@
 #include "experiments/config/memory_budget.h"
 #include "experiments/config/predictions.h"
 #include "models/base/random_stream.h"
+#include "sim/mpi_session.h"
 
 namespace stragglersim::experiments {
 
@@ -94,27 +95,28 @@ std::optional<double> scheme_erasure_probability(const RunPlan& plan) {
   return std::isnan(q) ? std::nullopt : std::optional<double>(q);
 }
 
-/// The threads backend's keys (the kind already read): seconds_per_unit, timeout and faults,
-/// each fault {"worker", "kind": "crash" | "hang", "from_iteration" (1)}.
-void read_threaded_backend(JsonReader& reader,
-                           RunPlan& plan,
-                           bool delay_only,
-                           nlohmann::json& resolved_faults) {
+/// The keys of the real backends (threads, mpi; the kind already read): seconds_per_unit,
+/// timeout and faults, each fault {"worker", "kind": "crash" | "hang", "from_iteration" (1)}.
+void read_real_backend(JsonReader& reader,
+                       const std::string& kind,
+                       const RunPlan& plan,
+                       bool delay_only,
+                       sim::ThreadedOptions& options,
+                       nlohmann::json& resolved_faults) {
   if (delay_only) {
     reader.fail_value("kind",
-                      "the threads backend computes gradients and needs data",
-                      "threads",
+                      fmt::format("the {} backend computes gradients and needs data", kind),
+                      kind,
                       "\"simulated\" for a delay-only run (\"data\": null)");
   }
-  plan.backend = BackendKind::kThreads;
-  plan.threaded.policy = plan.stragglers;
-  plan.threaded.seconds_per_unit = reader.positive("seconds_per_unit", 0.01);
+  options.policy = plan.stragglers;
+  options.seconds_per_unit = reader.positive("seconds_per_unit", 0.01);
   // Capped so that a hung worker always ends the run (sim::kMaxThreadedTimeout: one hour).
-  plan.threaded.timeout = reader.number("timeout", 5.0, 0.0, sim::kMaxThreadedTimeout);
-  if (plan.threaded.timeout <= 0.0) {
+  options.timeout = reader.number("timeout", 5.0, 0.0, sim::kMaxThreadedTimeout);
+  if (options.timeout <= 0.0) {
     reader.fail_value("timeout",
                       "out of range",
-                      plan.threaded.timeout,
+                      options.timeout,
                       fmt::format("a number in (0, {}] seconds", sim::kMaxThreadedTimeout));
   }
   if (!reader.has("faults")) {
@@ -128,7 +130,7 @@ void read_threaded_backend(JsonReader& reader,
     JsonReader f(faults[i], reader.file(), fmt::format("{}/{}", reader.pointer_of("faults"), i));
     sim::WorkerFault fault;
     fault.worker = static_cast<int>(f.integer("worker", std::nullopt, 0, plan.workers - 1));
-    for (const auto& other : plan.threaded.faults) {
+    for (const auto& other : options.faults) {
       if (other.worker == fault.worker) {
         f.fail_value("worker",
                      "a second fault for the same worker",
@@ -141,7 +143,7 @@ void read_threaded_backend(JsonReader& reader,
                      : sim::FaultKind::kCrash;
     fault.from_iteration = static_cast<std::uint64_t>(f.integer("from_iteration", 1, 1));
     f.finish();
-    plan.threaded.faults.push_back(fault);
+    options.faults.push_back(fault);
     resolved_faults.push_back(f.resolved());
   }
 }
@@ -178,6 +180,32 @@ void check_code_size(const nlohmann::json& config,
                  fmt::format("code '{}'", kind),
                  code_memory_estimate(kind, shape.workers, shape.partitions, d),
                  shape.workers);
+}
+
+/// The backend object (absent: simulated). threads and mpi share their keys; mpi adds inject.
+void read_backend_object(JsonReader& root,
+                         RunPlan& plan,
+                         bool delay_only,
+                         nlohmann::json& resolved_faults) {
+  JsonReader reader = root.object("backend");
+  const auto kind = reader.choice("kind", "backend", {"simulated", "threads", "mpi"}, "simulated");
+  if (kind == "threads") {
+    plan.backend = BackendKind::kThreads;
+    read_real_backend(reader, kind, plan, delay_only, plan.threaded, resolved_faults);
+  } else if (kind == "mpi") {
+    if (!sim::mpi_compiled_in()) {
+      reader.fail_value("kind",
+                        "the mpi backend is not compiled in (build with Open MPI: "
+                        "libopenmpi-dev, cmake -DSTRAGGLERSIM_WITH_MPI=ON)",
+                        kind,
+                        "\"simulated\" or \"threads\"");
+    }
+    plan.backend = BackendKind::kMpi;
+    plan.mpi.inject = reader.boolean("inject", true);
+    read_real_backend(reader, kind, plan, delay_only, plan.mpi.master, resolved_faults);
+  }
+  reader.finish();
+  root.merge("backend", reader);
 }
 
 /// The top-level counts and the data (first: the partition count is checked against its rows).
@@ -363,14 +391,7 @@ void read_optimizer(JsonReader& root, RunPlan& plan, bool delay_only) {
 nlohmann::json read_backend(JsonReader& root, RunPlan& plan, bool delay_only) {
   nlohmann::json resolved_faults = nlohmann::json::array();
   if (root.has("backend")) {
-    JsonReader backend_reader = root.object("backend");
-    const auto kind =
-        backend_reader.choice("kind", "backend", {"simulated", "threads"}, "simulated");
-    if (kind == "threads") {
-      read_threaded_backend(backend_reader, plan, delay_only, resolved_faults);
-    }
-    backend_reader.finish();
-    root.merge("backend", backend_reader);
+    read_backend_object(root, plan, delay_only, resolved_faults);
   }
   return resolved_faults;
 }
@@ -395,7 +416,7 @@ RunPlan plan_run(const nlohmann::json& config,
   if (!root.has("backend")) {
     plan.resolved["backend"] = {{"kind", "simulated"}};
   }
-  if (plan.backend == BackendKind::kThreads) {
+  if (plan.backend != BackendKind::kSimulated) {
     plan.resolved["backend"]["faults"] = resolved_faults;
   }
   return plan;

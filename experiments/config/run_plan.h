@@ -13,6 +13,7 @@
 
 #include "models/objective.h"
 #include "sim/delay_model.h"
+#include "sim/mpi_backend.h"
 #include "sim/optimizer.h"
 #include "sim/scheme.h"
 #include "sim/simulated_cluster.h"
@@ -21,7 +22,7 @@
 namespace stragglersim::experiments {
 
 enum class OptimizerKind { kGd, kNesterov };
-enum class BackendKind { kSimulated, kThreads };
+enum class BackendKind { kSimulated, kThreads, kMpi };
 
 struct RunPlan {
   std::string name;
@@ -50,6 +51,8 @@ struct RunPlan {
   BackendKind backend = BackendKind::kSimulated;
   /// Options of the threads backend (seconds_per_unit, timeout, faults; policy = stragglers).
   sim::ThreadedOptions threaded;
+  /// Options of the mpi backend (inject; the threads keys in `master`).
+  sim::MpiOptions mpi;
 
   [[nodiscard]] bool delay_only() const { return objective == nullptr; }
   /// A fresh optimiser at x₀ = 0.

@@ -79,7 +79,8 @@ TEST_CASE("experiments: a threads backend config resolves its defaults",
 TEST_CASE("experiments: bad threads backend keys name the file and JSON pointer",
           "[experiments][config][errors][threads]") {
   CHECK(error_with([](auto& c) { c["backend"]["kind"] = "thread"; }) ==
-        "cfg.json:/backend/kind: unknown backend 'thread'; valid values are: simulated, threads");
+        "cfg.json:/backend/kind: unknown backend 'thread'; valid values are: simulated, threads, "
+        "mpi");
   CHECK(error_with([](auto& c) { c["backend"]["seconds_per_unit"] = -0.5; }) ==
         "cfg.json:/backend/seconds_per_unit: out of range; got -0.5; expected a number > 0");
   CHECK(error_with([](auto& c) { c["backend"]["seconds_per_unit"] = 0; }) ==
@@ -172,7 +173,7 @@ TEST_CASE("experiments: an uncoded threads run with a crashed worker exits 3 wit
   }
   REQUIRE(lines.size() == 5);
   CHECK(lines[0].rfind("iteration,time,iteration_time,loss,", 0) == 0);
-  CHECK_THAT(lines[0], Catch::EndsWith(",real_time,real_iteration_time"));
+  CHECK_THAT(lines[0], Catch::EndsWith(",real_time,real_iteration_time,real_wall_time"));
   const auto fields = [](const std::string& s) { return std::count(s.begin(), s.end(), ','); };
   for (const auto& l : lines) {
     CHECK(fields(l) == fields(lines[0]));

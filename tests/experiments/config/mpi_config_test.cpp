@@ -1,0 +1,84 @@
+// The "backend": {"kind": "mpi", ...} section of a config: its keys (those of the threads backend
+// plus inject), and the exact error when the program was built without Open MPI. Running it
+// needs mpirun: tests/mpi/mpi_backend_test.py (CTest label mpi).
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "experiments/config/config_error.h"
+#include "experiments/config/run_plan.h"
+#include "sim/mpi_session.h"
+#include "tests/test_support.h"
+
+namespace stragglersim::experiments {
+namespace {
+
+nlohmann::json mpi_config() {
+  return nlohmann::json::parse(R"({
+    "name": "m", "seed": 7, "workers": 6,
+    "data": {"source": "synthetic", "generator": "gaussian_mixture", "rows": 240, "features": 5,
+             "test_fraction": 0.25},
+    "loss": {"kind": "logistic", "l2": 0.001},
+    "code": {"kind": "frc", "d": 2},
+    "stopping": {"rule": "first_r", "r": 3},
+    "delay": {"kind": "shifted_exponential", "shift": 1.0, "rate": 1.0, "tail": "load"},
+    "stragglers": "drain",
+    "optimizer": {"kind": "gd", "step": 0.5, "iterations": 10},
+    "backend": {"kind": "mpi", "inject": false, "timeout": 2.5,
+                "faults": [{"worker": 2, "kind": "hang", "from_iteration": 4}]}
+  })");
+}
+
+std::string error_of(const nlohmann::json& c) {
+  try {
+    (void)plan_run(c, "cfg.json", testing::scratch_dir("mpi_config_test", "plans"));
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST_CASE("experiments: an mpi backend config reads the threads keys and inject",
+          "[experiments][config][mpi]") {
+  if (!sim::mpi_compiled_in()) {
+    CHECK(error_of(mpi_config()) ==
+          "cfg.json:/backend/kind: the mpi backend is not compiled in (build with Open MPI: "
+          "libopenmpi-dev, cmake -DSTRAGGLERSIM_WITH_MPI=ON); got \"mpi\"; expected "
+          "\"simulated\" or \"threads\"");
+    return;
+  }
+  const RunPlan plan =
+      plan_run(mpi_config(), "cfg.json", testing::scratch_dir("mpi_config_test", "p"));
+  CHECK(plan.backend == BackendKind::kMpi);
+  CHECK_FALSE(plan.mpi.inject);
+  CHECK(plan.mpi.master.seconds_per_unit == 0.01);
+  CHECK(plan.mpi.master.timeout == 2.5);
+  CHECK(plan.mpi.master.policy == sim::StragglerPolicy::kDrain);
+  REQUIRE(plan.mpi.master.faults.size() == 1);
+  CHECK(plan.mpi.master.faults[0].worker == 2);
+  CHECK(plan.mpi.master.faults[0].kind == sim::FaultKind::kHang);
+  CHECK(plan.mpi.master.faults[0].from_iteration == 4);
+  CHECK(plan.resolved["backend"] ==
+        nlohmann::json::parse(R"({"kind": "mpi", "inject": false, "seconds_per_unit": 0.01,
+          "timeout": 2.5, "faults": [{"worker": 2, "kind": "hang", "from_iteration": 4}]})"));
+  auto c = mpi_config();
+  c["backend"]["inject"] = "yes";
+  CHECK(error_of(c) == "cfg.json:/backend/inject: wrong type; got \"yes\"; expected true or false");
+  c["backend"].erase("inject");
+  c["backend"]["injekt"] = true;
+  CHECK(error_of(c) ==
+        "cfg.json:/backend/injekt: unknown key; valid keys are: faults, inject, kind, "
+        "seconds_per_unit, timeout");
+  c = mpi_config();
+  c["data"] = nullptr;
+  c.erase("loss");
+  c["optimizer"] = {{"iterations", 10}};
+  CHECK(error_of(c) ==
+        "cfg.json:/backend/kind: the mpi backend computes gradients and needs data; got "
+        "\"mpi\"; expected \"simulated\" for a delay-only run (\"data\": null)");
+}
+
+}  // namespace stragglersim::experiments

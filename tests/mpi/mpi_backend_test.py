@@ -1,0 +1,271 @@
+#!/usr/bin/python3
+"""The MPI backend under mpirun (CTest label `mpi`; README "MPI backend").
+
+usage: mpi_backend_test.py CASE --binary STRAGGLERSIM -- MPIRUN [MPIRUN OPTIONS...]
+
+Each case starts one or two short `mpirun ... -np K stragglersim run` jobs (a few seconds each,
+every one bounded by a timeout) and checks the outputs against the simulated clock with the same
+seed. Only what holds whatever the load is asserted exactly; timing-sensitive agreement is
+asserted on iterations whose simulated arrivals around the stop are further apart than
+JITTER (real seconds), and the raw agreement is printed.
+"""
+
+import argparse
+import copy
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+# A worker that oversleeps, or a master that wakes late, by less than this cannot change the
+# heard set of an iteration whose simulated arrivals around the stop are JITTER apart. 5 ms is
+# 20x the idle wake-up latency and covers a scheduler slice on a loaded 2-core machine.
+JITTER = 5e-3
+JOB_TIMEOUT = 60  # seconds per mpirun job: a hung rank fails the test instead of blocking CI
+
+BASE = {
+    "name": "mpi-test",
+    "seed": 7,
+    "workers": 8,
+    "partitions": 8,
+    "data": {"source": "synthetic", "generator": "gaussian_mixture", "rows": 2000,
+             "features": 50, "test_fraction": 0.0},
+    "loss": {"kind": "logistic", "l2": 0.0001},
+    "code": {"kind": "frc", "d": 2},
+    "stopping": {"rule": "first_r", "r": 4},
+    "delay": {"kind": "shifted_exponential", "shift": 1.0, "rate": 1.0, "tail": "load"},
+    "stragglers": "cancel",
+    "optimizer": {"kind": "gd", "step": "auto", "iterations": 100},
+    "backend": {"kind": "mpi", "inject": True, "seconds_per_unit": 0.01, "timeout": 5.0},
+}
+
+
+class Failure(Exception):
+    pass
+
+
+def check(condition, what):
+    if not condition:
+        raise Failure(what)
+    print(f"  ok: {what}")
+
+
+class Runner:
+    def __init__(self, binary, mpirun, scratch):
+        self.binary = binary
+        self.mpirun = mpirun
+        self.scratch = scratch
+
+    def run(self, name, config, np=None, simulated=False):
+        """Runs `config`; returns (exit status, stderr, output folder)."""
+        path = os.path.join(self.scratch, f"{name}.json")
+        with open(path, "w") as f:
+            json.dump(config, f)
+        out = os.path.join(self.scratch, name)
+        command = [self.binary, "run", path, "--out", out]
+        if not simulated:
+            np = np if np is not None else config["workers"] + 1
+            command = self.mpirun + ["-np", str(np)] + command
+        done = subprocess.run(command, capture_output=True, text=True, timeout=JOB_TIMEOUT)
+        print(f"  $ {' '.join(command)}  -> exit {done.returncode}")
+        return done.returncode, done.stderr, out
+
+
+def read_csv(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def read_summary(out):
+    with open(os.path.join(out, "summary.json")) as f:
+        return json.load(f)
+
+
+def config_with(**changes):
+    """BASE with `changes`: optimizer and backend keys are merged, other keys replaced."""
+    c = copy.deepcopy(BASE)
+    for key, value in changes.items():
+        if key in ("optimizer", "backend"):
+            c[key].update(value)
+        else:
+            c[key] = value
+    return c
+
+
+def simulated_twin(config):
+    c = copy.deepcopy(config)
+    c["backend"] = {"kind": "simulated"}
+    return c
+
+
+def case_agreement(runner):
+    """W = 8, FRC d = 2, first 4, 100 iterations, 0.01 s per unit, -np 9."""
+    config = config_with()
+    status, err, out = runner.run("agreement", config)
+    check(status == 0, f"mpi run exits 0 ({err.strip()[-300:]})")
+    status, err, sim_out = runner.run("agreement-sim", simulated_twin(config), simulated=True)
+    check(status == 0, "simulated run exits 0")
+    heard = read_csv(os.path.join(out, "heard.csv"))
+    trace = read_csv(os.path.join(out, "trace.csv"))
+    sim_trace = read_csv(os.path.join(sim_out, "trace.csv"))
+    check(len(heard) == 100 and len(trace) == 101, "100 iterations recorded")
+    # The delays come from the same stream: the simulated clock columns are the same numbers.
+    check(all(a["time"] == b["time"] for a, b in zip(trace, sim_trace)),
+          "simulated times identical to the simulated backend's")
+    spu = config["backend"]["seconds_per_unit"]
+    same = [r["same_set"] == "1" for r in heard]
+    late = [float(r["real_iteration_time"]) - float(r["iteration_time"]) * spu for r in heard]
+    gap = [float(r["near_tie_gap"]) * spu for r in heard]
+    # Load-proof: no worker delivers before its injected delay and first_r is monotone, so the
+    # real stop is never early, and a heard set can only differ when some worker of the
+    # simulated set was late by at least the gap to the next arrival: then the real stop is late
+    # by at least that gap (a stale or misattributed message would break this).
+    check(min(late) >= -1e-4, f"real stop >= simulated stop x seconds_per_unit "
+                              f"(min slack {min(late):.2e} s)")
+    check(all(late[t] >= gap[t] - 1e-4 for t in range(len(heard)) if not same[t]),
+          "every disagreement is a worker late by more than the gap around the stop")
+    clear = [t for t in range(len(heard)) if gap[t] > JITTER]
+    clear_same = sum(same[t] for t in clear)
+    stalled = sum(x > JITTER for x in late)
+    print(f"  raw agreement {sum(same)}/{len(same)}; clear iterations (gap > {JITTER * 1e3:g} "
+          f"ms) {clear_same}/{len(clear)}; stop late by > {JITTER * 1e3:g} ms in {stalled}")
+    check(len(clear) >= 30, f"at least 30 of 100 iterations are clear of near-ties ({len(clear)})")
+    if stalled <= 5:
+        check(clear_same >= math.ceil(0.95 * len(clear)),
+              "heard sets equal the simulated ones in >= 95% of the clear iterations")
+    else:
+        # The scheduler held our processes back by more than JITTER in over 5% of the
+        # iterations (a CPU-saturated machine): the timing assertion would measure the load.
+        print(f"  SKIPPED the >= 95% assertion: {stalled} stalled iterations (run the mpi "
+              f"label alone, as tests/run_tests.sh does)")
+    # Losses: identical (up to summation order) while every heard set so far agreed.
+    agreed = 0
+    while agreed < len(same) and same[agreed]:
+        agreed += 1
+    worst = max(abs(float(trace[t]["loss"]) - float(sim_trace[t]["loss"])) /
+                abs(float(sim_trace[t]["loss"])) for t in range(agreed + 1))
+    print(f"  rows 0..{agreed} follow identical heard sets; worst relative loss gap {worst:.2e}")
+    check(worst <= 1e-9, "losses equal the simulated ones while the heard sets agree")
+    summary = read_summary(out)
+    ratio = summary["total_real_stop_time"] / (summary["total_time"] * spu)
+    print(f"  real stop / (simulated x spu) = {ratio:.4f}; "
+          f"real wall {summary['total_real_wall_time']:.4f} s")
+    check(summary["total_real_wall_time"] >= summary["total_real_stop_time"],
+          "the wall clock (broadcast to next broadcast) includes every stop time")
+
+
+def hang_config(policy, timeout):
+    return config_with(
+        stragglers=policy,
+        optimizer={"iterations": 8},
+        backend={"seconds_per_unit": 0.005, "timeout": timeout,
+                 "faults": [{"worker": 3, "kind": "hang", "from_iteration": 3}]})
+
+
+def check_hung_worker_unheard(out):
+    heard = read_csv(os.path.join(out, "heard.csv"))
+    check(all("3" not in r["heard"].split() for r in heard[2:]),
+          "the hung worker is never heard from its first faulty iteration on")
+    return heard
+
+
+def case_hang(runner, policy):
+    timeout = 0.4
+    config = hang_config(policy, timeout)
+    status, err, out = runner.run(f"hang-{policy}", config)
+    check(status == 0, f"{policy}: an approximate scheme keeps going past a hung worker "
+                       f"({err.strip()[-300:]})")
+    check(read_summary(out)["status"] == "ok", "status ok")
+    check_hung_worker_unheard(out)
+    trace = read_csv(os.path.join(out, "trace.csv"))
+    per_iteration = [float(trace[t]["real_time"]) - float(trace[t - 1]["real_time"])
+                     for t in range(1, len(trace))]
+    if policy == "drain":
+        check(all(s >= timeout for s in per_iteration[2:]),
+              "drain waits for the hung worker up to the timeout in every faulty iteration")
+    else:
+        # Nothing waits for the hung worker: all 8 iterations together take less than one
+        # drained timeout would.
+        check(sum(per_iteration) < 6 * timeout,
+              f"{policy} never waits for the hung worker ({sum(per_iteration):.3f} s in all)")
+
+
+def case_timeout(runner):
+    config = config_with(code={"kind": "uncoded"}, stopping={"rule": "all"},
+                         optimizer={"iterations": 8},
+                         backend={"seconds_per_unit": 0.005, "timeout": 0.5,
+                                  "faults": [{"worker": 3, "kind": "hang",
+                                              "from_iteration": 3}]})
+    status, err, out = runner.run("timeout", config)
+    check(status == 3, "uncoded with a hung worker stops with exit 3")
+    expected = ("iteration 3: timeout: the all rule was not satisfied 0.5 s after the broadcast; "
+                "heard 7 of 8 workers; not heard: 3")
+    summary = read_summary(out)
+    check(summary["status"] == "failed" and summary["error"] == expected,
+          "summary: failed, with the timeout message")
+    trace = read_csv(os.path.join(out, "trace.csv"))
+    check([r["iteration"] for r in trace] == ["0", "1", "2"],
+          "the trace is complete up to the last good row")
+
+
+def case_wrong_np(runner):
+    config = config_with(optimizer={"iterations": 5})
+    status, err, out = runner.run("wrong-np", config, np=3)
+    check(status == 2, "a wrong -np exits 2")
+    expected = ("wrong-np.json:/backend/kind: the mpi backend needs one process per worker and "
+                "one master; got mpirun -np 3; expected mpirun -np 9 (8 workers + 1)")
+    check(expected in err, f"the message names the expected count ({expected})")
+    check(not os.path.exists(out), "nothing written")
+
+
+def case_no_inject(runner):
+    config = config_with(optimizer={"iterations": 10}, backend={"inject": False})
+    status, err, out = runner.run("no-inject", config)
+    check(status == 0, f"inject false runs ({err.strip()[-300:]})")
+    rows = read_csv(os.path.join(out, "worker_times.csv"))
+    check([(int(r["iteration"]), int(r["worker"])) for r in rows] ==
+          [(t, w) for t in range(1, 11) for w in range(8)],
+          "worker_times.csv: one row per iteration and worker")
+    heard = read_csv(os.path.join(out, "heard.csv"))
+    times = {(int(r["iteration"]), int(r["worker"])): r["seconds"] for r in rows}
+    measured = [times[(int(h["iteration"]), int(w))] for h in heard for w in h["heard"].split()]
+    check(all(s != "" and 0.0 < float(s) < 5.0 for s in measured),
+          "every heard worker's compute time is measured")
+
+
+CASES = {
+    "agreement": case_agreement,
+    "hang_cancel": lambda r: case_hang(r, "cancel"),
+    "hang_finish": lambda r: case_hang(r, "finish"),
+    "hang_drain": lambda r: case_hang(r, "drain"),
+    "timeout": case_timeout,
+    "wrong_np": case_wrong_np,
+    "no_inject": case_no_inject,
+}
+
+
+def main():
+    argv = sys.argv[1:]
+    split = argv.index("--") if "--" in argv else len(argv)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("case", choices=sorted(CASES))
+    parser.add_argument("--binary", required=True)
+    args = parser.parse_args(argv[:split])
+    mpirun = argv[split + 1:]
+    if not mpirun:
+        parser.error("the mpirun command follows --")
+    with tempfile.TemporaryDirectory(prefix="stragglersim-mpi-") as scratch:
+        try:
+            CASES[args.case](Runner(args.binary, mpirun, scratch))
+        except (Failure, subprocess.TimeoutExpired) as e:
+            print(f"FAILED: {e}")
+            return 1
+    print("passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
