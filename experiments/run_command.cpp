@@ -2,18 +2,51 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 
 #include "experiments/commands.h"
+#include "experiments/config/config_error.h"
 #include "experiments/config/run_plan.h"
 #include "experiments/run_output.h"
 
 namespace stragglersim::experiments {
 namespace {
 
-int command_run(const std::string& config, const std::string& out_dir) {
+/// What in `out_dir` belongs to another run than `plan` ("" when nothing does): a summary of
+/// another config, a trace without summary, or a sweep. Rerunning the same config is allowed.
+std::string other_run_in(const std::filesystem::path& out_dir, const RunPlan& plan) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(out_dir / "sweep_spec.json", ec)) {
+    return "a sweep folder (sweep_spec.json)";
+  }
+  if (fs::exists(out_dir / "summary.json", ec)) {
+    std::ifstream in(out_dir / "summary.json", std::ios::binary);
+    const auto summary = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (summary.is_object() && summary.contains("config") && summary["config"] == plan.resolved) {
+      return "";
+    }
+    const std::string name = summary.is_object() ? summary.value("name", "?") : "?";
+    return fmt::format("run {} (summary.json of another config)", nlohmann::json(name).dump());
+  }
+  if (fs::exists(out_dir / "trace.csv", ec)) {
+    return "trace.csv of an unfinished run";
+  }
+  return "";
+}
+
+int command_run(const std::string& config, const std::string& out_dir, bool force) {
   const RunPlan plan = plan_run_file(config);
+  if (const std::string other = other_run_in(out_dir, plan); !force && !other.empty()) {
+    throw ConfigError(fmt::format(
+        "{}: holds another run; got {}; expected an empty or new --out folder, or --force to "
+        "replace its trace.csv and summary.json",
+        out_dir,
+        other));
+  }
   const RunOutcome outcome = execute_run(plan, out_dir);
   if (outcome.status != "ok") {
     std::cerr << fmt::format("error: {}: {}\n", config, outcome.error);
@@ -51,10 +84,12 @@ int command_run(const std::string& config, const std::string& out_dir) {
 Subcommand add_run_command(CLI::App& app) {
   auto config = std::make_shared<std::string>();
   auto out_dir = std::make_shared<std::string>();
+  auto force = std::make_shared<bool>(false);
   auto* run = app.add_subcommand("run", "run one experiment from a JSON config");
   run->add_option("config", *config, "config file (JSON)")->required();
   run->add_option("--out", *out_dir, "output folder for trace.csv and summary.json")->required();
-  return {run, [config, out_dir] { return command_run(*config, *out_dir); }};
+  run->add_flag("--force", *force, "write into --out even when it holds another run's output");
+  return {run, [config, out_dir, force] { return command_run(*config, *out_dir, *force); }};
 }
 
 }  // namespace stragglersim::experiments
