@@ -11,7 +11,7 @@ bash "$root/experiments/build.sh" release
 # merged or split by catch_discover_tests and silently run as something else.
 # (Catch2 v2 exits with the number of cases listed, hence the `|| true`.)
 cases=$({ "$root/build/release/tests/stragglersim_tests" --list-test-names-only || true; } | grep -c .)
-discovered=$(ctest --test-dir "$root/build/release" -N | sed -n 's/^Total Tests: //p')
+discovered=$(ctest --test-dir "$root/build/release" -N -LE mpi | sed -n 's/^Total Tests: //p')
 if [ "$cases" != "$discovered" ]; then
   echo "error: $cases Catch2 test cases but $discovered CTest tests; avoid [ ] , ; in test names" >&2
   exit 1
@@ -29,7 +29,7 @@ echo "== theory self-check (stragglersim check: every claim within 4 standard er
 echo "== address + undefined sanitizers"
 bash "$root/experiments/build.sh" address stragglersim_tests stragglersim
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir "$root/build/address" --output-on-failure -j "$(nproc)" -E '^threads timing:'
+  ctest --test-dir "$root/build/address" --output-on-failure -j "$(nproc)" -LE mpi -E '^threads timing:'
 
 echo "== thread sanitizer (threaded backend; timing-precision assertions excluded)"
 bash "$root/experiments/build.sh" thread stragglersim_tests
