@@ -7,6 +7,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot_check  # noqa: E402
 import test_plot_paper  # noqa: E402
+import test_plot_sweep  # noqa: E402
 import plot_traces  # noqa: E402
 
 CSV = """iteration,time,iteration_time,loss,grad_norm,estimate_error,workers_heard,partitions_covered
@@ -56,6 +57,7 @@ def main():
         assert os.path.getsize(out) > 1000
     check_speedup_figure()
     test_plot_paper.check_paper_figures()
+    test_plot_sweep.check_sweep_plot()
     print("plots: figure data matches its CSV (ok)")
 
 
