@@ -32,6 +32,17 @@ diff -r j1 m3 > /dev/null || fail "3 MPI ranks differ from --jobs 1: $(diff -rq 
 [ "$(ls m3/runs | wc -l)" = 12 ] || fail "expected 12 run folders"
 echo "ok: 3 MPI ranks byte-identical to --jobs 1 (12 gradient runs)"
 
+# Threads-backend runs are timed on real cores: an MPI sweep of them is refused (exit 2).
+sed 's/"optimizer"/"backend": {"kind": "threads", "seconds_per_unit": 0.001}, "optimizer"/' \
+  grad.json > threads.json
+status=0
+"${mpi[@]}" "$bin" sweep threads.json --out t3 > t3.log 2>&1 || status=$?
+[ "$status" = 2 ] || { cat t3.log; fail "threads-backend MPI sweep: exit $status, expected 2"; }
+grep -q 'threads.json run 0 (/code/d = 1, /stopping/r = 3, repetition 0):/backend/kind: threads-backend runs are timed on real cores that other ranks may share; got "threads" in an MPI sweep of 3 ranks' t3.log ||
+  { cat t3.log; fail "threads-backend refusal message"; }
+[ ! -e t3 ] || fail "a refused MPI sweep wrote t3"
+echo "ok: threads-backend MPI sweep refused with exit 2, nothing written"
+
 # 80 delay-only runs of a few milliseconds: long enough to be killed midway.
 cat > slow.json <<'JSON'
 {"name": "slow", "repetitions": 10,

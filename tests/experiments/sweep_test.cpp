@@ -479,3 +479,36 @@ TEST_CASE("sweep: three shards then merge equal one full sweep byte for byte",
             "sweep '{}' --out '{}' --shard 3/3", path.string(), (dir / "x").string())) == 2);
   fs::remove_all(dir);
 }
+
+TEST_CASE("sweep: threads-backend runs never overlap under jobs 2", "[experiments][sweep]") {
+  // Four threads-backend runs of about 0.2 s of real waiting each: run one at a time, the sweep
+  // lasts at least the sum of their real times; two at a time it would last about half of it.
+  const auto dir = scratch("threads_alone");
+  auto base = nlohmann::json::parse(R"({
+    "seed": 7, "workers": 12, "partitions": 12,
+    "data": {"source": "synthetic", "generator": "gaussian_mixture", "rows": 600, "features": 20},
+    "loss": {"kind": "logistic", "l2": 0.0001},
+    "code": {"kind": "uncoded"}, "stopping": {"rule": "all"},
+    "delay": {"kind": "shifted_exponential", "shift": 1.0, "rate": 1.0},
+    "optimizer": {"kind": "gd", "step": "auto", "iterations": 5},
+    "backend": {"kind": "threads", "seconds_per_unit": 0.01, "timeout": 5.0}
+  })");
+  const auto spec =
+      expand_sweep({{"base", base}, {"grid", {{"/seed", {1, 2, 3, 4}}}}}, "t.json", dir);
+  SweepOptions options;
+  options.jobs = 2;
+  const auto start = std::chrono::steady_clock::now();
+  const auto result = run_sweep(spec, dir / "out", options);
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE(result.ran == 4);
+  double sum = 0.0;
+  for (const auto& run : spec.runs) {
+    sum +=
+        nlohmann::json::parse(slurp(dir / "out" / run.folder / "summary.json"))["total_real_time"]
+            .get<double>();
+  }
+  CHECK(sum > 0.4);
+  CHECK(wall >= sum);
+  fs::remove_all(dir);
+}
