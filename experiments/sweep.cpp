@@ -553,12 +553,19 @@ std::vector<std::string> check_sweep_folder(const SweepSpec& spec,
   return stale;
 }
 
-void record_sweep_folder(const SweepSpec& spec, const std::filesystem::path& out_dir) {
+void record_sweep_folder(const SweepSpec& spec,
+                         const std::filesystem::path& out_dir,
+                         bool sole_writer) {
   fs::create_directories(out_dir / "runs");
+  if (sole_writer) {
+    remove_stale_temporaries(out_dir);
+  }
   const fs::path marker = out_dir / kIdentityFile;
   const std::string text = identity_of(spec).dump(1) + "\n";
   std::error_code ec;
   if (!fs::exists(marker, ec) || slurp(marker) != text) {
+    // index.csv means "this sweep is complete": an earlier sweep's must not outlive its identity.
+    fs::remove(out_dir / "index.csv", ec);
     write_file_atomically(marker, text);
   }
 }
@@ -752,10 +759,8 @@ SweepResult run_sweep(const SweepSpec& spec,
     result.interrupted = true;
     return result;
   }
-  record_sweep_folder(spec, out_dir);
-  if (options.shard.count == 1) {
-    remove_stale_temporaries(out_dir);  // shards may share the folder at the same time
-  }
+  // Shards may write into the folder at the same time: only a whole sweep removes temporaries.
+  record_sweep_folder(spec, out_dir, options.shard.count == 1);
   if (options.progress) {
     options.progress(result.skipped, result.skipped, share);
   }
@@ -778,7 +783,9 @@ SweepResult merge_sweep(const SweepSpec& spec, const std::filesystem::path& out_
   }
   result.stale = check_sweep_folder(spec, out_dir);
   const std::vector<std::size_t> todo = pending_runs(spec, out_dir, SweepShard{}, &result.skipped);
-  if (!todo.empty()) {
+  if (todo.empty()) {
+    record_sweep_folder(spec, out_dir, /*sole_writer=*/true);
+  } else {
     throw ConfigError(fmt::format(
         "{}: {} of {} runs are not complete (the first is {}); got --merge; expected every "
         "shard finished: rerun the missing shards, or the sweep without --shard to run the rest",

@@ -127,8 +127,12 @@ SweepResult merge_sweep(const SweepSpec& spec, const std::filesystem::path& out_
 /// ConfigError (nothing changed) for another sweep, or a non-empty folder without identity.
 std::vector<std::string> check_sweep_folder(const SweepSpec& spec,
                                             const std::filesystem::path& out_dir);
-/// Creates out_dir/runs and writes out_dir/sweep_spec.json for `spec`.
-void record_sweep_folder(const SweepSpec& spec, const std::filesystem::path& out_dir);
+/// Creates out_dir/runs and writes out_dir/sweep_spec.json for `spec` (removing an earlier
+/// sweep's index.csv when the identity changes). `sole_writer`: no other process writes into
+/// out_dir now (not a shard), so temporary files there are a killed process's and are removed.
+void record_sweep_folder(const SweepSpec& spec,
+                         const std::filesystem::path& out_dir,
+                         bool sole_writer);
 /// Indices of the runs of `shard` not yet complete; counts the complete ones of the share in
 /// `skipped`. ConfigError when a run folder holds another config.
 std::vector<std::size_t> pending_runs(const SweepSpec& spec,

@@ -257,7 +257,7 @@ SweepResult master(const SweepSpec& spec,
     result.interrupted = true;
     return result;
   }
-  record_sweep_folder(spec, out_dir);
+  record_sweep_folder(spec, out_dir, /*sole_writer=*/true);
   if (options.progress) {
     options.progress(result.skipped, result.skipped, result.total);
   }

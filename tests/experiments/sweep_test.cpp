@@ -436,6 +436,15 @@ TEST_CASE("sweep: extending the grid and repetitions keeps the runs done and nam
                                                "runs/code.d=4_rep1"});
   CHECK(slurp(out / "index.csv") == small_tree.at("index.csv"));
   CHECK(fs::exists(out / "runs/code.d=4_rep1/summary.json"));
+
+  // Switching the folder to the large sweep again through a shard drops the small sweep's
+  // index.csv (it no longer describes the folder); the merge writes the large one.
+  SweepOptions half;
+  half.shard = {0, 2};
+  CHECK(run_sweep(spec, out, half).ran == 0);
+  CHECK_FALSE(fs::exists(out / "index.csv"));
+  CHECK(merge_sweep(spec, out).failed == 0);
+  CHECK(tree(out) == tree(dir / "fresh"));
   fs::remove_all(dir);
 }
 
