@@ -8,6 +8,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -212,13 +213,19 @@ int command_merge(const SweepArgs& args) {
   return result.failed > 0 ? 3 : 0;
 }
 
+/// Processes of the MPI launch this process belongs to, from the launcher's environment (1 when
+/// not launched by mpirun / srun, or when the launcher does not say).
+long launch_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
+    if (const char* value = std::getenv(name); value != nullptr && sim::launched_by_mpi()) {
+      return std::max(1L, std::strtol(value, nullptr, 10));
+    }
+  }
+  return 1;
+}
+
 /// Every rank of `mpirun -np P stragglersim sweep ...`; only rank 0 prints.
 int command_sweep_mpi(const SweepArgs& args) {
-  if (!args.shard.empty() || args.merge) {
-    throw ConfigError(fmt::format(
-        "sweep: {} under mpirun; got an MPI launch; expected --shard and --merge without mpirun",
-        args.merge ? "--merge" : "--shard"));
-  }
   const sim::MpiSession session;
   const int rank = session.rank();
   try {
@@ -258,7 +265,18 @@ int command_sweep_mpi(const SweepArgs& args) {
 }
 
 int command_sweep(const SweepArgs& args) {
-  if (sim::launched_by_mpi()) {
+  // --shard and --merge are for one process per task (a job array's task may still be started
+  // by srun, which sets the launcher's variables): they ignore a launch of one process.
+  if ((!args.shard.empty() || args.merge) && launch_size() > 1) {
+    throw ConfigError(fmt::format(
+        "sweep: {} in an MPI launch of {} processes; got {}; expected one process per shard "
+        "(each would run the same share), or the sweep under mpirun without {}",
+        args.merge ? "--merge" : "--shard",
+        launch_size(),
+        args.merge ? "--merge" : "--shard " + args.shard,
+        args.merge ? "--merge" : "--shard"));
+  }
+  if (sim::launched_by_mpi() && args.shard.empty() && !args.merge) {
     if (!sim::mpi_compiled_in()) {
       throw ConfigError(
           "sweep: launched by mpirun but this stragglersim was built without MPI; got an MPI "
