@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <system_error>
@@ -17,6 +18,29 @@
 
 namespace stragglersim::experiments {
 namespace {
+
+/// What in `out_dir` belongs to another run than `plan` ("" when nothing does): a summary of
+/// another config, a trace without summary, or a sweep. Rerunning the same config is allowed.
+std::string other_run_in(const std::filesystem::path& out_dir, const RunPlan& plan) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(out_dir / "sweep_spec.json", ec)) {
+    return "a sweep folder (sweep_spec.json)";
+  }
+  if (fs::exists(out_dir / "summary.json", ec)) {
+    std::ifstream in(out_dir / "summary.json", std::ios::binary);
+    const auto summary = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (summary.is_object() && summary.contains("config") && summary["config"] == plan.resolved) {
+      return "";
+    }
+    const std::string name = summary.is_object() ? summary.value("name", "?") : "?";
+    return fmt::format("run {} (summary.json of another config)", nlohmann::json(name).dump());
+  }
+  if (fs::exists(out_dir / "trace.csv", ec)) {
+    return "trace.csv of an unfinished run";
+  }
+  return "";
+}
 
 /// Creates the output folder before the run starts, so a folder that cannot be made costs no
 /// compute.
@@ -107,9 +131,16 @@ int command_run_mpi(const RunPlan& plan, const std::string& config, const std::s
   return report_run(plan, outcome, config, out_dir);
 }
 
-int command_run(const std::string& config, const std::string& out_dir) {
+int command_run(const std::string& config, const std::string& out_dir, bool force) {
   check_output_folder(out_dir, "--out");
   const RunPlan plan = plan_run_file(config);
+  if (const std::string other = other_run_in(out_dir, plan); !force && !other.empty()) {
+    throw ConfigError(fmt::format(
+        "{}: holds another run; got {}; expected an empty or new --out folder, or --force to "
+        "replace its trace.csv and summary.json",
+        out_dir,
+        other));
+  }
   if (plan.backend == BackendKind::kMpi) {
     return command_run_mpi(plan, config, out_dir);
   }
@@ -125,11 +156,13 @@ int command_run(const std::string& config, const std::string& out_dir) {
 Subcommand add_run_command(CLI::App& app) {
   auto config = std::make_shared<std::string>();
   auto out_dir = std::make_shared<std::string>();
+  auto force = std::make_shared<bool>(false);
   auto* run = app.add_subcommand("run", "run one experiment from a JSON config");
   run->add_option("config", *config, "config file (JSON)")->required();
   run->add_option("--out", *out_dir, "output folder for trace.csv and summary.json")->required();
+  run->add_flag("--force", *force, "write into --out even when it holds another run's output");
   add_max_memory_option(*run);
-  return {run, [config, out_dir] { return command_run(*config, *out_dir); }};
+  return {run, [config, out_dir, force] { return command_run(*config, *out_dir, *force); }};
 }
 
 }  // namespace stragglersim::experiments

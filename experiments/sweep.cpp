@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <shared_mutex>
 #include <sstream>
 #include <thread>
 
@@ -33,42 +34,75 @@ std::string value_text(const nlohmann::json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
+/// Slug characters kept from a value's text; every other run of characters becomes one '_'.
+std::string clean_text(std::string_view text, std::size_t limit) {
+  std::string out;
+  for (const char c : text) {
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '.' || c == '-' || c == '+';
+    if (keep) {
+      out += c;
+    } else if (!out.empty() && out.back() != '_') {
+      out += '_';
+    }
+    if (out.size() >= limit) {
+      break;
+    }
+  }
+  while (!out.empty() && out.back() == '_') {
+    out.pop_back();
+  }
+  return out;
+}
+
+/// FNV-1a, 64 bits: a stable hash of bytes (folder names and the folder's identity).
+std::uint64_t fnv1a(std::string_view text) {
+  std::uint64_t h = 14695981039346656037ULL;
+  for (const char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::string hex(std::uint64_t h) { return fmt::format("{:016x}", h); }
+
+/// The folder name of a grid point and repetition: independent of the point's index, so
+/// extending the grid or the repetitions keeps every earlier run's folder.
 std::string slug_of(const std::vector<std::string>& parameters,
                     const std::vector<nlohmann::json>& values,
-                    int repetition,
-                    int repetitions) {
-  auto clean = [](std::string_view text, std::size_t limit) {
-    std::string out;
-    for (const char c : text) {
-      const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                        (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '+';
-      if (keep) {
-        out += c;
-      } else if (!out.empty() && out.back() != '_') {
-        out += '_';
-      }
-      if (out.size() >= limit) {
-        break;
-      }
-    }
-    while (!out.empty() && out.back() == '_') {
-      out.pop_back();
-    }
-    return out;
-  };
+                    int repetition) {
   std::string slug;
+  bool lossy = false;
   for (std::size_t p = 0; p < parameters.size(); ++p) {
     std::string key = parameters[p].substr(1);
     std::replace(key.begin(), key.end(), '/', '.');
-    if (!slug.empty()) {
-      slug += '_';
-    }
-    slug += clean(key, 64) + "=" + clean(value_text(values[p]), kMaxSlugValue);
+    const std::string text = value_text(values[p]);
+    const std::string value = clean_text(text, kMaxSlugValue);
+    // The string "2" and the number 2 share a text: strings that read as JSON are lossy too.
+    lossy = lossy || clean_text(key, 64) != key || value != text ||
+            (values[p].is_string() && nlohmann::json::accept(text));
+    slug += fmt::format("{}={}_", clean_text(key, 64), value);
   }
-  if (repetitions > 1) {
-    slug += fmt::format("{}rep{}", slug.empty() ? "" : "_", repetition);
+  slug += fmt::format("rep{}", repetition);
+  if (lossy) {
+    slug += "-h" + hex(fnv1a(nlohmann::json(values).dump())).substr(0, 8);
   }
-  return slug.empty() ? "base" : slug;
+  return slug;
+}
+
+/// Expected cost of a run from its config alone (before planning): iterations × workers ×
+/// data entries (rows × features of a synthetic source; 1 for delay-only runs).
+double expected_cost(const nlohmann::json& config) {
+  auto number = [](const nlohmann::json& v, const char* key, double fallback) {
+    return v.is_object() && v.contains(key) && v[key].is_number() ? v[key].get<double>() : fallback;
+  };
+  const nlohmann::json& data = config.contains("data") ? config["data"] : nlohmann::json();
+  const double entries =
+      data.is_object() ? number(data, "rows", 1e4) * number(data, "features", 10.0) : 1.0;
+  const double iterations = number(
+      config.contains("optimizer") ? config["optimizer"] : nlohmann::json(), "iterations", 100.0);
+  return iterations * number(config, "workers", 1.0) * entries;
 }
 
 /// Checks one grid key and its values against the base config.
@@ -108,6 +142,105 @@ nlohmann::json::json_pointer check_grid_key(const JsonReader& grid,
   return *pointer;
 }
 
+/// The base config of a sweep file ("base" or "base_file"); sets spec.base_dir for a file.
+nlohmann::json read_base(JsonReader& root, const std::string& file, SweepSpec& spec) {
+  if (root.has("base") && root.has("base_file")) {
+    root.fail("base_file", "give either base or base_file, not both");
+  }
+  if (root.has("base")) {
+    nlohmann::json base = root.raw("base");
+    (void)JsonReader(base, file, "/base");  // type check: an object
+    return base;
+  }
+  if (!root.has("base_file")) {
+    root.fail("base", "missing required key; expected a run config object (or \"base_file\")");
+  }
+  const std::string name = root.string("base_file", std::nullopt);
+  const fs::path path = fs::path(name).is_absolute() ? fs::path(name) : spec.base_dir / name;
+  if (!fs::is_regular_file(path)) {
+    root.fail_value("base_file", "cannot open base config", name, "an existing JSON file");
+  }
+  nlohmann::json base = read_json_file(path);
+  (void)JsonReader(base, path.string(), "");
+  spec.base_dir = path.parent_path();
+  return base;
+}
+
+/// The checked grid: pointers and value arrays in key order, and the number of combinations.
+struct Grid {
+  std::vector<nlohmann::json::json_pointer> pointers;
+  std::vector<const nlohmann::json*> values;
+  std::size_t combinations = 1;
+};
+
+Grid read_grid(JsonReader& root,
+               const nlohmann::json& grid_json,
+               const std::string& file,
+               const nlohmann::json& base,
+               SweepSpec& spec) {
+  Grid grid;
+  const JsonReader reader(grid_json, file, "/grid");
+  // nlohmann::json keeps object keys sorted bytewise: this is the documented grid order.
+  for (const auto& [key, values] : grid_json.items()) {
+    grid.pointers.push_back(check_grid_key(reader, key, values, base));
+    spec.parameters.push_back(key);
+    grid.values.push_back(&values);
+    grid.combinations *= values.size();
+    if (grid.combinations > kMaxRuns) {
+      reader.fail_value(key,
+                        "too many runs",
+                        grid.combinations,
+                        fmt::format("at most {} runs per sweep", kMaxRuns));
+    }
+  }
+  root.finish();
+  const std::size_t total = grid.combinations * static_cast<std::size_t>(spec.repetitions);
+  if (total > kMaxRuns) {
+    root.fail_value(
+        "repetitions", "too many runs", total, fmt::format("at most {} runs per sweep", kMaxRuns));
+  }
+  return grid;
+}
+
+/// Appends the repetitions of grid combination `c` to spec.runs.
+void add_combination(const Grid& grid, const nlohmann::json& base, std::size_t c, SweepSpec& spec) {
+  // Mixed-radix digits of c, the last parameter fastest.
+  std::vector<std::size_t> digit(grid.pointers.size(), 0);
+  std::size_t rest = c;
+  for (std::size_t p = grid.pointers.size(); p-- > 0;) {
+    digit[p] = rest % grid.values[p]->size();
+    rest /= grid.values[p]->size();
+  }
+  nlohmann::json config = base;
+  std::vector<nlohmann::json> values;
+  for (std::size_t p = 0; p < grid.pointers.size(); ++p) {
+    values.push_back((*grid.values[p])[digit[p]]);
+    config[grid.pointers[p]] = values.back();
+  }
+  // A malformed seed is left for plan_run to report.
+  std::optional<std::uint64_t> seed = std::uint64_t{1};
+  if (config.contains("seed")) {
+    const auto& s = config["seed"];
+    seed = s.is_number_unsigned() ? std::optional(s.get<std::uint64_t>()) : std::nullopt;
+  }
+  for (int k = 0; k < spec.repetitions; ++k) {
+    SweepRun run;
+    run.index = spec.runs.size();
+    run.repetition = k;
+    run.values = values;
+    run.config = config;
+    if (seed) {
+      run.seed = k == 0 ? *seed : (derive_seed(*seed, static_cast<std::uint64_t>(k)) & kSeedMask);
+      run.config["seed"] = run.seed;
+    }
+    const std::string slug = slug_of(spec.parameters, values, k);
+    run.folder = "runs/" + slug;
+    run.config["name"] = fmt::format("{}/{}", spec.name, slug);
+    run.cost = expected_cost(run.config);
+    spec.runs.push_back(std::move(run));
+  }
+}
+
 }  // namespace
 
 SweepSpec expand_sweep(const nlohmann::json& sweep,
@@ -118,92 +251,14 @@ SweepSpec expand_sweep(const nlohmann::json& sweep,
   spec.file = file;
   spec.name = root.string("name", fs::path(file).stem().string());
   spec.base_dir = base_dir;
-
-  nlohmann::json base;
-  if (root.has("base") && root.has("base_file")) {
-    root.fail("base_file", "give either base or base_file, not both");
-  }
-  if (root.has("base")) {
-    base = root.raw("base");
-    (void)JsonReader(base, file, "/base");  // type check: an object
-  } else if (root.has("base_file")) {
-    const std::string name = root.string("base_file", std::nullopt);
-    const fs::path path = fs::path(name).is_absolute() ? fs::path(name) : base_dir / name;
-    if (!fs::is_regular_file(path)) {
-      root.fail_value("base_file", "cannot open base config", name, "an existing JSON file");
-    }
-    base = read_json_file(path);
-    (void)JsonReader(base, path.string(), "");
-    spec.base_dir = path.parent_path();
-  } else {
-    root.fail("base", "missing required key; expected a run config object (or \"base_file\")");
-  }
+  const nlohmann::json base = read_base(root, file, spec);
   spec.repetitions = static_cast<int>(root.integer("repetitions", 1, 1, 1'000'000));
-
-  std::vector<nlohmann::json::json_pointer> pointers;
-  std::vector<const nlohmann::json*> grid_values;
-  nlohmann::json empty_grid = nlohmann::json::object();
+  const nlohmann::json empty_grid = nlohmann::json::object();
   const nlohmann::json& grid_json = root.has("grid") ? root.raw("grid") : empty_grid;
-  const JsonReader grid(grid_json, file, "/grid");
-  // nlohmann::json keeps object keys sorted bytewise: this is the documented grid order.
-  std::size_t combinations = 1;
-  for (const auto& [key, values] : grid_json.items()) {
-    pointers.push_back(check_grid_key(grid, key, values, base));
-    spec.parameters.push_back(key);
-    grid_values.push_back(&values);
-    combinations *= values.size();
-    if (combinations > kMaxRuns) {
-      grid.fail_value(
-          key, "too many runs", combinations, fmt::format("at most {} runs per sweep", kMaxRuns));
-    }
-  }
-  root.finish();
-  const std::size_t total = combinations * static_cast<std::size_t>(spec.repetitions);
-  if (total > kMaxRuns) {
-    root.fail_value(
-        "repetitions", "too many runs", total, fmt::format("at most {} runs per sweep", kMaxRuns));
-  }
-
-  const std::size_t width = fmt::format("{}", total > 0 ? total - 1 : 0).size();
-  spec.runs.reserve(total);
-  std::vector<std::size_t> digit(pointers.size(), 0);
-  for (std::size_t c = 0; c < combinations; ++c) {
-    // Mixed-radix digits of c, the last parameter fastest.
-    std::size_t rest = c;
-    for (std::size_t p = pointers.size(); p-- > 0;) {
-      digit[p] = rest % grid_values[p]->size();
-      rest /= grid_values[p]->size();
-    }
-    nlohmann::json config = base;
-    std::vector<nlohmann::json> values;
-    for (std::size_t p = 0; p < pointers.size(); ++p) {
-      values.push_back((*grid_values[p])[digit[p]]);
-      config[pointers[p]] = values.back();
-    }
-    // A malformed seed is left for plan_run to report.
-    std::optional<std::uint64_t> seed = std::uint64_t{1};
-    if (config.contains("seed")) {
-      const auto& s = config["seed"];
-      seed = s.is_number_unsigned() ? std::optional(s.get<std::uint64_t>()) : std::nullopt;
-    }
-    for (int k = 0; k < spec.repetitions; ++k) {
-      SweepRun run;
-      run.index = spec.runs.size();
-      run.repetition = k;
-      run.values = values;
-      run.config = config;
-      if (seed) {
-        run.seed = k == 0 ? *seed : (derive_seed(*seed, static_cast<std::uint64_t>(k)) & kSeedMask);
-        run.config["seed"] = run.seed;
-      }
-      run.folder = fmt::format("runs/{:0{}}-{}",
-                               run.index,
-                               width,
-                               slug_of(spec.parameters, values, k, spec.repetitions));
-      run.config["name"] =
-          fmt::format("{}/{}", spec.name, fs::path(run.folder).filename().string());
-      spec.runs.push_back(std::move(run));
-    }
+  const Grid grid = read_grid(root, grid_json, file, base, spec);
+  spec.runs.reserve(grid.combinations * static_cast<std::size_t>(spec.repetitions));
+  for (std::size_t c = 0; c < grid.combinations; ++c) {
+    add_combination(grid, base, c, spec);
   }
   return spec;
 }
@@ -412,16 +467,118 @@ std::string index_csv(const SweepSpec& spec, const std::filesystem::path& out_di
   return build_index(spec, out_dir, nullptr);
 }
 
-SweepResult run_sweep(const SweepSpec& spec,
-                      const std::filesystem::path& out_dir,
-                      const SweepOptions& options) {
-  SweepResult result;
-  result.total = spec.runs.size();
-  auto stopped = [&] { return options.stop != nullptr && options.stop->load(); };
+std::size_t write_sweep_index(const SweepSpec& spec, const std::filesystem::path& out_dir) {
+  std::size_t failed = 0;
+  write_file_atomically(out_dir / "index.csv", build_index(spec, out_dir, &failed));
+  return failed;
+}
 
-  // Which runs are complete; a folder holding another config means the wrong --out folder.
+namespace {
+
+constexpr const char* kIdentityFile = "sweep_spec.json";
+
+/// The folder's identity: the sweep's name, a hash of every expanded config in index order, and
+/// each run's folder with the hash of its config (to tell an extension from another sweep).
+nlohmann::json identity_of(const SweepSpec& spec) {
+  nlohmann::json runs = nlohmann::json::object();
+  std::string all;
+  for (const auto& run : spec.runs) {
+    const std::string text = config_text(run);
+    runs[run.folder] = hex(fnv1a(text));
+    all += text;
+  }
+  return {{"name", spec.name}, {"spec_hash", hex(fnv1a(all))}, {"runs", runs}};
+}
+
+[[noreturn]] void refuse_folder(const SweepSpec& spec,
+                                const fs::path& out_dir,
+                                const std::string& problem) {
+  throw ConfigError(fmt::format(
+      "{}: {}; got {}; expected the same sweep or one that extends its grid or repetitions; to "
+      "proceed, give another --out folder or delete {} to start over",
+      out_dir.string(),
+      problem,
+      spec.file,
+      out_dir.string()));
+}
+
+}  // namespace
+
+std::vector<std::string> check_sweep_folder(const SweepSpec& spec,
+                                            const std::filesystem::path& out_dir) {
+  const fs::path marker = out_dir / kIdentityFile;
+  std::error_code ec;
+  if (!fs::exists(marker, ec)) {
+    if (fs::is_directory(out_dir, ec) && !fs::is_empty(out_dir, ec)) {
+      refuse_folder(spec, out_dir, fmt::format("not empty and holds no {}", kIdentityFile));
+    }
+    return {};
+  }
+  nlohmann::json old;
+  try {
+    old = nlohmann::json::parse(slurp(marker));
+  } catch (const nlohmann::json::exception&) {
+    refuse_folder(spec, out_dir, fmt::format("{} is not valid JSON", kIdentityFile));
+  }
+  const nlohmann::json now = identity_of(spec);
+  if (old.value("spec_hash", "") == now["spec_hash"]) {
+    return {};
+  }
+  // An extension shares runs with the earlier sweep, every one of them with the same config.
+  std::size_t shared = 0;
+  std::size_t differ = 0;
+  std::vector<std::string> stale;
+  const nlohmann::json& old_runs = old.contains("runs") ? old["runs"] : nlohmann::json::object();
+  for (const auto& [folder, hash] : old_runs.items()) {
+    if (!now["runs"].contains(folder)) {
+      if (fs::exists(out_dir / folder, ec)) {
+        stale.push_back(folder);
+      }
+    } else if (now["runs"][folder] == hash) {
+      ++shared;
+    } else {
+      ++differ;
+    }
+  }
+  if (shared == 0 || differ > 0) {
+    refuse_folder(spec,
+                  out_dir,
+                  fmt::format("holds sweep {} of {} runs ({} with the same config as here, {} "
+                              "with another)",
+                              nlohmann::json(old.value("name", "")).dump(),
+                              old_runs.size(),
+                              shared,
+                              differ));
+  }
+  return stale;
+}
+
+void record_sweep_folder(const SweepSpec& spec,
+                         const std::filesystem::path& out_dir,
+                         bool sole_writer) {
+  fs::create_directories(out_dir / "runs");
+  if (sole_writer) {
+    remove_stale_temporaries(out_dir);
+  }
+  const fs::path marker = out_dir / kIdentityFile;
+  const std::string text = identity_of(spec).dump(1) + "\n";
+  std::error_code ec;
+  if (!fs::exists(marker, ec) || slurp(marker) != text) {
+    // index.csv means "this sweep is complete": an earlier sweep's must not outlive its identity.
+    fs::remove(out_dir / "index.csv", ec);
+    write_file_atomically(marker, text);
+  }
+}
+
+std::vector<std::size_t> pending_runs(const SweepSpec& spec,
+                                      const std::filesystem::path& out_dir,
+                                      const SweepShard& shard,
+                                      std::size_t* skipped) {
   std::vector<std::size_t> todo;
   for (const auto& run : spec.runs) {
+    if (!shard.owns(run.index)) {
+      continue;
+    }
     const fs::path dir = out_dir / run.folder;
     const fs::path config = dir / "config.json";
     if (fs::exists(config) && slurp(config) != config_text(run)) {
@@ -433,20 +590,61 @@ SweepResult run_sweep(const SweepSpec& spec,
           spec.file));
     }
     if (fs::exists(dir / "summary.json")) {
-      ++result.skipped;
+      ++*skipped;
     } else {
       todo.push_back(run.index);
     }
   }
+  return todo;
+}
 
-  // Validate every remaining run before anything is written; report the first bad run.
-  std::vector<std::unique_ptr<RunPlan>> plans(spec.runs.size());
+RunCheck check_run(const SweepSpec& spec, const SweepRun& run, int ranks) {
+  RunCheck check;
+  try {
+    const RunPlan plan = plan_run(run.config, run_label(spec, run), spec.base_dir);
+    if (ranks > 1 && plan.backend == BackendKind::kThreads) {
+      throw ConfigError(fmt::format(
+          "{}:/backend/kind: threads-backend runs are timed on real cores that other ranks may "
+          "share; got \"threads\" in an MPI sweep of {} ranks; expected \"simulated\", or the "
+          "sweep without mpirun (--jobs runs them one at a time)",
+          run_label(spec, run),
+          ranks));
+    }
+  } catch (const ConfigError& e) {
+    check.error = e.what();
+    check.config_error = true;
+  } catch (const std::exception& e) {
+    check.error = fmt::format("{}: {}", run_label(spec, run), e.what());
+  }
+  return check;
+}
+
+bool execute_sweep_run(const SweepSpec& spec,
+                       const SweepRun& run,
+                       const std::filesystem::path& out_dir) {
+  const fs::path dir = out_dir / run.folder;
+  fs::create_directories(dir);
+  // Only the process running this run writes into its folder: temporaries are a killed one's.
+  remove_stale_temporaries(dir);
+  write_file_atomically(dir / "config.json", config_text(run));
+  const RunPlan plan = plan_run(run.config, run_label(spec, run), spec.base_dir);
+  return execute_run(plan, dir).status != "ok";
+}
+
+namespace {
+
+/// Validates the runs `todo` on `jobs` threads (plans kept in `plans` as the cache allows);
+/// throws the error of the first bad run in index order.
+void validate_runs(const SweepSpec& spec,
+                   const std::vector<std::size_t>& todo,
+                   const SweepOptions& options,
+                   ObjectiveCache& cache,
+                   std::vector<std::unique_ptr<RunPlan>>& plans) {
   std::vector<std::string> errors(todo.size());
   std::vector<char> config_error(todo.size(), 0);
   std::atomic<std::size_t> first_error{todo.size()};
-  ObjectiveCache cache(static_cast<std::size_t>(std::max(2, options.jobs)));
   parallel_for(todo.size(), options.jobs, [&](std::size_t t) {
-    if (stopped()) {
+    if (options.stop != nullptr && options.stop->load()) {
       return false;
     }
     if (t > first_error.load()) {
@@ -476,25 +674,24 @@ SweepResult run_sweep(const SweepSpec& spec,
     throw std::runtime_error(
         fmt::format("{}: {}", run_label(spec, spec.runs[todo[bad]]), errors[bad]));
   }
-  if (stopped()) {
-    result.interrupted = true;
-    return result;
-  }
+}
 
-  fs::create_directories(out_dir / "runs");
-  remove_stale_temporaries(out_dir);
-  for (const auto& run : spec.runs) {
-    remove_stale_temporaries(out_dir / run.folder);
-  }
-
+/// Runs `todo` on `jobs` threads; returns how many ran. Threads-backend runs take the lock
+/// exclusively: they are timed on real cores and must not share them with other runs.
+std::size_t execute_runs(const SweepSpec& spec,
+                         const fs::path& out_dir,
+                         const std::vector<std::size_t>& todo,
+                         const SweepOptions& options,
+                         ObjectiveCache& cache,
+                         std::vector<std::unique_ptr<RunPlan>>& plans,
+                         std::size_t skipped,
+                         std::size_t total) {
   std::mutex mutex;
-  std::size_t done = result.skipped;
+  std::shared_mutex cores;
+  std::size_t ran = 0;
   std::optional<std::string> failure;
-  if (options.progress) {
-    options.progress(done, result.skipped, result.total);
-  }
   parallel_for(todo.size(), options.jobs, [&](std::size_t t) {
-    if (stopped()) {
+    if (options.stop != nullptr && options.stop->load()) {
       return false;
     }
     {
@@ -507,6 +704,7 @@ SweepResult run_sweep(const SweepSpec& spec,
     const fs::path dir = out_dir / run.folder;
     try {
       fs::create_directories(dir);
+      remove_stale_temporaries(dir);
       write_file_atomically(dir / "config.json", config_text(run));
       if (!plans[run.index]) {  // validated, not kept: plan it again (same config, same result)
         auto plan =
@@ -514,13 +712,18 @@ SweepResult run_sweep(const SweepSpec& spec,
         (void)cache.share(*plan, spec.base_dir);
         plans[run.index] = std::move(plan);
       }
-      (void)execute_run(*plans[run.index], dir);
+      if (plans[run.index]->backend == BackendKind::kThreads) {
+        const std::unique_lock alone(cores);
+        (void)execute_run(*plans[run.index], dir);
+      } else {
+        const std::shared_lock shared(cores);
+        (void)execute_run(*plans[run.index], dir);
+      }
       plans[run.index].reset();
       const std::lock_guard lock(mutex);
-      ++result.ran;
-      ++done;
+      ++ran;
       if (options.progress) {
-        options.progress(done, result.skipped, result.total);
+        options.progress(skipped + ran, skipped, total);
       }
     } catch (const std::exception& e) {
       const std::lock_guard lock(mutex);
@@ -534,11 +737,64 @@ SweepResult run_sweep(const SweepSpec& spec,
   if (failure) {
     throw std::runtime_error(*failure);
   }
-  if (done < result.total) {
+  return ran;
+}
+
+}  // namespace
+
+SweepResult run_sweep(const SweepSpec& spec,
+                      const std::filesystem::path& out_dir,
+                      const SweepOptions& options) {
+  SweepResult result;
+  result.stale = check_sweep_folder(spec, out_dir);
+  const std::vector<std::size_t> todo = pending_runs(spec, out_dir, options.shard, &result.skipped);
+  const std::size_t share = todo.size() + result.skipped;
+  result.total = spec.runs.size();
+
+  // Validate every remaining run before anything is written; report the first bad run.
+  std::vector<std::unique_ptr<RunPlan>> plans(spec.runs.size());
+  ObjectiveCache cache(static_cast<std::size_t>(std::max(2, options.jobs)));
+  validate_runs(spec, todo, options, cache, plans);
+  if (options.stop != nullptr && options.stop->load()) {
     result.interrupted = true;
     return result;
   }
-  write_file_atomically(out_dir / "index.csv", build_index(spec, out_dir, &result.failed));
+  // Shards may write into the folder at the same time: only a whole sweep removes temporaries.
+  record_sweep_folder(spec, out_dir, options.shard.count == 1);
+  if (options.progress) {
+    options.progress(result.skipped, result.skipped, share);
+  }
+  result.ran = execute_runs(spec, out_dir, todo, options, cache, plans, result.skipped, share);
+  if (result.ran + result.skipped < share) {
+    result.interrupted = true;
+    return result;
+  }
+  if (options.shard.count == 1) {
+    result.failed = write_sweep_index(spec, out_dir);
+  }
+  return result;
+}
+
+SweepResult merge_sweep(const SweepSpec& spec, const std::filesystem::path& out_dir) {
+  SweepResult result;
+  result.total = spec.runs.size();
+  if (!fs::exists(out_dir / kIdentityFile)) {
+    refuse_folder(spec, out_dir, fmt::format("holds no {} to merge", kIdentityFile));
+  }
+  result.stale = check_sweep_folder(spec, out_dir);
+  const std::vector<std::size_t> todo = pending_runs(spec, out_dir, SweepShard{}, &result.skipped);
+  if (todo.empty()) {
+    record_sweep_folder(spec, out_dir, /*sole_writer=*/true);
+  } else {
+    throw ConfigError(fmt::format(
+        "{}: {} of {} runs are not complete (the first is {}); got --merge; expected every "
+        "shard finished: rerun the missing shards, or the sweep without --shard to run the rest",
+        out_dir.string(),
+        todo.size(),
+        result.total,
+        spec.runs[todo.front()].folder));
+  }
+  result.failed = write_sweep_index(spec, out_dir);
   return result;
 }
 

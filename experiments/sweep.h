@@ -16,8 +16,12 @@
 // - Relative paths in the base resolve against the base file's folder ("base_file") or the sweep
 //   file's folder ("base").
 //
-// Output: DIR/runs/<index>-<slug>/{config.json,trace.csv,summary.json} and DIR/index.csv, all
-// written atomically; a run whose summary.json exists is complete and is skipped on a rerun.
+// Output: DIR/runs/<slug>/{config.json,trace.csv,summary.json}, DIR/sweep_spec.json (the
+// folder's identity: a hash of every expanded config) and DIR/index.csv, all written atomically;
+// a run whose summary.json exists is complete and is skipped on a rerun. The slug is derived
+// from the grid point and the repetition only ("code.d=2_stopping.r=6_rep0"), so a run keeps its
+// folder when the grid or the repetitions are extended; a value whose text the slug cannot keep
+// whole (an object, a long or odd string) adds "-h" and 8 hex digits of a hash of the point.
 
 #include <atomic>
 #include <cstddef>
@@ -39,8 +43,11 @@ struct SweepRun {
   std::vector<nlohmann::json> values;
   /// The complete run config (base + grid values + seed + name).
   nlohmann::json config;
-  /// "runs/<index>-<slug>", relative to the sweep's output folder.
+  /// "runs/<slug>", relative to the sweep's output folder.
   std::string folder;
+  /// Expected cost (arbitrary units: iterations × workers × data entries): MPI sweeps hand out
+  /// the most expensive runs first.
+  double cost = 1.0;
 };
 
 /// A sweep file, read and expanded (not yet validated run by run).
@@ -61,8 +68,20 @@ SweepSpec expand_sweep(const nlohmann::json& sweep,
                        const std::filesystem::path& base_dir);
 SweepSpec expand_sweep_file(const std::filesystem::path& path);
 
+/// Runs `index` with index mod count == shard of a sweep split into `count` independent shares
+/// (job arrays): the share of a run depends on its canonical index only, never on what is done.
+struct SweepShard {
+  std::size_t shard = 0;
+  std::size_t count = 1;
+  [[nodiscard]] bool owns(std::size_t index) const { return index % count == shard; }
+};
+
 struct SweepOptions {
+  /// Parallel runs. Runs on the threads backend are timed on real cores: they run alone, one
+  /// at a time, while no other run of this process runs.
   int jobs = 1;
+  /// Only this share of the runs; index.csv is then not written (see merge_sweep).
+  SweepShard shard;
   /// Called after each finished run (done counts runs skipped as already complete too); called
   /// from worker threads, one call at a time.
   std::function<void(std::size_t done, std::size_t skipped, std::size_t total)> progress;
@@ -78,6 +97,9 @@ struct SweepResult {
   std::size_t failed = 0;
   /// Stopped before every run was done; index.csv was not written.
   bool interrupted = false;
+  /// Run folders of an earlier sweep into the same folder that are not part of this one (kept
+  /// on disk, not in index.csv), relative to the output folder.
+  std::vector<std::string> stale;
 };
 
 /// Validates every run config not yet complete in `out_dir` (plan_run on `jobs` threads;
@@ -86,12 +108,54 @@ struct SweepResult {
 /// partitions share one read-only Objective (one copy of the data set in memory); validated
 /// plans are kept for the first max(2, jobs) distinct data sets and planned again at run time
 /// beyond that, so memory stays bounded. Throws ConfigError when a run folder holds another
-/// config (the wrong --out folder).
+/// config (the wrong --out folder), and when the folder holds another sweep (see
+/// check_sweep_folder). With a shard, only that share runs and index.csv is not written.
 SweepResult run_sweep(const SweepSpec& spec,
                       const std::filesystem::path& out_dir,
                       const SweepOptions& options);
 
+/// Writes out_dir/index.csv of a sweep whose runs are all complete (e.g. by shards) and runs
+/// nothing. ConfigError when the folder holds another sweep or runs are missing (nothing
+/// written). `result.failed` counts failed runs.
+SweepResult merge_sweep(const SweepSpec& spec, const std::filesystem::path& out_dir);
+
+// Building blocks shared by run_sweep and the MPI sweep (experiments/sweep_mpi.h).
+
+/// The folder's identity (out_dir/sweep_spec.json, written by record_sweep_folder). Accepts a
+/// missing or empty folder, the same sweep, and an extension (every run both sweeps share has
+/// the same config): returns the earlier sweep's run folders that are not part of this one.
+/// ConfigError (nothing changed) for another sweep, or a non-empty folder without identity.
+std::vector<std::string> check_sweep_folder(const SweepSpec& spec,
+                                            const std::filesystem::path& out_dir);
+/// Creates out_dir/runs and writes out_dir/sweep_spec.json for `spec` (removing an earlier
+/// sweep's index.csv when the identity changes). `sole_writer`: no other process writes into
+/// out_dir now (not a shard), so temporary files there are a killed process's and are removed.
+void record_sweep_folder(const SweepSpec& spec,
+                         const std::filesystem::path& out_dir,
+                         bool sole_writer);
+/// Indices of the runs of `shard` not yet complete; counts the complete ones of the share in
+/// `skipped`. ConfigError when a run folder holds another config.
+std::vector<std::size_t> pending_runs(const SweepSpec& spec,
+                                      const std::filesystem::path& out_dir,
+                                      const SweepShard& shard,
+                                      std::size_t* skipped);
+/// Plans a run to validate it; an error message ("" when valid) and whether it is a
+/// ConfigError. `ranks` MPI ranks share the sweep: threads-backend runs, timed on real cores,
+/// are refused when it is above 1 (ranks may share a machine).
+struct RunCheck {
+  std::string error;
+  bool config_error = false;
+};
+RunCheck check_run(const SweepSpec& spec, const SweepRun& run, int ranks);
+/// Runs one run of the sweep into its folder (config.json, trace.csv, summary.json); returns
+/// whether the run failed numerically. Exceptions propagate.
+bool execute_sweep_run(const SweepSpec& spec,
+                       const SweepRun& run,
+                       const std::filesystem::path& out_dir);
+
 /// The index.csv text of a finished sweep, built from the runs' summary.json files.
 std::string index_csv(const SweepSpec& spec, const std::filesystem::path& out_dir);
+/// Writes out_dir/index.csv of a finished sweep; returns how many runs failed.
+std::size_t write_sweep_index(const SweepSpec& spec, const std::filesystem::path& out_dir);
 
 }  // namespace stragglersim::experiments

@@ -7,12 +7,17 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <thread>
 
 #include "experiments/commands.h"
+#include "experiments/config/config_error.h"
 #include "experiments/sweep.h"
+#include "experiments/sweep_mpi.h"
+#include "sim/mpi_session.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -99,46 +104,79 @@ struct SweepArgs {
   std::string sweep;
   std::string out;
   int jobs = 1;
+  std::string shard;
+  bool merge = false;
 };
 
-int command_sweep(const SweepArgs& args) {
-  const SweepSpec spec = expand_sweep_file(args.sweep);
-  Progress progress;
-  SweepOptions options;
-  options.jobs = args.jobs;
-  options.stop = &g_interrupted;
-  options.progress = [&progress](std::size_t done, std::size_t skipped, std::size_t total) {
-    progress.update(done, skipped, total);
-  };
-
-  // First Ctrl-C: stop starting runs, let the running ones finish; a second one kills.
-  g_interrupted.store(false);
-  g_signal.store(0);
-  struct sigaction action {};
-  struct sigaction previous {};
-  action.sa_handler = on_sigint;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = static_cast<int>(SA_RESETHAND);
-  struct sigaction previous_term {};
-  sigaction(SIGINT, &action, &previous);
-  sigaction(SIGTERM, &action, &previous_term);
-  const auto start = std::chrono::steady_clock::now();
-  // Validation loads every run's data before the first run starts: say so, it can take a while.
-  std::cerr << fmt::format(
-      "sweep {}: {} runs, checking every config first\n", spec.name, spec.runs.size());
-  SweepResult result;
-  try {
-    result = run_sweep(spec, args.out, options);
-  } catch (...) {
-    sigaction(SIGINT, &previous, nullptr);
-    sigaction(SIGTERM, &previous_term, nullptr);
-    throw;
+/// "i/N" with 0 <= i < N.
+SweepShard parse_shard(const std::string& text) {
+  SweepShard shard;
+  unsigned long i = 0;
+  unsigned long n = 0;
+  char slash = 0;
+  char extra = 0;
+  if (std::sscanf(text.c_str(), "%lu%c%lu%c", &i, &slash, &n, &extra) != 3 || slash != '/' ||
+      n == 0 || i >= n || text.find_first_not_of("0123456789/") != std::string::npos) {
+    throw ConfigError(fmt::format(
+        "--shard: not a shard; got \"{}\"; expected i/N with 0 <= i < N, such as 0/3", text));
   }
-  sigaction(SIGINT, &previous, nullptr);
-  sigaction(SIGTERM, &previous_term, nullptr);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  shard.shard = i;
+  shard.count = n;
+  return shard;
+}
 
+void report_stale(const SweepResult& result, const std::string& out) {
+  if (result.stale.empty()) {
+    return;
+  }
+  std::string names;
+  for (std::size_t i = 0; i < result.stale.size() && i < 10; ++i) {
+    names += (i == 0 ? "" : ", ") + result.stale[i];
+  }
+  if (result.stale.size() > 10) {
+    names += ", ...";
+  }
+  std::cerr << fmt::format(
+      "sweep: {} run folders in {} are not part of this sweep (kept on disk, not in index.csv): "
+      "{}\n",
+      result.stale.size(),
+      out,
+      names);
+}
+
+/// Installs the SIGINT and SIGTERM handler for the life of the object (first signal: stop
+/// starting runs, let the running ones finish; a second one kills).
+class SigintGuard {
+ public:
+  SigintGuard() {
+    g_interrupted.store(false);
+    g_signal.store(0);
+    struct sigaction action {};
+    action.sa_handler = on_sigint;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = static_cast<int>(SA_RESETHAND);
+    sigaction(SIGINT, &action, &previous_);
+    sigaction(SIGTERM, &action, &previous_term_);
+  }
+  ~SigintGuard() {
+    sigaction(SIGINT, &previous_, nullptr);
+    sigaction(SIGTERM, &previous_term_, nullptr);
+  }
+  SigintGuard(const SigintGuard&) = delete;
+  SigintGuard& operator=(const SigintGuard&) = delete;
+
+ private:
+  struct sigaction previous_ {};
+  struct sigaction previous_term_ {};
+};
+
+int report(const SweepSpec& spec,
+           const SweepArgs& args,
+           const SweepResult& result,
+           Progress& progress,
+           double seconds,
+           const std::string& how) {
+  report_stale(result, args.out);
   if (result.interrupted) {
     progress.finish_line();
     std::cerr << fmt::format(
@@ -148,17 +186,142 @@ int command_sweep(const SweepArgs& args) {
         args.out);
     return 128 + (g_signal.load() != 0 ? g_signal.load() : SIGINT);
   }
+  const std::string share =
+      args.shard.empty()
+          ? ""
+          : fmt::format(" shard {} ({} of them)", args.shard, result.ran + result.skipped);
   std::cout << fmt::format(
-      "sweep {}: {} runs ({} run now, {} already complete, {} failed) in {:.3g} s with {} jobs\n",
+      "sweep {}{}: {} runs ({} run now, {} already complete, {} failed) in {:.3g} s with {}\n",
       spec.name,
+      share,
       result.total,
       result.ran,
       result.skipped,
       result.failed,
       seconds,
-      args.jobs);
-  std::cout << fmt::format("wrote {}/index.csv and {}/runs/\n", args.out, args.out);
+      how);
+  if (args.shard.empty()) {
+    std::cout << fmt::format("wrote {}/index.csv and {}/runs/\n", args.out, args.out);
+  } else {
+    std::cout << fmt::format(
+        "wrote {}/runs/; once every shard is done: stragglersim sweep {} --out {} --merge\n",
+        args.out,
+        args.sweep,
+        args.out);
+  }
   return result.failed > 0 ? 3 : 0;
+}
+
+int command_merge(const SweepArgs& args) {
+  const SweepSpec spec = expand_sweep_file(args.sweep);
+  const SweepResult result = merge_sweep(spec, args.out);
+  report_stale(result, args.out);
+  std::cout << fmt::format("sweep {}: merged {} runs ({} failed) into {}/index.csv\n",
+                           spec.name,
+                           result.total,
+                           result.failed,
+                           args.out);
+  return result.failed > 0 ? 3 : 0;
+}
+
+/// Processes of the MPI launch this process belongs to, from the launcher's environment (1 when
+/// not launched by mpirun / srun, or when the launcher does not say).
+long launch_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
+    if (const char* value = std::getenv(name); value != nullptr && sim::launched_by_mpi()) {
+      return std::max(1L, std::strtol(value, nullptr, 10));
+    }
+  }
+  return 1;
+}
+
+/// Every rank of `mpirun -np P stragglersim sweep ...`; only rank 0 prints.
+int command_sweep_mpi(const SweepArgs& args) {
+  const sim::MpiSession session;
+  const int rank = session.rank();
+  try {
+    const SweepSpec spec = expand_sweep_file(args.sweep);
+    Progress progress;
+    SweepOptions options;
+    options.stop = &g_interrupted;
+    if (rank == 0) {
+      options.progress = [&progress](std::size_t done, std::size_t skipped, std::size_t total) {
+        progress.update(done, skipped, total);
+      };
+      std::cerr << fmt::format("sweep {}: {} runs on {} MPI ranks, checking every config first\n",
+                               spec.name,
+                               spec.runs.size(),
+                               session.size());
+    }
+    const SigintGuard sigint;
+    const auto start = std::chrono::steady_clock::now();
+    const SweepResult result = run_sweep_mpi(spec, args.out, options, rank, session.size());
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return rank == 0 ? report(spec,
+                              args,
+                              result,
+                              progress,
+                              seconds,
+                              fmt::format("{} MPI ranks", session.size()))
+                     : 0;
+  } catch (const RankStop& stop) {
+    return stop.status;
+  } catch (const ConfigError&) {
+    if (rank != 0) {
+      return 2;  // every rank read the same sweep file; rank 0 says what is wrong
+    }
+    throw;
+  }
+}
+
+int command_sweep(const SweepArgs& args) {
+  // --shard and --merge are for one process per task (a job array's task may still be started
+  // by srun, which sets the launcher's variables): they ignore a launch of one process.
+  if ((!args.shard.empty() || args.merge) && launch_size() > 1) {
+    throw ConfigError(fmt::format(
+        "sweep: {} in an MPI launch of {} processes; got {}; expected one process per shard "
+        "(each would run the same share), or the sweep under mpirun without {}",
+        args.merge ? "--merge" : "--shard",
+        launch_size(),
+        args.merge ? "--merge" : "--shard " + args.shard,
+        args.merge ? "--merge" : "--shard"));
+  }
+  if (sim::launched_by_mpi() && args.shard.empty() && !args.merge) {
+    if (!sim::mpi_compiled_in()) {
+      throw ConfigError(
+          "sweep: launched by mpirun but this stragglersim was built without MPI; got an MPI "
+          "launch; expected a build with Open MPI (libopenmpi-dev, CMake option "
+          "STRAGGLERSIM_WITH_MPI=ON), or the sweep without mpirun (--jobs N, or --shard i/N)");
+    }
+    return command_sweep_mpi(args);
+  }
+  if (args.merge) {
+    if (!args.shard.empty()) {
+      throw ConfigError("sweep: --merge with --shard; got both; expected one of them");
+    }
+    return command_merge(args);
+  }
+  const SweepSpec spec = expand_sweep_file(args.sweep);
+  Progress progress;
+  SweepOptions options;
+  options.jobs = args.jobs;
+  options.stop = &g_interrupted;
+  if (!args.shard.empty()) {
+    options.shard = parse_shard(args.shard);
+  }
+  options.progress = [&progress](std::size_t done, std::size_t skipped, std::size_t total) {
+    progress.update(done, skipped, total);
+  };
+  const SigintGuard sigint;
+  const auto start = std::chrono::steady_clock::now();
+  // Validation loads every run's data before the first run starts: say so, it can take a while.
+  std::cerr << fmt::format(
+      "sweep {}: {} runs, checking every config first\n", spec.name, spec.runs.size());
+  const SweepResult result = run_sweep(spec, args.out, options);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report(spec, args, result, progress, seconds, fmt::format("{} jobs", args.jobs));
 }
 
 }  // namespace
@@ -174,6 +337,13 @@ Subcommand add_sweep_command(CLI::App& app) {
       ->required();
   cmd->add_option("--jobs,-j", args->jobs, "parallel runs (default: hardware threads)")
       ->check(CLI::Range(1, 1024));
+  cmd->add_option("--shard",
+                  args->shard,
+                  "run only share i of N (0 <= i < N): the runs whose index mod N is i; no "
+                  "index.csv (job arrays; see --merge)");
+  cmd->add_flag("--merge",
+                args->merge,
+                "run nothing: write index.csv once every run is complete (after --shard)");
   add_max_memory_option(*cmd);
   return {cmd, [args] { return command_sweep(*args); }};
 }

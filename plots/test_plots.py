@@ -8,6 +8,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot_check  # noqa: E402
 import test_plot_paper  # noqa: E402
 import plot_theory_vs_measured  # noqa: E402
+import test_plot_sweep  # noqa: E402
 import plot_traces  # noqa: E402
 
 CSV = """iteration,time,iteration_time,loss,grad_norm,decoding_error,gradient_error,gradient_error_relative,workers_heard,partitions_covered
@@ -79,6 +80,7 @@ def main():
     check_speedup_figure()
     check_theory_figure()
     test_plot_paper.check_paper_figures()
+    test_plot_sweep.check_sweep_plot()
     print("plots: figure data matches its CSV (ok)")
 
 

@@ -221,3 +221,39 @@ TEST_CASE("cli: --version and --help", "[experiments][cli]") {
   CHECK(h.status == 0);
   CHECK(h.out.find("--out") != std::string::npos);
 }
+
+TEST_CASE("cli: run refuses an --out folder holding another run unless --force",
+          "[experiments][cli]") {
+  const auto dir = scratch("force");
+  const auto cfg = write_config(dir, config());
+  auto other = config();
+  other["seed"] = 4;
+  const auto cfg2 = write_config(dir, other, "other.json");
+  const auto out = dir / "out";
+  REQUIRE(run(fmt::format("run '{}' --out '{}'", cfg.string(), out.string()), dir).status == 0);
+  const std::string trace = slurp(out / "trace.csv");
+  const std::string summary = slurp(out / "summary.json");
+  // The same config again is the same run: allowed, same bytes.
+  REQUIRE(run(fmt::format("run '{}' --out '{}'", cfg.string(), out.string()), dir).status == 0);
+  CHECK(slurp(out / "trace.csv") == trace);
+
+  const Result refused = run(fmt::format("run '{}' --out '{}'", cfg2.string(), out.string()), dir);
+  CHECK(refused.status == 2);
+  CHECK(refused.err ==
+        fmt::format("error: {}: holds another run; got run \"cfg\" (summary.json of another "
+                    "config); expected an empty or new --out folder, or --force to replace its "
+                    "trace.csv and summary.json\n",
+                    out.string()));
+  CHECK(slurp(out / "trace.csv") == trace);
+  CHECK(slurp(out / "summary.json") == summary);
+
+  const Result forced =
+      run(fmt::format("run '{}' --out '{}' --force", cfg2.string(), out.string()), dir);
+  CHECK(forced.status == 0);
+  CHECK(slurp(out / "trace.csv") != trace);
+  CHECK(nlohmann::json::parse(slurp(out / "summary.json"))["seed"] == 4);
+
+  // A trace without summary (an unfinished run) cannot be told apart: refused too.
+  fs::remove(out / "summary.json");
+  CHECK(run(fmt::format("run '{}' --out '{}'", cfg.string(), out.string()), dir).status == 2);
+}

@@ -356,6 +356,7 @@ TEST_CASE("reliability: SIGINT keeps every finished row and says interrupted",
     const std::string trace = slurp(out / "trace.csv");
     CHECK(rows_of(trace).size() == done + 1);
     const auto short_cfg = write_json(dir, "short.json", delay_only(20'000, done));
+    fs::remove_all(dir / "short");  // the previous signal's shorter run is another config
     const Result r =
         run(fmt::format("run '{}' --out '{}'", short_cfg.string(), (dir / "short").string()), dir);
     REQUIRE(r.status == 0);

@@ -28,6 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 using stragglersim::experiments::ConfigError;
 using stragglersim::experiments::expand_sweep;
+using stragglersim::experiments::merge_sweep;
 using stragglersim::experiments::run_sweep;
 using stragglersim::experiments::SweepOptions;
 
@@ -156,18 +157,18 @@ TEST_CASE("sweep: grid expands in sorted key order with repetitions innermost",
     CHECK(run.seed == expected);
     CHECK(run.config["seed"] == expected);
   }
-  CHECK(spec.runs[0].folder == "runs/00-code.d=2_target_loss=1.5_workers=12_rep0");
-  CHECK(spec.runs[17].folder == "runs/17-code.d=4_target_loss=1.5_workers=24_rep2");
-  CHECK(spec.runs[17].config["name"] == "order/17-code.d=4_target_loss=1.5_workers=24_rep2");
+  CHECK(spec.runs[0].folder == "runs/code.d=2_target_loss=1.5_workers=12_rep0");
+  CHECK(spec.runs[17].folder == "runs/code.d=4_target_loss=1.5_workers=24_rep2");
+  CHECK(spec.runs[17].config["name"] == "order/code.d=4_target_loss=1.5_workers=24_rep2");
   CHECK(spec.runs[4].seed == spec.runs[1].seed);  // same repetition, other grid point
   CHECK(spec.runs[1].seed != spec.runs[2].seed);
 
   // No grid, one repetition: the base config itself, seed included.
   const auto single = expand_sweep({{"base", delay_only_base()}}, "one.json", ".");
   REQUIRE(single.runs.size() == 1);
-  CHECK(single.runs[0].folder == "runs/0-base");
+  CHECK(single.runs[0].folder == "runs/rep0");
   auto expected = delay_only_base();
-  expected["name"] = "one/0-base";
+  expected["name"] = "one/rep0";
   CHECK(single.runs[0].config == expected);
 }
 
@@ -230,7 +231,7 @@ TEST_CASE("sweep: results and index are byte-identical for jobs 1 and jobs 2",
   REQUIRE(run_binary(fmt::format(
               "sweep '{}' --out '{}' --jobs 2", path.string(), (dir / "j2").string())) == 0);
   const auto one = tree(dir / "j1");
-  CHECK(one.size() == 1 + 12 * 3);  // index.csv + config, trace, summary per run
+  CHECK(one.size() == 2 + 12 * 3);  // index.csv, sweep_spec.json + config, trace, summary per run
   CHECK(one == tree(dir / "j2"));
 
   const std::string index = one.at("index.csv");
@@ -241,7 +242,7 @@ TEST_CASE("sweep: results and index are byte-identical for jobs 1 and jobs 2",
   CHECK(std::count(index.begin(), index.end(), '\n') == 13);
   // Each row repeats its run's summary: spot-check the last one.
   const auto summary =
-      nlohmann::json::parse(one.at("runs/11-code.d=3_stopping.r=6_rep1/summary.json"));
+      nlohmann::json::parse(one.at("runs/code.d=3_stopping.r=6_rep1/summary.json"));
   const std::string last_row = index.substr(index.rfind('\n', index.size() - 2) + 1);
   CHECK(last_row.rfind(fmt::format("11,1,{},3,6,ok,15,{},",
                                    summary["seed"].get<std::uint64_t>(),
@@ -256,7 +257,7 @@ TEST_CASE("sweep: a sweep killed with SIGKILL and rerun is byte-identical to an 
   REQUIRE(run_binary(fmt::format(
               "sweep '{}' --out '{}' --jobs 2", sweep.string(), (dir / "whole").string())) == 0);
   const auto whole = tree(dir / "whole");
-  REQUIRE(whole.size() == 1 + 80 * 3);
+  REQUIRE(whole.size() == 2 + 80 * 3);
 
   const auto out = dir / "killed";
   const pid_t pid = spawn_sweep(sweep, out, 2);
@@ -274,9 +275,8 @@ TEST_CASE("sweep: a sweep killed with SIGKILL and rerun is byte-identical to an 
   WARN("runs complete when killed: " << done << " of 80");
   CHECK_FALSE(fs::exists(out / "index.csv"));
   // A temporary file of a write the kill interrupted (as write_file_atomically names them).
-  fs::create_directories(out / "runs" / "79-code.d=5_stopping.r=1000_rep9");
-  std::ofstream(out / "runs" / "79-code.d=5_stopping.r=1000_rep9" / ".trace.csv.tmp-99999")
-      << "0,0,";
+  fs::create_directories(out / "runs" / "code.d=5_stopping.r=1000_rep9");
+  std::ofstream(out / "runs" / "code.d=5_stopping.r=1000_rep9" / ".trace.csv.tmp-99999") << "0,0,";
 
   REQUIRE(run_binary(fmt::format("sweep '{}' --out '{}' --jobs 2", sweep.string(), out.string())) ==
           0);
@@ -307,5 +307,217 @@ TEST_CASE("sweep: SIGINT stops the sweep with status 130 and a rerun completes i
   REQUIRE(run_binary(fmt::format("sweep '{}' --out '{}' --jobs 2", sweep.string(), out.string())) ==
           0);
   CHECK(tree(out) == tree(dir / "whole"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("sweep: folder names come from the grid point and survive grid extension",
+          "[experiments][sweep]") {
+  const auto small =
+      expand_sweep({{"base", delay_only_base()}, {"grid", {{"/code/d", {2, 3}}}}}, "s.json", ".");
+  const auto large = expand_sweep(
+      {{"base", delay_only_base()}, {"grid", {{"/code/d", {1, 2, 3, 4}}}}, {"repetitions", 2}},
+      "s.json",
+      ".");
+  REQUIRE(small.runs.size() == 2);
+  REQUIRE(large.runs.size() == 8);
+  // d = 2, repetition 0 is index 0 of the small sweep and index 2 of the large one.
+  CHECK(small.runs[0].folder == "runs/code.d=2_rep0");
+  CHECK(large.runs[2].folder == small.runs[0].folder);
+  CHECK(large.runs[2].config == small.runs[0].config);
+  CHECK(large.runs[4].folder == small.runs[1].folder);
+  CHECK(large.runs[5].folder == "runs/code.d=3_rep1");
+
+  // Values the slug cannot keep whole add 8 hex digits of FNV-1a over the point's values, so
+  // the string "2" and the number 2 (and two long names with one prefix) get distinct folders.
+  const auto odd = expand_sweep(
+      {{"base", delay_only_base()}, {"grid", {{"/label", {2, "2", "a/b"}}}}}, "s.json", ".");
+  REQUIRE(odd.runs.size() == 3);
+  CHECK(odd.runs[0].folder == "runs/label=2_rep0");
+  auto fnv = [](const std::string& text) {
+    std::uint64_t h = 14695981039346656037ULL;
+    for (const char c : text) {
+      h ^= static_cast<unsigned char>(c);
+      h *= 1099511628211ULL;
+    }
+    return fmt::format("{:016x}", h).substr(0, 8);
+  };
+  CHECK(odd.runs[1].folder == "runs/label=2_rep0-h" + fnv(R"(["2"])"));
+  CHECK(odd.runs[2].folder == "runs/label=a_b_rep0-h" + fnv(R"(["a/b"])"));
+}
+
+namespace {
+
+fs::path write_sweep(const fs::path& path, const nlohmann::json& sweep) {
+  std::ofstream(path) << sweep.dump(2);
+  return path;
+}
+
+nlohmann::json small_delay_sweep(const nlohmann::json& d_values, int repetitions) {
+  return {{"name", "ext"},
+          {"base", delay_only_base()},
+          {"grid", {{"/code/d", d_values}}},
+          {"repetitions", repetitions}};
+}
+
+}  // namespace
+
+TEST_CASE("sweep: another sweep into a used folder is refused and changes nothing",
+          "[experiments][sweep]") {
+  const auto dir = scratch("identity");
+  const auto out = dir / "out";
+  const auto first = write_sweep(dir / "first.json", small_delay_sweep({2, 3}, 2));
+  REQUIRE(run_binary(fmt::format("sweep '{}' --out '{}'", first.string(), out.string())) == 0);
+  const auto before = tree(out);
+
+  // Same grid, another base (more iterations): every shared run differs.
+  auto other = small_delay_sweep({2, 3}, 2);
+  other["base"]["optimizer"]["iterations"] = 30;
+  const auto second = write_sweep(dir / "second.json", other);
+  const auto spec = stragglersim::experiments::expand_sweep_file(second);
+  CHECK_THROWS_WITH(
+      run_sweep(spec, out, SweepOptions{}),
+      fmt::format("{}: holds sweep \"ext\" of 4 runs (0 with the same config as here, 4 with "
+                  "another); got {}; expected the same sweep or one that extends its grid or "
+                  "repetitions; to proceed, give another --out folder or delete {} to start over",
+                  out.string(),
+                  second.string(),
+                  out.string()));
+  CHECK(run_binary(fmt::format("sweep '{}' --out '{}'", second.string(), out.string())) == 2);
+  // Another grid key: no run in common.
+  const auto third = write_sweep(
+      dir / "third.json",
+      {{"name", "ext"}, {"base", delay_only_base()}, {"grid", {{"/stopping/r", {5, 6}}}}});
+  CHECK(run_binary(fmt::format("sweep '{}' --out '{}'", third.string(), out.string())) == 2);
+  CHECK(tree(out) == before);
+
+  // A non-empty folder that is no sweep folder is refused too, and left alone.
+  fs::create_directories(dir / "plain");
+  std::ofstream(dir / "plain" / "notes.txt") << "mine";
+  CHECK(run_binary(
+            fmt::format("sweep '{}' --out '{}'", first.string(), (dir / "plain").string())) == 2);
+  CHECK(tree(dir / "plain").size() == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("sweep: extending the grid and repetitions keeps the runs done and names the dropped",
+          "[experiments][sweep]") {
+  const auto dir = scratch("extend");
+  const auto out = dir / "out";
+  const auto small = write_sweep(dir / "small.json", small_delay_sweep({2, 3}, 1));
+  const auto large = write_sweep(dir / "large.json", small_delay_sweep({1, 2, 3, 4}, 2));
+  REQUIRE(run_binary(fmt::format("sweep '{}' --out '{}'", small.string(), out.string())) == 0);
+  const auto small_tree = tree(out);
+
+  const auto spec = stragglersim::experiments::expand_sweep_file(large);
+  const auto result = run_sweep(spec, out, SweepOptions{});
+  CHECK(result.total == 8);
+  CHECK(result.skipped == 2);
+  CHECK(result.ran == 6);
+  CHECK(result.stale.empty());
+  const auto extended = tree(out);
+  for (const auto& [name, bytes] : small_tree) {
+    if (name.rfind("runs/", 0) == 0) {
+      CHECK(extended.at(name) == bytes);  // kept, not rerun
+    }
+  }
+  // The same as the large sweep into a fresh folder.
+  REQUIRE(run_binary(
+              fmt::format("sweep '{}' --out '{}'", large.string(), (dir / "fresh").string())) == 0);
+  CHECK(extended == tree(dir / "fresh"));
+
+  // Back to the small sweep: its runs are all there; the others are named, kept, not indexed.
+  const auto back = run_sweep(stragglersim::experiments::expand_sweep_file(small), out, {});
+  CHECK(back.ran == 0);
+  CHECK(back.stale == std::vector<std::string>{"runs/code.d=1_rep0",
+                                               "runs/code.d=1_rep1",
+                                               "runs/code.d=2_rep1",
+                                               "runs/code.d=3_rep1",
+                                               "runs/code.d=4_rep0",
+                                               "runs/code.d=4_rep1"});
+  CHECK(slurp(out / "index.csv") == small_tree.at("index.csv"));
+  CHECK(fs::exists(out / "runs/code.d=4_rep1/summary.json"));
+
+  // Switching the folder to the large sweep again through a shard drops the small sweep's
+  // index.csv (it no longer describes the folder); the merge writes the large one.
+  SweepOptions half;
+  half.shard = {0, 2};
+  CHECK(run_sweep(spec, out, half).ran == 0);
+  CHECK_FALSE(fs::exists(out / "index.csv"));
+  CHECK(merge_sweep(spec, out).failed == 0);
+  CHECK(tree(out) == tree(dir / "fresh"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("sweep: three shards then merge equal one full sweep byte for byte",
+          "[experiments][sweep]") {
+  const auto dir = scratch("shards");
+  const auto path = write_sweep(dir / "grad.json",
+                                {{"base", gradient_base()},
+                                 {"grid", {{"/code/d", {1, 2, 3}}, {"/stopping/r", {3, 6}}}},
+                                 {"repetitions", 2}});
+  REQUIRE(run_binary(fmt::format(
+              "sweep '{}' --out '{}' --jobs 1", path.string(), (dir / "full").string())) == 0);
+  const auto out = dir / "sharded";
+  const auto spec = stragglersim::experiments::expand_sweep_file(path);
+  std::size_t ran = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    SweepOptions options;
+    options.shard = {i, 3};
+    const auto result = run_sweep(spec, out, options);
+    CHECK(result.ran == 4);  // index mod 3 == i: 12 runs, 4 each
+    ran += result.ran;
+    CHECK_FALSE(fs::exists(out / "index.csv"));
+    if (i == 1) {
+      // Merging before every shard is done is refused, writing nothing.
+      CHECK_THROWS_WITH(merge_sweep(spec, out),
+                        fmt::format("{}: 4 of 12 runs are not complete (the first is "
+                                    "runs/code.d=1_stopping.r=6_rep0); got --merge; expected "
+                                    "every shard finished: rerun the missing shards, or the sweep "
+                                    "without --shard to run the rest",
+                                    out.string()));
+    }
+  }
+  CHECK(ran == 12);
+  // A resumed shard runs nothing: the share of a run does not depend on what is done.
+  SweepOptions again;
+  again.shard = {1, 3};
+  CHECK(run_sweep(spec, out, again).ran == 0);
+  CHECK(run_binary(fmt::format("sweep '{}' --out '{}' --merge", path.string(), out.string())) == 0);
+  CHECK(tree(out) == tree(dir / "full"));
+  CHECK(run_binary(fmt::format(
+            "sweep '{}' --out '{}' --shard 3/3", path.string(), (dir / "x").string())) == 2);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("sweep: threads-backend runs never overlap under jobs 2", "[experiments][sweep]") {
+  // Four threads-backend runs of about 0.2 s of real waiting each: run one at a time, the sweep
+  // lasts at least the sum of their real times; two at a time it would last about half of it.
+  const auto dir = scratch("threads_alone");
+  auto base = nlohmann::json::parse(R"({
+    "seed": 7, "workers": 12, "partitions": 12,
+    "data": {"source": "synthetic", "generator": "gaussian_mixture", "rows": 600, "features": 20},
+    "loss": {"kind": "logistic", "l2": 0.0001},
+    "code": {"kind": "uncoded"}, "stopping": {"rule": "all"},
+    "delay": {"kind": "shifted_exponential", "shift": 1.0, "rate": 1.0},
+    "optimizer": {"kind": "gd", "step": "auto", "iterations": 5},
+    "backend": {"kind": "threads", "seconds_per_unit": 0.01, "timeout": 5.0}
+  })");
+  const auto spec =
+      expand_sweep({{"base", base}, {"grid", {{"/seed", {1, 2, 3, 4}}}}}, "t.json", dir);
+  SweepOptions options;
+  options.jobs = 2;
+  const auto start = std::chrono::steady_clock::now();
+  const auto result = run_sweep(spec, dir / "out", options);
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE(result.ran == 4);
+  double sum = 0.0;
+  for (const auto& run : spec.runs) {
+    sum +=
+        nlohmann::json::parse(slurp(dir / "out" / run.folder / "summary.json"))["total_real_time"]
+            .get<double>();
+  }
+  CHECK(sum > 0.4);
+  CHECK(wall >= sum);
   fs::remove_all(dir);
 }
