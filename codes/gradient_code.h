@@ -1,5 +1,5 @@
 #pragma once
-// Gradient codes (Tandon et al. 2017; DESIGN.md §1). A code is an n × k assignment matrix B:
+// Gradient codes (Tandon et al. 2017; docs/model.md). A code is an n × k assignment matrix B:
 // worker i holds the partitions in supp(B_i) and sends y_i = Σ_j B_ij ∇F_j(x). Given the set K
 // of workers heard, a decoder picks weights a (zero outside K) and the master forms
 // ĝ = Σ_{i∈K} a_i y_i = Σ_j α_j ∇F_j with α = B_Kᵀa. Decoding is exact when α = 1; the
@@ -34,7 +34,7 @@ inline constexpr double kExactTolerance = 1e-9;
 /// double precision, 1e10 leaves about six correct digits in the gradient.
 inline constexpr double kConditionLimit = 1e10;
 
-/// How the estimate is rescaled after decoding (DESIGN.md §1, ErasureHead): `kNone` as the
+/// How the estimate is rescaled after decoding (docs/model.md, ErasureHead): `kNone` as the
 /// reference implementation, `kExpected` divide by 1 − q, `kEmpirical` multiply by k / covered.
 enum class Rescale { kNone, kExpected, kEmpirical };
 

@@ -1,5 +1,5 @@
 // `stragglersim check [--quick] [--out DIR]`: the paper's claims held against simulation
-// (DESIGN.md §2). Each row is "claim · theory · simulation · tolerance · PASS/FAIL"; the exit
+// (docs/model.md §6). Each row is "claim · theory · simulation · tolerance · PASS/FAIL"; the exit
 // status is 0 only if every row passes. Every tolerance is 4 standard errors of the simulated
 // estimate (|z| < 4: a false alarm has probability ~6e-5 per row), except where a row says
 // otherwise. All seeds are fixed, so a run is reproducible.

@@ -171,7 +171,7 @@ nlohmann::json base_summary(const RunPlan& plan) {
   s["seed"] = plan.seed;
   s["config"] = plan.resolved;
   s["build"] = build_info();
-  // The iteration-time prediction beside the measured totals (DESIGN.md §2).
+  // The iteration-time prediction beside the measured totals (docs/model.md §6).
   s["theory"] = predictions(plan, /*convergence=*/false);
   return s;
 }

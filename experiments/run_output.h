@@ -1,5 +1,5 @@
 #pragma once
-// Runs a planned experiment and writes DIR/trace.csv and DIR/summary.json (DESIGN.md §4).
+// Runs a planned experiment and writes DIR/trace.csv and DIR/summary.json (docs/model.md §7).
 // trace.csv is written as rows are produced (flushed at least every 2 s), so memory does not
 // grow with iterations and a killed run keeps its rows; summary.json is written last under a
 // temporary name and renamed into place: its presence marks a finished run (a resumed sweep

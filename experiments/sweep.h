@@ -1,5 +1,5 @@
 #pragma once
-// Parameter sweeps (DESIGN.md §4 "Sweep file"): one base config, a grid of JSON-pointer
+// Parameter sweeps (docs/model.md §7 "Sweep file"): one base config, a grid of JSON-pointer
 // substitutions and a number of repetitions, expanded into independent, seeded runs that are
 // executed in parallel, resumably, with results that never depend on the number of jobs.
 //

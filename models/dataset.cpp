@@ -14,7 +14,7 @@ RowRange partition_rows(Eigen::Index m, int k, int j) {
   STRAGGLERSIM_ASSERT(k >= 1, "partition count must be at least 1");
   STRAGGLERSIM_ASSERT(j >= 0 && j < k, "partition index out of range");
   STRAGGLERSIM_ASSERT(m >= 0, "row count must be non-negative");
-  // Integer arithmetic gives the exact floor of DESIGN.md §1 (no rounding of j·m/k in doubles).
+  // Integer arithmetic gives the exact floor of docs/model.md (no rounding of j·m/k in doubles).
   return RowRange{j * m / k, (static_cast<Eigen::Index>(j) + 1) * m / k};
 }
 

@@ -29,7 +29,7 @@ struct RowRange {
   [[nodiscard]] Eigen::Index size() const { return end - begin; }
 };
 
-/// Partition j of k over m rows: rows floor(j·m/k) … floor((j+1)·m/k) − 1 (DESIGN.md §1).
+/// Partition j of k over m rows: rows floor(j·m/k) … floor((j+1)·m/k) − 1 (docs/model.md).
 /// Illegal: k < 1, j outside [0, k).
 RowRange partition_rows(Eigen::Index m, int k, int j);
 

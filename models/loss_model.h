@@ -1,5 +1,5 @@
 #pragma once
-// Per-row losses ℓ(z; b) of a linear model, z = aᵀx (DESIGN.md §1):
+// Per-row losses ℓ(z; b) of a linear model, z = aᵀx (docs/model.md):
 //   least squares  ℓ = ½ (z − b)²            ℓ'' = 1
 //   logistic       ℓ = log(1 + exp(−b z))    ℓ'' ≤ 1/4, b ∈ {−1, +1}
 // The hot loop is one virtual call per partition (`accumulate`), never one per row.

@@ -1,5 +1,5 @@
 #pragma once
-// The training objective (DESIGN.md §1, fixed normalisation):
+// The training objective (docs/model.md, fixed normalisation):
 //   f(x) = (1/m) Σ_i ℓ(a_iᵀx; b_i) + (λ₂/2)‖x‖²,   F_j(x) = (1/m) Σ_{i∈P_j} ℓ_i(x).
 // Partition gradients ∇F_j exclude the regulariser, which the master adds exactly.
 

@@ -1,5 +1,5 @@
 #pragma once
-// f* = min_x f(x) to high accuracy, for the convergence predictions (DESIGN.md §2).
+// f* = min_x f(x) to high accuracy, for the convergence predictions (docs/model.md §6).
 
 #include <Eigen/Core>
 #include <string>

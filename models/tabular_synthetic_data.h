@@ -1,5 +1,5 @@
 #pragma once
-// Seeded sparse data sets shaped like the paper's three workloads (DESIGN.md §5), built as
+// Seeded sparse data sets shaped like the paper's three workloads (README.md (The paper's figures)), built as
 // one-hot encoded tables: each row has a few numeric columns (standardised values), one active
 // category per categorical column (one-hot, value 1) and, for the logistic workloads, one
 // active cell per pair of categorical columns (pairwise interactions, hashed into a fixed block

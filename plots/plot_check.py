@@ -24,7 +24,7 @@ def read_rows(path):
 def plot_speedup(rows):
     n = [float(r["workers"]) for r in rows]
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    ax.plot(n, [float(r["predicted_speedup"]) for r in rows], "-", label="predicted (DESIGN.md §2)")
+    ax.plot(n, [float(r["predicted_speedup"]) for r in rows], "-", label="predicted (docs/model.md §6)")
     ax.errorbar(n, [float(r["measured_speedup"]) for r in rows],
                 yerr=[4 * float(r["measured_se"]) for r in rows], fmt="o", markersize=4,
                 capsize=3, label="simulated (±4 s.e.)")

@@ -2,7 +2,7 @@
 """Training loss against simulated time (and against iterations) for one or more traces.
 
 usage: plot_traces.py --out FIG.png [--title T] LABEL=trace.csv [LABEL=trace.csv ...]
-Reads stragglersim trace.csv files (DESIGN.md §4); writes one PNG with two panels.
+Reads stragglersim trace.csv files (docs/model.md §7); writes one PNG with two panels.
 """
 import argparse
 import csv

@@ -1,5 +1,5 @@
 #pragma once
-// Bimodal worker delays (DESIGN.md §1 "Further models"), in simulated seconds.
+// Bimodal worker delays (docs/model.md "Further models"), in simulated seconds.
 
 #include <cstdint>
 #include <span>

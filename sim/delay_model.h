@@ -1,5 +1,5 @@
 #pragma once
-// Worker delay models, in simulated seconds (DESIGN.md §1 "Delay model"). A worker with
+// Worker delay models, in simulated seconds (docs/model.md "Delay model"). A worker with
 // normalised load ℓ_i (1 for an uncoded worker) takes
 //   shifted exponential:  T_i = ℓ_i·a + s(ℓ_i)·X_i/λ,  X_i ~ Exp(1)
 // with s(ℓ) = ℓ ("Model A", tail scales with load, Lee et al. 2017) or s(ℓ) = 1 ("Model B").

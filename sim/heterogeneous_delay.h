@@ -1,5 +1,5 @@
 #pragma once
-// Heterogeneous clusters (DESIGN.md §1 "Further models"), in simulated seconds.
+// Heterogeneous clusters (docs/model.md "Further models"), in simulated seconds.
 
 #include <cstdint>
 #include <span>

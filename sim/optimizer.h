@@ -1,6 +1,6 @@
 #pragma once
 // First-order optimisers driven by the master with the decoded gradient estimate
-// ĝ + λ₂·y (the regulariser's gradient added exactly, DESIGN.md §1).
+// ĝ + λ₂·y (the regulariser's gradient added exactly, docs/model.md).
 
 #include <Eigen/Core>
 #include <memory>

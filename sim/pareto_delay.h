@@ -1,5 +1,5 @@
 #pragma once
-// Heavy-tailed worker delays (DESIGN.md §1 "Further models"), in simulated seconds.
+// Heavy-tailed worker delays (docs/model.md "Further models"), in simulated seconds.
 
 #include <cstdint>
 #include <span>

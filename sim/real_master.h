@@ -1,6 +1,6 @@
 #pragma once
 // The master of the real backends (threads in one process, MPI ranks across machines): what
-// they share, so that they differ only in transport (DESIGN.md §3).
+// they share, so that they differ only in transport (README.md (Architecture)).
 //
 // Each iteration t the master draws the n delays T_i from the run's delay stream in the same
 // order as the simulated clock (a SimulatedCluster runs in lock-step with the same seed),

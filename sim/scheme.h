@@ -1,5 +1,5 @@
 #pragma once
-// A scheme: what the master does with the workers it heard (DESIGN.md §1 "Schemes"): the gradient
+// A scheme: what the master does with the workers it heard (docs/model.md "Schemes"): the gradient
 // code, the stopping rule, the decoder and the rescaling. Shared by every backend, so the
 // simulated clock and the threaded master decode identically.
 

@@ -1,5 +1,5 @@
 #pragma once
-// The simulated clock of one run (DESIGN.md §3): each iteration draws every worker's delay from
+// The simulated clock of one run (README.md (Architecture)): each iteration draws every worker's delay from
 // the run's delay stream (in worker order), schedules the arrivals on the event queue and lets
 // the stopping rule decide when the master stops waiting. What stragglers then do is the
 // straggler policy:

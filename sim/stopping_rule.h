@@ -1,5 +1,5 @@
 #pragma once
-// Stopping rules (DESIGN.md §1): when the master stops waiting in an iteration. A rule sees the
+// Stopping rules (docs/model.md): when the master stops waiting in an iteration. A rule sees the
 // arrivals one at a time, in time order, and may also set a deadline after the broadcast.
 // The same objects drive the simulated clock and the real threaded master.
 
@@ -13,7 +13,7 @@
 
 namespace stragglersim::sim {
 
-/// The built-in rule shapes (DESIGN.md §1): wait for all n, the r-th arrival, a deadline τ,
+/// The built-in rule shapes (docs/model.md): wait for all n, the r-th arrival, a deadline τ,
 /// exact decodability, or the earlier of the r-th arrival and decodability.
 enum class RuleKind { kAll, kFirstR, kDeadline, kDecodable, kFirstROrDecodable };
 

@@ -1,5 +1,5 @@
 #pragma once
-// The threaded backend (DESIGN.md §3 "threads"): one master (the thread that calls iterate) and
+// The threaded backend (README.md (Architecture) "threads"): one master (the thread that calls iterate) and
 // n worker threads that really compute their coded messages y_i = Σ_j B_ij ∇F_j(x) with Eigen
 // on their own partitions, then wait out the injected delay T_i (simulated seconds, drawn from
 // the run's delay stream in the same order as the simulated clock) scaled by

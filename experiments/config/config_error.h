@@ -1,5 +1,5 @@
 #pragma once
-// The one exception type for user mistakes (STYLE.md §5). Messages have the shape
+// The one exception type for user mistakes (docs/conventions.md, errors). Messages have the shape
 //   <file>:<json-pointer>: <problem>; got <value>; expected <constraint or valid values>
 // The command line prints "error: <message>" and exits with status 2.
 

@@ -139,7 +139,7 @@ void load_synthetic(JsonReader& data,
     all = models::make_linear_regression({rows, features, noise, data_seed, condition});
     return;
   }
-  // The paper-shaped sparse tables: sizes default to the paper's (DESIGN.md §5).
+  // The paper-shaped sparse tables: sizes default to the paper's (README.md (The paper's figures)).
   if (generator == "amazon_like") {
     models::AmazonLikeOptions options;
     options.rows = data.integer("rows", options.rows, 2, 100'000'000);

@@ -1,5 +1,5 @@
 #pragma once
-// The "data" object of a config (DESIGN.md §4): synthetic generators and data files, split
+// The "data" object of a config (docs/model.md §7): synthetic generators and data files, split
 // into train and test sets.
 
 #include <filesystem>

@@ -1,5 +1,5 @@
 #pragma once
-// The explicit name -> factory tables of the run-time plug-in points (STYLE.md §4): gradient
+// The explicit name -> factory tables of the run-time plug-in points (docs/plugins.md): gradient
 // codes, delay models, loss models, stopping rules. A new implementation is one new file in its
 // library plus one row here. Each factory reads (and validates) its own keys from the config.
 

@@ -1,5 +1,5 @@
 #pragma once
-// What theory predicts for a planned run (DESIGN.md §2): the iteration time of its scheme, the
+// What theory predicts for a planned run (docs/model.md §6): the iteration time of its scheme, the
 // group-erasure probabilities, and, for runs with data, the PL convergence bound and the time to
 // a target loss. Used by `stragglersim theory` and recorded in summary.json.
 

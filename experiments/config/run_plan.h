@@ -1,5 +1,5 @@
 #pragma once
-// A config turned into everything one run needs (DESIGN.md §4 "Config"). `plan_run` validates
+// A config turned into everything one run needs (docs/model.md §7 "Config"). `plan_run` validates
 // the whole config, loads the data and builds the code, rule and objective before anything is
 // written, so a bad config never leaves output behind.
 

@@ -1,5 +1,5 @@
 #pragma once
-// Convergence of gradient descent with erased groups (DESIGN.md §2) and the predicted speedup
+// Convergence of gradient descent with erased groups (docs/model.md §6) and the predicted speedup
 // of ErasureHead (Wang, Charles, Papailiopoulos, arXiv 1901.09671).
 //
 // For f β-smooth and μ-PL, Σ_g ‖∇F_g‖² ≤ ζ², step γ ≤ 1/β and the unscaled estimator with
@@ -33,7 +33,7 @@ struct PlBoundParameters {
 [[nodiscard]] double pl_contraction(const PlBoundParameters& p);
 /// βγ(q − q₂)ζ² / (2μ(1 − q)), the suboptimality the bound tends to.
 [[nodiscard]] double pl_noise_floor(const PlBoundParameters& p);
-/// ρ^t·(f(x₀) − f*) + floor at t = 0, 1, …, iterations (size iterations + 1), as in DESIGN.md §2.
+/// ρ^t·(f(x₀) − f*) + floor at t = 0, 1, …, iterations (size iterations + 1), as in docs/model.md §6.
 [[nodiscard]] std::vector<double> pl_bound(const PlBoundParameters& p, int iterations);
 /// Smallest t with bound(t) ≤ ε; nullopt when the noise floor is ≥ ε (never reached).
 [[nodiscard]] std::optional<long> iterations_to_suboptimality(const PlBoundParameters& p,

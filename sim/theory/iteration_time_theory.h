@@ -1,5 +1,5 @@
 #pragma once
-// Predicted iteration time and group-erasure probabilities of a scheme (DESIGN.md §2), for any
+// Predicted iteration time and group-erasure probabilities of a scheme (docs/model.md §6), for any
 // DelayModel with independent workers.
 //
 // The iteration time Z is the moment the master stops waiting (seconds after the broadcast):
@@ -40,7 +40,7 @@
 // out; moments whose order is within a few tenths of α converge too slowly to be more than
 // indicative.
 //
-// Group erasure (ErasureHead, DESIGN.md §1): q = P(a given group of d workers is entirely unheard
+// Group erasure (ErasureHead, docs/model.md): q = P(a given group of d workers is entirely unheard
 // when the master stops), q₂ = P(two given groups both are). Uncoded codes count each worker as a
 // group (d = 1). With identical workers:
 //   first_r                q = C(n−d, r)/C(n, r),  q₂ = C(n−2d, r)/C(n, r)   (products, no lgamma)

@@ -1,4 +1,4 @@
-// Shared property checks that every gradient code must pass (STYLE.md §7): the same helper runs
+// Shared property checks that every gradient code must pass (docs/conventions.md, tests): the same helper runs
 // over a list of codes, each built by a factory from a seed.
 #include <catch2/catch.hpp>
 #include <cmath>

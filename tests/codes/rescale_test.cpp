@@ -1,4 +1,4 @@
-// The expected and empirical rescales of a decoded estimate (DESIGN.md §1, ErasureHead) against
+// The expected and empirical rescales of a decoded estimate (docs/model.md, ErasureHead) against
 // their defining properties, enumerated over every heard set: neither may become a no-op.
 #include <catch2/catch.hpp>
 #include <vector>

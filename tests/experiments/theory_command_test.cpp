@@ -79,7 +79,7 @@ TEST_CASE("experiments: describe_scheme maps codes and rules for the theory",
   CHECK(s->code == sim::CodeFamily::kCyclic);
   CHECK(s->d == 2);
   CHECK(s->r == 63);
-  // CRC first n − s, Model A: 2(1 + H_64 − H_1) = 9.4878 (DESIGN.md §2).
+  // CRC first n − s, Model A: 2(1 + H_64 − H_1) = 9.4878 (docs/model.md §6).
   CHECK(predictions(crc)["expected_iteration_time"].get<double>() == Approx(9.4878).margin(5e-5));
   const RunPlan bgc = plan_run(
       delay_only({{"kind", "bgc"}, {"d", 2.0}}, {{"rule", "first_r"}, {"r", 32}}), "c.json", ".");

@@ -1,5 +1,5 @@
 // Sample moments and CDFs of the heavy-tailed, bimodal and heterogeneous delay models against
-// their formulas (STYLE.md §7: fixed seeds, tolerances of 4 standard errors).
+// their formulas (docs/conventions.md, tests: fixed seeds, tolerances of 4 standard errors).
 
 #include <catch2/catch.hpp>
 #include <cmath>

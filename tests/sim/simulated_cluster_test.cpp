@@ -27,7 +27,7 @@ struct Case {
   int d;     // 1: uncoded
   int rule;  // 0 all, 1 decodable, 2 first_r
   TailScaling tail;
-  double expected;  // DESIGN.md §2
+  double expected;  // docs/model.md §6
 };
 
 std::shared_ptr<const codes::GradientCode> make_code(int n, int d) {
@@ -51,7 +51,7 @@ std::shared_ptr<const StoppingRule> make_rule(
 
 }  // namespace
 
-TEST_CASE("sim: mean iteration time matches the closed forms of DESIGN.md §2",
+TEST_CASE("sim: mean iteration time matches the closed forms of docs/model.md §6",
           "[sim][cluster][statistical]") {
   constexpr int n = 64;
   constexpr int d = 2;

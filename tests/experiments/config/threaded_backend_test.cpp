@@ -1,5 +1,5 @@
-// The threaded backend against an independent simulated clock with the same seed (DESIGN.md
-// §3). The backend copies its simulated times from a SimulatedCluster; these tests never compare
+// The threaded backend against an independent simulated clock with the same seed (README.md,
+// Threaded backend). The backend copies its simulated times from a SimulatedCluster; these tests never compare
 // it with another SimulatedCluster but with `HandClock` below: the delays drawn from the run's
 // delay stream (seed, Stream::kDelays) by the run's delay model, each iteration reduced by the
 // stopping rule written out here (r-th order statistic, FRC group cover, n − s arrivals, max,

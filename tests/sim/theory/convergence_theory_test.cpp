@@ -1,4 +1,4 @@
-// The PL bound of DESIGN.md §2, checked against gradient descent with erased groups on a small
+// The PL bound of docs/model.md §6, checked against gradient descent with erased groups on a small
 // quadratic, and the predicted log n speedup of ErasureHead.
 
 #include "sim/theory/convergence_theory.h"

@@ -1,4 +1,4 @@
-// The iteration-time theory against DESIGN.md §2's table, closed forms against the numerical
+// The iteration-time theory against docs/model.md §6's table, closed forms against the numerical
 // path, erasure probabilities against exhaustive enumeration, and everything against Monte Carlo
 // through the real stopping rules.
 
@@ -168,7 +168,7 @@ void check_against(const IterationTimePrediction& p, const MonteCarlo& mc) {
 
 }  // namespace
 
-TEST_CASE("sim: iteration time theory reproduces the DESIGN.md reference table", "[sim][theory]") {
+TEST_CASE("sim: iteration time theory reproduces the docs/model.md §6 table", "[sim][theory]") {
   const int n = 64;
   const auto uncoded = scheme(n, CodeFamily::kUncoded, 1, RuleKind::kAll);
   const auto frc = scheme(n, CodeFamily::kFractionalRepetition, 2, RuleKind::kDecodable);
@@ -189,7 +189,7 @@ TEST_CASE("sim: iteration time theory reproduces the DESIGN.md reference table",
   CHECK(pu.q == 0.0);
   CHECK(pf.q == 0.0);
 
-  // The closed forms of DESIGN.md §2, written out.
+  // The closed forms of docs/model.md §6, written out.
   const double h64 = harmonic_number(64);
   CHECK(pu.mean == Approx(1.0 + h64).epsilon(1e-14));
   CHECK(pf.mean == Approx(2.0 + harmonic_number(32)).epsilon(1e-14));
