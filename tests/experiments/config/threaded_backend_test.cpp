@@ -1,9 +1,9 @@
 // The threaded backend against an independent simulated clock with the same seed (README.md,
-// Threaded backend). The backend copies its simulated times from a SimulatedCluster; these tests never compare
-// it with another SimulatedCluster but with `HandClock` below: the delays drawn from the run's
-// delay stream (seed, Stream::kDelays) by the run's delay model, each iteration reduced by the
-// stopping rule written out here (r-th order statistic, FRC group cover, n − s arrivals, max,
-// deadline).
+// Threaded backend). The backend copies its simulated times from a SimulatedCluster; these tests
+// never compare it with another SimulatedCluster but with `HandClock` below: the delays drawn from
+// the run's delay stream (seed, Stream::kDelays) by the run's delay model, each iteration reduced
+// by the stopping rule written out here (r-th order statistic, FRC group cover, n − s arrivals,
+// max, deadline).
 //
 // Tests tagged [threads] assert only what holds whatever the scheduling: the hand times, losses
 // equal to 1e-9 wherever the heard sets match, the lower bound real stop ≥ simulated stop ×
