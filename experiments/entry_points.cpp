@@ -41,7 +41,7 @@ CodeReport inspect_code(const CodeRequest& request) {
                                 ? request.code["d"].get<double>()
                                 : 0.0,
                             static_cast<double>(shape.workers));
-  const double bytes = code_memory_estimate(kind, shape.workers, shape.partitions, d);
+  const double bytes = code_footprint(kind, shape.workers, shape.partitions, d).bytes;
   if (!(bytes <= static_cast<double>(memory_limit()))) {
     throw ConfigError(fmt::format(
         "--workers: code '{}' would need about {} of memory; got {}; expected at most {} "

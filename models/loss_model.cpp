@@ -118,7 +118,7 @@ class LogisticLoss final : public RowwiseLoss<LogisticLoss> {
  public:
   static constexpr std::string_view kName = "logistic";
   static constexpr std::string_view kMetricName = "accuracy";
-  static constexpr LossTraits kTraits{true, false};
+  static constexpr LossTraits kTraits{true, false, true};
   static constexpr double kCurvature = 0.25;
 
   static double loss(double z, double b, double& slope) {

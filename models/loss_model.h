@@ -16,6 +16,8 @@ namespace stragglersim::models {
 struct LossTraits {
   bool binary_labels = false;  ///< labels must be ±1; the test set reports ROC AUC (logistic)
   bool quadratic = false;      ///< ℓ is quadratic in z: the optimum solves normal equations
+  /// |ℓ'(z; b)| ≤ |b| for every z (logistic): the gradient is bounded everywhere.
+  bool bounded_derivative = false;
 };
 
 class LossModel {

@@ -1,5 +1,6 @@
 #pragma once
-// Ranking metrics of a linear classifier on a test set (README.md (The paper's figures): "AUC or MSE").
+// Ranking metrics of a linear classifier on a test set (README.md (The paper's figures): "AUC or
+// MSE").
 
 #include <Eigen/Core>
 #include <optional>

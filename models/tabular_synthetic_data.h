@@ -1,11 +1,11 @@
 #pragma once
-// Seeded sparse data sets shaped like the paper's three workloads (README.md (The paper's figures)), built as
-// one-hot encoded tables: each row has a few numeric columns (standardised values), one active
-// category per categorical column (one-hot, value 1) and, for the logistic workloads, one
-// active cell per pair of categorical columns (pairwise interactions, hashed into a fixed block
-// of columns per pair, value 1). Every row therefore has the same number of non-zeros, written
-// straight into compressed row-major arrays: memory is 16 bytes per non-zero plus 8 per row,
-// never rows × features.
+// Seeded sparse data sets shaped like the paper's three workloads (README.md (The paper's
+// figures)), built as one-hot encoded tables: each row has a few numeric columns (standardised
+// values), one active category per categorical column (one-hot, value 1) and, for the logistic
+// workloads, one active cell per pair of categorical columns (pairwise interactions, hashed into a
+// fixed block of columns per pair, value 1). Every row therefore has the same number of non-zeros,
+// written straight into compressed row-major arrays: memory is 16 bytes per non-zero plus 8 per
+// row, never rows × features.
 //
 // Labels come from a planted linear model w* over the same columns: logistic workloads draw
 // b_i = +1 with probability σ(c + a_iᵀw*), the intercept c calibrated by bisection so that the

@@ -1,6 +1,6 @@
 #pragma once
-// The simulated-clock backend (README.md (Architecture)): delays from the cluster's event queue, and the
-// gradient the master would decode computed for real from the partition gradients it needs,
+// The simulated-clock backend (README.md (Architecture)): delays from the cluster's event queue,
+// and the gradient the master would decode computed for real from the partition gradients it needs,
 // each computed once per iteration and combined by α = B_Kᵀa. Bit-reproducible.
 
 #include <memory>

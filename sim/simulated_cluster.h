@@ -1,7 +1,7 @@
 #pragma once
-// The simulated clock of one run (README.md (Architecture)): each iteration draws every worker's delay from
-// the run's delay stream (in worker order), schedules the arrivals on the event queue and lets
-// the stopping rule decide when the master stops waiting. What stragglers then do is the
+// The simulated clock of one run (README.md (Architecture)): each iteration draws every worker's
+// delay from the run's delay stream (in worker order), schedules the arrivals on the event queue
+// and lets the stopping rule decide when the master stops waiting. What stragglers then do is the
 // straggler policy:
 //   cancel  they abandon the work at once; every worker starts the next iteration on time;
 //   finish  they finish the stale work and start the next iteration when done;

@@ -1,8 +1,8 @@
 #pragma once
-// The threaded backend (README.md (Architecture) "threads"): one master (the thread that calls iterate) and
-// n worker threads that really compute their coded messages y_i = Σ_j B_ij ∇F_j(x) with Eigen
-// on their own partitions, then wait out the injected delay T_i (simulated seconds, drawn from
-// the run's delay stream in the same order as the simulated clock) scaled by
+// The threaded backend (README.md (Architecture) "threads"): one master (the thread that calls
+// iterate) and n worker threads that really compute their coded messages y_i = Σ_j B_ij ∇F_j(x)
+// with Eigen on their own partitions, then wait out the injected delay T_i (simulated seconds,
+// drawn from the run's delay stream in the same order as the simulated clock) scaled by
 // `seconds_per_unit`, and deliver (iteration tag, y_i) to the master.
 //
 // Timing contract, in real seconds from the broadcast b_t of iteration t:

@@ -332,7 +332,7 @@ nlohmann::json convergence_predictions(const RunPlan& plan,
     in.zeta_star_squared = group_gradient_squared(at_star, coefficients->group);
     const GroupConstants groups = group_constants(f, coefficients->group);
     in.group_smoothness_squared = groups.smoothness_squared;
-    if (f.loss().name() == "logistic") {
+    if (f.loss().traits().bounded_derivative) {
       // |ℓ'(z; b)| = |b|σ(−bz) ≤ |b|: a supremum of ζ² over every x.
       in.zeta_sup_squared = groups.gradient_sup_squared;
       out["zeta_sup_squared"] = in.zeta_sup_squared;

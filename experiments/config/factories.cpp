@@ -257,6 +257,39 @@ RulePtr make_first_r_or_decodable(JsonReader& stopping, const CodePtr& code) {
 
 }  // namespace
 
+namespace {
+
+/// Per-worker delay, arrival and load vectors of the simulation: about 16 doubles per worker.
+double per_worker_bytes(double workers) { return 128.0 * workers; }
+
+/// Codes kept as supports (d partitions per worker), with a dense B only when n·k ≤ 2^24.
+CodeFootprint support_footprint(double workers, double partitions, double d) {
+  const double dense = workers * partitions <= 0x1p24 ? 8.0 * workers * partitions : 0.0;
+  return {per_worker_bytes(workers) + 64.0 * partitions + 16.0 * workers * std::max(d, 1.0) + dense,
+          partitions,
+          ""};
+}
+
+/// B (n × k doubles), and a decode's B_Kᵀ and its decomposition of the same size.
+CodeFootprint dense_footprint(double workers, double partitions) {
+  return {per_worker_bytes(workers) + 3.0 * 8.0 * workers * partitions, partitions, ""};
+}
+
+}  // namespace
+
+CodeFootprint code_footprint(std::string_view kind, double workers, double partitions, double d) {
+  // The one place that knows each code's storage: keyed by the factory row's name.
+  if (kind == "uncoded" || kind == "frc") {
+    return support_footprint(workers, partitions, d);
+  }
+  if (kind == "expander" && d > 0.0) {
+    CodeFootprint f = dense_footprint(workers, 2.0 * workers / d);
+    f.partitions_formula = "2·workers/d";
+    return f;
+  }
+  return dense_footprint(workers, partitions);
+}
+
 const std::vector<FactoryRow<CodeFactory>>& code_factories() {
   static const std::vector<FactoryRow<CodeFactory>> table = {
       {"bgc",

@@ -55,6 +55,24 @@ struct FactoryRow {
   Factory make;
 };
 
+/// What a code will need before it is built: bytes (with its decoders and the simulation's
+/// per-worker vectors) and the partitions it will have, so that the config layer refuses an
+/// oversized code or one with more partitions than rows before spending time on it.
+struct CodeFootprint {
+  double bytes = 0.0;
+  double partitions = 0.0;
+  /// How the partitions follow from the keys when the code fixes them (e.g. "2·workers/d").
+  std::string partitions_formula;
+};
+
+/// The footprint of the code row named `kind` for n workers, k partitions and its "d" (0 when it
+/// has none): support-built codes (uncoded, frc) need O(n·d + k); the others a dense B and two
+/// n × k work matrices; expander codes have k = 2n/d.
+[[nodiscard]] CodeFootprint code_footprint(std::string_view kind,
+                                           double workers,
+                                           double partitions,
+                                           double d);
+
 /// A documented choice that is not a factory table (backends, optimizers, data generators).
 struct ChoiceDoc {
   std::string name;

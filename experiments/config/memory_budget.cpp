@@ -101,19 +101,4 @@ void require_memory(const JsonReader& reader,
   }
 }
 
-double code_memory_estimate(std::string_view kind, double workers, double partitions, double d) {
-  // Per-worker delay, arrival and load vectors of the simulation: about 16 doubles per worker.
-  const double per_worker = 128.0 * workers;
-  if (kind == "uncoded" || kind == "frc") {
-    // Supports (d partitions per worker) and a dense B only when n·k ≤ 2^24.
-    const double dense = workers * partitions <= 0x1p24 ? 8.0 * workers * partitions : 0.0;
-    return per_worker + 64.0 * partitions + 16.0 * workers * std::max(d, 1.0) + dense;
-  }
-  if (kind == "expander" && d > 0.0) {
-    partitions = 2.0 * workers / d;
-  }
-  // B (n × k doubles), and a decode's B_Kᵀ and its decomposition of the same size.
-  return per_worker + 3.0 * 8.0 * workers * partitions;
-}
-
 }  // namespace stragglersim::experiments

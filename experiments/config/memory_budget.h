@@ -35,9 +35,4 @@ void require_memory(const JsonReader& reader,
                     double bytes,
                     const nlohmann::json& got);
 
-/// Bytes a code of `kind` for n workers and k partitions (`d`: the code's "d", 0 when it has
-/// none) is estimated to need with its decoders and the per-worker vectors of the simulation
-/// (dense-B codes: B and two n × k work matrices; support-built codes: O(n·d + k)).
-double code_memory_estimate(std::string_view kind, double workers, double partitions, double d);
-
 }  // namespace stragglersim::experiments

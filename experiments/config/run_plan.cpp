@@ -163,23 +163,22 @@ void check_code_size(const nlohmann::json& config,
   const double d =
       std::min(code.contains("d") && code["d"].is_number() ? code["d"].get<double>() : 0.0,
                static_cast<double>(shape.workers));
-  if (kind == "expander" && data.train && code.contains("d") && code["d"].is_number_integer()) {
+  const CodeFootprint footprint = code_footprint(kind, shape.workers, shape.partitions, d);
+  if (!footprint.partitions_formula.empty() && data.train && code.contains("d") &&
+      code["d"].is_number_integer()) {
     const auto di = code["d"].get<std::int64_t>();
-    if (di >= 1 && di <= shape.workers && (2 * std::int64_t{shape.workers}) % di == 0 &&
-        2 * std::int64_t{shape.workers} / di > data.train->rows()) {
-      code_reader.fail_value(
-          "d",
-          fmt::format("more partitions than training rows (k = 2·workers/d = {})",
-                      2 * std::int64_t{shape.workers} / di),
-          di,
-          fmt::format("at most the {} training rows", data.train->rows()));
+    if (di >= 1 && di <= shape.workers &&
+        footprint.partitions == std::floor(footprint.partitions) &&
+        footprint.partitions > static_cast<double>(data.train->rows())) {
+      code_reader.fail_value("d",
+                             fmt::format("more partitions than training rows (k = {} = {})",
+                                         footprint.partitions_formula,
+                                         static_cast<std::int64_t>(footprint.partitions)),
+                             di,
+                             fmt::format("at most the {} training rows", data.train->rows()));
     }
   }
-  require_memory(root,
-                 "workers",
-                 fmt::format("code '{}'", kind),
-                 code_memory_estimate(kind, shape.workers, shape.partitions, d),
-                 shape.workers);
+  require_memory(root, "workers", fmt::format("code '{}'", kind), footprint.bytes, shape.workers);
 }
 
 /// The backend object (absent: simulated). threads and mpi share their keys; mpi adds inject.

@@ -33,7 +33,8 @@ struct PlBoundParameters {
 [[nodiscard]] double pl_contraction(const PlBoundParameters& p);
 /// βγ(q − q₂)ζ² / (2μ(1 − q)), the suboptimality the bound tends to.
 [[nodiscard]] double pl_noise_floor(const PlBoundParameters& p);
-/// ρ^t·(f(x₀) − f*) + floor at t = 0, 1, …, iterations (size iterations + 1), as in docs/model.md §6.
+/// ρ^t·(f(x₀) − f*) + floor at t = 0, 1, …, iterations (size iterations + 1), as in docs/model.md
+/// §6.
 [[nodiscard]] std::vector<double> pl_bound(const PlBoundParameters& p, int iterations);
 /// Smallest t with bound(t) ≤ ε; nullopt when the noise floor is ≥ ε (never reached).
 [[nodiscard]] std::optional<long> iterations_to_suboptimality(const PlBoundParameters& p,

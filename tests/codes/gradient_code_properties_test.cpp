@@ -1,5 +1,5 @@
-// Shared property checks that every gradient code must pass (docs/conventions.md, tests): the same helper runs
-// over a list of codes, each built by a factory from a seed.
+// Shared property checks that every gradient code must pass (docs/conventions.md, tests): the same
+// helper runs over a list of codes, each built by a factory from a seed.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <functional>
