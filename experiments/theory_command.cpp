@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "experiments/commands.h"
 #include "experiments/config/convergence_predictions.h"
@@ -80,9 +81,9 @@ void print_measured(const nlohmann::json& p) {
   }
 }
 
-int command_theory(const std::string& config, bool json, int repetitions, const std::string& csv) {
-  const RunPlan plan = plan_run_file(config);
-  nlohmann::json p = theory_report(plan);
+/// Exit status 3 and a message when a prediction is not finite (e.g. "shift": 1e308), as in `run`;
+/// nullopt otherwise.
+std::optional<int> non_finite_prediction(const nlohmann::json& p, const std::string& config) {
   // A non-finite prediction (e.g. "shift": 1e308) is numerical trouble, as in `run`.
   for (const auto& [key, value] : p.items()) {
     if (value.is_number_float() && !std::isfinite(value.get<double>())) {
@@ -98,6 +99,39 @@ int command_theory(const std::string& config, bool json, int repetitions, const 
         "error: {}: theory: the expected iteration time is not finite (delays too large)\n",
         config);
     return 3;
+  }
+  return std::nullopt;
+}
+
+/// The speedup table against n (ErasureHead configs).
+void print_speedup_table(const nlohmann::json& p) {
+  if (p.contains("speedup_vs_n")) {
+    std::cout << fmt::format("\n{:>8} {:>6} {:>10} {:>10} {:>12} {:>10} {:>10}\n",
+                             "n",
+                             "r",
+                             "uncoded",
+                             "frc",
+                             "erasurehead",
+                             "vs uncoded",
+                             "vs frc");
+    for (const auto& row : p["speedup_vs_n"]) {
+      std::cout << fmt::format("{:>8} {:>6} {:>10.4f} {:>10.4f} {:>12.4f} {:>10.4f} {:>10.4f}\n",
+                               row["workers"].get<int>(),
+                               row["r"].get<int>(),
+                               row["uncoded"].get<double>(),
+                               row["frc"].get<double>(),
+                               row["erasurehead"].get<double>(),
+                               row["speedup_vs_uncoded"].get<double>(),
+                               row["speedup_vs_frc"].get<double>());
+    }
+  }
+}
+
+int command_theory(const std::string& config, bool json, int repetitions, const std::string& csv) {
+  const RunPlan plan = plan_run_file(config);
+  nlohmann::json p = theory_report(plan);
+  if (const auto status = non_finite_prediction(p, config)) {
+    return *status;
   }
   if (repetitions > 0) {
     measure(plan, repetitions, csv, p);
@@ -151,26 +185,7 @@ int command_theory(const std::string& config, bool json, int repetitions, const 
                              row["speedup_vs_frc"].get<double>(),
                              row["workers"].get<int>());
   }
-  if (p.contains("speedup_vs_n")) {
-    std::cout << fmt::format("\n{:>8} {:>6} {:>10} {:>10} {:>12} {:>10} {:>10}\n",
-                             "n",
-                             "r",
-                             "uncoded",
-                             "frc",
-                             "erasurehead",
-                             "vs uncoded",
-                             "vs frc");
-    for (const auto& row : p["speedup_vs_n"]) {
-      std::cout << fmt::format("{:>8} {:>6} {:>10.4f} {:>10.4f} {:>12.4f} {:>10.4f} {:>10.4f}\n",
-                               row["workers"].get<int>(),
-                               row["r"].get<int>(),
-                               row["uncoded"].get<double>(),
-                               row["frc"].get<double>(),
-                               row["erasurehead"].get<double>(),
-                               row["speedup_vs_uncoded"].get<double>(),
-                               row["speedup_vs_frc"].get<double>());
-    }
-  }
+  print_speedup_table(p);
   return 0;
 }
 
