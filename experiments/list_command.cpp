@@ -24,6 +24,7 @@ struct Category {
 template <typename Factory>
 std::vector<ChoiceDoc> docs_of(const std::vector<FactoryRow<Factory>>& table) {
   std::vector<ChoiceDoc> rows;
+  rows.reserve(table.size());
   for (const auto& row : table) {
     rows.push_back({row.name, row.description, row.keys});
   }
@@ -78,6 +79,7 @@ nlohmann::json to_json(const Category& c) {
 int command_list(const std::string& which, bool json) {
   const std::vector<Category> all = categories();
   std::vector<std::string> names;
+  names.reserve(all.size());
   for (const auto& c : all) {
     names.push_back(c.name);
   }

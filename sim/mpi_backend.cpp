@@ -1,6 +1,7 @@
 #include "sim/mpi_backend.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -59,13 +60,12 @@ int world_size() {
 /// Whether this rank runs on the master's host, where the steady clocks are one clock (a
 /// collective: every rank calls it once at startup).
 bool shares_master_clock() {
-  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  std::array<char, MPI_MAX_PROCESSOR_NAME> name{};
   int length = 0;
-  MPI_Get_processor_name(name, &length);
-  char master[MPI_MAX_PROCESSOR_NAME] = {};
-  std::copy(name, name + MPI_MAX_PROCESSOR_NAME, master);
-  MPI_Bcast(master, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
-  return std::string(name) == std::string(master);
+  MPI_Get_processor_name(name.data(), &length);
+  std::array<char, MPI_MAX_PROCESSOR_NAME> master = name;
+  MPI_Bcast(master.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
+  return std::string(name.data()) == std::string(master.data());
 }
 
 }  // namespace
@@ -299,6 +299,9 @@ class MpiWorker {
   };
 
   void post() {
+    // Posted only at start-up and after MPI_Test completed the previous receive (pump), which
+    // the analyzer cannot follow through the flag.
+    // NOLINTNEXTLINE(clang-analyzer-optin.mpi.MPI-Checker)
     MPI_Irecv(buffer_.data(),
               static_cast<int>(buffer_.size()),
               MPI_DOUBLE,
@@ -341,7 +344,7 @@ class MpiWorker {
     return stop_ || (!finish_ && !queue_.empty());
   }
 
-  const WorkerFault* fault_of(std::uint64_t iteration) const {
+  [[nodiscard]] const WorkerFault* fault_of(std::uint64_t iteration) const {
     for (const auto& f : options_.master.faults) {
       if (f.worker == worker_ && iteration >= f.from_iteration) {
         return &f;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <charconv>
 #include <cmath>
@@ -78,9 +79,9 @@ std::uint64_t parse_memory_size(std::string_view text) {
 }
 
 std::string format_bytes(double bytes) {
-  constexpr const char* kUnits[] = {"bytes", "KB", "MB", "GB", "TB", "PB", "EB"};
+  constexpr std::array<const char*, 7> kUnits = {"bytes", "KB", "MB", "GB", "TB", "PB", "EB"};
   std::size_t unit = 0;
-  while (bytes >= 1024.0 && unit + 1 < std::size(kUnits)) {
+  while (bytes >= 1024.0 && unit + 1 < kUnits.size()) {
     bytes /= 1024.0;
     ++unit;
   }
