@@ -12,6 +12,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <system_error>
+#include <utility>
 
 #include "experiments/build_info.h"
 #include "experiments/config/config_error.h"
@@ -176,6 +177,27 @@ nlohmann::json base_summary(const RunPlan& plan) {
   return s;
 }
 
+/// Ends the run after this row when the stop hook asks (Interrupted is caught by end_of_rows).
+void stop_after_row(const StopHook& should_stop) {
+  if (should_stop && should_stop()) {
+    throw Interrupted{};
+  }
+}
+
+/// Runs `produce_rows` and records how it ended in `outcome`: ok, failed (numerical trouble,
+/// the rows so far kept) or interrupted (the stop hook asked after a row).
+template <typename ProduceRows>
+void end_of_rows(ProduceRows&& produce_rows, RunOutcome& outcome) {
+  try {
+    std::forward<ProduceRows>(produce_rows)();
+  } catch (const sim::NumericalError& e) {
+    outcome.status = "failed";
+    outcome.error = e.what();
+  } catch (const Interrupted&) {
+    outcome.status = "interrupted";
+  }
+}
+
 RunOutcome run_delay_only(const RunPlan& plan, TraceWriter& trace, const StopHook& should_stop) {
   fmt::memory_buffer buffer;
   fmt::format_to(std::back_inserter(buffer),
@@ -187,37 +209,32 @@ RunOutcome run_delay_only(const RunPlan& plan, TraceWriter& trace, const StopHoo
   sim::DelayOnlyStatistics written;
   RunOutcome outcome;
   sim::DelayOnlyStatistics stats;
-  try {
-    stats = simulator.run(plan.iterations, [&](const sim::DelayOnlyIteration& it) {
-      time += it.iteration_time;
-      if (!std::isfinite(time)) {
-        throw sim::NumericalError(fmt::format(
-            "iteration {}: non-finite simulated time {} (iteration time {}; delays too large)",
-            it.iteration,
-            time,
-            it.iteration_time));
-      }
-      fmt::format_to(std::back_inserter(buffer),
-                     "{},{},{},{},{}\n",
-                     it.iteration,
-                     time,
-                     it.iteration_time,
-                     it.workers_heard,
-                     it.groups_covered);
-      written.add(it.iteration_time);
-      written.total_time += it.iteration_time;
-      written.total_wall_time += it.wall_time;
-      trace.add(buffer);
-      if (should_stop && should_stop()) {
-        throw Interrupted{};
-      }
-    });
-  } catch (const sim::NumericalError& e) {
-    outcome.status = "failed";
-    outcome.error = e.what();
-  } catch (const Interrupted&) {
-    outcome.status = "interrupted";
-  }
+  end_of_rows(
+      [&] {
+        stats = simulator.run(plan.iterations, [&](const sim::DelayOnlyIteration& it) {
+          time += it.iteration_time;
+          if (!std::isfinite(time)) {
+            throw sim::NumericalError(fmt::format(
+                "iteration {}: non-finite simulated time {} (iteration time {}; delays too large)",
+                it.iteration,
+                time,
+                it.iteration_time));
+          }
+          fmt::format_to(std::back_inserter(buffer),
+                         "{},{},{},{},{}\n",
+                         it.iteration,
+                         time,
+                         it.iteration_time,
+                         it.workers_heard,
+                         it.groups_covered);
+          written.add(it.iteration_time);
+          written.total_time += it.iteration_time;
+          written.total_wall_time += it.wall_time;
+          trace.add(buffer);
+          stop_after_row(should_stop);
+        });
+      },
+      outcome);
   trace.finish(buffer);
   if (outcome.status != "ok") {
     stats = written;
@@ -494,25 +511,20 @@ RunOutcome run_training(const RunPlan& plan, TraceWriter& writer, const StopHook
   auto optimizer = plan.make_optimizer();
   RunOutcome outcome;
   TrainingTally tally;
-  try {
-    sim::train(*plan.objective,
-               plan.test_objective.get(),
-               *optimizer,
-               *backend,
-               sim::TrainingOptions{plan.iterations},
-               [&](const sim::TraceRow& row) {
-                 write_row(plan, columns, records, row, buffer, tally);
-                 writer.add(buffer);
-                 if (should_stop && should_stop()) {
-                   throw Interrupted{};
-                 }
-               });
-  } catch (const sim::NumericalError& e) {
-    outcome.status = "failed";
-    outcome.error = e.what();
-  } catch (const Interrupted&) {
-    outcome.status = "interrupted";
-  }
+  end_of_rows(
+      [&] {
+        sim::train(*plan.objective,
+                   plan.test_objective.get(),
+                   *optimizer,
+                   *backend,
+                   sim::TrainingOptions{plan.iterations},
+                   [&](const sim::TraceRow& row) {
+                     write_row(plan, columns, records, row, buffer, tally);
+                     writer.add(buffer);
+                     stop_after_row(should_stop);
+                   });
+      },
+      outcome);
   writer.finish(buffer);
   if (records != nullptr) {
     outcome.heard_csv = heard_csv(*records);
