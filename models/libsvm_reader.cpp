@@ -122,6 +122,21 @@ class Parser {
           bytes,
           options_.max_dense_bytes));
     }
+    // Sparse storage still holds an index per column (twice while it is assembled): a file with
+    // a huge feature index needs O(p) memory even with few non-zeros.
+    const double sparse_bytes =
+        16.0 * static_cast<double>(rows_.columns.size()) + 16.0 * (static_cast<double>(p) + 1.0);
+    if (!options_.dense && options_.max_sparse_bytes > 0 &&
+        sparse_bytes > static_cast<double>(options_.max_sparse_bytes)) {
+      throw DataError(fmt::format(
+          "{}: sparse storage of {} rows x {} features would need {:.3g} bytes; expected at most "
+          "{} bytes (--max-memory), or fewer features",
+          path_,
+          m,
+          p,
+          sparse_bytes,
+          options_.max_sparse_bytes));
+    }
     if (options_.dense) {
       DenseRows a = DenseRows::Zero(m, p);
       for (Eigen::Index i = 0; i < m; ++i) {

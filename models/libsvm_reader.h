@@ -18,6 +18,9 @@ struct LibsvmOptions {
   /// Dense storage needing more than this many bytes (8·m·p) is refused before it is
   /// allocated (DataError); 0: no limit.
   std::uint64_t max_dense_bytes = 0;
+  /// Refuse sparse storage above this many bytes (non-zeros and the per-column index); 0: no
+  /// limit (the config layer's partition-gradient estimate bounds p for runs).
+  std::uint64_t max_sparse_bytes = 0;
 };
 
 /// Largest feature index a file may use (the same bound as a config's "features").

@@ -14,6 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     models::LibsvmOptions options;
     options.dense = dense;
     options.max_dense_bytes = fuzz::kFuzzMemoryLimit;
+    options.max_sparse_bytes = fuzz::kFuzzMemoryLimit;
     try {
       (void)models::read_libsvm(path, options);
     } catch (const models::DataError&) {
