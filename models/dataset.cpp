@@ -54,6 +54,11 @@ Dataset Dataset::select_rows(const std::vector<Eigen::Index>& order) const {
   }
   const auto& sparse = std::get<SparseRows>(features);
   SparseRows selected(n, sparse.cols());
+  if (n == 0) {
+    // Eigen's reserve + makeCompressed read one outer index past an empty matrix.
+    out.features = std::move(selected);
+    return out;
+  }
   Eigen::Matrix<std::int64_t, Eigen::Dynamic, 1> per_row(n);
   for (Eigen::Index r = 0; r < n; ++r) {
     per_row[r] = 0;

@@ -12,7 +12,7 @@ seconds="${1:?usage: run_fuzzers.sh SECONDS [target...]}"
 shift
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(config libsvm csv idx sweep codes_args)
+  targets=(config run libsvm csv idx sweep codes_args)
 fi
 if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
   bash "$root/experiments/build.sh" fuzz "${targets[@]/#/fuzz_}"

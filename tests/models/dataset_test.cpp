@@ -76,6 +76,26 @@ TEST_CASE("models: select_rows keeps storage and reorders rows", "[models][datas
   CHECK_THROWS_AS(dense.select_rows({3}), std::logic_error);
 }
 
+// Found by fuzz_config: kc_housing_like with 2 rows has an empty test split, and selecting no
+// rows of sparse storage read past Eigen's outer index (AddressSanitizer in the CI stage).
+TEST_CASE("models: select_rows of no rows is an empty data set for both storages",
+          "[models][dataset]") {
+  DenseRows a(2, 3);
+  a << 1, 0, 2, 0, 3, 0;
+  const Dataset dense{a, Eigen::Vector2d(1, 2)};
+  const Dataset sparse{SparseRows(a.sparseView()), dense.labels};
+  for (const Dataset* data : {&dense, &sparse}) {
+    const Dataset none = data->select_rows({});
+    CHECK(none.rows() == 0);
+    CHECK(none.dimension() == 3);
+    CHECK(none.is_sparse() == data->is_sparse());
+    CHECK(none.stored_entries() == 0);
+    const auto [train, test] = split_train_test(*data, 0.2, 7);
+    CHECK(train.rows() == 2);
+    CHECK(test.rows() == 0);
+  }
+}
+
 TEST_CASE("models: split_train_test is a seeded permutation split", "[models][dataset]") {
   // Labels are the row numbers, so the split can be traced back to rows.
   const Eigen::Index m = 101;
