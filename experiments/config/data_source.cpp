@@ -300,6 +300,20 @@ LoadedData load_data(JsonReader& data, const std::filesystem::path& base_dir, st
     test_fraction = read_test_file(data, base_dir, kExpected, read, all, out);
   }
   data.finish();
+  if (source != "synthetic") {
+    // A file's size is known only once read: what it holds now counts against the limit of
+    // everything the run allocates next (synthetic sets were estimated before generation).
+    const auto held = [](const models::Dataset& d) {
+      const double per_entry = d.is_sparse() ? 16.0 : 8.0;
+      return per_entry * static_cast<double>(d.stored_entries()) +
+             8.0 * static_cast<double>(d.rows());
+    };
+    note_memory(fmt::format("the data set ({} x {} {})",
+                            all.rows(),
+                            all.dimension(),
+                            all.is_sparse() ? "sparse" : "dense"),
+                held(all) + (out.test ? held(*out.test) : 0.0));
+  }
   if (out.test == nullptr && test_fraction > 0.0) {
     auto [train, test] = models::split_train_test(
         all, test_fraction, derive_seed(seed, static_cast<std::uint64_t>(Stream::kSplit)));

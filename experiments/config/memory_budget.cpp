@@ -8,6 +8,9 @@
 #include <atomic>
 #include <charconv>
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "experiments/config/config_error.h"
 
@@ -88,17 +91,71 @@ std::string format_bytes(double bytes) {
   return fmt::format("{:.3g} {}", bytes, kUnits[unit]);
 }
 
+namespace {
+
+struct Ledger {
+  bool active = false;
+  double total = 0.0;
+  std::vector<std::pair<std::string, double>> items;
+};
+
+Ledger& this_thread_ledger() {
+  thread_local Ledger ledger;
+  return ledger;
+}
+
+}  // namespace
+
+struct MemoryLedgerScope::Saved {
+  Ledger outer;
+};
+
+MemoryLedgerScope::MemoryLedgerScope() : saved_(std::make_unique<Saved>()) {
+  Ledger& ledger = this_thread_ledger();
+  saved_->outer = std::move(ledger);
+  ledger = Ledger{};
+  ledger.active = true;
+}
+
+MemoryLedgerScope::~MemoryLedgerScope() { this_thread_ledger() = std::move(saved_->outer); }
+
+double memory_planned() {
+  const Ledger& ledger = this_thread_ledger();
+  return ledger.active ? ledger.total : 0.0;
+}
+
+void note_memory(std::string_view what, double bytes) {
+  Ledger& ledger = this_thread_ledger();
+  if (ledger.active) {
+    ledger.total += bytes;
+    ledger.items.emplace_back(what, bytes);
+  }
+}
+
 void require_memory(const JsonReader& reader,
                     std::string_view key,
                     std::string_view what,
                     double bytes,
                     const nlohmann::json& got) {
   const auto limit = static_cast<double>(memory_limit());
-  if (!(bytes <= limit)) {
-    reader.fail_value(key,
-                      fmt::format("{} would need about {} of memory", what, format_bytes(bytes)),
-                      got,
-                      fmt::format("at most {} (--max-memory)", format_bytes(limit)));
+  Ledger& ledger = this_thread_ledger();
+  const double held = ledger.active ? ledger.total : 0.0;
+  const double total = held + bytes;
+  if (!(total <= limit)) {
+    std::string need = fmt::format("{} would need about {} of memory", what, format_bytes(bytes));
+    if (held > 0.0) {
+      std::string list;
+      for (const auto& [name, size] : ledger.items) {
+        list += fmt::format("{}{} {}", list.empty() ? "" : ", ", name, format_bytes(size));
+      }
+      need += fmt::format(", {} with what the run already holds ({})", format_bytes(total), list);
+    }
+    reader.fail_value(
+        key, need, got, fmt::format("at most {} (--max-memory)", format_bytes(limit)));
+  }
+  if (ledger.active) {
+    ledger.total = total;
+    ledger.items.emplace_back(what, bytes);
   }
 }
 

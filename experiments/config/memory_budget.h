@@ -6,6 +6,7 @@
 // process-wide: half the physical memory unless `--max-memory` sets it.
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -27,8 +28,35 @@ std::uint64_t parse_memory_size(std::string_view text);
 /// "1.5 GB" style (powers of 1024, three significant digits).
 std::string format_bytes(double bytes);
 
+/// While one is alive on a thread, the estimates granted by require_memory on that thread are
+/// summed: each new allocation is checked together with everything the run already holds (the
+/// data set, then the code and decoder, then the partition gradients). plan_run opens one per
+/// run; scopes do not nest (an inner scope starts a fresh ledger and restores the outer one).
+class MemoryLedgerScope {
+ public:
+  MemoryLedgerScope();
+  ~MemoryLedgerScope();
+  MemoryLedgerScope(const MemoryLedgerScope&) = delete;
+  MemoryLedgerScope& operator=(const MemoryLedgerScope&) = delete;
+  MemoryLedgerScope(MemoryLedgerScope&&) = delete;
+  MemoryLedgerScope& operator=(MemoryLedgerScope&&) = delete;
+
+ private:
+  struct Saved;
+  std::unique_ptr<Saved> saved_;
+};
+
+/// Records in this thread's ledger an allocation already made (a data file, whose size is known
+/// only once read), so that later estimates are checked with it; no effect without a scope.
+void note_memory(std::string_view what, double bytes);
+
+/// Bytes granted so far in this thread's ledger (0 without a scope).
+double memory_planned();
+
 /// Throws ConfigError "<file>:<pointer>/<key>: <what> would need about <estimate> of memory;
-/// got <got>; expected at most <limit> (--max-memory)" when `bytes` exceeds memory_limit().
+/// got <got>; expected at most <limit> (--max-memory)" when `bytes` exceeds memory_limit(); inside
+/// a MemoryLedgerScope, when `bytes` plus the estimates already granted exceed it (the message
+/// then lists them: "..., <total> with what the run already holds (<what> <estimate>, ...)").
 void require_memory(const JsonReader& reader,
                     std::string_view key,
                     std::string_view what,

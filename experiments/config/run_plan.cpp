@@ -401,6 +401,9 @@ RunPlan plan_run(const nlohmann::json& config,
                  const std::string& file,
                  const std::filesystem::path& base_dir) {
   JsonReader root(config, file, "");
+  // Every estimate of this run (data, code and decoder, partition gradients) counts against
+  // one limit.
+  const MemoryLedgerScope ledger;
   RunPlan plan;
   LoadedData data = read_header_and_data(root, plan, file, base_dir);
   const bool delay_only = root.is_null("data");

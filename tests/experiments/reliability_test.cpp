@@ -315,9 +315,35 @@ TEST_CASE("reliability: memory is estimated and refused before allocation",
   CHECK(r.status == 2);
   CHECK(r.err == "error: " + cfg.string() +
                      ":/partitions: the partition gradients (100000000 features x 1 partitions) "
-                     "would need about 1.49 GB of memory; got 1; expected at most 1 GB "
+                     "would need about 1.49 GB of memory, 1.49 GB with what the run already holds "
+                     "(the data set (8 x 100000000 sparse) 192 bytes, code 'uncoded' 216 bytes); "
+                     "got 1; expected at most 1 GB (--max-memory)\n");
+  CHECK_FALSE(fs::exists(dir / "out"));
+
+  // The estimates add up: the data set (1000 x 200 dense, 3.05 MB), the code (98.4 KB) and the
+  // partition gradients (200 features x 100 partitions, 312 KB) each fit under 3.2 MB, but not
+  // all together.
+  nlohmann::json sum = logistic(0.1);
+  sum["data"]["rows"] = 1000;
+  sum["data"]["features"] = 200;
+  sum["workers"] = 100;
+  cfg = write_json(dir, "sum.json", sum);
+  r = run(
+      fmt::format("run '{}' --out '{}' --max-memory 3.2M", cfg.string(), (dir / "out").string()),
+      dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: " + cfg.string() +
+                     ":/partitions: the partition gradients (200 features x 100 partitions) would "
+                     "need about 312 KB of memory, 3.45 MB with what the run already holds (the "
+                     "data set (1000 x 200 dense) 3.05 MB, code 'uncoded' 98.4 KB); got 100; "
+                     "expected at most 3.2 MB "
                      "(--max-memory)\n");
   CHECK_FALSE(fs::exists(dir / "out"));
+  r = run(
+      fmt::format("run '{}' --out '{}' --max-memory 3.5M", cfg.string(), (dir / "out").string()),
+      dir);
+  CHECK(r.err == "");
+  CHECK(r.status == 0);
 }
 
 TEST_CASE("reliability: an expander with more partitions than rows is refused before building",
