@@ -5,7 +5,8 @@
 # or out-of-memory); the reproducer is kept in the artifacts folder. Prints one summary line per
 # target: executions, executions per second, coverage (edges) and features.
 #   tests/fuzz/run_fuzzers.sh SECONDS [target...]     (builds with experiments/build.sh fuzz)
-# Environment: FUZZ_OUT (default build/fuzz/campaign), FUZZ_NO_BUILD=1 to skip the build.
+# Environment: FUZZ_OUT (default build/fuzz/campaign), FUZZ_NO_BUILD=1 to skip the build,
+# FUZZ_TIMEOUT (seconds of wall time one input may take, default 20; raise it on a loaded machine).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 seconds="${1:?usage: run_fuzzers.sh SECONDS [target...]}"
@@ -28,7 +29,7 @@ for t in "${targets[@]}"; do
   # -timeout: one input taking 20 s is a finding; -rss_limit_mb: the harness lowers the
   # memory limit to 64 MB, so 1 GB of RSS means an allocation that escaped the estimate.
   if "$root/build/fuzz/tests/fuzz/fuzz_$t" "$work/corpus" "$root/tests/fuzz/corpus/$t" \
-      -max_total_time="$seconds" -timeout=20 -rss_limit_mb=1024 -max_len=4096 \
+      -max_total_time="$seconds" -timeout="${FUZZ_TIMEOUT:-20}" -rss_limit_mb=1024 -max_len=4096 \
       -artifact_prefix="$work/artifacts/" -print_final_stats=1 -close_fd_mask=1 \
       >"$log" 2>&1; then
     result=clean
