@@ -22,7 +22,7 @@ ParetoDelay::ParetoDelay(std::vector<double> loads, const Options& options)
       tail_(options.tail) {
   STRAGGLERSIM_ASSERT(!options.validate(), "pareto delay needs shift >= 0, scale > 0, shape > 0");
   for (const double l : loads_) {
-    STRAGGLERSIM_ASSERT(l > 0.0, "loads must be positive");
+    STRAGGLERSIM_ASSERT(l >= 0.0, "loads must be non-negative");
   }
 }
 
@@ -40,16 +40,25 @@ void ParetoDelay::sample(std::uint64_t /*iteration*/, RandomEngine& rng, std::sp
   boost::random::exponential_distribution<double> exp1(1.0);
   for (std::size_t i = 0; i < out.size(); ++i) {
     const int w = static_cast<int>(i);
-    out[i] = load_shift(w) + tail_factor(w) * scale_ * std::exp(exp1(rng) / shape_);
+    const double x = scale_ * std::exp(exp1(rng) / shape_);
+    // A worker without load under Model A (a BGC row can be empty) finishes at once; the draw
+    // is still consumed so the stream stays aligned with the worker order.
+    out[i] = tail_factor(w) == 0.0 ? load_shift(w) : load_shift(w) + tail_factor(w) * x;
   }
 }
 
 double ParetoDelay::cdf(int worker, double t) const {
+  if (tail_factor(worker) == 0.0) {
+    return t >= load_shift(worker) ? 1.0 : 0.0;
+  }
   const double y = (t - load_shift(worker)) / tail_factor(worker);
   return y <= scale_ ? 0.0 : -std::expm1(shape_ * std::log(scale_ / y));
 }
 
 double ParetoDelay::mean(int worker) const {
+  if (tail_factor(worker) == 0.0) {
+    return load_shift(worker);
+  }
   if (shape_ <= 1.0) {
     return std::numeric_limits<double>::infinity();
   }
@@ -57,6 +66,9 @@ double ParetoDelay::mean(int worker) const {
 }
 
 double ParetoDelay::variance(int worker) const {
+  if (tail_factor(worker) == 0.0) {
+    return 0.0;
+  }
   if (shape_ <= 2.0) {
     return std::numeric_limits<double>::infinity();
   }

@@ -16,7 +16,8 @@ namespace stragglersim::sim {
 /// E[T_i] = ℓ_i·a + s·α·x_m/(α − 1) (infinite for α ≤ 1) and
 /// Var[T_i] = s²·x_m²·α / ((α − 1)²(α − 2)) (infinite for α ≤ 2).
 /// Drawn as Y = x_m·exp(E/α), E ~ Exp(1) from Boost.Random, one draw per worker in worker order.
-/// Illegal: options that fail validate(), a load ≤ 0.
+/// A worker without load (ℓ = 0, e.g. an empty BGC row) under tail scaling "load" finishes at
+/// once: T = 0. Illegal: options that fail validate(), a negative load.
 class ParetoDelay final : public DelayModel {
  public:
   /// Defaults are the config's.

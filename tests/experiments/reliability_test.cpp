@@ -499,6 +499,25 @@ TEST_CASE("reliability: theory cost does not grow with iterations or features",
                    "features would cost far more than the run\n") != std::string::npos);
 }
 
+// Found by the fuzz_run target: an empty BGC row (load 0) under Pareto delays was an
+// internal error (exit 1).
+TEST_CASE("reliability: a BGC worker without partitions runs under every delay model",
+          "[experiments][reliability]") {
+  const auto dir = scratch("empty_row");
+  for (const std::string kind : {"shifted_exponential", "pareto", "bimodal"}) {
+    nlohmann::json c = delay_only(40, 5);
+    // d = 1 of k = 40 partitions: each row is empty with probability (1 - 1/40)^40 ≈ 0.36.
+    c["code"] = {{"kind", "bgc"}, {"d", 1}};
+    c["stopping"] = {{"rule", "first_r"}, {"r", 20}};
+    c["delay"] = {{"kind", kind}};
+    const auto cfg = write_json(dir, kind + ".json", c);
+    const Result r =
+        run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / kind).string()), dir);
+    CHECK(r.err == "");
+    CHECK(r.status == 0);
+  }
+}
+
 TEST_CASE("reliability: wrong inputs are refused", "[experiments][reliability]") {
   const auto dir = scratch("wrong_inputs");
   // Logistic regression with one label value.

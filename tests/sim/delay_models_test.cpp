@@ -97,6 +97,35 @@ void check_cdf(const DelayModel& delay, const WorkerSample& s, const std::vector
 
 }  // namespace
 
+// Found by the fuzz_run target: a BGC row can be empty (load 0), and Pareto delays asserted a
+// positive load (exit 1, "internal error"). Under Model A such a worker finishes at once.
+TEST_CASE("sim: pareto delay of a worker without load", "[sim][delay]") {
+  ParetoDelay model_a({0.0, 2.0},
+                      {.shift = 0.5, .scale = 0.8, .shape = 1.5, .tail = TailScaling::kLoad});
+  const auto s = draw(model_a, 1000, 21);
+  for (const double t : s.values[0]) {
+    CHECK(t == 0.0);
+  }
+  for (const double t : s.values[1]) {
+    CHECK(t >= 2.0 * 0.5 + 2.0 * 0.8);
+  }
+  CHECK(model_a.cdf(0, -1e-12) == 0.0);
+  CHECK(model_a.cdf(0, 0.0) == 1.0);
+  CHECK(model_a.mean(0) == 0.0);
+  CHECK(model_a.variance(0) == 0.0);
+  CHECK(model_a.lower_bound(0) == 0.0);
+  CHECK(model_a.mean(1) == Approx(2.0 * 0.5 + 2.0 * 1.5 * 0.8 / 0.5));
+  // The loaded worker draws exactly what it draws next to a loaded worker 0: one variate each.
+  ParetoDelay loaded({1.0, 2.0},
+                     {.shift = 0.5, .scale = 0.8, .shape = 1.5, .tail = TailScaling::kLoad});
+  CHECK(draw(loaded, 1000, 21).values[1] == s.values[1]);
+  // Model B: the tail does not scale with the load, so the worker still straggles.
+  ParetoDelay model_b({0.0},
+                      {.shift = 0.5, .scale = 0.8, .shape = 3.0, .tail = TailScaling::kNone});
+  CHECK(model_b.mean(0) == Approx(3.0 * 0.8 / 2.0));
+  CHECK(model_b.lower_bound(0) == 0.8);
+}
+
 TEST_CASE("sim: pareto delay moments and cdf match the formulas", "[sim][delay][statistical]") {
   SECTION("finite fourth moment: mean and variance, model A") {
     ParetoDelay delay({1.0, 2.0, 3.0},
