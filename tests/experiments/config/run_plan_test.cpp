@@ -122,6 +122,10 @@ TEST_CASE("experiments: bad configs name the file and JSON pointer and the accep
         "cfg.json:/data: wrong type; got 5; expected an object");
   CHECK(with([](auto& c) { c["seed"] = -3; }) ==
         "cfg.json:/seed: out of range; got -3; expected an integer >= 0");
+  CHECK(with([](auto& c) { c["threads"] = 0; }) ==
+        "cfg.json:/threads: out of range; got 0; expected an integer in [1, 1024]");
+  CHECK(with([](auto& c) { c["threads"] = "all"; }) ==
+        "cfg.json:/threads: wrong type; got \"all\"; expected an integer");
   CHECK(with([](auto& c) {
           c["code"] = {{"kind", "crc"}, {"s", 2}};
           c["rescale"] = "expected";
