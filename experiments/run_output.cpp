@@ -18,6 +18,7 @@
 #include "experiments/config/config_error.h"
 #include "experiments/config/predictions.h"
 #include "models/metrics.h"
+#include "models/worker_pool.h"
 #include "sim/delay_only.h"
 #include "sim/mpi_backend.h"
 #include "sim/simulated_backend.h"
@@ -309,7 +310,8 @@ struct TrainingTally {
 std::unique_ptr<sim::Backend> make_backend(
     const RunPlan& plan,
     const std::vector<sim::ThreadedIterationRecord>*& records,
-    sim::MpiBackend*& mpi) {
+    sim::MpiBackend*& mpi,
+    models::WorkerPool* pool) {
   switch (plan.backend) {
     case BackendKind::kThreads: {
       auto t = std::make_unique<sim::ThreadedBackend>(
@@ -329,7 +331,8 @@ std::unique_ptr<sim::Backend> make_backend(
   }
   auto cluster = std::make_unique<sim::SimulatedCluster>(
       plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed);
-  return std::make_unique<sim::SimulatedBackend>(plan.objective, plan.scheme, std::move(cluster));
+  return std::make_unique<sim::SimulatedBackend>(
+      plan.objective, plan.scheme, std::move(cluster), pool);
 }
 
 /// worker_times.csv (inject false): one row per iteration 1..iterations and worker 0..n-1 with
@@ -507,7 +510,11 @@ RunOutcome run_training(const RunPlan& plan, TraceWriter& writer, const StopHook
   buffer.append(header.data(), header.data() + header.size());
   sim::MpiBackend* mpi = nullptr;
   const std::vector<sim::ThreadedIterationRecord>* records = nullptr;
-  const std::unique_ptr<sim::Backend> backend = make_backend(plan, records, mpi);
+  // Real backends time real cores: their master computes on one thread, leaving the rest to
+  // the workers.
+  const bool simulated = plan.backend == BackendKind::kSimulated;
+  models::WorkerPool pool(simulated ? plan.threads : 1);
+  const std::unique_ptr<sim::Backend> backend = make_backend(plan, records, mpi, &pool);
   auto optimizer = plan.make_optimizer();
   RunOutcome outcome;
   TrainingTally tally;
@@ -517,7 +524,7 @@ RunOutcome run_training(const RunPlan& plan, TraceWriter& writer, const StopHook
                    plan.test_objective.get(),
                    *optimizer,
                    *backend,
-                   sim::TrainingOptions{plan.iterations},
+                   sim::TrainingOptions{plan.iterations, &pool},
                    [&](const sim::TraceRow& row) {
                      write_row(plan, columns, records, row, buffer, tally);
                      writer.add(buffer);

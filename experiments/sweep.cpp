@@ -343,6 +343,10 @@ class ObjectiveCache {
     return false;
   }
 
+  /// Data sets and β shared by plan_run itself, so a run over a data set already alive pays
+  /// no set-up (docs/sweeps.md).
+  SetupCache setup;
+
  private:
   struct Entry {
     std::weak_ptr<const models::Objective> train;
@@ -601,7 +605,8 @@ std::vector<std::size_t> pending_runs(const SweepSpec& spec,
 RunCheck check_run(const SweepSpec& spec, const SweepRun& run, int ranks) {
   RunCheck check;
   try {
-    const RunPlan plan = plan_run(run.config, run_label(spec, run), spec.base_dir);
+    const RunPlan plan =
+        plan_run(run.config, run_label(spec, run), spec.base_dir, {.max_threads = 1});
     if (ranks > 1 && plan.backend == BackendKind::kThreads) {
       throw ConfigError(fmt::format(
           "{}:/backend/kind: threads-backend runs are timed on real cores that other ranks may "
@@ -627,11 +632,21 @@ bool execute_sweep_run(const SweepSpec& spec,
   // Only the process running this run writes into its folder: temporaries are a killed one's.
   remove_stale_temporaries(dir);
   write_file_atomically(dir / "config.json", config_text(run));
-  const RunPlan plan = plan_run(run.config, run_label(spec, run), spec.base_dir);
+  // Ranks may share a node's cores: each run computes on one thread, as --jobs N would.
+  const RunPlan plan =
+      plan_run(run.config, run_label(spec, run), spec.base_dir, {.max_threads = 1});
   return execute_run(plan, dir).status != "ok";
 }
 
 namespace {
+
+/// The cores one run may use (docs/sweeps.md): the machine's cores divided among the runs that
+/// execute at once, min(jobs, runs), so that runs × threads never exceeds the cores; at least 1.
+int threads_per_run(int jobs, std::size_t runs) {
+  const auto at_once =
+      std::max<std::size_t>(1, std::min(static_cast<std::size_t>(std::max(1, jobs)), runs));
+  return std::max(1, hardware_cores() / static_cast<int>(at_once));
+}
 
 /// Validates the runs `todo` on `jobs` threads (plans kept in `plans` as the cache allows);
 /// throws the error of the first bad run in index order.
@@ -640,6 +655,7 @@ void validate_runs(const SweepSpec& spec,
                    const SweepOptions& options,
                    ObjectiveCache& cache,
                    std::vector<std::unique_ptr<RunPlan>>& plans) {
+  const int threads = threads_per_run(options.jobs, todo.size());
   std::vector<std::string> errors(todo.size());
   std::vector<char> config_error(todo.size(), 0);
   std::atomic<std::size_t> first_error{todo.size()};
@@ -652,8 +668,8 @@ void validate_runs(const SweepSpec& spec,
     }
     const SweepRun& run = spec.runs[todo[t]];
     try {
-      auto plan =
-          std::make_unique<RunPlan>(plan_run(run.config, run_label(spec, run), spec.base_dir));
+      auto plan = std::make_unique<RunPlan>(
+          plan_run(run.config, run_label(spec, run), spec.base_dir, {threads, &cache.setup}));
       if (cache.share(*plan, spec.base_dir)) {
         plans[run.index] = std::move(plan);
       }
@@ -686,6 +702,7 @@ std::size_t execute_runs(const SweepSpec& spec,
                          std::vector<std::unique_ptr<RunPlan>>& plans,
                          std::size_t skipped,
                          std::size_t total) {
+  const int threads = threads_per_run(options.jobs, todo.size());
   std::mutex mutex;
   std::shared_mutex cores;
   std::size_t ran = 0;
@@ -707,8 +724,8 @@ std::size_t execute_runs(const SweepSpec& spec,
       remove_stale_temporaries(dir);
       write_file_atomically(dir / "config.json", config_text(run));
       if (!plans[run.index]) {  // validated, not kept: plan it again (same config, same result)
-        auto plan =
-            std::make_unique<RunPlan>(plan_run(run.config, run_label(spec, run), spec.base_dir));
+        auto plan = std::make_unique<RunPlan>(
+            plan_run(run.config, run_label(spec, run), spec.base_dir, {threads, &cache.setup}));
         (void)cache.share(*plan, spec.base_dir);
         plans[run.index] = std::move(plan);
       }

@@ -1,5 +1,6 @@
 #include "models/dataset.h"
 
+#include <algorithm>
 #include <boost/random/mersenne_twister.hpp>
 #include <boost/random/uniform_int_distribution.hpp>
 #include <cmath>
@@ -53,28 +54,34 @@ Dataset Dataset::select_rows(const std::vector<Eigen::Index>& order) const {
     return out;
   }
   const auto& sparse = std::get<SparseRows>(features);
-  SparseRows selected(n, sparse.cols());
-  if (n == 0) {
-    // Eigen's reserve + makeCompressed read one outer index past an empty matrix.
-    out.features = std::move(selected);
-    return out;
+  // The compressed arrays written in place inside `out` (Eigen 3.4's SparseMatrix has no move
+  // constructor, and insert() would fill an uncompressed copy first).
+  SparseRows& selected = out.features.emplace<SparseRows>(n, sparse.cols());
+  const std::int64_t* from_outer = sparse.outerIndexPtr();
+  const std::int64_t* from_nnz = sparse.innerNonZeroPtr();  // null when compressed
+  const auto row_start = [&](Eigen::Index i) { return from_outer[i]; };
+  const auto row_size = [&](Eigen::Index i) {
+    return from_nnz != nullptr ? from_nnz[i] : from_outer[i + 1] - from_outer[i];
+  };
+  std::int64_t total = 0;
+  for (const Eigen::Index i : order) {
+    total += row_size(i);
   }
-  Eigen::Matrix<std::int64_t, Eigen::Dynamic, 1> per_row(n);
+  selected.resizeNonZeros(total);
+  std::int64_t* outer = selected.outerIndexPtr();
+  std::int64_t* inner = selected.innerIndexPtr();
+  double* values = selected.valuePtr();
+  std::int64_t at = 0;
   for (Eigen::Index r = 0; r < n; ++r) {
-    per_row[r] = 0;
-    for (SparseRows::InnerIterator it(sparse, order[static_cast<std::size_t>(r)]); it; ++it) {
-      ++per_row[r];
-    }
+    const Eigen::Index i = order[static_cast<std::size_t>(r)];
+    outer[r] = at;
+    const std::int64_t start = row_start(i);
+    const std::int64_t size = row_size(i);
+    std::copy_n(sparse.innerIndexPtr() + start, size, inner + at);
+    std::copy_n(sparse.valuePtr() + start, size, values + at);
+    at += size;
   }
-  // Reserving each row exactly makes the in-order inserts below O(nnz).
-  selected.reserve(per_row);
-  for (Eigen::Index r = 0; r < n; ++r) {
-    for (SparseRows::InnerIterator it(sparse, order[static_cast<std::size_t>(r)]); it; ++it) {
-      selected.insert(r, it.index()) = it.value();
-    }
-  }
-  selected.makeCompressed();
-  out.features = std::move(selected);
+  outer[n] = at;
   return out;
 }
 

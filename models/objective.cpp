@@ -21,20 +21,41 @@ constexpr std::uint64_t kPowerIterationSeed = 0x5eedbeefcafef00dULL;
 // A dense eigendecomposition of a 5000 × 5000 Gram matrix already takes ~200 MB and seconds.
 constexpr Eigen::Index kMaxEigenDimension = 5000;
 
-// w = Aᵀ(A v)/m in one pass over the rows (the same fused pass as the gradient, with ℓ' = z).
-void apply_gram(const Dataset& data, const Eigen::VectorXd& v, Eigen::VectorXd& w) {
-  w.setZero(v.size());
-  internal::fused_pass(data,
-                       RowRange{0, data.rows()},
-                       v,
-                       w,
-                       [](const internal::BlockArray& z,
-                          const internal::BlockArray& /*b*/,
-                          internal::BlockArray& loss,
-                          internal::BlockArray& slope) {
-                         loss.setZero();
-                         slope = z;
-                       });
+// Row chunks of one Gram product: fixed by the data, never by the thread count, so the sum is
+// the same bytes for every thread count. 64 keep the cores busy with little imbalance; wide
+// data gets fewer, so that the chunks' p-vectors stay within 2²² doubles (32 MB).
+constexpr Eigen::Index kGramChunks = 64;
+constexpr Eigen::Index kGramChunkEntries = Eigen::Index{1} << 22;
+
+// w = Aᵀ(A v)/m in one pass over the rows (the same fused pass as the gradient, with ℓ' = z),
+// chunk by chunk into `partial` and summed in chunk order.
+void apply_gram(const Dataset& data,
+                const Eigen::VectorXd& v,
+                Eigen::MatrixXd& partial,
+                WorkerPool* pool,
+                Eigen::VectorXd& w) {
+  const int chunks = static_cast<int>(std::max<Eigen::Index>(
+      1,
+      std::min(
+          {kGramChunks, data.rows(), kGramChunkEntries / std::max<Eigen::Index>(1, v.size())})));
+  partial.setZero(v.size(), chunks);
+  run_tasks(pool, chunks, [&](int c) {
+    internal::fused_pass(data,
+                         partition_rows(data.rows(), chunks, c),
+                         v,
+                         partial.col(c),
+                         [](const internal::BlockArray& z,
+                            const internal::BlockArray& /*b*/,
+                            internal::BlockArray& loss,
+                            internal::BlockArray& slope) {
+                           loss.setZero();
+                           slope = z;
+                         });
+  });
+  w = partial.col(0);
+  for (int c = 1; c < chunks; ++c) {
+    w += partial.col(c);
+  }
   w /= static_cast<double>(data.rows());
 }
 
@@ -78,7 +99,9 @@ Objective::Objective(std::shared_ptr<const Dataset> data,
 
 RowRange Objective::partition(int j) const { return partition_rows(rows(), partitions_, j); }
 
-double Objective::evaluate(const Eigen::VectorXd& x, Eigen::MatrixXd* partition_gradients) const {
+double Objective::evaluate(const Eigen::VectorXd& x,
+                           Eigen::MatrixXd* partition_gradients,
+                           WorkerPool* pool) const {
   STRAGGLERSIM_ASSERT(x.size() == dimension(), "x has the wrong dimension");
   const auto m = static_cast<double>(rows());
   double loss_sum = 0.0;
@@ -86,14 +109,28 @@ double Objective::evaluate(const Eigen::VectorXd& x, Eigen::MatrixXd* partition_
     loss_sum = loss_->accumulate_value(*data_, RowRange{0, rows()}, x);
   } else {
     partition_gradients->setZero(dimension(), partitions_);
-    // Partitions are contiguous row ranges, so visiting them in order is still one sequential
-    // stream over the data.
-    for (int j = 0; j < partitions_; ++j) {
-      loss_sum += loss_->accumulate(*data_, partition(j), x, partition_gradients->col(j));
+    // Partitions are contiguous row ranges: each thread streams its own share of the data.
+    std::vector<double> losses(static_cast<std::size_t>(partitions_));
+    run_tasks(pool, partitions_, [&](int j) {
+      losses[static_cast<std::size_t>(j)] =
+          loss_->accumulate(*data_, partition(j), x, partition_gradients->col(j));
+      partition_gradients->col(j) /= m;
+    });
+    for (const double partition_loss : losses) {
+      loss_sum += partition_loss;
     }
-    *partition_gradients /= m;
   }
   return loss_sum / m + 0.5 * l2_ * x.squaredNorm();
+}
+
+void Objective::partition_gradients(const std::vector<int>& which,
+                                    const Eigen::VectorXd& x,
+                                    Eigen::MatrixXd& out,
+                                    WorkerPool* pool) const {
+  out.resize(dimension(), static_cast<Eigen::Index>(which.size()));
+  run_tasks(pool, static_cast<int>(which.size()), [&](int s) {
+    partition_gradient(which[static_cast<std::size_t>(s)], x, out.col(s));
+  });
 }
 
 double Objective::value(const Eigen::VectorXd& x) const { return evaluate(x, nullptr); }
@@ -117,8 +154,8 @@ void Objective::partition_gradient(int j,
   out /= static_cast<double>(rows());
 }
 
-double Objective::smoothness() const {
-  return loss_->curvature_bound() * largest_gram_eigenvalue(*data_) + l2_;
+double Objective::smoothness(WorkerPool* pool) const {
+  return loss_->curvature_bound() * largest_gram_eigenvalue(*data_, 1000, 1e-10, pool) + l2_;
 }
 
 std::optional<double> Objective::pl_constant() const {
@@ -154,7 +191,10 @@ std::optional<double> Objective::pl_constant() const {
   return l2_ > 0.0 ? std::optional<double>(l2_) : std::nullopt;
 }
 
-double largest_gram_eigenvalue(const Dataset& data, int max_iterations, double tolerance) {
+double largest_gram_eigenvalue(const Dataset& data,
+                               int max_iterations,
+                               double tolerance,
+                               WorkerPool* pool) {
   STRAGGLERSIM_ASSERT(data.rows() >= 1, "largest_gram_eigenvalue needs at least one row");
   STRAGGLERSIM_ASSERT(max_iterations >= 1, "max_iterations must be at least 1");
   STRAGGLERSIM_ASSERT(tolerance > 0.0, "tolerance must be positive");
@@ -170,9 +210,10 @@ double largest_gram_eigenvalue(const Dataset& data, int max_iterations, double t
   }
   v.normalize();
   Eigen::VectorXd w(p);
+  Eigen::MatrixXd partial;
   double estimate = 0.0;
   for (int iteration = 0; iteration < max_iterations; ++iteration) {
-    apply_gram(data, v, w);
+    apply_gram(data, v, partial, pool, w);
     // Rayleigh quotient vᵀGv with ‖v‖ = 1: converges twice as fast as ‖Gv‖ and never overshoots.
     const double next = v.dot(w);
     const double norm = w.norm();

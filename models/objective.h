@@ -7,9 +7,11 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "models/dataset.h"
 #include "models/loss_model.h"
+#include "models/worker_pool.h"
 
 namespace stragglersim::models {
 
@@ -30,8 +32,19 @@ class Objective {
   [[nodiscard]] const LossModel& loss() const { return *loss_; }
 
   /// f(x) in one streaming pass over the data; when `partition_gradients` is non-null it is
-  /// resized to p × k and column j receives ∇F_j(x) from the same pass.
-  double evaluate(const Eigen::VectorXd& x, Eigen::MatrixXd* partition_gradients) const;
+  /// resized to p × k and column j receives ∇F_j(x) from the same pass. With a pool the
+  /// partitions are computed in parallel and their losses summed in partition order: the same
+  /// bytes for every thread count.
+  double evaluate(const Eigen::VectorXd& x,
+                  Eigen::MatrixXd* partition_gradients,
+                  WorkerPool* pool = nullptr) const;
+  /// ∇F_j(x) for every j in `which`, written to column s of `out` (p × which.size()) for
+  /// which[s]; in parallel on `pool` when given (each column is the same bytes as
+  /// partition_gradient).
+  void partition_gradients(const std::vector<int>& which,
+                           const Eigen::VectorXd& x,
+                           Eigen::MatrixXd& out,
+                           WorkerPool* pool = nullptr) const;
   /// f(x).
   [[nodiscard]] double value(const Eigen::VectorXd& x) const;
   /// ∇f(x) = Σ_j ∇F_j(x) + λ₂x.
@@ -40,8 +53,9 @@ class Objective {
   void partition_gradient(int j, const Eigen::VectorXd& x, Eigen::Ref<Eigen::VectorXd> out) const;
 
   /// β = curvature_bound · λ_max(AᵀA/m) + λ₂, λ_max by seeded power iteration to relative
-  /// tolerance 1e-10 (an upper bound on the smoothness constant of f).
-  [[nodiscard]] double smoothness() const;
+  /// tolerance 1e-10 (an upper bound on the smoothness constant of f); each product AᵀAv is
+  /// split into fixed row chunks, run on `pool` when given (same bytes for every thread count).
+  [[nodiscard]] double smoothness(WorkerPool* pool = nullptr) const;
   /// PL constant μ: least squares, smallest non-zero eigenvalue of AᵀA/m plus λ₂ (PL holds
   /// even when m < p); logistic, λ₂ (nullopt when λ₂ = 0).
   [[nodiscard]] std::optional<double> pl_constant() const;
@@ -56,6 +70,7 @@ class Objective {
 /// λ_max(AᵀA/m) by power iteration from a fixed seeded start vector.
 double largest_gram_eigenvalue(const Dataset& data,
                                int max_iterations = 1000,
-                               double tolerance = 1e-10);
+                               double tolerance = 1e-10,
+                               WorkerPool* pool = nullptr);
 
 }  // namespace stragglersim::models

@@ -4,6 +4,7 @@
 // each computed once per iteration and combined by α = B_Kᵀa. Bit-reproducible.
 
 #include <memory>
+#include <vector>
 
 #include "models/objective.h"
 #include "sim/backend.h"
@@ -14,10 +15,13 @@ namespace stragglersim::sim {
 
 class SimulatedBackend final : public Backend {
  public:
-  /// Illegal: code and objective partition counts that differ.
+  /// Illegal: code and objective partition counts that differ. Partition gradients the
+  /// iteration needs are computed in parallel on `pool` when given (it must outlive the
+  /// backend); the estimate is the same bytes for every thread count.
   SimulatedBackend(std::shared_ptr<const models::Objective> objective,
                    Scheme scheme,
-                   std::unique_ptr<SimulatedCluster> cluster);
+                   std::unique_ptr<SimulatedCluster> cluster,
+                   models::WorkerPool* pool = nullptr);
   [[nodiscard]] std::string name() const override { return "simulated"; }
   BackendIteration iterate(std::uint64_t iteration,
                            const Eigen::VectorXd& query,
@@ -28,7 +32,9 @@ class SimulatedBackend final : public Backend {
   std::shared_ptr<const models::Objective> objective_;
   Scheme scheme_;
   std::unique_ptr<SimulatedCluster> cluster_;
-  Eigen::VectorXd partition_buffer_;
+  models::WorkerPool* pool_;
+  std::vector<int> needed_;
+  Eigen::MatrixXd needed_gradients_;
 };
 
 }  // namespace stragglersim::sim

@@ -57,7 +57,7 @@ void train(const models::Objective& objective,
     const Eigen::VectorXd& x = optimizer.iterate();
     // One pass gives f(x_t) and every ∇F_j(x_t): the trace's gradient norm, and for GD the
     // next iteration's partition gradients too.
-    row.loss = objective.evaluate(x, &partition_gradients);
+    row.loss = objective.evaluate(x, &partition_gradients, options.pool);
     full_gradient = partition_gradients.rowwise().sum() + objective.l2() * x;
     row.grad_norm = full_gradient.norm();
     check_finite(row);

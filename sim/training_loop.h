@@ -37,6 +37,8 @@ struct TraceRow {
 
 struct TrainingOptions {
   std::uint64_t iterations = 100;
+  /// Computes each row's partition gradients in parallel when set (same bytes as serial).
+  models::WorkerPool* pool = nullptr;
 };
 
 /// Runs the loop; `on_row` sees every row as soon as it is complete (row 0 first). Throws

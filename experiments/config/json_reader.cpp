@@ -234,6 +234,10 @@ void JsonReader::merge(std::string_view key, const JsonReader& child) {
   resolved_[std::string(key)] = child.resolved();
 }
 
+void JsonReader::merge(std::string_view key, const nlohmann::json& resolved) {
+  resolved_[std::string(key)] = resolved;
+}
+
 }  // namespace stragglersim::experiments
 
 namespace stragglersim::experiments {

@@ -69,6 +69,8 @@ class JsonReader {
   [[nodiscard]] const nlohmann::json& resolved() const { return resolved_; }
   /// Stores a nested reader's resolved object under `key`.
   void merge(std::string_view key, const JsonReader& child);
+  /// Stores a resolved object under `key` (one read and resolved before).
+  void merge(std::string_view key, const nlohmann::json& resolved);
 
  private:
   const nlohmann::json* value_;

@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "experiments/config/config_error.h"
 #include "experiments/config/data_source.h"
@@ -12,6 +14,7 @@
 #include "experiments/config/memory_budget.h"
 #include "experiments/config/predictions.h"
 #include "models/base/random_stream.h"
+#include "models/worker_pool.h"
 #include "sim/mpi_session.h"
 
 namespace stragglersim::experiments {
@@ -47,6 +50,9 @@ RunPlan plan_run_file(const std::filesystem::path& path) {
 }
 
 namespace {
+
+// A bound on the "threads" key: far above any machine this runs on, low enough to catch typos.
+constexpr std::int64_t kMaxThreads = 1024;
 
 /// The row of `table` named by `key` (the selector: "kind" or "rule").
 template <typename Factory>
@@ -211,17 +217,25 @@ void read_backend_object(JsonReader& root,
 LoadedData read_header_and_data(JsonReader& root,
                                 RunPlan& plan,
                                 const std::string& file,
-                                const std::filesystem::path& base_dir) {
+                                const std::filesystem::path& base_dir,
+                                const std::optional<SetupCache::Data>& cached) {
   plan.name = root.string("name", std::filesystem::path(file).stem().string());
   plan.seed = static_cast<std::uint64_t>(root.integer("seed", 1, 0));
   plan.workers = static_cast<int>(root.integer("workers", std::nullopt, 1, 10'000'000));
   plan.partitions = static_cast<int>(root.integer("partitions", plan.workers, 1, 10'000'000));
+  plan.threads = static_cast<int>(root.integer("threads", hardware_cores(), 1, kMaxThreads));
   if (!root.has("data")) {
     root.fail("data", "missing required key; expected an object, or null for a delay-only run");
   }
   LoadedData data;
   if (root.is_null("data")) {
     (void)root.raw("data");
+  } else if (cached) {
+    // Validated when it was loaded: the same data object, seed and folder give the same bytes.
+    (void)root.object("data");
+    root.merge("data", cached->resolved);
+    data.train = cached->train;
+    data.test = cached->test;
   } else {
     JsonReader data_reader = root.object("data");
     data = load_data(data_reader, base_dir, plan.seed);
@@ -345,13 +359,26 @@ void read_loss(JsonReader& root, RunPlan& plan, LoadedData& data, bool delay_onl
 }
 
 /// The optimiser (delay-only runs read only the iteration count) and the target loss.
-void read_optimizer(JsonReader& root, RunPlan& plan, bool delay_only) {
+void read_optimizer(JsonReader& root,
+                    RunPlan& plan,
+                    bool delay_only,
+                    SetupCache* setup,
+                    const std::string& smoothness_key) {
   JsonReader opt_reader = root.object("optimizer");
   plan.iterations = static_cast<std::uint64_t>(opt_reader.integer("iterations", std::nullopt, 0));
   if (!delay_only) {
     const auto kind = opt_reader.choice("kind", "optimizer", {"gd", "nesterov"}, "gd");
     plan.optimizer = kind == "nesterov" ? OptimizerKind::kNesterov : OptimizerKind::kGd;
-    const double beta = plan.objective->smoothness();
+    std::optional<double> cached =
+        setup != nullptr ? setup->smoothness(smoothness_key) : std::nullopt;
+    if (!cached) {
+      models::WorkerPool pool(plan.threads);
+      cached = plan.objective->smoothness(&pool);
+      if (setup != nullptr) {
+        setup->store_smoothness(smoothness_key, *cached);
+      }
+    }
+    const double beta = *cached;
     if (!std::isfinite(beta)) {
       // A value like 1e308 in a data file squares to infinity.
       root.fail("data",
@@ -397,23 +424,83 @@ nlohmann::json read_backend(JsonReader& root, RunPlan& plan, bool delay_only) {
 
 }  // namespace
 
+int hardware_cores() { return static_cast<int>(std::max(1U, std::thread::hardware_concurrency())); }
+
+std::optional<SetupCache::Data> SetupCache::data(const std::string& key) {
+  const std::lock_guard lock(mutex_);
+  const auto found = data_.find(key);
+  if (found == data_.end()) {
+    return std::nullopt;
+  }
+  Data out{found->second.train.lock(), found->second.test.lock(), found->second.resolved};
+  if (!out.train || (found->second.has_test && !out.test)) {
+    data_.erase(found);  // no plan holds it any more: load again
+    return std::nullopt;
+  }
+  return out;
+}
+
+void SetupCache::store_data(const std::string& key, const Data& data) {
+  const std::lock_guard lock(mutex_);
+  data_[key] = Entry{data.train, data.test, data.test != nullptr, data.resolved};
+}
+
+std::optional<double> SetupCache::smoothness(const std::string& key) {
+  const std::lock_guard lock(mutex_);
+  const auto found = smoothness_.find(key);
+  return found == smoothness_.end() ? std::nullopt : std::optional<double>(found->second);
+}
+
+void SetupCache::store_smoothness(const std::string& key, double beta) {
+  const std::lock_guard lock(mutex_);
+  smoothness_[key] = beta;
+}
+
 RunPlan plan_run(const nlohmann::json& config,
                  const std::string& file,
-                 const std::filesystem::path& base_dir) {
+                 const std::filesystem::path& base_dir,
+                 const PlanOptions& options) {
   JsonReader root(config, file, "");
   // Every estimate of this run (data, code and decoder, partition gradients) counts against
   // one limit.
   const MemoryLedgerScope ledger;
   RunPlan plan;
-  LoadedData data = read_header_and_data(root, plan, file, base_dir);
+  // Everything the data set's bytes depend on (the loss kind too: logistic maps labels in place).
+  std::string data_key;
+  std::optional<SetupCache::Data> cached;
+  if (options.setup != nullptr && config.is_object() && config.contains("data") &&
+      config["data"].is_object()) {
+    const nlohmann::json loss = config.contains("loss") ? config["loss"] : nlohmann::json();
+    data_key =
+        nlohmann::json{config["data"],
+                       config.contains("seed") ? config["seed"] : nlohmann::json(),
+                       base_dir.string(),
+                       loss.is_object() && loss.contains("kind") ? loss["kind"] : nlohmann::json()}
+            .dump();
+    cached = options.setup->data(data_key);
+  }
+  LoadedData data = read_header_and_data(root, plan, file, base_dir, cached);
+  if (options.max_threads > 0) {
+    plan.threads = std::min(plan.threads, options.max_threads);
+  }
   const bool delay_only = root.is_null("data");
   read_scheme(config, root, plan, file, data);
   read_delays(root, plan);
   read_loss(root, plan, data, delay_only);
-  read_optimizer(root, plan, delay_only);
+  if (!data_key.empty() && !cached && data.train) {
+    // Stored after read_loss, whose label mapping is the last write to the data.
+    options.setup->store_data(data_key,
+                              SetupCache::Data{data.train, data.test, root.resolved()["data"]});
+  }
+  const std::string smoothness_key =
+      data_key.empty() ? std::string()
+                       : data_key + root.resolved().value("loss", nlohmann::json()).dump();
+  read_optimizer(
+      root, plan, delay_only, data_key.empty() ? nullptr : options.setup, smoothness_key);
   const nlohmann::json resolved_faults = read_backend(root, plan, delay_only);
   root.finish();
   plan.resolved = root.resolved();
+  plan.resolved.erase("threads");
   plan.resolved["partitions"] = plan.partitions;
   if (!root.has("backend")) {
     plan.resolved["backend"] = {{"kind", "simulated"}};

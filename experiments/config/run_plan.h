@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -29,6 +31,10 @@ struct RunPlan {
   std::uint64_t seed = 1;
   int workers = 0;
   int partitions = 0;
+  /// Threads of one simulated training run's gradient passes (top-level "threads"; default
+  /// every core, capped by plan_run's max_threads). Not in `resolved`: results never depend
+  /// on it.
+  int threads = 1;
   /// The config with every default filled in: what the summary records.
   nlohmann::json resolved;
 
@@ -59,11 +65,50 @@ struct RunPlan {
   [[nodiscard]] std::unique_ptr<sim::Optimizer> make_optimizer() const;
 };
 
+/// The set-up runs of one process share (a sweep): each data set is loaded once while some plan
+/// still holds it, and each smoothness constant β is computed once. Keyed by the config's data
+/// object, seed, base folder and loss, so an equal key means equal bytes. Thread-safe.
+class SetupCache {
+ public:
+  struct Data {
+    std::shared_ptr<models::Dataset> train;
+    std::shared_ptr<models::Dataset> test;
+    nlohmann::json resolved;  ///< the resolved data object
+  };
+  /// The data stored under `key` if a plan still holds it.
+  [[nodiscard]] std::optional<Data> data(const std::string& key);
+  void store_data(const std::string& key, const Data& data);
+  [[nodiscard]] std::optional<double> smoothness(const std::string& key);
+  void store_smoothness(const std::string& key, double beta);
+
+ private:
+  struct Entry {
+    std::weak_ptr<models::Dataset> train;
+    std::weak_ptr<models::Dataset> test;
+    bool has_test = false;
+    nlohmann::json resolved;
+  };
+  std::mutex mutex_;
+  std::map<std::string, Entry> data_;
+  std::map<std::string, double> smoothness_;
+};
+
+struct PlanOptions {
+  /// > 0: caps plan.threads (a sweep's share of the cores per run).
+  int max_threads = 0;
+  /// Shared set-up of earlier plans (null: everything is computed).
+  SetupCache* setup = nullptr;
+};
+
 /// Validates `config` (read from `file`; relative data paths resolve against `base_dir`) and
 /// builds the run. Throws ConfigError with file, JSON pointer, value and accepted values.
 RunPlan plan_run(const nlohmann::json& config,
                  const std::string& file,
-                 const std::filesystem::path& base_dir);
+                 const std::filesystem::path& base_dir,
+                 const PlanOptions& options = {});
+
+/// The cores of this machine (std::thread::hardware_concurrency, at least 1).
+int hardware_cores();
 
 /// Reads and parses a JSON file; ConfigError on a missing file or a syntax error.
 nlohmann::json read_json_file(const std::filesystem::path& path);

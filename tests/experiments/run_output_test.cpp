@@ -2,6 +2,7 @@
 // layer's execute_run, hence here and not in tests/experiments/config/).
 #include "experiments/run_output.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -12,6 +13,7 @@
 #include "experiments/config/run_plan.h"
 #include "sim/simulated_backend.h"
 #include "sim/training_loop.h"
+#include "tests/test_support.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -92,6 +94,57 @@ TEST_CASE("experiments: logistic traces carry test auc and least-squares traces 
         "partitions_covered,test_loss,test_metric");
   CHECK_FALSE(squares_outcome.summary.contains("final_test_auc"));
   CHECK(squares_outcome.summary["test_metric"] == "mse");
+}
+
+TEST_CASE("experiments: threads 1, 2 and 3 write the same trace and summary bytes",
+          "[experiments][threads]") {
+  const auto dir = scratch();
+  // Dense and sparse data, GD (every partition from the recorded pass) and Nesterov (the
+  // backend computes the partitions it needs at the query point), step "auto" (β from the
+  // chunked power iteration), a test set, and partitions not divisible by the thread counts.
+  const std::vector<nlohmann::json> datasets = {
+      {{"source", "synthetic"}, {"generator", "gaussian_mixture"}, {"rows", 700}, {"features", 9}},
+      {{"source", "synthetic"}, {"generator", "amazon_like"}, {"rows", 600}, {"features", 2000}}};
+  for (const auto& data : datasets) {
+    for (const std::string kind : {"gd", "nesterov"}) {
+      auto config = config_with(data);
+      config["workers"] = 10;
+      config["stopping"]["r"] = 4;
+      config["optimizer"] = {{"kind", kind}, {"step", "auto"}, {"iterations", 12}};
+      std::string trace;
+      std::string summary;
+      for (const int threads : {1, 2, 3}) {
+        config["threads"] = threads;
+        const RunPlan plan = plan_run(config, "cfg.json", dir);
+        REQUIRE(plan.threads == threads);
+        const auto out =
+            dir /
+            fmt::format("threads_{}_{}_{}", kind, data["generator"].get<std::string>(), threads);
+        REQUIRE(execute_run(plan, out).status == "ok");
+        const std::string this_trace = testing::slurp(out / "trace.csv");
+        const std::string this_summary = testing::slurp(out / "summary.json");
+        if (threads == 1) {
+          trace = this_trace;
+          summary = this_summary;
+          // The summary records no thread count: it never changes a result.
+          CHECK_FALSE(nlohmann::json::parse(summary)["config"].contains("threads"));
+          continue;
+        }
+        CHECK(this_trace == trace);
+        CHECK(this_summary == summary);
+      }
+    }
+  }
+}
+
+TEST_CASE("experiments: plan_run caps threads at max_threads", "[experiments][threads]") {
+  auto config = config_with(
+      {{"source", "synthetic"}, {"generator", "gaussian_mixture"}, {"rows", 60}, {"features", 3}});
+  config["threads"] = 8;
+  CHECK(plan_run(config, "cfg.json", scratch(), {.max_threads = 3}).threads == 3);
+  CHECK(plan_run(config, "cfg.json", scratch(), {.max_threads = 0}).threads == 8);
+  config.erase("threads");
+  CHECK(plan_run(config, "cfg.json", scratch()).threads == hardware_cores());
 }
 
 }  // namespace stragglersim::experiments

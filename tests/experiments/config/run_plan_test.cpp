@@ -122,6 +122,10 @@ TEST_CASE("experiments: bad configs name the file and JSON pointer and the accep
         "cfg.json:/data: wrong type; got 5; expected an object");
   CHECK(with([](auto& c) { c["seed"] = -3; }) ==
         "cfg.json:/seed: out of range; got -3; expected an integer >= 0");
+  CHECK(with([](auto& c) { c["threads"] = 0; }) ==
+        "cfg.json:/threads: out of range; got 0; expected an integer in [1, 1024]");
+  CHECK(with([](auto& c) { c["threads"] = "all"; }) ==
+        "cfg.json:/threads: wrong type; got \"all\"; expected an integer");
   CHECK(with([](auto& c) {
           c["code"] = {{"kind", "crc"}, {"s", 2}};
           c["rescale"] = "expected";
@@ -247,6 +251,58 @@ TEST_CASE("experiments: approximate codes converge and carry their decoding erro
     CHECK(error > 0.0);
     CHECK(rows.back().loss < 0.7 * rows.front().loss);
   }
+}
+
+}  // namespace stragglersim::experiments
+
+namespace stragglersim::experiments {
+
+TEST_CASE("run_plan: a setup cache shares the data set and beta of equal configs",
+          "[experiments][config][setup_cache]") {
+  SetupCache cache;
+  auto config = base_config();
+  config["optimizer"]["step"] = "auto";
+  const RunPlan fresh = plan_run(config, "cfg.json", temp_dir());
+  const RunPlan first = plan_run(config, "cfg.json", temp_dir(), {.setup = &cache});
+  // Another code and stopping rule over the same data: the same data set, the same β.
+  auto other = config;
+  other["code"] = {{"kind", "uncoded"}};
+  other["stopping"] = {{"rule", "all"}};
+  const RunPlan second = plan_run(other, "cfg.json", temp_dir(), {.setup = &cache});
+  CHECK(&second.objective->data() == &first.objective->data());
+  CHECK(&second.test_objective->data() == &first.test_objective->data());
+  CHECK(second.smoothness == fresh.smoothness);
+  CHECK(second.step == fresh.step);
+  CHECK(second.resolved["data"] == fresh.resolved["data"]);
+  CHECK(first.resolved == fresh.resolved);
+  // Another seed, or another loss kind (labels may be mapped in place), is another data set.
+  auto reseeded = config;
+  reseeded["seed"] = 8;
+  CHECK(&plan_run(reseeded, "cfg.json", temp_dir(), {.setup = &cache}).objective->data() !=
+        &first.objective->data());
+  auto squares = config;
+  squares["loss"]["kind"] = "least_squares";
+  CHECK(&plan_run(squares, "cfg.json", temp_dir(), {.setup = &cache}).objective->data() !=
+        &first.objective->data());
+}
+
+TEST_CASE("run_plan: a setup cache loads a data set again once no plan holds it",
+          "[experiments][config][setup_cache]") {
+  SetupCache cache;
+  const auto config = base_config();
+  const RunPlan fresh = plan_run(config, "cfg.json", temp_dir());
+  {
+    const RunPlan dropped = plan_run(config, "cfg.json", temp_dir(), {.setup = &cache});
+    REQUIRE(cache.data(
+        nlohmann::json{config["data"], config["seed"], temp_dir().string(), config["loss"]["kind"]}
+            .dump()));
+  }
+  CHECK_FALSE(cache.data(
+      nlohmann::json{config["data"], config["seed"], temp_dir().string(), config["loss"]["kind"]}
+          .dump()));
+  const RunPlan again = plan_run(config, "cfg.json", temp_dir(), {.setup = &cache});
+  CHECK(again.objective->data().labels == fresh.objective->data().labels);
+  CHECK(again.resolved == fresh.resolved);
 }
 
 }  // namespace stragglersim::experiments

@@ -1,0 +1,110 @@
+#include "models/worker_pool.h"
+
+#include <exception>
+
+#include "models/base/invariant.h"
+
+namespace stragglersim::models {
+
+WorkerPool::WorkerPool(int threads) {
+  STRAGGLERSIM_ASSERT(threads >= 1, "a worker pool needs at least one thread");
+  helpers_.reserve(static_cast<std::size_t>(threads - 1));
+  for (int t = 1; t < threads; ++t) {
+    helpers_.emplace_back([this] { help(); });
+  }
+}
+
+WorkerPool::~WorkerPool() {
+  {
+    const std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& helper : helpers_) {
+    helper.join();
+  }
+}
+
+void WorkerPool::work_through() {
+  // Called with the lock held; claims tasks one by one and runs each without the lock.
+  std::unique_lock lock(mutex_, std::adopt_lock);
+  while (next_ < count_) {
+    const int i = next_++;
+    const std::function<void(int)>& task = *task_;
+    lock.unlock();
+    std::exception_ptr failure;
+    try {
+      task(i);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    lock.lock();
+    if (failure && !error_) {
+      error_ = failure;
+    }
+    --unfinished_;
+  }
+  lock.release();
+}
+
+void WorkerPool::help() {
+  std::unique_lock lock(mutex_);
+  std::uint64_t seen = generation_;
+  while (true) {
+    wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+    if (stop_) {
+      return;
+    }
+    seen = generation_;
+    ++busy_helpers_;
+    lock.release();
+    work_through();
+    lock = std::unique_lock(mutex_, std::adopt_lock);
+    --busy_helpers_;
+    if (unfinished_ == 0 && busy_helpers_ == 0) {
+      done_.notify_all();
+    }
+  }
+}
+
+void WorkerPool::run(int count, const std::function<void(int)>& task) {
+  if (count <= 0) {
+    return;
+  }
+  std::unique_lock lock(mutex_);
+  STRAGGLERSIM_ASSERT(task_ == nullptr, "WorkerPool::run is not reentrant");
+  task_ = &task;
+  count_ = count;
+  next_ = 0;
+  unfinished_ = count;
+  error_ = nullptr;
+  ++generation_;
+  if (!helpers_.empty() && count > 1) {
+    wake_.notify_all();
+  }
+  lock.release();
+  work_through();
+  lock = std::unique_lock(mutex_, std::adopt_lock);
+  // Helpers still inside work_through hold a reference to `task`: wait for them to leave too.
+  done_.wait(lock, [&] { return unfinished_ == 0 && busy_helpers_ == 0; });
+  task_ = nullptr;
+  count_ = 0;
+  std::exception_ptr failure = error_;
+  error_ = nullptr;
+  lock.unlock();
+  if (failure) {
+    std::rethrow_exception(failure);
+  }
+}
+
+void run_tasks(WorkerPool* pool, int count, const std::function<void(int)>& task) {
+  if (pool == nullptr || pool->threads() == 1) {
+    for (int i = 0; i < count; ++i) {
+      task(i);
+    }
+    return;
+  }
+  pool->run(count, task);
+}
+
+}  // namespace stragglersim::models

@@ -1,0 +1,56 @@
+#pragma once
+// A small pool of threads for one run's data-parallel passes (partition gradients, the power
+// iteration). Tasks are numbered 0 … count − 1 and each writes only its own output, so the
+// caller sums the outputs in task order and the result is the same bytes for every thread
+// count. Not to be confused with the "threads" backend (sim/threaded_backend.h), whose threads
+// play workers with injected delays.
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace stragglersim::models {
+
+class WorkerPool {
+ public:
+  /// `threads` ≥ 1 threads in all, the calling thread included (1: every task runs inline).
+  explicit WorkerPool(int threads);
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+  WorkerPool(WorkerPool&&) = delete;
+  WorkerPool& operator=(WorkerPool&&) = delete;
+  ~WorkerPool();
+
+  [[nodiscard]] int threads() const { return static_cast<int>(helpers_.size()) + 1; }
+
+  /// Calls task(i) once for every i in [0, count) and returns when all have returned. Tasks
+  /// run concurrently on the pool's threads in no fixed order; the first exception a task
+  /// throws is rethrown here after every task has finished. One run() at a time.
+  void run(int count, const std::function<void(int)>& task);
+
+ private:
+  void help();
+  void work_through();
+
+  std::vector<std::thread> helpers_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable done_;
+  const std::function<void(int)>* task_ = nullptr;
+  int count_ = 0;
+  int next_ = 0;
+  int unfinished_ = 0;
+  int busy_helpers_ = 0;
+  std::uint64_t generation_ = 0;
+  std::exception_ptr error_;
+  bool stop_ = false;
+};
+
+/// Runs task(i) for i in [0, count) on `pool`, or inline in order when `pool` is null.
+void run_tasks(WorkerPool* pool, int count, const std::function<void(int)>& task);
+
+}  // namespace stragglersim::models
