@@ -12,7 +12,7 @@ SimulatedBackend::SimulatedBackend(std::shared_ptr<const models::Objective> obje
                       "code and objective must have the same partitions");
   STRAGGLERSIM_ASSERT(cluster_->workers() == scheme_.code->workers(),
                       "code and cluster must have the same workers");
-  partition_buffer_.resize(objective_->dimension());
+  message_buffer_.resize(objective_->dimension());
 }
 
 BackendIteration SimulatedBackend::iterate(std::uint64_t iteration,
@@ -24,19 +24,28 @@ BackendIteration SimulatedBackend::iterate(std::uint64_t iteration,
   out.wall_time = timing.wall_time;
   out.heard = timing.heard;
   out.decoding = scheme_.decode(timing.heard, iteration);
-  out.estimate = Eigen::VectorXd::Zero(objective_->dimension());
-  const Eigen::VectorXd& alpha = out.decoding.alpha;
-  for (Eigen::Index j = 0; j < alpha.size(); ++j) {
-    if (alpha(j) == 0.0) {
-      continue;  // erased partitions are never computed
-    }
-    if (partition_gradients != nullptr) {
-      out.estimate.noalias() += alpha(j) * partition_gradients->col(j);
-    } else {
-      objective_->partition_gradient(static_cast<int>(j), query, partition_buffer_);
-      out.estimate.noalias() += alpha(j) * partition_buffer_;
-    }
+  // Combined as the real masters combine their workers' messages (combine_messages), so a real
+  // run that hears the same workers returns the same bytes; every partition gradient needed is
+  // computed at most once per iteration.
+  const Eigen::Index p = objective_->dimension();
+  if (partition_gradients == nullptr) {
+    computed_.assign(static_cast<std::size_t>(objective_->partitions()), false);
+    computed_gradients_.resize(p, objective_->partitions());
   }
+  auto gradient = [&](int j) -> Eigen::Ref<const Eigen::VectorXd> {
+    if (partition_gradients != nullptr) {
+      return partition_gradients->col(j);
+    }
+    if (!computed_[static_cast<std::size_t>(j)]) {
+      objective_->partition_gradient(j, query, computed_gradients_.col(j));
+      computed_[static_cast<std::size_t>(j)] = true;
+    }
+    return computed_gradients_.col(j);
+  };
+  out.estimate = combine_messages(out.decoding, p, [&](int i) -> const Eigen::VectorXd& {
+    coded_message(*scheme_.code, i, gradient, message_buffer_);
+    return message_buffer_;
+  });
   return out;
 }
 

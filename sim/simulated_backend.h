@@ -1,9 +1,12 @@
 #pragma once
 // The simulated-clock backend (README.md (Architecture)): delays from the cluster's event queue,
 // and the gradient the master would decode computed for real from the partition gradients it needs,
-// each computed once per iteration and combined by α = B_Kᵀa. Bit-reproducible.
+// each computed once per iteration, combined into the heard workers' coded messages y_i and then
+// ĝ = Σ_i a_i y_i in worker order, exactly as the real backends' masters combine (the same bytes
+// when they hear the same workers). Bit-reproducible.
 
 #include <memory>
+#include <vector>
 
 #include "models/objective.h"
 #include "sim/backend.h"
@@ -28,7 +31,9 @@ class SimulatedBackend final : public Backend {
   std::shared_ptr<const models::Objective> objective_;
   Scheme scheme_;
   std::unique_ptr<SimulatedCluster> cluster_;
-  Eigen::VectorXd partition_buffer_;
+  Eigen::MatrixXd computed_gradients_;  // ∇F_j(query), filled on demand without a hint
+  std::vector<bool> computed_;
+  Eigen::VectorXd message_buffer_;
 };
 
 }  // namespace stragglersim::sim

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <span>
 #include <sstream>
 
 #include "experiments/config/config_error.h"
@@ -41,12 +43,22 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
   return parse_json(text.str(), path.string());
 }
 
-RunPlan plan_run_file(const std::filesystem::path& path) {
+RunPlan plan_run_file(const std::filesystem::path& path, std::optional<int> mpi_worker) {
   const nlohmann::json config = read_json_file(path);
-  return plan_run(config, path.string(), path.parent_path());
+  return plan_run(config, path.string(), path.parent_path(), mpi_worker);
 }
 
 namespace {
+
+/// Whether the config asks for the mpi backend (read before the data, whose loading depends on
+/// it; the backend object itself is validated later).
+bool backend_is_mpi(const nlohmann::json& config) {
+  return config.is_object() && config.contains("backend") && config["backend"].is_object() &&
+         config["backend"].contains("kind") && config["backend"]["kind"] == "mpi";
+}
+
+/// A slow worker's default slowdown (the bimodal delay's default slowdown too).
+constexpr double kDefaultSlowFactor = 5.0;
 
 /// The row of `table` named by `key` (the selector: "kind" or "rule").
 template <typename Factory>
@@ -96,7 +108,8 @@ std::optional<double> scheme_erasure_probability(const RunPlan& plan) {
 }
 
 /// The keys of the real backends (threads, mpi; the kind already read): seconds_per_unit,
-/// timeout and faults, each fault {"worker", "kind": "crash" | "hang", "from_iteration" (1)}.
+/// timeout and faults, each fault {"worker", "kind": "crash" | "hang" | "slow", "from_iteration"
+/// (1)}, a slow one with "factor" (5).
 void read_real_backend(JsonReader& reader,
                        const std::string& kind,
                        const RunPlan& plan,
@@ -138,10 +151,14 @@ void read_real_backend(JsonReader& reader,
                      "each worker at most once");
       }
     }
-    fault.kind = f.choice("kind", "fault", {"crash", "hang"}, {}) == "hang"
-                     ? sim::FaultKind::kHang
-                     : sim::FaultKind::kCrash;
+    const std::string kind_name = f.choice("kind", "fault", {"crash", "hang", "slow"}, {});
+    fault.kind = kind_name == "hang"   ? sim::FaultKind::kHang
+                 : kind_name == "slow" ? sim::FaultKind::kSlow
+                                       : sim::FaultKind::kCrash;
     fault.from_iteration = static_cast<std::uint64_t>(f.integer("from_iteration", 1, 1));
+    if (fault.kind == sim::FaultKind::kSlow) {
+      fault.factor = f.number("factor", kDefaultSlowFactor, 1.0, sim::kMaxSlowFactor);
+    }
     f.finish();
     options.faults.push_back(fault);
     resolved_faults.push_back(f.resolved());
@@ -164,18 +181,18 @@ void check_code_size(const nlohmann::json& config,
       std::min(code.contains("d") && code["d"].is_number() ? code["d"].get<double>() : 0.0,
                static_cast<double>(shape.workers));
   const CodeFootprint footprint = code_footprint(kind, shape.workers, shape.partitions, d);
-  if (!footprint.partitions_formula.empty() && data.train && code.contains("d") &&
+  if (!footprint.partitions_formula.empty() && (data.train || data.partial) && code.contains("d") &&
       code["d"].is_number_integer()) {
     const auto di = code["d"].get<std::int64_t>();
     if (di >= 1 && di <= shape.workers &&
         footprint.partitions == std::floor(footprint.partitions) &&
-        footprint.partitions > static_cast<double>(data.train->rows())) {
+        footprint.partitions > static_cast<double>(data.train_rows())) {
       code_reader.fail_value("d",
                              fmt::format("more partitions than training rows (k = {} = {})",
                                          footprint.partitions_formula,
                                          static_cast<std::int64_t>(footprint.partitions)),
                              di,
-                             fmt::format("at most the {} training rows", data.train->rows()));
+                             fmt::format("at most the {} training rows", data.train_rows()));
     }
   }
   require_memory(root, "workers", fmt::format("code '{}'", kind), footprint.bytes, shape.workers);
@@ -211,7 +228,9 @@ void read_backend_object(JsonReader& root,
 LoadedData read_header_and_data(JsonReader& root,
                                 RunPlan& plan,
                                 const std::string& file,
-                                const std::filesystem::path& base_dir) {
+                                const std::filesystem::path& base_dir,
+                                std::optional<int> mpi_worker,
+                                bool mpi_run) {
   plan.name = root.string("name", std::filesystem::path(file).stem().string());
   plan.seed = static_cast<std::uint64_t>(root.integer("seed", 1, 0));
   plan.workers = static_cast<int>(root.integer("workers", std::nullopt, 1, 10'000'000));
@@ -224,7 +243,9 @@ LoadedData read_header_and_data(JsonReader& root,
     (void)root.raw("data");
   } else {
     JsonReader data_reader = root.object("data");
-    data = load_data(data_reader, base_dir, plan.seed);
+    // An MPI worker of an mpi run loads only its own partitions' rows (after the code).
+    const bool partial = mpi_run && mpi_worker && *mpi_worker >= 0 && *mpi_worker < plan.workers;
+    data = load_data(data_reader, base_dir, plan.seed, partial);
     root.merge("data", data_reader);
   }
   return data;
@@ -324,11 +345,11 @@ void read_loss(JsonReader& root, RunPlan& plan, LoadedData& data, bool delay_onl
   if (loss->traits().binary_labels) {
     require_binary_labels(data, root);
   }
-  if (plan.partitions > data.train->rows()) {
+  if (plan.partitions > data.train_rows()) {
     root.fail_value("partitions",
                     "more partitions than training rows",
                     plan.partitions,
-                    fmt::format("at most the {} training rows", data.train->rows()));
+                    fmt::format("at most the {} training rows", data.train_rows()));
   }
   // The training loop keeps every partition's gradient (features × partitions, twice).
   require_memory(root,
@@ -338,6 +359,11 @@ void read_loss(JsonReader& root, RunPlan& plan, LoadedData& data, bool delay_onl
                              plan.partitions),
                  16.0 * static_cast<double>(data.train->dimension()) * plan.partitions,
                  plan.partitions);
+  if (data.held) {
+    plan.objective = std::make_shared<models::Objective>(models::Objective::held_partitions(
+        data.train, loss, l2, plan.partitions, data.train_rows(), *data.held));
+    return;  // a worker needs no test set
+  }
   plan.objective = std::make_shared<models::Objective>(data.train, loss, l2, plan.partitions);
   if (data.test && data.test->rows() > 0) {
     plan.test_objective = std::make_shared<models::Objective>(data.test, loss, l2, 1);
@@ -348,7 +374,13 @@ void read_loss(JsonReader& root, RunPlan& plan, LoadedData& data, bool delay_onl
 void read_optimizer(JsonReader& root, RunPlan& plan, bool delay_only) {
   JsonReader opt_reader = root.object("optimizer");
   plan.iterations = static_cast<std::uint64_t>(opt_reader.integer("iterations", std::nullopt, 0));
-  if (!delay_only) {
+  if (!delay_only && plan.objective->partial()) {
+    // An MPI worker takes no step (rank 0 validates the step; β needs the whole set).
+    (void)opt_reader.choice("kind", "optimizer", {"gd", "nesterov"}, "gd");
+    if (opt_reader.has("step")) {
+      (void)opt_reader.raw("step");
+    }
+  } else if (!delay_only) {
     const auto kind = opt_reader.choice("kind", "optimizer", {"gd", "nesterov"}, "gd");
     plan.optimizer = kind == "nesterov" ? OptimizerKind::kNesterov : OptimizerKind::kGd;
     const double beta = plan.objective->smoothness();
@@ -399,13 +431,23 @@ nlohmann::json read_backend(JsonReader& root, RunPlan& plan, bool delay_only) {
 
 RunPlan plan_run(const nlohmann::json& config,
                  const std::string& file,
-                 const std::filesystem::path& base_dir) {
+                 const std::filesystem::path& base_dir,
+                 std::optional<int> mpi_worker) {
   JsonReader root(config, file, "");
   RunPlan plan;
-  LoadedData data = read_header_and_data(root, plan, file, base_dir);
+  LoadedData data =
+      read_header_and_data(root, plan, file, base_dir, mpi_worker, backend_is_mpi(config));
   const bool delay_only = root.is_null("data");
   read_scheme(config, root, plan, file, data);
   read_delays(root, plan);
+  if (data.partial) {
+    // The worker's own partitions, now that the code is known.
+    const std::span<const int> support = plan.scheme.code->support(*mpi_worker);
+    std::vector<int> held(support.begin(), support.end());
+    std::sort(held.begin(), held.end());
+    held.erase(std::unique(held.begin(), held.end()), held.end());
+    load_held_partitions(data, plan.partitions, held);
+  }
   read_loss(root, plan, data, delay_only);
   read_optimizer(root, plan, delay_only);
   const nlohmann::json resolved_faults = read_backend(root, plan, delay_only);

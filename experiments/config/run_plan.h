@@ -61,14 +61,19 @@ struct RunPlan {
 
 /// Validates `config` (read from `file`; relative data paths resolve against `base_dir`) and
 /// builds the run. Throws ConfigError with file, JSON pointer, value and accepted values.
+/// `mpi_worker`: this process is worker i of an mpi run (rank i + 1): with an mpi backend it
+/// loads only the training rows of its own partitions (objective->partial()), no test set, and
+/// takes no step (docs/mpi_backend.md "Data").
 RunPlan plan_run(const nlohmann::json& config,
                  const std::string& file,
-                 const std::filesystem::path& base_dir);
+                 const std::filesystem::path& base_dir,
+                 std::optional<int> mpi_worker = std::nullopt);
 
 /// Reads and parses a JSON file; ConfigError on a missing file or a syntax error.
 nlohmann::json read_json_file(const std::filesystem::path& path);
 
 /// Reads `path` and plans the run it describes.
-RunPlan plan_run_file(const std::filesystem::path& path);
+RunPlan plan_run_file(const std::filesystem::path& path,
+                      std::optional<int> mpi_worker = std::nullopt);
 
 }  // namespace stragglersim::experiments
