@@ -284,14 +284,12 @@ Dataset generate(const GeneratorSpec& spec,
   std::vector<double> scratch_values(static_cast<std::size_t>(nnz));
   // Every row's margin (8 bytes a row, whatever is kept): the intercept is calibrated on all.
   Eigen::VectorXd margin(m);
-  std::vector<Eigen::Index> kept_rows;
   RowWriter rows(spec, w, draws);
   Eigen::Index next = 0;
   for (Eigen::Index i = 0; i < m; ++i) {
     if (keep == nullptr || keep->keeps(i)) {
       outer[next] = next * nnz;
       margin[i] = rows.write(a.innerIndexPtr(), a.valuePtr(), next * nnz);
-      kept_rows.push_back(i);
       ++next;
     } else {
       margin[i] = rows.write(scratch_inner.data(), scratch_values.data(), 0);
@@ -311,7 +309,7 @@ Dataset generate(const GeneratorSpec& spec,
   }
   out.labels.resize(stored);
   for (Eigen::Index r = 0; r < stored; ++r) {
-    out.labels[r] = labels[kept_rows[static_cast<std::size_t>(r)]];
+    out.labels[r] = labels[keep->rows[static_cast<std::size_t>(r)]];
   }
   return out;
 }

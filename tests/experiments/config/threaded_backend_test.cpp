@@ -8,7 +8,8 @@
 // Tests tagged [threads] assert only what holds whatever the scheduling: the hand times (slow
 // faults applied by hand), losses and estimates equal to the simulated backend's bytes wherever
 // the heard sets match, the lower bound real stop ≥ simulated stop × seconds_per_unit (a worker
-// never delivers before its injected delay), the policies and the faults. They also run under ThreadSanitizer.
+// never delivers before its injected delay), the policies and the faults. They also run under
+// ThreadSanitizer.
 //
 // Tests tagged [threads][timing] compare the real heard sets with the hand ones where wake-up
 // jitter cannot flip the comparison. A worker delivers at or after its target b + T_i·spu
