@@ -133,7 +133,13 @@ int command_run_mpi(const RunPlan& plan, const std::string& config, const std::s
 
 int command_run(const std::string& config, const std::string& out_dir, bool force) {
   check_output_folder(out_dir, "--out");
-  const RunPlan plan = plan_run_file(config);
+  // Under mpirun, rank i + 1 is worker i of an mpi run: it loads only its own partitions.
+  std::optional<int> mpi_worker;
+  if (const auto rank = sim::launched_by_mpi() ? sim::launcher_rank() : std::nullopt;
+      rank && *rank > 0) {
+    mpi_worker = *rank - 1;
+  }
+  const RunPlan plan = plan_run_file(config, mpi_worker);
   if (const std::string other = other_run_in(out_dir, plan); !force && !other.empty()) {
     throw ConfigError(fmt::format(
         "{}: holds another run; got {}; expected an empty or new --out folder, or --force to "

@@ -96,6 +96,8 @@ class Reader {
                                   fields_.size(),
                                   columns_));
     }
+    const bool stored = keep_ == nullptr || keep_->keeps(source_rows_);
+    ++source_rows_;
     for (std::int64_t j = 0; j < columns_; ++j) {
       const std::string& field = fields_[static_cast<std::size_t>(j)];
       double value = 0.0;
@@ -106,6 +108,12 @@ class Reader {
                                     column_name(j),
                                     field));
       }
+      if (j == label_ && label_values_ != nullptr) {
+        label_values_->add(value);
+      }
+      if (!stored) {
+        continue;  // validated, not kept
+      }
       if (j == label_) {
         labels_.push_back(value);
       } else {
@@ -114,9 +122,16 @@ class Reader {
     }
   }
 
+  void keep_only(RowKeep* keep, LabelValues* label_values) {
+    keep_ = keep;
+    label_values_ = label_values;
+  }
+  /// Data rows of the file (kept or not).
+  [[nodiscard]] std::int64_t rows() const { return source_rows_; }
+
   [[nodiscard]] Dataset finish() const {
     const auto m = static_cast<Eigen::Index>(labels_.size());
-    if (m == 0) {
+    if (source_rows_ == 0) {
       throw DataError(fmt::format("{}: no data rows", path_));
     }
     const auto p = static_cast<Eigen::Index>(columns_ - 1);
@@ -180,11 +195,18 @@ class Reader {
   std::int64_t label_ = 0;
   std::vector<double> values_;
   std::vector<double> labels_;
+  RowKeep* keep_ = nullptr;
+  LabelValues* label_values_ = nullptr;
+  std::int64_t source_rows_ = 0;
 };
 
 }  // namespace
 
-Dataset read_csv(const std::string& path, const CsvOptions& options) {
+Dataset read_csv(const std::string& path,
+                 const CsvOptions& options,
+                 RowKeep* keep,
+                 LabelValues* label_values,
+                 std::int64_t* source_rows) {
   STRAGGLERSIM_ASSERT(options.header || std::holds_alternative<std::int64_t>(options.label_column),
                       "a label column name needs a header");
   std::ifstream in(path, std::ios::binary);
@@ -192,6 +214,7 @@ Dataset read_csv(const std::string& path, const CsvOptions& options) {
     throw DataError(fmt::format("{}: cannot open file", path));
   }
   Reader reader(path, options);
+  reader.keep_only(keep, label_values);
   std::string line;
   std::int64_t line_number = 0;
   bool header_pending = options.header;
@@ -205,6 +228,9 @@ Dataset read_csv(const std::string& path, const CsvOptions& options) {
     } else {
       reader.row(line_number);
     }
+  }
+  if (source_rows != nullptr) {
+    *source_rows = reader.rows();
   }
   return reader.finish();
 }

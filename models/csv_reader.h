@@ -28,6 +28,13 @@ struct CsvOptions {
 ///   "<path>:<line>: label column out of range; got <i>; expected an index in [-k, k-1]",
 ///   "<path>:<line>: need a label and at least one feature; got 1 column".
 /// Illegal: a column name with header = false.
-Dataset read_csv(const std::string& path, const CsvOptions& options = {});
+/// With `keep`, every line is still parsed and validated but only the kept source rows (data
+/// rows, 0-based) are stored: memory is proportional to the rows kept. `label_values` receives
+/// the distinct labels of every row, `source_rows` the number of data rows.
+Dataset read_csv(const std::string& path,
+                 const CsvOptions& options = {},
+                 RowKeep* keep = nullptr,
+                 LabelValues* label_values = nullptr,
+                 std::int64_t* source_rows = nullptr);
 
 }  // namespace stragglersim::models

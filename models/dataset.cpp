@@ -85,12 +85,10 @@ Dataset Dataset::select_rows(const std::vector<Eigen::Index>& order) const {
   return out;
 }
 
-std::pair<Dataset, Dataset> split_train_test(const Dataset& all,
-                                             double test_fraction,
-                                             std::uint64_t seed) {
-  STRAGGLERSIM_ASSERT(test_fraction >= 0.0 && test_fraction < 1.0,
-                      "test_fraction must be in [0, 1)");
-  const Eigen::Index m = all.rows();
+namespace {
+
+/// The seeded permutation of the train/test split (Fisher–Yates on mt19937_64).
+std::vector<Eigen::Index> split_permutation(Eigen::Index m, std::uint64_t seed) {
   std::vector<Eigen::Index> order(static_cast<std::size_t>(m));
   std::iota(order.begin(), order.end(), Eigen::Index{0});
   boost::random::mt19937_64 engine(seed);
@@ -98,8 +96,133 @@ std::pair<Dataset, Dataset> split_train_test(const Dataset& all,
     boost::random::uniform_int_distribution<Eigen::Index> pick(0, i);
     std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(pick(engine))]);
   }
-  const auto test_rows =
-      static_cast<Eigen::Index>(std::llround(test_fraction * static_cast<double>(m)));
+  return order;
+}
+
+}  // namespace
+
+void LabelValues::add(double label) {
+  constexpr std::size_t kKept = 3;
+  const auto at = std::lower_bound(values.begin(), values.end(), label);
+  if ((at != values.end() && *at == label) || values.size() >= kKept) {
+    return;
+  }
+  values.insert(at, label);
+}
+
+bool RowKeep::keeps(Eigen::Index i) {
+  while (next_ < rows.size() && rows[next_] < i) {
+    ++next_;
+  }
+  return next_ < rows.size() && rows[next_] == i;
+}
+
+HeldRows held_rows(Eigen::Index m, int k, const std::vector<int>& held) {
+  HeldRows out;
+  out.held = held;
+  for (std::size_t h = 0; h < held.size(); ++h) {
+    STRAGGLERSIM_ASSERT(h == 0 || held[h] > held[h - 1], "held partitions must be ascending");
+    const RowRange global = partition_rows(m, k, held[h]);
+    auto local = static_cast<Eigen::Index>(out.rows.size());
+    while ((local - global.begin) % kRowAlignment != 0) {
+      out.rows.push_back(-1);
+      ++local;
+    }
+    for (Eigen::Index t = global.begin; t < global.end; ++t) {
+      out.rows.push_back(t);
+    }
+    out.ranges.push_back(RowRange{local, local + global.size()});
+  }
+  if (out.rows.empty()) {
+    out.rows.push_back(-1);  // an objective holds at least one row
+  }
+  return out;
+}
+
+Eigen::Index training_row_count(Eigen::Index m_all, double test_fraction) {
+  return m_all -
+         static_cast<Eigen::Index>(std::llround(test_fraction * static_cast<double>(m_all)));
+}
+
+std::vector<Eigen::Index> training_source_rows(Eigen::Index m_all,
+                                               double test_fraction,
+                                               std::uint64_t seed) {
+  STRAGGLERSIM_ASSERT(test_fraction >= 0.0 && test_fraction < 1.0,
+                      "test_fraction must be in [0, 1)");
+  const Eigen::Index m_train = training_row_count(m_all, test_fraction);
+  if (test_fraction == 0.0) {
+    std::vector<Eigen::Index> identity(static_cast<std::size_t>(m_all));
+    std::iota(identity.begin(), identity.end(), Eigen::Index{0});
+    return identity;
+  }
+  std::vector<Eigen::Index> order = split_permutation(m_all, seed);
+  order.resize(static_cast<std::size_t>(m_train));
+  return order;
+}
+
+Dataset arrange_held_rows(const Dataset& kept,
+                          const std::vector<Eigen::Index>& keep_rows,
+                          const std::vector<Eigen::Index>& source_of,
+                          const HeldRows& held) {
+  const auto n = static_cast<Eigen::Index>(held.rows.size());
+  // Position in `kept` of each held row, −1 for padding.
+  std::vector<Eigen::Index> at(held.rows.size(), -1);
+  for (std::size_t r = 0; r < held.rows.size(); ++r) {
+    if (held.rows[r] < 0) {
+      continue;
+    }
+    const Eigen::Index source = source_of[static_cast<std::size_t>(held.rows[r])];
+    const auto it = std::lower_bound(keep_rows.begin(), keep_rows.end(), source);
+    STRAGGLERSIM_ASSERT(it != keep_rows.end() && *it == source, "a held row was not kept");
+    at[r] = it - keep_rows.begin();
+  }
+  Dataset out;
+  out.labels = Eigen::VectorXd::Zero(n);
+  for (Eigen::Index r = 0; r < n; ++r) {
+    if (at[static_cast<std::size_t>(r)] >= 0) {
+      out.labels[r] = kept.labels[at[static_cast<std::size_t>(r)]];
+    }
+  }
+  if (const auto* dense = std::get_if<DenseRows>(&kept.features)) {
+    DenseRows rows = DenseRows::Zero(n, dense->cols());
+    for (Eigen::Index r = 0; r < n; ++r) {
+      if (at[static_cast<std::size_t>(r)] >= 0) {
+        rows.row(r) = dense->row(at[static_cast<std::size_t>(r)]);
+      }
+    }
+    out.features = std::move(rows);
+    return out;
+  }
+  const auto& sparse = std::get<SparseRows>(kept.features);
+  SparseRows& rows = out.features.emplace<SparseRows>(n, sparse.cols());
+  Eigen::Matrix<std::int64_t, Eigen::Dynamic, 1> per_row = decltype(per_row)::Zero(n);
+  for (Eigen::Index r = 0; r < n; ++r) {
+    if (at[static_cast<std::size_t>(r)] >= 0) {
+      per_row[r] = sparse.outerIndexPtr()[at[static_cast<std::size_t>(r)] + 1] -
+                   sparse.outerIndexPtr()[at[static_cast<std::size_t>(r)]];
+    }
+  }
+  rows.reserve(per_row);
+  for (Eigen::Index r = 0; r < n; ++r) {
+    if (at[static_cast<std::size_t>(r)] < 0) {
+      continue;
+    }
+    for (SparseRows::InnerIterator it(sparse, at[static_cast<std::size_t>(r)]); it; ++it) {
+      rows.insert(r, it.index()) = it.value();
+    }
+  }
+  rows.makeCompressed();
+  return out;
+}
+
+std::pair<Dataset, Dataset> split_train_test(const Dataset& all,
+                                             double test_fraction,
+                                             std::uint64_t seed) {
+  STRAGGLERSIM_ASSERT(test_fraction >= 0.0 && test_fraction < 1.0,
+                      "test_fraction must be in [0, 1)");
+  const Eigen::Index m = all.rows();
+  const std::vector<Eigen::Index> order = split_permutation(m, seed);
+  const auto test_rows = m - training_row_count(m, test_fraction);
   const auto split = order.begin() + (m - test_rows);
   return {all.select_rows(std::vector<Eigen::Index>(order.begin(), split)),
           all.select_rows(std::vector<Eigen::Index>(split, order.end()))};

@@ -74,6 +74,58 @@ struct Dataset {
   }
 };
 
+/// Distinct label values of a source, at most three kept (enough for the binary-label check):
+/// what a partial load reports of the rows it did not keep.
+struct LabelValues {
+  std::vector<double> values;  ///< ascending
+  void add(double label);
+};
+
+/// Source rows a partial load keeps: ascending, distinct indices into the rows of the source
+/// in file or generation order. Every row is still read or drawn in order (validated and
+/// consuming the same random draws), so the rows kept are bitwise those of a full load.
+struct RowKeep {
+  std::vector<Eigen::Index> rows;
+  /// Whether source row `i` is kept; `i` must not decrease between calls (a cursor).
+  [[nodiscard]] bool keeps(Eigen::Index i);
+
+ private:
+  std::size_t next_ = 0;
+};
+
+/// The training rows of a full load that a partial load holds for partitions `held` (ascending)
+/// of k over m training rows: `rows` lists the training row indices in the order the partial
+/// data set stores them, −1 for a padding row (features and label zero, in no partition);
+/// `ranges[h]` is partition held[h]'s rows in the partial data set. Each partition starts at
+/// a local row ≡ its global row (mod kRowAlignment), padding before it as needed, so dense
+/// rows have the same memory alignment as in the full data set and every vectorised dot
+/// product (and so every partition gradient) is bitwise the full load's.
+struct HeldRows {
+  std::vector<int> held;
+  std::vector<RowRange> ranges;
+  std::vector<Eigen::Index> rows;
+};
+inline constexpr Eigen::Index kRowAlignment = 8;
+/// Illegal: k < 1, a partition outside [0, k), `held` not ascending.
+HeldRows held_rows(Eigen::Index m, int k, const std::vector<int>& held);
+
+/// The source rows of training rows 0 … m_train − 1 under split_train_test(m_all rows,
+/// test_fraction, seed): training row t is source row order[t] of the same seeded permutation
+/// (the identity when test_fraction is 0). Returns order[0 … m_train).
+std::vector<Eigen::Index> training_source_rows(Eigen::Index m_all,
+                                               double test_fraction,
+                                               std::uint64_t seed);
+/// Training rows of a split of m_all rows: m_all − round(test_fraction·m_all).
+Eigen::Index training_row_count(Eigen::Index m_all, double test_fraction);
+
+/// The partial training set `held` of a source loaded with `keep` (rows in ascending source
+/// order, `keep.rows` the source rows) where training row t is source row `source_of[t]`:
+/// the rows of `held.rows` in that order, zero rows for padding.
+Dataset arrange_held_rows(const Dataset& kept,
+                          const std::vector<Eigen::Index>& keep_rows,
+                          const std::vector<Eigen::Index>& source_of,
+                          const HeldRows& held);
+
 /// Splits off the last round(test_fraction·m) rows of a seeded permutation as the test set.
 /// Illegal: test_fraction outside [0, 1).
 std::pair<Dataset, Dataset> split_train_test(const Dataset& all,

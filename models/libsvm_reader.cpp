@@ -34,6 +34,46 @@ bool parse_index(std::string_view token, std::int64_t& out) {
   return !token.empty() && ec == std::errc() && ptr == end;
 }
 
+/// Calls `parse` on every line of `text` ('\n'-separated; a last line without one included).
+template <typename Parse>
+void for_each_line(std::string_view text, Parse&& parse) {
+  for (std::size_t start = 0; start < text.size();) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    parse(text.substr(start, end - start));
+    start = end + 1;
+  }
+}
+
+/// for_each_line over a stream read in chunks of 4 MiB (a line longer than a chunk grows it);
+/// false on a read error.
+template <typename Parse>
+bool read_lines_in_chunks(std::istream& in, Parse&& parse) {
+  constexpr std::size_t kChunk = std::size_t{1} << 22U;
+  std::string buffer;
+  std::vector<char> chunk(kChunk);
+  while (true) {
+    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    const auto got = static_cast<std::size_t>(in.gcount());
+    if (got == 0) {
+      break;
+    }
+    buffer.append(chunk.data(), got);
+    const std::size_t last = buffer.rfind('\n');
+    if (last != std::string::npos) {
+      for_each_line(std::string_view(buffer).substr(0, last + 1), parse);
+      buffer.erase(0, last + 1);
+    }
+  }
+  if (in.bad()) {
+    return false;
+  }
+  if (!buffer.empty()) {
+    for_each_line(buffer, parse);
+  }
+  return true;
+}
+
 // Rows in compressed sparse row form, whatever the requested storage: one pass, no per-row
 // allocations.
 struct CsrRows {
@@ -48,6 +88,7 @@ class Parser {
  public:
   Parser(const std::string& path, const LibsvmOptions& options) : path_(path), options_(options) {}
 
+  /// Parses and validates one line; stores its row only when `keep` says so.
   void parse_line(std::string_view line, std::int64_t line_number) {
     if (const auto hash = line.find('#'); hash != std::string_view::npos) {
       line = line.substr(0, hash);
@@ -65,6 +106,12 @@ class Parser {
     if (!parse_double(label_token, label)) {
       fail(line_number, "malformed label", label_token);
     }
+    const bool stored = keep_ == nullptr || keep_->keeps(source_rows_);
+    ++source_rows_;
+    if (label_values_ != nullptr) {
+      label_values_->add(label);
+    }
+    const std::size_t first = rows_.columns.size();
     std::int64_t previous = 0;
     for (std::string_view token = next_token(); !token.empty(); token = next_token()) {
       // svmlight ranking files carry a query id; it is not a feature.
@@ -99,11 +146,21 @@ class Parser {
       rows_.values.push_back(value);
     }
     rows_.max_index = std::max(rows_.max_index, previous);
+    if (!stored) {
+      rows_.columns.resize(first);  // validated, not kept
+      rows_.values.resize(first);
+      return;
+    }
     rows_.labels.push_back(label);
     rows_.row_starts.push_back(static_cast<std::int64_t>(rows_.columns.size()));
   }
 
-  [[nodiscard]] std::size_t rows() const { return rows_.labels.size(); }
+  /// Data rows of the file (kept or not).
+  [[nodiscard]] std::int64_t rows() const { return source_rows_; }
+  void keep_only(RowKeep* keep, LabelValues* label_values) {
+    keep_ = keep;
+    label_values_ = label_values;
+  }
 
   Dataset finish() {
     const auto m = static_cast<Eigen::Index>(rows_.labels.size());
@@ -172,11 +229,18 @@ class Parser {
   const std::string& path_;
   const LibsvmOptions& options_;
   CsrRows rows_;
+  RowKeep* keep_ = nullptr;
+  LabelValues* label_values_ = nullptr;
+  std::int64_t source_rows_ = 0;
 };
 
 }  // namespace
 
-Dataset read_libsvm(const std::string& path, const LibsvmOptions& options) {
+Dataset read_libsvm(const std::string& path,
+                    const LibsvmOptions& options,
+                    RowKeep* keep,
+                    LabelValues* label_values,
+                    std::int64_t* source_rows) {
   if (options.features < 0) {
     throw DataError(
         fmt::format("{}: features must be non-negative; got '{}'", path, options.features));
@@ -185,26 +249,29 @@ Dataset read_libsvm(const std::string& path, const LibsvmOptions& options) {
   if (!in) {
     throw DataError(fmt::format("{}: cannot open file", path));
   }
-  // One bulk read and string_views into it: no stream extraction per token.
-  in.seekg(0, std::ios::end);
-  const std::streamoff size = in.tellg();
-  in.seekg(0, std::ios::beg);
-  std::string text(size > 0 ? static_cast<std::size_t>(size) : 0, '\0');
-  if (size < 0 || !in.read(text.data(), static_cast<std::streamsize>(text.size()))) {
-    throw DataError(fmt::format("{}: cannot open file", path));
-  }
   Parser parser(path, options);
-  const std::string_view all(text);
+  parser.keep_only(keep, label_values);
   std::int64_t line_number = 0;
-  for (std::size_t start = 0; start < all.size();) {
-    std::size_t end = all.find('\n', start);
-    if (end == std::string_view::npos) end = all.size();
-    ++line_number;
-    parser.parse_line(all.substr(start, end - start), line_number);
-    start = end + 1;
+  const auto parse = [&](std::string_view line) { parser.parse_line(line, ++line_number); };
+  if (keep == nullptr) {
+    // One bulk read and string_views into it: no stream extraction per token.
+    in.seekg(0, std::ios::end);
+    const std::streamoff size = in.tellg();
+    in.seekg(0, std::ios::beg);
+    std::string text(size > 0 ? static_cast<std::size_t>(size) : 0, '\0');
+    if (size < 0 || !in.read(text.data(), static_cast<std::streamsize>(text.size()))) {
+      throw DataError(fmt::format("{}: cannot open file", path));
+    }
+    for_each_line(text, parse);
+  } else if (!read_lines_in_chunks(in, parse)) {
+    // A partial load streams the file: memory is the rows kept plus one chunk.
+    throw DataError(fmt::format("{}: cannot open file", path));
   }
   if (parser.rows() == 0) {
     throw DataError(fmt::format("{}: no data rows", path));
+  }
+  if (source_rows != nullptr) {
+    *source_rows = parser.rows();
   }
   return parser.finish();
 }

@@ -30,6 +30,14 @@ inline constexpr std::int64_t kLibsvmMaxIndex = 100'000'000;
 /// Throws DataError "<path>:<line>: <problem>; got '<token>'" for a malformed line (an index
 /// above kLibsvmMaxIndex included), "<path>: cannot open file" when the file cannot be read, and
 /// "<path>: dense storage ... would need ..." above `max_dense_bytes`.
-Dataset read_libsvm(const std::string& path, const LibsvmOptions& options = {});
+/// With `keep`, every line is still parsed and validated (the same errors, the same feature
+/// count) but only the kept source rows (data lines, 0-based) are stored, and the file is
+/// streamed in chunks: memory is proportional to the rows kept. `label_values` receives the
+/// distinct labels of every row, `source_rows` the number of data rows.
+Dataset read_libsvm(const std::string& path,
+                    const LibsvmOptions& options = {},
+                    RowKeep* keep = nullptr,
+                    LabelValues* label_values = nullptr,
+                    std::int64_t* source_rows = nullptr);
 
 }  // namespace stragglersim::models

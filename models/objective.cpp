@@ -90,6 +90,7 @@ Objective::Objective(std::shared_ptr<const Dataset> data,
                      int partitions)
     : data_(std::move(data)), loss_(std::move(loss)), l2_(l2), partitions_(partitions) {
   STRAGGLERSIM_ASSERT(data_ != nullptr, "objective needs data");
+  total_rows_ = data_->rows();
   STRAGGLERSIM_ASSERT(loss_ != nullptr, "objective needs a loss model");
   STRAGGLERSIM_ASSERT(l2_ >= 0.0, "l2 must be non-negative");
   STRAGGLERSIM_ASSERT(partitions_ >= 1 && partitions_ <= data_->rows(),
@@ -97,11 +98,38 @@ Objective::Objective(std::shared_ptr<const Dataset> data,
   STRAGGLERSIM_ASSERT(data_->labels.size() == data_->rows(), "one label per row");
 }
 
-RowRange Objective::partition(int j) const { return partition_rows(rows(), partitions_, j); }
+Objective Objective::held_partitions(std::shared_ptr<const Dataset> data,
+                                     std::shared_ptr<const LossModel> loss,
+                                     double l2,
+                                     int partitions,
+                                     Eigen::Index total_rows,
+                                     HeldRows held) {
+  STRAGGLERSIM_ASSERT(data != nullptr && total_rows >= partitions, "held partitions need data");
+  for (const RowRange& r : held.ranges) {
+    STRAGGLERSIM_ASSERT(r.begin >= 0 && r.end <= data->rows(), "a held range outside the data");
+  }
+  // Built as an objective over the held rows (its checks), then told the whole set's m.
+  Objective out(std::move(data), std::move(loss), l2, 1);
+  out.partitions_ = partitions;
+  out.total_rows_ = total_rows;
+  out.partial_ = true;
+  out.held_ = std::move(held);
+  return out;
+}
+
+RowRange Objective::partition(int j) const {
+  if (!partial_) {
+    return partition_rows(rows(), partitions_, j);
+  }
+  const auto it = std::lower_bound(held_.held.begin(), held_.held.end(), j);
+  STRAGGLERSIM_ASSERT(it != held_.held.end() && *it == j, "partition not held by this objective");
+  return held_.ranges[static_cast<std::size_t>(it - held_.held.begin())];
+}
 
 double Objective::evaluate(const Eigen::VectorXd& x,
                            Eigen::MatrixXd* partition_gradients,
                            WorkerPool* pool) const {
+  STRAGGLERSIM_ASSERT(!partial_, "f needs the whole training set");
   STRAGGLERSIM_ASSERT(x.size() == dimension(), "x has the wrong dimension");
   const auto m = static_cast<double>(rows());
   double loss_sum = 0.0;
@@ -136,6 +164,7 @@ void Objective::partition_gradients(const std::vector<int>& which,
 double Objective::value(const Eigen::VectorXd& x) const { return evaluate(x, nullptr); }
 
 Eigen::VectorXd Objective::gradient(const Eigen::VectorXd& x) const {
+  STRAGGLERSIM_ASSERT(!partial_, "the gradient needs the whole training set");
   STRAGGLERSIM_ASSERT(x.size() == dimension(), "x has the wrong dimension");
   Eigen::VectorXd g = Eigen::VectorXd::Zero(dimension());
   loss_->accumulate(*data_, RowRange{0, rows()}, x, g);
@@ -155,10 +184,12 @@ void Objective::partition_gradient(int j,
 }
 
 double Objective::smoothness(WorkerPool* pool) const {
+  STRAGGLERSIM_ASSERT(!partial_, "beta needs the whole training set");
   return loss_->curvature_bound() * largest_gram_eigenvalue(*data_, 1000, 1e-10, pool) + l2_;
 }
 
 std::optional<double> Objective::pl_constant() const {
+  STRAGGLERSIM_ASSERT(!partial_, "mu needs the whole training set");
   if (!loss_->traits().quadratic) {
     // Logistic loss on separable data has no minimiser, so only the regulariser gives PL.
     return l2_ > 0.0 ? std::optional<double>(l2_) : std::nullopt;

@@ -23,9 +23,25 @@ class Objective {
             double l2,
             int partitions);
 
+  /// Partitions `held.held` of a training set of `total_rows` rows from a partial data set
+  /// holding only their rows (arrange_held_rows; an MPI worker's own partitions): only
+  /// partition_gradient of a held partition is legal, bitwise equal to the full objective's;
+  /// f, ∇f and the constants need the whole set. Illegal: held ranges outside the data.
+  static Objective held_partitions(std::shared_ptr<const Dataset> data,
+                                   std::shared_ptr<const LossModel> loss,
+                                   double l2,
+                                   int partitions,
+                                   Eigen::Index total_rows,
+                                   HeldRows held);
+
   [[nodiscard]] int partitions() const { return partitions_; }
   [[nodiscard]] Eigen::Index dimension() const { return data_->dimension(); }
-  [[nodiscard]] Eigen::Index rows() const { return data_->rows(); }
+  /// m, the training rows (of the whole set, also for held_partitions).
+  [[nodiscard]] Eigen::Index rows() const { return total_rows_; }
+  /// Whether this objective holds only some partitions (held_partitions).
+  [[nodiscard]] bool partial() const { return partial_; }
+  /// Rows of the data set in memory (padding included): m unless partial.
+  [[nodiscard]] Eigen::Index rows_held() const { return data_->rows(); }
   [[nodiscard]] double l2() const { return l2_; }
   [[nodiscard]] RowRange partition(int j) const;
   [[nodiscard]] const Dataset& data() const { return *data_; }
@@ -65,6 +81,9 @@ class Objective {
   std::shared_ptr<const LossModel> loss_;
   double l2_;
   int partitions_;
+  Eigen::Index total_rows_ = 0;
+  bool partial_ = false;
+  HeldRows held_;
 };
 
 /// λ_max(AᵀA/m) by power iteration from a fixed seeded start vector.

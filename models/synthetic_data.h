@@ -23,7 +23,12 @@ struct GaussianMixtureOptions {
   std::uint64_t seed = 1;
   double condition = 1.0;
 };
-Dataset make_gaussian_mixture(const GaussianMixtureOptions& options);
+/// With `keep`, only those source rows are stored (in ascending order), every row still drawn:
+/// memory is proportional to the rows kept, time to all rows. `labels` (optional) receives the
+/// distinct labels of every row.
+Dataset make_gaussian_mixture(const GaussianMixtureOptions& options,
+                              RowKeep* keep = nullptr,
+                              LabelValues* labels = nullptr);
 
 /// Dense least-squares data: a_i = Σ^{1/2} z_i, z_i ~ N(0, I_p), with Σ of condition number
 /// `condition` (feature_scales), x* ~ N(0, I_p/p), b_i = a_iᵀx* + noise·ε_i, ε_i ~ N(0, 1).
@@ -37,6 +42,9 @@ struct LinearRegressionOptions {
   std::uint64_t seed = 1;
   double condition = 1.0;
 };
-Dataset make_linear_regression(const LinearRegressionOptions& options);
+/// `keep` and `labels` as for make_gaussian_mixture.
+Dataset make_linear_regression(const LinearRegressionOptions& options,
+                               RowKeep* keep = nullptr,
+                               LabelValues* labels = nullptr);
 
 }  // namespace stragglersim::models

@@ -261,28 +261,56 @@ void draw_labels(const GeneratorSpec& spec,
   }
 }
 
-Dataset generate(const GeneratorSpec& spec, Eigen::Index m, std::uint64_t seed) {
+Dataset generate(const GeneratorSpec& spec,
+                 Eigen::Index m,
+                 std::uint64_t seed,
+                 RowKeep* keep,
+                 LabelValues* label_values) {
   const Eigen::Index p = spec.layout.features();
   const Eigen::Index nnz = spec.layout.non_zeros_per_row();
   STRAGGLERSIM_ASSERT(m >= 1, "tabular generator: rows must be at least 1");
   Draws draws{boost::random::mt19937_64(seed)};
   const Eigen::VectorXd w = planted_weights(spec, p, draws);
+  const Eigen::Index stored = keep != nullptr ? static_cast<Eigen::Index>(keep->rows.size()) : m;
 
   // Compressed row-major arrays written in place. Built inside the returned Dataset: Eigen
   // 3.4's SparseMatrix has no move constructor, so moving a finished matrix into a Dataset
-  // would copy every non-zero.
+  // would copy every non-zero. A partial load writes a skipped row into a scratch row.
   Dataset out;
-  SparseRows& a = out.features.emplace<SparseRows>(m, p);
-  a.resizeNonZeros(m * nnz);
+  SparseRows& a = out.features.emplace<SparseRows>(stored, p);
+  a.resizeNonZeros(stored * nnz);
   std::int64_t* outer = a.outerIndexPtr();
+  std::vector<std::int64_t> scratch_inner(static_cast<std::size_t>(nnz));
+  std::vector<double> scratch_values(static_cast<std::size_t>(nnz));
+  // Every row's margin (8 bytes a row, whatever is kept): the intercept is calibrated on all.
   Eigen::VectorXd margin(m);
   RowWriter rows(spec, w, draws);
+  Eigen::Index next = 0;
   for (Eigen::Index i = 0; i < m; ++i) {
-    outer[i] = i * nnz;
-    margin[i] = rows.write(a.innerIndexPtr(), a.valuePtr(), i * nnz);
+    if (keep == nullptr || keep->keeps(i)) {
+      outer[next] = next * nnz;
+      margin[i] = rows.write(a.innerIndexPtr(), a.valuePtr(), next * nnz);
+      ++next;
+    } else {
+      margin[i] = rows.write(scratch_inner.data(), scratch_values.data(), 0);
+    }
   }
-  outer[m] = m * nnz;
-  draw_labels(spec, margin, draws, out.labels);
+  outer[stored] = stored * nnz;
+  Eigen::VectorXd labels;
+  draw_labels(spec, margin, draws, labels);
+  if (label_values != nullptr) {
+    for (Eigen::Index i = 0; i < m; ++i) {
+      label_values->add(labels[i]);
+    }
+  }
+  if (keep == nullptr) {
+    out.labels = std::move(labels);
+    return out;
+  }
+  out.labels.resize(stored);
+  for (Eigen::Index r = 0; r < stored; ++r) {
+    out.labels[r] = labels[keep->rows[static_cast<std::size_t>(r)]];
+  }
   return out;
 }
 
@@ -344,7 +372,7 @@ TabularLayout kc_housing_like_layout(Eigen::Index features) {
   return layout;
 }
 
-Dataset make_amazon_like(const AmazonLikeOptions& options) {
+Dataset make_amazon_like(const AmazonLikeOptions& options, RowKeep* keep, LabelValues* labels) {
   STRAGGLERSIM_ASSERT(options.positive_fraction > 0.0 && options.positive_fraction < 1.0,
                       "amazon_like: positive_fraction must be in (0, 1)");
   GeneratorSpec spec;
@@ -353,10 +381,10 @@ Dataset make_amazon_like(const AmazonLikeOptions& options) {
   spec.planted = PlantedModel{0.0, 0.1, 1.0};
   spec.target = Target::kLogistic;
   spec.positive_fraction = options.positive_fraction;
-  return generate(spec, options.rows, options.seed);
+  return generate(spec, options.rows, options.seed, keep, labels);
 }
 
-Dataset make_covtype_like(const CovtypeLikeOptions& options) {
+Dataset make_covtype_like(const CovtypeLikeOptions& options, RowKeep* keep, LabelValues* labels) {
   STRAGGLERSIM_ASSERT(options.positive_fraction > 0.0 && options.positive_fraction < 1.0,
                       "covtype_like: positive_fraction must be in (0, 1)");
   GeneratorSpec spec;
@@ -368,10 +396,12 @@ Dataset make_covtype_like(const CovtypeLikeOptions& options) {
   spec.planted = PlantedModel{0.5, 0.1, 1.0};
   spec.target = Target::kLogistic;
   spec.positive_fraction = options.positive_fraction;
-  return generate(spec, options.rows, options.seed);
+  return generate(spec, options.rows, options.seed, keep, labels);
 }
 
-Dataset make_kc_housing_like(const KcHousingLikeOptions& options) {
+Dataset make_kc_housing_like(const KcHousingLikeOptions& options,
+                             RowKeep* keep,
+                             LabelValues* labels) {
   STRAGGLERSIM_ASSERT(options.noise >= 0.0, "kc_housing_like: noise must be >= 0");
   GeneratorSpec spec;
   spec.layout = kc_housing_like_layout(options.features);
@@ -379,7 +409,7 @@ Dataset make_kc_housing_like(const KcHousingLikeOptions& options) {
   spec.planted = PlantedModel{1.0 / std::sqrt(static_cast<double>(kKcNumeric)), 1.0, 0.5};
   spec.target = Target::kRegression;
   spec.noise = options.noise;
-  return generate(spec, options.rows, options.seed);
+  return generate(spec, options.rows, options.seed, keep, labels);
 }
 
 }  // namespace stragglersim::models

@@ -39,7 +39,9 @@ struct AmazonLikeOptions {
   std::uint64_t seed = 1;
 };
 inline constexpr Eigen::Index kAmazonLikeMinFeatures = 100;
-Dataset make_amazon_like(const AmazonLikeOptions& options);
+Dataset make_amazon_like(const AmazonLikeOptions& options,
+                         RowKeep* keep = nullptr,
+                         LabelValues* labels = nullptr);
 
 /// Forest Covertype, classes 1 (Spruce/Fir, label −1) vs 2 (Lodgepole Pine, +1) shape: the 10
 /// numeric columns as standardised values (10 columns), each also binned into 32 equal-width
@@ -58,7 +60,9 @@ struct CovtypeLikeOptions {
   std::uint64_t seed = 1;
 };
 inline constexpr Eigen::Index kCovtypeLikeMinFeatures = 200;
-Dataset make_covtype_like(const CovtypeLikeOptions& options);
+Dataset make_covtype_like(const CovtypeLikeOptions& options,
+                          RowKeep* keep = nullptr,
+                          LabelValues* labels = nullptr);
 
 /// KC House Sales (King County 2014–15) shape, least squares: 17 numeric columns as standardised
 /// values (bedrooms, bathrooms, sqft_living, sqft_lot, floors, waterfront, view, condition,
@@ -78,7 +82,14 @@ struct KcHousingLikeOptions {
   std::uint64_t seed = 1;
 };
 inline constexpr Eigen::Index kKcHousingLikeMinFeatures = 64;
-Dataset make_kc_housing_like(const KcHousingLikeOptions& options);
+Dataset make_kc_housing_like(const KcHousingLikeOptions& options,
+                             RowKeep* keep = nullptr,
+                             LabelValues* labels = nullptr);
+
+// With `keep`, the make_* functions store only those source rows (ascending), still drawing
+// every row: memory is 16 bytes per kept non-zero plus 8 bytes per row of the whole table (the
+// margins the intercept calibration and the labels need), time that of the whole table.
+// `labels` (optional) receives the distinct labels of every row.
 
 /// Where a generator puts its columns (exposed for tests and documentation).
 struct TabularLayout {

@@ -387,9 +387,20 @@ class MpiWorker {
       objective_.partition_gradient(support_[s], work.x, partition_);
       y.noalias() += values_[s] * partition_;
     }
-    const Clock::time_point computed = Clock::now();
+    Clock::time_point computed = Clock::now();
     if ((fault != nullptr && fault->kind == FaultKind::kHang) || !std::isfinite(work.delay)) {
       return;  // hangs: never answers, moves on with the next broadcast or the stop
+    }
+    if (fault != nullptr && fault->kind == FaultKind::kSlow && !options_.inject) {
+      // No injected delay to scale (the master scales T_i otherwise): the compute time itself
+      // is stretched to factor times what it took.
+      const Clock::time_point stretched =
+          computed + real_duration((fault->factor - 1.0) *
+                                   std::chrono::duration<double>(computed - began).count());
+      if (!wait_until(stretched)) {
+        return;
+      }
+      computed = stretched;
     }
     if (options_.inject) {
       const Clock::time_point start = finish_ ? std::max(work.start, free_at_) : work.start;

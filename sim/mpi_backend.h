@@ -22,8 +22,9 @@
 // hosts need no synchronised clocks): start = r_t (cancel, drain) or max(r_t, previous delivery)
 // (finish); inject: delivery = max(compute end, start + T_i · seconds_per_unit); no inject:
 // delivery = compute end, and the compute seconds of every result (late ones included) are
-// recorded (`worker_times()`). A batch of results seen in one poll is ordered by the workers'
-// send stamps (steady clock: exact on one host).
+// recorded (`worker_times()`); a slow worker (fault kind slow) then stretches its compute time
+// c to c · factor (with inject, the master already scaled its T_i). A batch of results seen in
+// one poll is ordered by the workers' send stamps (steady clock: exact on one host).
 //
 // Shutdown (destructor, also after a timeout or an exception): stop to every worker, then every
 // result is received and discarded until each worker's bye; a worker that does not say bye

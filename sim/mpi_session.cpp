@@ -1,6 +1,9 @@
 #include "sim/mpi_session.h"
 
+#include <charconv>
 #include <cstdlib>
+#include <string_view>
+#include <system_error>
 
 #include "models/base/invariant.h"
 
@@ -21,6 +24,23 @@ bool mpi_compiled_in() {
 bool launched_by_mpi() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr ||
          std::getenv("PMIX_RANK") != nullptr;
+}
+
+std::optional<int> launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
+    const char* value = std::getenv(name);
+    if (value == nullptr) {
+      continue;
+    }
+    int rank = -1;
+    const std::string_view text(value);
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), rank);
+    if (error == std::errc() && end == text.data() + text.size() && rank >= 0) {
+      return rank;
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 #ifdef STRAGGLERSIM_HAVE_MPI

@@ -3,6 +3,8 @@
 // (`run` under mpirun) and MPI sweeps (`sweep` under mpirun) share it: MPI is initialised once
 // per process, by the first MpiSession, and finalised when that session ends.
 
+#include <optional>
+
 namespace stragglersim::sim {
 
 /// Whether the program was built with Open MPI (CMake option STRAGGLERSIM_WITH_MPI and the
@@ -12,6 +14,10 @@ namespace stragglersim::sim {
 /// Whether this process was started by mpirun / mpiexec (the launcher's environment variables:
 /// OMPI_COMM_WORLD_SIZE for Open MPI, PMI_SIZE or PMIX_RANK for other launchers).
 [[nodiscard]] bool launched_by_mpi();
+
+/// This process's rank as its launcher's environment says (OMPI_COMM_WORLD_RANK, PMIX_RANK or
+/// PMI_RANK), before MPI is initialised; nullopt when not launched by mpirun or unreadable.
+[[nodiscard]] std::optional<int> launcher_rank();
 
 /// RAII MPI_Init_thread(MPI_THREAD_FUNNELED) / MPI_Finalize. Constructing one without MPI
 /// compiled in is an internal error (callers check mpi_compiled_in() first and report it).

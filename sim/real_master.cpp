@@ -26,9 +26,9 @@ double seconds_between(std::chrono::steady_clock::time_point from,
   return std::chrono::duration<double>(to - from).count();
 }
 
-/// The run's delay model with faulty workers' delays replaced by +inf from their first faulty
-/// iteration: the inner model still draws every worker, so the stream is consumed exactly as in
-/// a fault-free run.
+/// The run's delay model with faulty workers' delays replaced from their first faulty iteration
+/// by +inf (crash, hang) or T_i · factor (slow): the inner model still draws every worker, so
+/// the stream is consumed exactly as in a fault-free run.
 class FaultyDelay final : public DelayModel {
  public:
   FaultyDelay(std::unique_ptr<DelayModel> inner, std::vector<WorkerFault> faults)
@@ -39,7 +39,8 @@ class FaultyDelay final : public DelayModel {
     inner_->sample(iteration, rng, out);
     for (const auto& f : faults_) {
       if (iteration >= f.from_iteration) {
-        out[static_cast<std::size_t>(f.worker)] = kInfinity;
+        double& t = out[static_cast<std::size_t>(f.worker)];
+        t = f.kind == FaultKind::kSlow ? t * f.factor : kInfinity;
       }
     }
   }
@@ -103,6 +104,9 @@ RealMaster::RealMaster(Scheme scheme,
   for (const auto& f : options_.faults) {
     STRAGGLERSIM_ASSERT(f.worker >= 0 && f.worker < n_ && f.from_iteration >= 1,
                         "a fault must name a worker and an iteration >= 1");
+    STRAGGLERSIM_ASSERT(
+        f.kind != FaultKind::kSlow || (f.factor >= 1.0 && f.factor <= kMaxSlowFactor),
+        "a slow worker's factor must be in [1, 1e6]");
   }
   cluster_ = std::make_unique<SimulatedCluster>(
       std::make_unique<FaultyDelay>(std::move(delays), options_.faults),
@@ -254,13 +258,10 @@ BackendIteration RealMaster::decode(const Round& round, const IterationTiming& t
   }
   out.heard = round.record.heard;
   out.decoding = scheme_.decode(out.heard, round.iteration);
-  out.estimate = Eigen::VectorXd::Zero(dimension_);
-  for (const int i : out.heard) {
-    const double a = out.decoding.weights(i);
-    if (a != 0.0) {
-      out.estimate.noalias() += a * received_[static_cast<std::size_t>(i)];
-    }
-  }
+  // Worker order, not arrival order: the same heard set gives the simulated backend's bytes.
+  out.estimate = combine_messages(out.decoding, dimension_, [&](int i) -> const Eigen::VectorXd& {
+    return received_[static_cast<std::size_t>(i)];
+  });
   return out;
 }
 

@@ -6,7 +6,8 @@
 // order as the simulated clock (a SimulatedCluster runs in lock-step with the same seed),
 // broadcasts (t, x, T) through a MasterTransport, applies the stopping rule after every arrival
 // tagged t (a `deadline` is scaled by seconds_per_unit), decodes the heard set with the same
-// Scheme as the simulated clock and returns ĝ = Σ_{i∈K} a_i y_i. Messages tagged with another
+// Scheme as the simulated clock and returns ĝ = Σ_{i∈K} a_i y_i (summed in worker order, never
+// arrival order: combine_messages). Messages tagged with another
 // iteration are late and are dropped, never mixed into a later gradient. Under drain it then
 // waits for every worker (up to `timeout`); if the rule is not satisfied `timeout` real seconds
 // after the broadcast, iterate throws BackendTimeout (a NumericalError).
@@ -31,13 +32,20 @@
 
 namespace stragglersim::sim {
 
-enum class FaultKind { kCrash, kHang };
+enum class FaultKind { kCrash, kHang, kSlow };
 
-/// Worker `worker` crashes or hangs from iteration `from_iteration` (1-based) on.
+/// Largest slowdown `factor` of a slow worker.
+inline constexpr double kMaxSlowFactor = 1.0e6;
+
+/// Worker `worker` crashes, hangs or is slow from iteration `from_iteration` (1-based) on. A slow
+/// worker's delay is T_i · factor, in the real run and in the lock-step simulation alike (so its
+/// heard sets stay comparable); without injected delays (mpi, inject false) it stretches its
+/// measured compute time c to c · factor before it delivers.
 struct WorkerFault {
   int worker = 0;
   FaultKind kind = FaultKind::kCrash;
   std::uint64_t from_iteration = 1;
+  double factor = 1.0;  ///< kSlow only: the slowdown, in [1, kMaxSlowFactor]
 };
 
 /// Largest `timeout` (real seconds, one hour): a hung worker must end the run in bounded time.
@@ -111,7 +119,8 @@ class RealMaster {
  public:
   using Clock = std::chrono::steady_clock;
   /// Illegal: worker counts that differ between code and delays; a fault naming no worker;
-  /// non-positive options; a null code, rule or delay model.
+  /// a slow factor outside [1, kMaxSlowFactor]; non-positive options; a null code, rule or delay
+  /// model.
   RealMaster(Scheme scheme,
              Eigen::Index dimension,
              std::unique_ptr<DelayModel> delays,

@@ -3,6 +3,7 @@
 // code, the stopping rule, the decoder and the rescaling. Shared by every backend, so the
 // simulated clock and the threaded master decode identically.
 
+#include <Eigen/Core>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -35,5 +36,39 @@ struct Scheme {
   /// Decodes and rescales. Throws NumericalError when an exact decode is refused.
   [[nodiscard]] codes::Decoding decode(std::span<const int> heard, std::uint64_t iteration) const;
 };
+
+/// y_i = Σ_s B_{i,j_s} g_{j_s} over worker i's support j_1, j_2, … in that order, starting from
+/// zero: the one accumulation order of a coded message in every backend. `gradient(j)` returns
+/// g_j = ∇F_j(x) (any Eigen vector expression of size `y.size()`).
+template <typename PartitionGradient>
+void coded_message(const codes::GradientCode& code,
+                   int worker,
+                   PartitionGradient&& gradient,
+                   Eigen::Ref<Eigen::VectorXd> y) {
+  const std::span<const int> support = code.support(worker);
+  const std::span<const double> values = code.support_values(worker);
+  y.setZero();
+  for (std::size_t s = 0; s < support.size(); ++s) {
+    y.noalias() += values[s] * gradient(support[s]);
+  }
+}
+
+/// ĝ = Σ_i a_i y_i over the workers with a_i ≠ 0, in ascending worker order (never arrival
+/// order): every backend combines in this order, so that the same heard set gives the same
+/// bytes in the simulated, threads and mpi backends. `message(i)` returns y_i (size
+/// `dimension`).
+template <typename Message>
+Eigen::VectorXd combine_messages(const codes::Decoding& decoding,
+                                 Eigen::Index dimension,
+                                 Message&& message) {
+  Eigen::VectorXd estimate = Eigen::VectorXd::Zero(dimension);
+  for (Eigen::Index i = 0; i < decoding.weights.size(); ++i) {
+    const double a = decoding.weights(i);
+    if (a != 0.0) {
+      estimate.noalias() += a * message(static_cast<int>(i));
+    }
+  }
+  return estimate;
+}
 
 }  // namespace stragglersim::sim

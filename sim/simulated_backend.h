@@ -1,7 +1,10 @@
 #pragma once
 // The simulated-clock backend (README.md (Architecture)): delays from the cluster's event queue,
 // and the gradient the master would decode computed for real from the partition gradients it needs,
-// each computed once per iteration and combined by α = B_Kᵀa. Bit-reproducible.
+// each computed once per iteration (in parallel on a pool when given), combined into the heard
+// workers' coded messages y_i and then ĝ = Σ_i a_i y_i in worker order, exactly as the real
+// backends' masters combine (the same bytes when they hear the same workers, and for every
+// thread count). Bit-reproducible.
 
 #include <memory>
 #include <vector>
@@ -33,8 +36,10 @@ class SimulatedBackend final : public Backend {
   Scheme scheme_;
   std::unique_ptr<SimulatedCluster> cluster_;
   models::WorkerPool* pool_;
-  std::vector<int> needed_;
-  Eigen::MatrixXd needed_gradients_;
+  std::vector<int> needed_;             // partitions in the support of a worker with weight ≠ 0
+  std::vector<Eigen::Index> column_;    // partition j → its column of needed_gradients_
+  Eigen::MatrixXd needed_gradients_;    // ∇F_j(query) of the needed partitions
+  Eigen::VectorXd message_buffer_;
 };
 
 }  // namespace stragglersim::sim

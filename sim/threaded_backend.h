@@ -26,9 +26,10 @@
 // what the simulator predicts for the very same delays (`records()`).
 //
 // Faults: from `from_iteration` on, a crashed worker never answers; a hung worker computes and
-// then waits forever (until cancelled or shut down). In the lock-step simulation both have
-// T_i = +inf. If the rule is not satisfied `timeout` real seconds after a broadcast, iterate
-// throws BackendTimeout (a NumericalError). The destructor stops and joins every thread.
+// then waits forever (until cancelled or shut down); in the lock-step simulation both have
+// T_i = +inf. A slow worker's delay is T_i · factor in the real run and the simulation alike.
+// If the rule is not satisfied `timeout` real seconds after a broadcast, iterate throws
+// BackendTimeout (a NumericalError). The destructor stops and joins every thread.
 
 #include <atomic>
 #include <chrono>

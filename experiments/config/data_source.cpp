@@ -8,6 +8,7 @@
 
 #include "experiments/config/config_error.h"
 #include "experiments/config/memory_budget.h"
+#include "models/base/invariant.h"
 #include "models/base/random_stream.h"
 #include "models/csv_reader.h"
 #include "models/fashion_mnist.h"
@@ -74,26 +75,30 @@ double read_test_file(JsonReader& data,
   return 0.0;
 }
 
-void densify_if_asked(JsonReader& data, models::Dataset& all) {
+/// Reads "storage" of a generated sparse table and, for "dense", checks that the whole table
+/// fits; true when it must be densified.
+bool dense_asked(JsonReader& data, Eigen::Index rows, Eigen::Index features) {
   const auto storage = data.choice("storage", "storage", {"dense", "sparse"}, "sparse");
   if (storage == "sparse") {
-    return;
+    return false;
   }
-  const std::int64_t entries = all.rows() * all.dimension();
+  const std::int64_t entries = rows * features;
   if (entries > kMaxDenseEntries) {
-    data.fail_value("storage",
-                    fmt::format("too large for dense storage ({} x {} = {} entries)",
-                                all.rows(),
-                                all.dimension(),
-                                entries),
-                    storage,
-                    fmt::format("\"sparse\", or at most {} entries", kMaxDenseEntries));
+    data.fail_value(
+        "storage",
+        fmt::format("too large for dense storage ({} x {} = {} entries)", rows, features, entries),
+        storage,
+        fmt::format("\"sparse\", or at most {} entries", kMaxDenseEntries));
   }
   require_memory(data,
                  "storage",
-                 fmt::format("dense storage ({} x {})", all.rows(), all.dimension()),
+                 fmt::format("dense storage ({} x {})", rows, features),
                  16.0 * static_cast<double>(entries),
                  storage);
+  return true;
+}
+
+void densify(models::Dataset& all) {
   models::DenseRows dense = std::get<models::SparseRows>(all.features).toDense();
   all.features = std::move(dense);
 }
@@ -107,12 +112,15 @@ void require_sparse_memory(const JsonReader& data, std::int64_t rows, int nonzer
                  rows);
 }
 
-// Fills `all` (moved in: Dataset moves swap sparse storage) and sets the test fraction to split
-// off.
-void load_synthetic(JsonReader& data,
-                    std::uint64_t seed,
-                    double& test_fraction,
-                    models::Dataset& all) {
+/// A source's rows, all or those a RowKeep selects (with every row's distinct labels), and
+/// how many there are: what a full and a partial load share.
+struct Source {
+  Eigen::Index rows = 0;
+  std::function<models::Dataset(models::RowKeep*, models::LabelValues*)> make;
+};
+
+// Reads the generator's keys and sets the test fraction to split off; generates nothing yet.
+Source read_synthetic(JsonReader& data, std::uint64_t seed, double& test_fraction) {
   const auto generator = data.choice(
       "generator",
       "generator",
@@ -132,14 +140,21 @@ void load_synthetic(JsonReader& data,
     const double condition = data.number("condition", 1.0, 1.0, 1e12);
     if (generator == "gaussian_mixture") {
       const double separation = data.number("separation", 1.5, 0.0);
-      all = models::make_gaussian_mixture({rows, features, separation, data_seed, condition});
-      return;
+      const models::GaussianMixtureOptions options{
+          rows, features, separation, data_seed, condition};
+      return {rows, [options](models::RowKeep* keep, models::LabelValues* labels) {
+                return models::make_gaussian_mixture(options, keep, labels);
+              }};
     }
     const double noise = data.number("noise", 0.5, 0.0);
-    all = models::make_linear_regression({rows, features, noise, data_seed, condition});
-    return;
+    const models::LinearRegressionOptions options{rows, features, noise, data_seed, condition};
+    return {rows, [options](models::RowKeep* keep, models::LabelValues* labels) {
+              return models::make_linear_regression(options, keep, labels);
+            }};
   }
   // The paper-shaped sparse tables: sizes default to the paper's (README.md (The paper's figures)).
+  Source source;
+  Eigen::Index features = 0;
   if (generator == "amazon_like") {
     models::AmazonLikeOptions options;
     options.rows = data.integer("rows", options.rows, 2, 100'000'000);
@@ -149,7 +164,10 @@ void load_synthetic(JsonReader& data,
         data.number("positive_fraction", options.positive_fraction, 0.01, 0.99);
     options.seed = data_seed;
     require_sparse_memory(data, options.rows, 45);
-    all = models::make_amazon_like(options);
+    source = {options.rows, [options](models::RowKeep* keep, models::LabelValues* labels) {
+                return models::make_amazon_like(options, keep, labels);
+              }};
+    features = options.features;
   } else if (generator == "covtype_like") {
     models::CovtypeLikeOptions options;
     options.rows = data.integer("rows", options.rows, 2, 100'000'000);
@@ -159,7 +177,10 @@ void load_synthetic(JsonReader& data,
         data.number("positive_fraction", options.positive_fraction, 0.01, 0.99);
     options.seed = data_seed;
     require_sparse_memory(data, options.rows, 88);
-    all = models::make_covtype_like(options);
+    source = {options.rows, [options](models::RowKeep* keep, models::LabelValues* labels) {
+                return models::make_covtype_like(options, keep, labels);
+              }};
+    features = options.features;
   } else {
     models::KcHousingLikeOptions options;
     options.rows = data.integer("rows", options.rows, 2, 100'000'000);
@@ -168,10 +189,21 @@ void load_synthetic(JsonReader& data,
     options.noise = data.number("noise", options.noise, 0.0);
     options.seed = data_seed;
     require_sparse_memory(data, options.rows, 28);
-    all = models::make_kc_housing_like(options);
+    source = {options.rows, [options](models::RowKeep* keep, models::LabelValues* labels) {
+                return models::make_kc_housing_like(options, keep, labels);
+              }};
+    features = options.features;
   }
   test_fraction = read_test_fraction(data, 0.2);
-  densify_if_asked(data, all);
+  if (dense_asked(data, source.rows, features)) {
+    source.make = [make = std::move(source.make)](models::RowKeep* keep,
+                                                  models::LabelValues* labels) {
+      models::Dataset all = make(keep, labels);
+      densify(all);
+      return all;
+    };
+  }
+  return source;
 }
 
 std::string class_list() {
@@ -257,23 +289,45 @@ models::CsvOptions read_csv_options(JsonReader& data) {
 
 }  // namespace
 
-LoadedData load_data(JsonReader& data, const std::filesystem::path& base_dir, std::uint64_t seed) {
-  const auto source = data.choice(
+LoadedData load_data(JsonReader& data,
+                     const std::filesystem::path& base_dir,
+                     std::uint64_t seed,
+                     bool partial) {
+  const auto source_name = data.choice(
       "source", "data source", {"csv", "fashion_mnist", "libsvm", "synthetic"}, std::nullopt);
   LoadedData out;
   models::Dataset all;
   double test_fraction = 0.0;
-  if (source == "synthetic") {
-    load_synthetic(data, seed, test_fraction, all);
-  } else if (source == "fashion_mnist") {
-    return load_fashion_mnist(data, base_dir);
-  } else if (source == "csv") {
+  Source source;
+  std::string key = "path";  // what a partial load's late file error names
+  // A partial load first surveys a file: every row parsed and validated (so a bad file fails
+  // here, as in a full load), none kept; the row count, the width and every distinct label.
+  auto surveyed = std::make_shared<std::int64_t>(0);
+  models::LabelValues surveyed_labels;
+  if (source_name == "synthetic") {
+    source = read_synthetic(data, seed, test_fraction);
+    if (!partial) {
+      all = source.make(nullptr, nullptr);
+    }
+  } else if (source_name == "fashion_mnist") {
+    return load_fashion_mnist(data, base_dir);  // IDX files: always loaded whole
+  } else if (source_name == "csv") {
     const models::CsvOptions options = read_csv_options(data);
-    const FileReader read = [&options](const std::string& path) {
+    const FileReader read = [&](const std::string& path) {
+      if (partial) {
+        models::RowKeep none;
+        return models::read_csv(path, options, &none, &surveyed_labels, surveyed.get());
+      }
       return models::read_csv(path, options);
     };
     constexpr std::string_view kExpected = "an existing CSV file";
     all = read_file(data, "path", base_dir, kExpected, read);
+    const auto rows = *surveyed;
+    source = {rows,
+              [options, path = resolve(base_dir, data.string("path", std::nullopt)).string()](
+                  models::RowKeep* keep, models::LabelValues* labels) {
+                return models::read_csv(path, options, keep, labels);
+              }};
     test_fraction = read_test_file(data, base_dir, kExpected, read, all, out);
     if (out.test && out.test->dimension() != all.dimension()) {
       data.fail_value("test_path",
@@ -288,7 +342,11 @@ LoadedData load_data(JsonReader& data, const std::filesystem::path& base_dir, st
     // Dense rows × max-index doubles, twice while the split copies them (refused in the reader
     // before it allocates).
     options.max_dense_bytes = memory_limit() / 2;
-    const FileReader read = [&options](const std::string& path) {
+    const FileReader read = [&](const std::string& path) {
+      if (partial) {
+        models::RowKeep none;
+        return models::read_libsvm(path, options, &none, &surveyed_labels, surveyed.get());
+      }
       return models::read_libsvm(path, options);
     };
     constexpr std::string_view kExpected = "an existing LIBSVM file";
@@ -297,10 +355,48 @@ LoadedData load_data(JsonReader& data, const std::filesystem::path& base_dir, st
       // The test file is read with the training file's width, so both have the same columns.
       options.features = all.dimension();
     }
+    source = {*surveyed,
+              [options, path = resolve(base_dir, data.string("path", std::nullopt)).string()](
+                  models::RowKeep* keep, models::LabelValues* labels) {
+                return models::read_libsvm(path, options, keep, labels);
+              }};
     test_fraction = read_test_file(data, base_dir, kExpected, read, all, out);
   }
   data.finish();
-  if (source != "synthetic") {
+  const std::uint64_t split_seed = derive_seed(seed, static_cast<std::uint64_t>(Stream::kSplit));
+  if (partial) {
+    if (source_name != "synthetic") {
+      out.label_values = surveyed_labels;  // the training file's and the test file's labels
+    }
+    const double fraction = out.test == nullptr ? test_fraction : 0.0;
+    LoadedData::Partial later;
+    later.train_rows = models::training_row_count(source.rows, fraction);
+    later.load = [source,
+                  fraction,
+                  split_seed,
+                  where = fmt::format("{}:{}", data.file(), data.pointer_of(key))](
+                     const models::HeldRows& held, models::LabelValues* labels) {
+      const std::vector<Eigen::Index> source_of =
+          models::training_source_rows(source.rows, fraction, split_seed);
+      models::RowKeep keep;
+      for (const auto t : held.rows) {
+        if (t >= 0) {
+          keep.rows.push_back(source_of[static_cast<std::size_t>(t)]);
+        }
+      }
+      std::sort(keep.rows.begin(), keep.rows.end());
+      std::vector<Eigen::Index> kept_rows = keep.rows;
+      try {
+        const models::Dataset kept = source.make(&keep, labels);
+        return models::arrange_held_rows(kept, kept_rows, source_of, held);
+      } catch (const models::DataError& e) {
+        throw ConfigError(fmt::format("{}: {}", where, e.what()));  // the file changed since
+      }
+    };
+    out.partial = std::move(later);
+    return out;
+  }
+  if (source_name != "synthetic") {
     // A file's size is known only once read: what it holds now counts against the limit of
     // everything the run allocates next (synthetic sets were estimated before generation).
     const auto held = [](const models::Dataset& d) {
@@ -315,8 +411,7 @@ LoadedData load_data(JsonReader& data, const std::filesystem::path& base_dir, st
                 held(all) + (out.test ? held(*out.test) : 0.0));
   }
   if (out.test == nullptr && test_fraction > 0.0) {
-    auto [train, test] = models::split_train_test(
-        all, test_fraction, derive_seed(seed, static_cast<std::uint64_t>(Stream::kSplit)));
+    auto [train, test] = models::split_train_test(all, test_fraction, split_seed);
     out.train = std::make_shared<models::Dataset>(std::move(train));
     out.test = std::make_shared<models::Dataset>(std::move(test));
   } else {
@@ -325,10 +420,28 @@ LoadedData load_data(JsonReader& data, const std::filesystem::path& base_dir, st
   return out;
 }
 
+void load_held_partitions(LoadedData& data, int partitions, const std::vector<int>& held) {
+  STRAGGLERSIM_ASSERT(data.partial.has_value(), "no partial load pending");
+  models::HeldRows rows = models::held_rows(data.partial->train_rows, partitions, held);
+  models::LabelValues labels;
+  data.train = std::make_shared<models::Dataset>(data.partial->load(rows, &labels));
+  if (!data.label_values) {
+    data.label_values = labels;  // generated: every row's labels, train and test
+  }
+  data.held = std::move(rows);
+}
+
 void require_binary_labels(LoadedData& data, JsonReader& root) {
-  std::set<double> values(data.train->labels.begin(), data.train->labels.end());
-  if (data.test) {
-    values.insert(data.test->labels.begin(), data.test->labels.end());
+  std::set<double> values;
+  if (data.label_values) {
+    // A partial load: what the whole source holds (at most three values are tracked, enough
+    // to tell two from more).
+    values.insert(data.label_values->values.begin(), data.label_values->values.end());
+  } else {
+    values.insert(data.train->labels.begin(), data.train->labels.end());
+    if (data.test) {
+      values.insert(data.test->labels.begin(), data.test->labels.end());
+    }
   }
   // One label value leaves nothing to separate (and the test AUC undefined on every row).
   if (values.size() != 2) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <span>
 #include <sstream>
 #include <thread>
 
@@ -44,15 +45,25 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
   return parse_json(text.str(), path.string());
 }
 
-RunPlan plan_run_file(const std::filesystem::path& path) {
+RunPlan plan_run_file(const std::filesystem::path& path, std::optional<int> mpi_worker) {
   const nlohmann::json config = read_json_file(path);
-  return plan_run(config, path.string(), path.parent_path());
+  return plan_run(config, path.string(), path.parent_path(), PlanOptions{.mpi_worker = mpi_worker});
 }
 
 namespace {
 
 // A bound on the "threads" key: far above any machine this runs on, low enough to catch typos.
 constexpr std::int64_t kMaxThreads = 1024;
+
+/// Whether the config asks for the mpi backend (read before the data, whose loading depends on
+/// it; the backend object itself is validated later).
+bool backend_is_mpi(const nlohmann::json& config) {
+  return config.is_object() && config.contains("backend") && config["backend"].is_object() &&
+         config["backend"].contains("kind") && config["backend"]["kind"] == "mpi";
+}
+
+/// A slow worker's default slowdown (the bimodal delay's default slowdown too).
+constexpr double kDefaultSlowFactor = 5.0;
 
 /// The row of `table` named by `key` (the selector: "kind" or "rule").
 template <typename Factory>
@@ -102,7 +113,8 @@ std::optional<double> scheme_erasure_probability(const RunPlan& plan) {
 }
 
 /// The keys of the real backends (threads, mpi; the kind already read): seconds_per_unit,
-/// timeout and faults, each fault {"worker", "kind": "crash" | "hang", "from_iteration" (1)}.
+/// timeout and faults, each fault {"worker", "kind": "crash" | "hang" | "slow", "from_iteration"
+/// (1)}, a slow one with "factor" (5).
 void read_real_backend(JsonReader& reader,
                        const std::string& kind,
                        const RunPlan& plan,
@@ -144,10 +156,14 @@ void read_real_backend(JsonReader& reader,
                      "each worker at most once");
       }
     }
-    fault.kind = f.choice("kind", "fault", {"crash", "hang"}, {}) == "hang"
-                     ? sim::FaultKind::kHang
-                     : sim::FaultKind::kCrash;
+    const std::string kind_name = f.choice("kind", "fault", {"crash", "hang", "slow"}, {});
+    fault.kind = kind_name == "hang"   ? sim::FaultKind::kHang
+                 : kind_name == "slow" ? sim::FaultKind::kSlow
+                                       : sim::FaultKind::kCrash;
     fault.from_iteration = static_cast<std::uint64_t>(f.integer("from_iteration", 1, 1));
+    if (fault.kind == sim::FaultKind::kSlow) {
+      fault.factor = f.number("factor", kDefaultSlowFactor, 1.0, sim::kMaxSlowFactor);
+    }
     f.finish();
     options.faults.push_back(fault);
     resolved_faults.push_back(f.resolved());
@@ -170,18 +186,18 @@ void check_code_size(const nlohmann::json& config,
       std::min(code.contains("d") && code["d"].is_number() ? code["d"].get<double>() : 0.0,
                static_cast<double>(shape.workers));
   const CodeFootprint footprint = code_footprint(kind, shape.workers, shape.partitions, d);
-  if (!footprint.partitions_formula.empty() && data.train && code.contains("d") &&
+  if (!footprint.partitions_formula.empty() && (data.train || data.partial) && code.contains("d") &&
       code["d"].is_number_integer()) {
     const auto di = code["d"].get<std::int64_t>();
     if (di >= 1 && di <= shape.workers &&
         footprint.partitions == std::floor(footprint.partitions) &&
-        footprint.partitions > static_cast<double>(data.train->rows())) {
+        footprint.partitions > static_cast<double>(data.train_rows())) {
       code_reader.fail_value("d",
                              fmt::format("more partitions than training rows (k = {} = {})",
                                          footprint.partitions_formula,
                                          static_cast<std::int64_t>(footprint.partitions)),
                              di,
-                             fmt::format("at most the {} training rows", data.train->rows()));
+                             fmt::format("at most the {} training rows", data.train_rows()));
     }
   }
   require_memory(root, "workers", fmt::format("code '{}'", kind), footprint.bytes, shape.workers);
@@ -218,7 +234,9 @@ LoadedData read_header_and_data(JsonReader& root,
                                 RunPlan& plan,
                                 const std::string& file,
                                 const std::filesystem::path& base_dir,
-                                const std::optional<SetupCache::Data>& cached) {
+                                const std::optional<SetupCache::Data>& cached,
+                                std::optional<int> mpi_worker,
+                                bool mpi_run) {
   plan.name = root.string("name", std::filesystem::path(file).stem().string());
   plan.seed = static_cast<std::uint64_t>(root.integer("seed", 1, 0));
   plan.workers = static_cast<int>(root.integer("workers", std::nullopt, 1, 10'000'000));
@@ -238,7 +256,9 @@ LoadedData read_header_and_data(JsonReader& root,
     data.test = cached->test;
   } else {
     JsonReader data_reader = root.object("data");
-    data = load_data(data_reader, base_dir, plan.seed);
+    // An MPI worker of an mpi run loads only its own partitions' rows (after the code).
+    const bool partial = mpi_run && mpi_worker && *mpi_worker >= 0 && *mpi_worker < plan.workers;
+    data = load_data(data_reader, base_dir, plan.seed, partial);
     root.merge("data", data_reader);
   }
   return data;
@@ -338,11 +358,11 @@ void read_loss(JsonReader& root, RunPlan& plan, LoadedData& data, bool delay_onl
   if (loss->traits().binary_labels) {
     require_binary_labels(data, root);
   }
-  if (plan.partitions > data.train->rows()) {
+  if (plan.partitions > data.train_rows()) {
     root.fail_value("partitions",
                     "more partitions than training rows",
                     plan.partitions,
-                    fmt::format("at most the {} training rows", data.train->rows()));
+                    fmt::format("at most the {} training rows", data.train_rows()));
   }
   // The training loop keeps every partition's gradient (features × partitions, twice).
   require_memory(root,
@@ -352,6 +372,11 @@ void read_loss(JsonReader& root, RunPlan& plan, LoadedData& data, bool delay_onl
                              plan.partitions),
                  16.0 * static_cast<double>(data.train->dimension()) * plan.partitions,
                  plan.partitions);
+  if (data.held) {
+    plan.objective = std::make_shared<models::Objective>(models::Objective::held_partitions(
+        data.train, loss, l2, plan.partitions, data.train_rows(), *data.held));
+    return;  // a worker needs no test set
+  }
   plan.objective = std::make_shared<models::Objective>(data.train, loss, l2, plan.partitions);
   if (data.test && data.test->rows() > 0) {
     plan.test_objective = std::make_shared<models::Objective>(data.test, loss, l2, 1);
@@ -366,7 +391,13 @@ void read_optimizer(JsonReader& root,
                     const std::string& smoothness_key) {
   JsonReader opt_reader = root.object("optimizer");
   plan.iterations = static_cast<std::uint64_t>(opt_reader.integer("iterations", std::nullopt, 0));
-  if (!delay_only) {
+  if (!delay_only && plan.objective->partial()) {
+    // An MPI worker takes no step (rank 0 validates the step; β needs the whole set).
+    (void)opt_reader.choice("kind", "optimizer", {"gd", "nesterov"}, "gd");
+    if (opt_reader.has("step")) {
+      (void)opt_reader.raw("step");
+    }
+  } else if (!delay_only) {
     const auto kind = opt_reader.choice("kind", "optimizer", {"gd", "nesterov"}, "gd");
     plan.optimizer = kind == "nesterov" ? OptimizerKind::kNesterov : OptimizerKind::kGd;
     std::optional<double> cached =
@@ -460,6 +491,7 @@ RunPlan plan_run(const nlohmann::json& config,
                  const std::string& file,
                  const std::filesystem::path& base_dir,
                  const PlanOptions& options) {
+  const std::optional<int>& mpi_worker = options.mpi_worker;
   JsonReader root(config, file, "");
   // Every estimate of this run (data, code and decoder, partition gradients) counts against
   // one limit.
@@ -468,7 +500,7 @@ RunPlan plan_run(const nlohmann::json& config,
   // Everything the data set's bytes depend on (the loss kind too: logistic maps labels in place).
   std::string data_key;
   std::optional<SetupCache::Data> cached;
-  if (options.setup != nullptr && config.is_object() && config.contains("data") &&
+  if (options.setup != nullptr && !mpi_worker && config.is_object() && config.contains("data") &&
       config["data"].is_object()) {
     const nlohmann::json loss = config.contains("loss") ? config["loss"] : nlohmann::json();
     data_key =
@@ -479,13 +511,22 @@ RunPlan plan_run(const nlohmann::json& config,
             .dump();
     cached = options.setup->data(data_key);
   }
-  LoadedData data = read_header_and_data(root, plan, file, base_dir, cached);
+  LoadedData data = read_header_and_data(
+      root, plan, file, base_dir, cached, mpi_worker, backend_is_mpi(config));
   if (options.max_threads > 0) {
     plan.threads = std::min(plan.threads, options.max_threads);
   }
   const bool delay_only = root.is_null("data");
   read_scheme(config, root, plan, file, data);
   read_delays(root, plan);
+  if (data.partial) {
+    // The worker's own partitions, now that the code is known.
+    const std::span<const int> support = plan.scheme.code->support(*mpi_worker);
+    std::vector<int> held(support.begin(), support.end());
+    std::sort(held.begin(), held.end());
+    held.erase(std::unique(held.begin(), held.end()), held.end());
+    load_held_partitions(data, plan.partitions, held);
+  }
   read_loss(root, plan, data, delay_only);
   if (!data_key.empty() && !cached && data.train) {
     // Stored after read_loss, whose label mapping is the last write to the data.

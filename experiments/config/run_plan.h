@@ -98,10 +98,15 @@ struct PlanOptions {
   int max_threads = 0;
   /// Shared set-up of earlier plans (null: everything is computed).
   SetupCache* setup = nullptr;
+  /// This process is worker i of an mpi run (rank i + 1): see plan_run.
+  std::optional<int> mpi_worker;
 };
 
 /// Validates `config` (read from `file`; relative data paths resolve against `base_dir`) and
 /// builds the run. Throws ConfigError with file, JSON pointer, value and accepted values.
+/// `options.mpi_worker`: this process is worker i of an mpi run (rank i + 1): with an mpi backend it
+/// loads only the training rows of its own partitions (objective->partial()), no test set, and
+/// takes no step (docs/mpi_backend.md "Data").
 RunPlan plan_run(const nlohmann::json& config,
                  const std::string& file,
                  const std::filesystem::path& base_dir,
@@ -114,6 +119,7 @@ int hardware_cores();
 nlohmann::json read_json_file(const std::filesystem::path& path);
 
 /// Reads `path` and plans the run it describes.
-RunPlan plan_run_file(const std::filesystem::path& path);
+RunPlan plan_run_file(const std::filesystem::path& path,
+                      std::optional<int> mpi_worker = std::nullopt);
 
 }  // namespace stragglersim::experiments

@@ -72,6 +72,14 @@ TEST_CASE("experiments: a threads backend config resolves its defaults",
   CHECK(plan.resolved["backend"] ==
         nlohmann::json::parse(R"({"kind": "threads", "seconds_per_unit": 0.01, "timeout": 5.0,
           "faults": [{"worker": 3, "kind": "hang", "from_iteration": 1}]})"));
+  c["backend"]["faults"] = {{{"worker", 2}, {"kind", "slow"}}};
+  const RunPlan slow = plan_run(c, "cfg.json", scratch("resolve"));
+  REQUIRE(slow.threaded.faults.size() == 1);
+  CHECK(slow.threaded.faults[0].kind == sim::FaultKind::kSlow);
+  CHECK(slow.threaded.faults[0].factor == 5.0);
+  CHECK(slow.resolved["backend"]["faults"] ==
+        nlohmann::json::parse(
+            R"([{"worker": 2, "kind": "slow", "from_iteration": 1, "factor": 5.0}])"));
   c.erase("backend");
   CHECK(plan_run(c, "cfg.json", scratch("resolve")).backend == BackendKind::kSimulated);
 }
@@ -104,13 +112,26 @@ TEST_CASE("experiments: bad threads backend keys name the file and JSON pointer"
           c["backend"]["faults"] = {{{"kind", "crash"}}};
         }) == "cfg.json:/backend/faults/0/worker: missing required key; expected an integer");
   CHECK(error_with([](auto& c) {
-          c["backend"]["faults"] = {{{"worker", 1}, {"kind", "slow"}}};
+          c["backend"]["faults"] = {{{"worker", 1}, {"kind", "sluggish"}}};
         }) ==
-        "cfg.json:/backend/faults/0/kind: unknown fault 'slow'; valid values are: crash, hang");
+        "cfg.json:/backend/faults/0/kind: unknown fault 'sluggish'; valid values are: "
+        "crash, hang, slow");
   CHECK(error_with([](auto& c) {
           c["backend"]["faults"] = {{{"worker", 1}}};
         }) ==
-        "cfg.json:/backend/faults/0/kind: missing required key; expected one of: crash, hang");
+        "cfg.json:/backend/faults/0/kind: missing required key; expected one of: crash, "
+        "hang, slow");
+  CHECK(error_with([](auto& c) {
+          c["backend"]["faults"] = {{{"worker", 1}, {"kind", "slow"}, {"factor", 0.5}}};
+        }) ==
+        "cfg.json:/backend/faults/0/factor: out of range; got 0.5; expected a number in "
+        "[1, 1000000]");
+  // factor belongs to slow faults only.
+  CHECK(error_with([](auto& c) {
+          c["backend"]["faults"] = {{{"worker", 1}, {"kind", "hang"}, {"factor", 2}}};
+        }) ==
+        "cfg.json:/backend/faults/0/factor: unknown key; valid keys are: from_iteration, "
+        "kind, worker");
   CHECK(error_with([](auto& c) {
           c["backend"]["faults"] = {{{"worker", 1}, {"kind", "crash"}, {"from_iteration", 0}}};
         }) ==
