@@ -226,6 +226,9 @@ class StopDistribution {
 
 using Integrand = std::function<double(double t, double lo, double hi)>;
 
+/// Most CDF jumps (DelayModel::atoms) used as integration breaks.
+constexpr std::size_t kMaxAtomBreaks = 20000;
+
 /// Where the iteration time lives: integration starts at `lower`, pieces break at every worker's
 /// lower bound, and the infinite tail is mapped with scale `width`.
 struct Support {
@@ -265,9 +268,19 @@ Support make_support(const std::function<StopProbability(double)>& dist,
   Support s;
   s.upper = upper;
   s.lower = kInfinity;
+  std::size_t atoms = 0;
   for (int i = 0; i < delay.workers(); ++i) {
     s.lower = std::min(s.lower, delay.lower_bound(i));
     s.breaks.push_back(delay.lower_bound(i));
+    atoms += delay.atoms(i).size();
+  }
+  // Between consecutive atoms of discrete marginals P(Z ≤ t) is constant, so each piece is
+  // integrated exactly; past kMaxAtomBreaks the pieces straddle jumps (accuracy ~1e-5).
+  if (atoms <= kMaxAtomBreaks) {
+    for (int i = 0; i < delay.workers(); ++i) {
+      const auto a = delay.atoms(i);
+      s.breaks.insert(s.breaks.end(), a.begin(), a.end());
+    }
   }
   s.centre = quantile(dist, s.lower, upper, 0.5);
   s.q90 = quantile(dist, s.lower, upper, 0.9);
