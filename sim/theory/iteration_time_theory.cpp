@@ -492,6 +492,36 @@ double first_r_erasure_numerical(const SchemeDescription& scheme,
     }
     return product;
   };
+  // Discrete marginals (a replayed trace) have no density: dF_min is a sum of point masses at
+  // the erased workers' atoms and the integral an exact finite sum. A tie between an erased
+  // worker and another counts the other as arrived first.
+  bool discrete = true;
+  for (int i = 0; i < n && discrete; ++i) {
+    discrete = !delay.atoms(i).empty();
+  }
+  if (discrete) {
+    std::vector<double> points;
+    for (const int i : erased) {
+      const auto a = delay.atoms(i);
+      points.insert(points.end(), a.begin(), a.end());
+    }
+    std::sort(points.begin(), points.end());
+    points.erase(std::unique(points.begin(), points.end()), points.end());
+    double total = 0.0;
+    for (const double a : points) {
+      const double mass =
+          all_waiting(std::nextafter(a, -std::numeric_limits<double>::infinity())) - all_waiting(a);
+      if (!(mass > 0.0)) {
+        continue;
+      }
+      for (int i = 0; i < n; ++i) {
+        f[index(i)] = delay.cdf(i, a);
+        w[index(i)] = 1.0 - f[index(i)];
+      }
+      total += at_least(f, w, skip, scheme.r, p).stopped * mass;
+    }
+    return total;
+  }
   // Five-point central differences (error O(h⁴)) with h a thousandth of the piece, shrunk to
   // stay inside it so that no stencil straddles a kink at a worker's lower bound.
   const Integrand g = [&](double t, double lo, double hi) {

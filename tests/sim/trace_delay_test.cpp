@@ -1,6 +1,6 @@
 // The trace delay model (sim/trace_delay.h): the load convention, cycle and bootstrap replay of
-// both trace forms, the empirical marginals, and the numerical theory on them against exact
-// enumeration.
+// both trace forms, and the empirical marginals (the theory on them:
+// tests/sim/theory/trace_theory_test.cpp).
 
 #include "sim/trace_delay.h"
 
@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "models/base/random_stream.h"
-#include "sim/theory/iteration_time_theory.h"
 
 namespace stragglersim::sim {
 namespace {
@@ -149,35 +148,6 @@ TEST_CASE("trace delay: cdf, mean, variance and lower bound of the empirical mar
                       (6.0 - mean) * (6.0 - mean) + (1.0 - mean) * (1.0 - mean)) /
                      4.0;
   CHECK(d.variance(1) == Approx(var));
-}
-
-TEST_CASE("trace delay: the numerical theory on pool marginals matches exact enumeration",
-          "[sim][trace]") {
-  // Pool bootstrap makes workers independent with the empirical marginals: E[max] and the mean
-  // of the 2nd arrival follow by enumerating the 2·3·4 equally likely draws.
-  const DelayTrace p = pool_trace();
-  const TraceDelay d({1.0, 1.0, 1.0}, p, {.mode = TraceDelay::Mode::kBootstrap});
-  double all = 0.0;
-  double second = 0.0;
-  int cases = 0;
-  for (const double x : p.per_worker[0]) {
-    for (const double y : p.per_worker[1]) {
-      for (const double z : p.per_worker[2]) {
-        std::vector<double> v = {x, y, z};
-        std::sort(v.begin(), v.end());
-        all += v[2];
-        second += v[1];
-        ++cases;
-      }
-    }
-  }
-  all /= cases;
-  second /= cases;
-  const auto max_time = predict_iteration_time({.workers = 3, .rule = RuleKind::kAll}, d);
-  CHECK(max_time.method == "numerical");
-  CHECK(max_time.mean == Approx(all).epsilon(1e-6));
-  const auto r2 = predict_iteration_time({.workers = 3, .rule = RuleKind::kFirstR, .r = 2}, d);
-  CHECK(r2.mean == Approx(second).epsilon(1e-6));
 }
 
 }  // namespace
