@@ -36,9 +36,9 @@ class SimulatedBackend final : public Backend {
   Scheme scheme_;
   std::unique_ptr<SimulatedCluster> cluster_;
   models::WorkerPool* pool_;
-  std::vector<int> needed_;             // partitions in the support of a worker with weight ≠ 0
-  std::vector<Eigen::Index> column_;    // partition j → its column of needed_gradients_
-  Eigen::MatrixXd needed_gradients_;    // ∇F_j(query) of the needed partitions
+  std::vector<int> needed_;           // partitions in the support of a worker with weight ≠ 0
+  std::vector<Eigen::Index> column_;  // partition j → its column of needed_gradients_
+  Eigen::MatrixXd needed_gradients_;  // ∇F_j(query) of the needed partitions
   Eigen::VectorXd message_buffer_;
 };
 

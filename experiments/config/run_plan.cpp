@@ -511,8 +511,8 @@ RunPlan plan_run(const nlohmann::json& config,
             .dump();
     cached = options.setup->data(data_key);
   }
-  LoadedData data = read_header_and_data(
-      root, plan, file, base_dir, cached, mpi_worker, backend_is_mpi(config));
+  LoadedData data =
+      read_header_and_data(root, plan, file, base_dir, cached, mpi_worker, backend_is_mpi(config));
   if (options.max_threads > 0) {
     plan.threads = std::min(plan.threads, options.max_threads);
   }

@@ -99,13 +99,13 @@ struct PlanOptions {
   /// Shared set-up of earlier plans (null: everything is computed).
   SetupCache* setup = nullptr;
   /// This process is worker i of an mpi run (rank i + 1): see plan_run.
-  std::optional<int> mpi_worker;
+  std::optional<int> mpi_worker = std::nullopt;
 };
 
 /// Validates `config` (read from `file`; relative data paths resolve against `base_dir`) and
 /// builds the run. Throws ConfigError with file, JSON pointer, value and accepted values.
-/// `options.mpi_worker`: this process is worker i of an mpi run (rank i + 1): with an mpi backend it
-/// loads only the training rows of its own partitions (objective->partial()), no test set, and
+/// `options.mpi_worker`: this process is worker i of an mpi run (rank i + 1): with an mpi backend
+/// it loads only the training rows of its own partitions (objective->partial()), no test set, and
 /// takes no step (docs/mpi_backend.md "Data").
 RunPlan plan_run(const nlohmann::json& config,
                  const std::string& file,
