@@ -267,7 +267,7 @@ PartitionMoments enumerated_moments(
   auto add = [&](std::span<const int> heard, double weight) {
     const Eigen::VectorXd alpha = decode(heard);
     out.mean += weight * alpha;
-    out.second.selfadjointView<Eigen::Lower>().rankUpdate(alpha, weight);
+    out.second.noalias() += (weight * alpha) * alpha.transpose();
   };
   std::vector<int> heard;
   const bool one_set = law.kind == HeardSetLaw::Kind::kEveryone ||
@@ -315,7 +315,6 @@ PartitionMoments enumerated_moments(
       }
     }
   }
-  out.second = out.second.selfadjointView<Eigen::Lower>();
   return out;
 }
 
