@@ -41,7 +41,7 @@ class BernoulliGradientCode final : public GradientCode {
   }
   /// Expected replication of a partition (= expected normalised load of a worker).
   [[nodiscard]] double replication() const { return d_; }
-  [[nodiscard]] Decoding decode_one_step(std::span<const int> heard) const override;
+  [[nodiscard]] std::optional<double> one_step_weight(int heard) const override;
   /// k (n − d) / (d r): the expected one-step decoding error when r workers are heard.
   [[nodiscard]] double expected_one_step_error(int heard) const;
 

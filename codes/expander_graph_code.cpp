@@ -165,25 +165,9 @@ double ExpanderGraphCode::component_error(std::span<const int> heard) const {
   return error;
 }
 
-Decoding ExpanderGraphCode::decode_one_step(std::span<const int> heard) const {
-  Eigen::VectorXd weights = Eigen::VectorXd::Zero(workers());
-  std::vector<char> seen(static_cast<std::size_t>(workers()), 0);
-  int r = 0;
-  for (const int e : heard) {
-    STRAGGLERSIM_ASSERT(e >= 0 && e < workers(), "worker out of range");
-    char& c = seen[static_cast<std::size_t>(e)];
-    r += c == 0 ? 1 : 0;
-    c = 1;
-  }
-  if (r > 0) {
-    const double a = partitions() / (2.0 * r);
-    for (int e = 0; e < workers(); ++e) {
-      if (seen[static_cast<std::size_t>(e)] != 0) {
-        weights(e) = a;
-      }
-    }
-  }
-  return finish(std::move(weights), 1.0);
+std::optional<double> ExpanderGraphCode::one_step_weight(int heard) const {
+  STRAGGLERSIM_ASSERT(heard >= 1, "the one-step weight needs at least one worker heard");
+  return partitions() / (2.0 * heard);
 }
 
 }  // namespace stragglersim::codes

@@ -51,7 +51,7 @@ class ExpanderGraphCode final : public GradientCode {
   /// Σ over connected components C of G_K of (|L| − |R|)²/|C| if C = L ∪ R is bipartite, 0
   /// otherwise: the optimal decoding error (Glasgow & Wootters), computed without linear algebra.
   [[nodiscard]] double component_error(std::span<const int> heard) const;
-  [[nodiscard]] Decoding decode_one_step(std::span<const int> heard) const override;
+  [[nodiscard]] std::optional<double> one_step_weight(int heard) const override;
 
   /// Edges of a random simple d-regular graph on `vertices` vertices (pairs, smaller first).
   [[nodiscard]] static std::vector<std::pair<int, int>> random_regular_graph(int vertices,

@@ -179,8 +179,30 @@ Decoding GradientCode::decode_exact(std::span<const int> heard) const {
   return d;
 }
 
+std::optional<double> GradientCode::one_step_weight(int /*heard*/) const { return std::nullopt; }
+
 Decoding GradientCode::decode_one_step(std::span<const int> heard) const {
-  return decode_optimal(heard);
+  Eigen::VectorXd weights = Eigen::VectorXd::Zero(workers());
+  std::vector<char> seen(static_cast<std::size_t>(workers()), 0);
+  int r = 0;
+  for (const int i : heard) {
+    STRAGGLERSIM_ASSERT(i >= 0 && i < workers(), "worker out of range");
+    char& c = seen[static_cast<std::size_t>(i)];
+    r += c == 0 ? 1 : 0;
+    c = 1;
+  }
+  const std::optional<double> a = one_step_weight(std::max(r, 1));
+  if (!a) {
+    return decode_optimal(heard);
+  }
+  if (r > 0) {
+    for (int i = 0; i < workers(); ++i) {
+      if (seen[static_cast<std::size_t>(i)] != 0) {
+        weights(i) = *a;
+      }
+    }
+  }
+  return finish(std::move(weights), 1.0);
 }
 
 bool GradientCode::decodable(std::span<const int> heard) const { return decode_exact(heard).exact; }

@@ -8,6 +8,7 @@
 #include <Eigen/Core>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -104,9 +105,13 @@ class GradientCode {
   /// Exact decoding: the optimal decode, marked `exact` only when its residual and condition
   /// number are within limits; otherwise `problem` says why.
   [[nodiscard]] virtual Decoding decode_exact(std::span<const int> heard) const;
-  /// Fixed-weight decoding (BGC one-step, SGC): weights that do not depend on solving a system.
-  /// Codes that define no one-step rule return the optimal decode.
-  [[nodiscard]] virtual Decoding decode_one_step(std::span<const int> heard) const;
+  /// Fixed-weight decoding (BGC one-step, SGC, expander): a_i = one_step_weight(r) on the r
+  /// distinct workers heard, 0 elsewhere (no worker heard: a = 0), so α = w(r)·Bᵀ1_K is linear
+  /// in the heard set for a given r. Codes that define no one-step rule return the optimal decode.
+  [[nodiscard]] Decoding decode_one_step(std::span<const int> heard) const;
+  /// The one-step weight w(r) given to each of r ≥ 1 distinct workers heard; nullopt when the
+  /// code has no one-step rule (then structure().one_step is false).
+  [[nodiscard]] virtual std::optional<double> one_step_weight(int heard) const;
 
  protected:
   /// Whether a partition held by no worker (a zero column of B) is legal.

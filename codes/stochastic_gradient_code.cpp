@@ -99,25 +99,9 @@ StochasticGradientCode::StochasticGradientCode(int workers,
   STRAGGLERSIM_ASSERT(!p_ || (*p_ >= 0.0 && *p_ < 1.0), "SGC needs 0 <= p < 1");
 }
 
-Decoding StochasticGradientCode::decode_one_step(std::span<const int> heard) const {
-  Eigen::VectorXd weights = Eigen::VectorXd::Zero(workers());
-  std::vector<char> seen(static_cast<std::size_t>(workers()), 0);
-  int r = 0;
-  for (const int i : heard) {
-    STRAGGLERSIM_ASSERT(i >= 0 && i < workers(), "worker out of range");
-    char& c = seen[static_cast<std::size_t>(i)];
-    r += c == 0 ? 1 : 0;
-    c = 1;
-  }
-  if (r > 0) {
-    const double a = p_ ? 1.0 / (1.0 - *p_) : static_cast<double>(workers()) / r;
-    for (int i = 0; i < workers(); ++i) {
-      if (seen[static_cast<std::size_t>(i)] != 0) {
-        weights(i) = a;
-      }
-    }
-  }
-  return finish(std::move(weights), 1.0);
+std::optional<double> StochasticGradientCode::one_step_weight(int heard) const {
+  STRAGGLERSIM_ASSERT(heard >= 1, "the one-step weight needs at least one worker heard");
+  return p_ ? 1.0 / (1.0 - *p_) : static_cast<double>(workers()) / heard;
 }
 
 }  // namespace stragglersim::codes

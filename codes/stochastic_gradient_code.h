@@ -49,7 +49,7 @@ class StochasticGradientCode final : public GradientCode {
   }
   [[nodiscard]] int replication() const { return d_; }
   [[nodiscard]] std::optional<double> straggle_probability() const { return p_; }
-  [[nodiscard]] Decoding decode_one_step(std::span<const int> heard) const override;
+  [[nodiscard]] std::optional<double> one_step_weight(int heard) const override;
 
   /// Holders of each partition: d distinct workers per partition, balanced loads.
   [[nodiscard]] static std::vector<std::vector<int>> balanced_assignment(int workers,

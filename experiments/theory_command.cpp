@@ -39,8 +39,18 @@ void print_convergence(const nlohmann::json& p) {
         "{:<34} null: {}\n", "bound on E[f(x_T) - f*]", p["bound_problem"].get<std::string>());
   }
   if (p.contains("exact_curve") && p["exact_curve"].is_array()) {
-    std::cout << fmt::format(
-        "{:<34} {:.6g}\n", "exact E[f(x_T) - f*] at T", p["exact_curve"].back().get<double>());
+    const auto& sd = p["exact_curve_sd"];
+    const bool sd_at_end = sd.is_array() && sd.size() == p["exact_curve"].size();
+    std::cout << fmt::format("{:<34} {:.6g}{}\n",
+                             "exact E[f(x_T) - f*] at T",
+                             p["exact_curve"].back().get<double>(),
+                             sd_at_end
+                                 ? fmt::format("  (sd across runs {:.6g})", sd.back().get<double>())
+                                 : std::string());
+    if (!sd_at_end && p.contains("exact_curve_sd_problem")) {
+      std::cout << fmt::format(
+          "{:<34} {}\n", "exact sd of f(x_T) - f*", p["exact_curve_sd_problem"].get<std::string>());
+    }
   } else if (p.contains("exact_curve_problem")) {
     std::cout << fmt::format(
         "{:<34} null: {}\n", "exact E[f(x_T) - f*]", p["exact_curve_problem"].get<std::string>());
@@ -55,6 +65,7 @@ void measure(const RunPlan& plan, int repetitions, const std::string& csv, nlohm
   const MeasuredGap m = measure_gap(plan, repetitions, plan.seed, p["f_star"].get<double>());
   p["measured_gap"] = m.mean;
   p["measured_gap_se"] = m.se;
+  p["measured_gap_sd"] = m.sd;
   p["measured_repetitions"] = repetitions;
   if (csv.empty()) {
     return;
@@ -63,10 +74,19 @@ void measure(const RunPlan& plan, int repetitions, const std::string& csv, nlohm
     return p.contains(key) && p[key].is_array() ? fmt::format("{}", p[key][t].get<double>())
                                                 : std::string();
   };
-  std::string text = "iteration,measured_mean,measured_se,exact,bound\n";
+  auto cell_or_empty = [&](const char* key, std::size_t t) {
+    return p.contains(key) && p[key].is_array() && t < p[key].size() ? cell(key, t) : std::string();
+  };
+  std::string text = "iteration,measured_mean,measured_se,exact,bound,measured_sd,exact_sd\n";
   for (std::size_t t = 0; t < m.mean.size(); ++t) {
-    text += fmt::format(
-        "{},{},{},{},{}\n", t, m.mean[t], m.se[t], cell("exact_curve", t), cell("bound", t));
+    text += fmt::format("{},{},{},{},{},{},{}\n",
+                        t,
+                        m.mean[t],
+                        m.se[t],
+                        cell("exact_curve", t),
+                        cell("bound", t),
+                        m.sd[t],
+                        cell_or_empty("exact_curve_sd", t));
   }
   write_file_atomically(csv, text);
 }

@@ -42,6 +42,14 @@ def plot(series, title=None):
             ax.plot(t, c["exact"], "--", color="C1", label="exact E[f - f*] (least squares)")
         if not all(math.isnan(v) for v in c["bound"]):
             ax.plot(t, c["bound"], ":", color="C3", linewidth=2, label="coded PL bound")
+        # Older CSVs have no sd columns; the exact sd may stop early (its cost budget).
+        # x_0 is deterministic: its sd of 0 has no place on a log axis.
+        exact_sd = [v if v > 0 else math.nan for v in c.get("exact_sd", [])]
+        if exact_sd and not all(math.isnan(v) for v in exact_sd):
+            measured_sd = [v if v > 0 else math.nan for v in c["measured_sd"]]
+            ax.plot(t, measured_sd, "-", color="C2", linewidth=0.8, alpha=0.6,
+                    label="measured sd of f - f* across runs")
+            ax.plot(t, exact_sd, "--", color="C2", linewidth=1, label="exact sd of f - f*")
         ax.set_yscale("log")
         ax.set_xlabel("iteration t")
         ax.set_ylabel("f(x_t) - f*")

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Checks that a figure plots exactly the data of the CSV it came from."""
+import math
 import os
 import sys
 import tempfile
@@ -45,18 +46,39 @@ THEORY = """iteration,measured_mean,measured_se,exact,bound
 """
 
 
-def check_theory_figure():
+def theory_axes(text):
+    """The single panel plot_theory_vs_measured draws from a CSV holding `text`."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "curves.csv")
         with open(path, "w") as f:
-            f.write(THEORY)
+            f.write(text)
         fig = plot_theory_vs_measured.plot([("ls", plot_theory_vs_measured.read_curves(path))])
-        (ax,) = fig.axes
-        measured, exact, bound = ax.get_lines()
-        assert list(measured.get_ydata()) == [0.5, 0.1, 0.05]
-        assert list(exact.get_ydata()) == [0.5, 0.11, 0.052]
-        assert list(bound.get_ydata())[:2] == [0.5, 0.4]
-        assert ax.get_yscale() == "log"
+    (ax,) = fig.axes
+    return ax
+
+
+def check_theory_figure():
+    ax = theory_axes(THEORY)
+    measured, exact, bound = ax.get_lines()
+    assert list(measured.get_ydata()) == [0.5, 0.1, 0.05]
+    assert list(exact.get_ydata()) == [0.5, 0.11, 0.052]
+    assert list(bound.get_ydata())[:2] == [0.5, 0.4]
+    assert ax.get_yscale() == "log"
+    # With the sd columns: two more lines, the exact sd cut where it stops.
+    ax = theory_axes(THEORY_SD)
+    _, _, _, measured_sd, exact_sd = ax.get_lines()
+    # t = 0 has sd 0 (deterministic): left off the log axis.
+    assert math.isnan(measured_sd.get_ydata()[0])
+    assert list(measured_sd.get_ydata())[1:] == [0.14, 0.07]
+    assert math.isnan(exact_sd.get_ydata()[0]) and math.isnan(exact_sd.get_ydata()[2])
+    assert exact_sd.get_ydata()[1] == 0.15
+
+
+THEORY_SD = """iteration,measured_mean,measured_se,exact,bound,measured_sd,exact_sd
+0,0.5,0,0.5,0.5,0,0
+1,0.1,0.01,0.11,0.4,0.14,0.15
+2,0.05,0.005,0.052,,0.07,
+"""
 
 
 def main():

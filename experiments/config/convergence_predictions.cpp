@@ -21,13 +21,20 @@
 namespace stragglersim::experiments {
 namespace {
 
-/// Draws of the decode used for the Monte Carlo coefficient moments.
-constexpr std::uint64_t kMomentDraws = 4000;
-/// Largest partition count whose k × k coefficient covariance is estimated.
+/// Largest partition count whose k × k coefficient moments are computed.
 constexpr int kMaxMomentPartitions = 1000;
+/// Largest number of heard sets decoded, and sets·k², for decoders not linear in the heard set.
+constexpr double kMaxEnumeratedSets = 200000;
+constexpr double kMaxEnumerationWork = 2e9;
 /// Largest feature count, and K·p², of the exact least-squares curve.
 constexpr Eigen::Index kMaxCurveFeatures = 200;
 constexpr double kMaxCurveWork = 4e6;
+/// Flops spent on the fourth moments behind the standard deviation of the exact curve.
+constexpr double kMaxSpreadWork = 3e10;
+/// Largest n for moments under a deadline with non-identical workers (O(n⁴) pair laws).
+constexpr int kMaxHeterogeneousWorkers = 200;
+/// Fewer affordable iterations than this (or than the run has) and the sd is not computed.
+constexpr int kMinSpreadIterations = 10;
 
 /// What the bound needs of the coefficients, at the level of `group` partitions per group.
 struct Coefficients {
@@ -36,6 +43,7 @@ struct Coefficients {
   double bias = 0.0;
   double variance = 0.0;
   std::optional<sim::CoefficientMoments> exchangeable;  ///< exact moments (FRC, uncoded, exact)
+  std::vector<double> covered;  ///< P(N = j) behind `exchangeable`; empty for α = 1
   std::string method;
 };
 
@@ -81,6 +89,7 @@ std::optional<Coefficients> exact_coefficients(const RunPlan& plan,
     covered = sim::covered_groups_first_r(groups, s.d, s.r);
   }
   c.group = s.d;
+  c.covered = covered;
   c.exchangeable =
       sim::coefficient_moments(covered, plan.scheme.rescale, plan.scheme.erasure_probability);
   c.mean = c.exchangeable->mean;
@@ -89,41 +98,114 @@ std::optional<Coefficients> exact_coefficients(const RunPlan& plan,
   return c;
 }
 
-/// Partition-level moments of α estimated from kMomentDraws decodes of the plan's own code.
-std::optional<Coefficients> sampled_coefficients(const RunPlan& plan, std::string* why) {
-  const int k = plan.partitions;
+/// The law of the heard set for a code without exchangeable groups: nullopt (with `why`) where
+/// the heard set is not a uniform subset or independent across workers.
+std::optional<sim::HeardSetLaw> heard_set_law(const RunPlan& plan, std::string* why) {
+  const std::optional<sim::StoppingShape> shape = plan.scheme.rule->shape();
+  const int n = plan.scheme.code->workers();
+  if (!shape) {
+    *why = "the stopping rule has no shape the theory knows; no coefficient moments";
+    return std::nullopt;
+  }
+  if (shape->kind == sim::RuleKind::kAll) {
+    return sim::HeardSetLaw::everyone(n);
+  }
+  if (shape->kind == sim::RuleKind::kDecodable ||
+      shape->kind == sim::RuleKind::kFirstROrDecodable) {
+    *why = fmt::format(
+        "rule '{}' on code '{}': the heard set depends on the arrival order through "
+        "decodability, so its law has no closed form; no coefficient moments, no bound derived",
+        plan.scheme.rule->name(),
+        plan.scheme.code->name());
+    return std::nullopt;
+  }
+  const auto delays = plan.make_delays();
+  const bool identical = identical_delays(*delays);
+  if (shape->kind == sim::RuleKind::kFirstR) {
+    if (!identical) {
+      *why = fmt::format(
+          "rule first_r with workers of different delay distributions (code '{}' gives them "
+          "different loads): the first r arrivals are not a uniform subset; no exact coefficient "
+          "moments, no bound derived (a deadline rule has them)",
+          plan.scheme.code->name());
+      return std::nullopt;
+    }
+    return sim::HeardSetLaw::uniform_subset(n, shape->r);
+  }
+  // Deadline τ: worker i is heard iff T_i ≤ τ, independently with probability F_i(τ).
+  auto law = sim::HeardSetLaw::independent(n, delays->cdf(0, shape->deadline));
+  if (!identical) {
+    if (n > kMaxHeterogeneousWorkers) {
+      *why = fmt::format(
+          "deadline with {} > {} workers of different delay distributions: no exact coefficient "
+          "moments computed",
+          n,
+          kMaxHeterogeneousWorkers);
+      return std::nullopt;
+    }
+    for (int i = 0; i < n; ++i) {
+      law.heard_probability.push_back(delays->cdf(i, shape->deadline));
+    }
+  }
+  return law;
+}
+
+/// Exact partition-level moments of α: closed form for the one-step decoder (α linear in the
+/// heard set), otherwise every heard set decoded with its probability (at most
+/// kMaxEnumeratedSets of them); nullopt with the reason beyond.
+std::optional<Coefficients> heard_set_coefficients(const RunPlan& plan, std::string* why) {
+  const auto& code = *plan.scheme.code;
+  const int k = code.partitions();
   if (k > kMaxMomentPartitions) {
     *why = fmt::format("no coefficient moments for {} > {} partitions", k, kMaxMomentPartitions);
     return std::nullopt;
   }
-  sim::SimulatedCluster cluster(plan.make_delays(),
-                                plan.scheme.rule,
-                                sim::StragglerPolicy::kCancel,
-                                derive_seed(plan.seed, 0x7e0a));
-  Eigen::VectorXd sum = Eigen::VectorXd::Zero(k);
-  Eigen::MatrixXd outer = Eigen::MatrixXd::Zero(k, k);
-  try {
-    for (std::uint64_t t = 1; t <= kMomentDraws; ++t) {
-      const auto& timing = cluster.next_iteration();
-      const codes::Decoding d = plan.scheme.decode(timing.heard, t);
-      sum += d.alpha;
-      outer.selfadjointView<Eigen::Lower>().rankUpdate(d.alpha);
-    }
-  } catch (const sim::NumericalError& e) {
-    *why = fmt::format("decoding fails on some straggler patterns: {}", e.what());
+  const auto law = heard_set_law(plan, why);
+  if (!law) {
     return std::nullopt;
   }
-  const auto n = static_cast<double>(kMomentDraws);
-  const Eigen::VectorXd mean = sum / n;
-  Eigen::MatrixXd cov = outer.selfadjointView<Eigen::Lower>();
-  cov = cov / n - mean * mean.transpose();
+  sim::PartitionMoments moments;
   Coefficients c;
-  c.mean = mean.mean();
-  c.bias = (mean.array() - c.mean).square().sum();
-  c.variance =
-      std::max(0.0, Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(cov).eigenvalues().maxCoeff());
-  c.method = fmt::format("monte carlo ({} decodes of this code; an estimate, not certified)",
-                         kMomentDraws);
+  const bool linear = plan.scheme.decoder == sim::DecoderKind::kOneStep &&
+                      code.one_step_weight(1).has_value() &&
+                      plan.scheme.rescale != codes::Rescale::kEmpirical;
+  if (linear) {
+    const double scale = plan.scheme.rescale == codes::Rescale::kExpected
+                             ? 1.0 / (1.0 - plan.scheme.erasure_probability)
+                             : 1.0;
+    moments = sim::one_step_moments(code, *law, scale);
+    c.method = "exact (one-step decoder: alpha is linear in the heard set)";
+  } else {
+    const double sets = law->support_size();
+    const char* decoder = plan.scheme.decoder == sim::DecoderKind::kExact     ? "exact"
+                          : plan.scheme.decoder == sim::DecoderKind::kOneStep ? "one_step"
+                                                                              : "optimal";
+    if (sets > kMaxEnumeratedSets || sets * k * k > kMaxEnumerationWork) {
+      *why = fmt::format(
+          "the {} decoder{} is not linear in the heard set: exact coefficient moments need all "
+          "{:.6g} heard sets of {} partitions, more than this program enumerates ({:g} sets, "
+          "sets*k^2 <= {:g}); no bound derived",
+          decoder,
+          plan.scheme.rescale == codes::Rescale::kEmpirical ? " with empirical rescale" : "",
+          sets,
+          k,
+          kMaxEnumeratedSets,
+          kMaxEnumerationWork);
+      return std::nullopt;
+    }
+    try {
+      moments = sim::enumerated_moments(
+          *law, k, [&](std::span<const int> heard) { return plan.scheme.decode(heard, 0).alpha; });
+    } catch (const sim::NumericalError& e) {
+      *why = fmt::format("decoding fails on some heard sets: {}", e.what());
+      return std::nullopt;
+    }
+    c.method = fmt::format("exact (every one of the {:.0f} heard sets decoded)", sets);
+  }
+  const sim::MomentSummary summary = sim::summarize_moments(moments);
+  c.mean = summary.mean;
+  c.bias = summary.bias;
+  c.variance = summary.variance;
   return c;
 }
 
@@ -252,8 +334,42 @@ void exact_curve(const RunPlan& plan, const Coefficients& c, nlohmann::json& out
   }
   // Like the bound, the curve stops at kMaxTheoryIterations: theory's cost must not grow with
   // the iterations it predicts for.
-  out["exact_curve"] = sim::least_squares_expected_gap(
-      in, static_cast<int>(std::min(plan.iterations, kMaxTheoryIterations)));
+  const int iterations = static_cast<int>(std::min(plan.iterations, kMaxTheoryIterations));
+  out["exact_curve"] = sim::least_squares_expected_gap(in, iterations);
+  sim::CoverageLaw law;
+  law.covered = c.covered;
+  if (law.covered.empty()) {  // α = 1: every group covered
+    law.covered.assign(static_cast<std::size_t>(groups) + 1, 0.0);
+    law.covered.back() = 1.0;
+  } else {
+    law.rescale = plan.scheme.rescale;
+    law.expected_q = plan.scheme.erasure_probability;
+  }
+  const double flops = sim::least_squares_gap_spread_flops(in);
+  const int affordable = static_cast<int>(std::min<double>(iterations, kMaxSpreadWork / flops));
+  if (affordable < std::min(iterations, kMinSpreadIterations)) {
+    out["exact_curve_sd"] = nullptr;
+    out["exact_curve_sd_problem"] = fmt::format(
+        "the standard deviation needs fourth moments of the state at {:.3g} flops per iteration; "
+        "fewer than {} iterations fit in {:g} flops",
+        flops,
+        kMinSpreadIterations,
+        kMaxSpreadWork);
+    return;
+  }
+  const sim::LeastSquaresGapSpread spread =
+      sim::least_squares_gap_spread(in, law, iterations, kMaxSpreadWork);
+  const auto computed = static_cast<int>(spread.sd.size()) - 1;
+  out["exact_curve_sd"] = spread.sd;
+  if (computed < iterations) {
+    out["exact_curve_sd_problem"] = fmt::format(
+        "the standard deviation needs fourth moments of the state at {:.3g} flops per iteration; "
+        "computed for t <= {} of {} within {:g} flops",
+        flops,
+        computed,
+        iterations,
+        kMaxSpreadWork);
+  }
 }
 
 std::optional<Coefficients> plan_coefficients(const RunPlan& plan,
@@ -276,7 +392,7 @@ std::optional<Coefficients> plan_coefficients(const RunPlan& plan,
       return c;
     }
   }
-  return sampled_coefficients(plan, why);
+  return heard_set_coefficients(plan, why);
 }
 
 }  // namespace
@@ -382,8 +498,7 @@ nlohmann::json simulated_iteration_time(const RunPlan& plan, std::uint64_t draws
 
 MeasuredGap measure_gap(const RunPlan& plan, int repetitions, std::uint64_t seed, double f_star) {
   const auto size = static_cast<std::size_t>(plan.iterations) + 1;
-  std::vector<double> sum(size, 0.0);     // running mean
-  std::vector<double> sum_sq(size, 0.0);  // Σ (g − mean)²
+  std::vector<std::vector<double>> gaps(size);  // gaps[t][run]
   for (int rep = 0; rep < repetitions; ++rep) {
     auto cluster =
         std::make_unique<sim::SimulatedCluster>(plan.make_delays(),
@@ -397,20 +512,33 @@ MeasuredGap measure_gap(const RunPlan& plan, int repetitions, std::uint64_t seed
                *optimizer,
                backend,
                sim::TrainingOptions{plan.iterations},
-               [&](const sim::TraceRow& row) {
-                 // Welford: the gaps of different runs can agree to many digits.
-                 const double g = row.loss - f_star;
-                 const double delta = g - sum[row.iteration];
-                 sum[row.iteration] += delta / (rep + 1.0);
-                 sum_sq[row.iteration] += delta * (g - sum[row.iteration]);
-               });
+               [&](const sim::TraceRow& row) { gaps[row.iteration].push_back(row.loss - f_star); });
   }
   MeasuredGap out;
-  const double n = repetitions;
-  for (std::size_t t = 0; t < size; ++t) {
-    const double var = n > 1 ? sum_sq[t] / (n - 1.0) : 0.0;
-    out.mean.push_back(sum[t]);
+  for (const auto& g : gaps) {
+    const auto n = static_cast<double>(g.size());
+    // Two passes, centred on the first run: the gaps of different runs can agree to many digits,
+    // and identical gaps (t = 0) then give their value exactly.
+    double shift = 0.0;
+    for (const double v : g) {
+      shift += v - g.front();
+    }
+    const double mean = g.front() + shift / n;
+    double m2 = 0.0;
+    double m4 = 0.0;
+    for (const double v : g) {
+      const double d2 = (v - mean) * (v - mean);
+      m2 += d2;
+      m4 += d2 * d2;
+    }
+    const double var = n > 1 ? m2 / (n - 1.0) : 0.0;
+    const double sd = std::sqrt(var);
+    // Var(s²) ≈ (μ₄ − σ⁴)/n, and s has standard error se(s²)/(2s) (delta method).
+    const double var_se = std::sqrt(std::max(0.0, m4 / n - var * var) / n);
+    out.mean.push_back(mean);
     out.se.push_back(std::sqrt(var / n));
+    out.sd.push_back(sd);
+    out.sd_se.push_back(sd > 0.0 ? var_se / (2.0 * sd) : 0.0);
   }
   return out;
 }

@@ -14,7 +14,8 @@ namespace stragglersim::experiments {
 
 /// Keys: bound (array or null), bound_problem, noise_floor, contraction, bound_vacuous,
 /// mean_coefficient, minimiser_shift, coefficient_moments {method, mean, variance, bias},
-/// exact_curve (array or null), exact_curve_problem; and smoothness, pl_constant, f_star,
+/// exact_curve (array or null), exact_curve_problem, exact_curve_sd (sd of f(x_t) across runs,
+/// possibly fewer entries), exact_curve_sd_problem; and smoothness, pl_constant, f_star,
 /// f_star_method, zeta_star_squared, group_smoothness_squared, initial_gap, step.
 /// `scheme` and `timing` are the plan's scheme description and prediction, when it has one.
 nlohmann::json convergence_predictions(const RunPlan& plan,
@@ -28,10 +29,13 @@ nlohmann::json convergence_predictions(const RunPlan& plan,
 nlohmann::json simulated_iteration_time(const RunPlan& plan, std::uint64_t draws);
 
 /// Mean and standard error of f(x_t) − f* at each t over repeated simulated runs of the plan
-/// (fixed data and code; run i uses the delay seed derive_seed(seed, i)).
+/// (fixed data and code; run i uses the delay seed derive_seed(seed, i)), and the runs' sample
+/// standard deviation with its standard error (√((μ̂₄ − s⁴)/n)/(2s), the delta method).
 struct MeasuredGap {
   std::vector<double> mean;
   std::vector<double> se;
+  std::vector<double> sd;
+  std::vector<double> sd_se;
 };
 MeasuredGap measure_gap(const RunPlan& plan, int repetitions, std::uint64_t seed, double f_star);
 

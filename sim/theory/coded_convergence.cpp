@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "models/base/invariant.h"
 
@@ -122,6 +124,214 @@ CoefficientMoments coefficient_moments(const std::vector<double>& covered,
     m.cross *= s * s;
   }
   return m;
+}
+
+namespace {
+
+/// Poisson-binomial P(Σ_i X_i = s) over the workers not in `skip`, X_i ~ Bernoulli(p_i).
+std::vector<double> poisson_binomial(const HeardSetLaw& law, int skip_a, int skip_b) {
+  std::vector<double> dist(static_cast<std::size_t>(law.workers) + 1, 0.0);
+  dist[0] = 1.0;
+  int seen = 0;
+  for (int i = 0; i < law.workers; ++i) {
+    if (i == skip_a || i == skip_b) {
+      continue;
+    }
+    const double p = law.probability(i);
+    ++seen;
+    for (int s = seen; s >= 1; --s) {
+      const auto us = static_cast<std::size_t>(s);
+      dist[us] = dist[us] * (1.0 - p) + dist[us - 1] * p;
+    }
+    dist[0] *= 1.0 - p;
+  }
+  return dist;
+}
+
+}  // namespace
+
+double HeardSetLaw::probability(int worker) const {
+  return heard_probability.empty() ? p : heard_probability[static_cast<std::size_t>(worker)];
+}
+
+std::vector<double> HeardSetLaw::size_distribution() const {
+  STRAGGLERSIM_ASSERT(workers >= 1 && r >= 0 && r <= workers && p >= 0.0 && p <= 1.0 &&
+                          (heard_probability.empty() ||
+                           heard_probability.size() == static_cast<std::size_t>(workers)),
+                      "a heard-set law needs n >= 1, 0 <= r <= n, p in [0,1]");
+  std::vector<double> out(static_cast<std::size_t>(workers) + 1, 0.0);
+  switch (kind) {
+    case Kind::kEveryone:
+      out.back() = 1.0;
+      break;
+    case Kind::kUniformSubset:
+      out[static_cast<std::size_t>(r)] = 1.0;
+      break;
+    case Kind::kIndependent:
+      // Binomial(n, p) (the number of groups covered with d = 1), else Poisson-binomial.
+      out = heard_probability.empty() ? covered_groups_independent(workers, 1.0 - p)
+                                      : poisson_binomial(*this, -1, -1);
+      break;
+  }
+  return out;
+}
+
+double HeardSetLaw::support_size() const {
+  switch (kind) {
+    case Kind::kEveryone:
+      return 1.0;
+    case Kind::kUniformSubset:
+      return std::round(std::exp(log_choose(workers, r)));
+    case Kind::kIndependent: {
+      int random = 0;  // workers heard with probability strictly between 0 and 1
+      for (int i = 0; i < workers; ++i) {
+        random += probability(i) > 0.0 && probability(i) < 1.0 ? 1 : 0;
+      }
+      return std::ldexp(1.0, random);
+    }
+  }
+  return 1.0;
+}
+
+namespace {
+
+PartitionMoments one_step_moments_heterogeneous(const codes::GradientCode& code,
+                                                const HeardSetLaw& law,
+                                                double scale) {
+  const int n = code.workers();
+  STRAGGLERSIM_ASSERT(n <= 200, "heterogeneous one-step moments are limited to n <= 200");
+  auto weight = [&](int s) { return scale * *code.one_step_weight(s); };
+  Eigen::VectorXd a = Eigen::VectorXd::Zero(n);
+  Eigen::MatrixXd m = Eigen::MatrixXd::Zero(n, n);
+  for (int i = 0; i < n; ++i) {
+    const double pi = law.probability(i);
+    const std::vector<double> others = poisson_binomial(law, i, -1);
+    for (int s = 0; s < n; ++s) {
+      const double ps = others[static_cast<std::size_t>(s)];
+      a(i) += pi * ps * weight(s + 1);
+      m(i, i) += pi * ps * weight(s + 1) * weight(s + 1);
+    }
+    for (int j = i + 1; j < n; ++j) {
+      const double pj = law.probability(j);
+      const std::vector<double> rest = poisson_binomial(law, i, j);
+      double pair = 0.0;
+      for (int s = 0; s + 2 <= n; ++s) {
+        pair += rest[static_cast<std::size_t>(s)] * weight(s + 2) * weight(s + 2);
+      }
+      m(i, j) = m(j, i) = pi * pj * pair;
+    }
+  }
+  const Eigen::MatrixXd& b = code.assignment();
+  return {b.transpose() * a, b.transpose() * m * b};
+}
+
+}  // namespace
+
+PartitionMoments one_step_moments(const codes::GradientCode& code,
+                                  const HeardSetLaw& law,
+                                  double scale) {
+  STRAGGLERSIM_ASSERT(law.workers == code.workers() && code.one_step_weight(1).has_value(),
+                      "one-step moments need a code with one-step weights and its n");
+  if (law.kind == HeardSetLaw::Kind::kIndependent && !law.heard_probability.empty()) {
+    return one_step_moments_heterogeneous(code, law, scale);
+  }
+  const double n = code.workers();
+  const std::vector<double> size = law.size_distribution();
+  double first = 0.0;  // Σ_s P(s)·a(s)·π₁
+  double c1 = 0.0;
+  double c2 = 0.0;
+  for (int s = 1; s <= code.workers(); ++s) {
+    const double ps = size[static_cast<std::size_t>(s)];
+    if (ps == 0.0) {
+      continue;
+    }
+    const double a = scale * *code.one_step_weight(s);
+    const double pi1 = s / n;
+    const double pi2 = code.workers() > 1 ? s * (s - 1.0) / (n * (n - 1.0)) : 0.0;
+    first += ps * a * pi1;
+    c1 += ps * a * a * (pi1 - pi2);
+    c2 += ps * a * a * pi2;
+  }
+  const Eigen::MatrixXd& b = code.assignment();
+  const Eigen::VectorXd u = b.transpose() * Eigen::VectorXd::Ones(code.workers());
+  return {first * u, c2 * u * u.transpose() + c1 * b.transpose() * b};
+}
+
+PartitionMoments enumerated_moments(
+    const HeardSetLaw& law,
+    int partitions,
+    const std::function<Eigen::VectorXd(std::span<const int>)>& decode) {
+  const int n = law.workers;
+  PartitionMoments out{Eigen::VectorXd::Zero(partitions),
+                       Eigen::MatrixXd::Zero(partitions, partitions)};
+  auto add = [&](std::span<const int> heard, double weight) {
+    const Eigen::VectorXd alpha = decode(heard);
+    out.mean += weight * alpha;
+    out.second.noalias() += (weight * alpha) * alpha.transpose();
+  };
+  std::vector<int> heard;
+  const bool one_set = law.kind == HeardSetLaw::Kind::kEveryone ||
+                       (law.kind == HeardSetLaw::Kind::kIndependent &&
+                        law.heard_probability.empty() && (law.p == 0.0 || law.p == 1.0));
+  if (one_set) {
+    if (law.kind == HeardSetLaw::Kind::kEveryone || law.p == 1.0) {
+      heard.resize(static_cast<std::size_t>(n));
+      std::iota(heard.begin(), heard.end(), 0);
+    }
+    add(heard, 1.0);
+  } else if (law.kind == HeardSetLaw::Kind::kUniformSubset) {
+    // Lexicographic r-subsets; each has probability 1/C(n, r).
+    const double weight = 1.0 / law.support_size();
+    heard.resize(static_cast<std::size_t>(law.r));
+    std::iota(heard.begin(), heard.end(), 0);
+    while (true) {
+      add(heard, weight);
+      int i = law.r - 1;
+      while (i >= 0 && heard[static_cast<std::size_t>(i)] == n - law.r + i) {
+        --i;
+      }
+      if (i < 0) {
+        break;
+      }
+      ++heard[static_cast<std::size_t>(i)];
+      for (int j = i + 1; j < law.r; ++j) {
+        heard[static_cast<std::size_t>(j)] = heard[static_cast<std::size_t>(j) - 1] + 1;
+      }
+    }
+  } else {
+    STRAGGLERSIM_ASSERT(n < 63, "enumerating 2^n heard sets needs n < 63");
+    for (std::uint64_t mask = 0; mask < (std::uint64_t{1} << n); ++mask) {
+      heard.clear();
+      double weight = 1.0;
+      for (int i = 0; i < n; ++i) {
+        const bool in = ((mask >> i) & 1U) != 0;
+        weight *= in ? law.probability(i) : 1.0 - law.probability(i);
+        if (in) {
+          heard.push_back(i);
+        }
+      }
+      if (weight > 0.0) {
+        add(heard, weight);
+      }
+    }
+  }
+  return out;
+}
+
+MomentSummary summarize_moments(const PartitionMoments& m) {
+  MomentSummary out;
+  out.mean = m.mean.mean();
+  out.bias = (m.mean.array() - out.mean).square().sum();
+  const Eigen::MatrixXd cov = m.second - m.mean * m.mean.transpose();
+  // The eigensolver is backward stable: its λ_max is within a few ulps of ‖Cov‖ of the true
+  // one, so a margin of 1e-12·‖Cov‖_F keeps v an upper bound.
+  out.variance =
+      std::max(0.0,
+               Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(cov, Eigen::EigenvaluesOnly)
+                   .eigenvalues()
+                   .maxCoeff()) +
+      1e-12 * cov.norm();
+  return out;
 }
 
 double covariance_top_eigenvalue(const CoefficientMoments& m) {

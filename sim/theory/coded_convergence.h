@@ -21,8 +21,11 @@
 //   D_{t+1} ≤ (1 − γμ_c) D_t + γκ ζ_sup²
 // also holds; the bound is the smaller of the two at each t.
 
+#include <Eigen/Core>
+#include <functional>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -53,6 +56,78 @@ struct CoefficientMoments {
 /// λ_max of the K × K covariance of exchangeable coefficients: max(a − b, a + (K − 1)b) with
 /// a = Var α_g, b = Cov(α_g, α_h).
 [[nodiscard]] double covariance_top_eigenvalue(const CoefficientMoments& m);
+
+/// How the set K of workers heard in one iteration is distributed, for identical independent
+/// workers: a uniformly random r-subset (first_r), each worker independently with probability p
+/// (a deadline τ, p = F(τ)), or every worker (all).
+struct HeardSetLaw {
+  enum class Kind { kUniformSubset, kIndependent, kEveryone };
+  Kind kind = Kind::kEveryone;
+  int workers = 1;  ///< n
+  int r = 0;        ///< kUniformSubset: |K|, 0 ≤ r ≤ n
+  double p = 1.0;   ///< kIndependent: P(i ∈ K), in [0, 1]
+  /// kIndependent with non-identical workers: P(i ∈ K) per worker (n entries; then `p` unused).
+  std::vector<double> heard_probability;
+  [[nodiscard]] static HeardSetLaw everyone(int n) { return make(Kind::kEveryone, n, 0, 1.0); }
+  [[nodiscard]] static HeardSetLaw uniform_subset(int n, int r) {
+    return make(Kind::kUniformSubset, n, r, 1.0);
+  }
+  [[nodiscard]] static HeardSetLaw independent(int n, double p) {
+    return make(Kind::kIndependent, n, 0, p);
+  }
+  /// P(i ∈ K) for worker i under kIndependent.
+  [[nodiscard]] double probability(int worker) const;
+  /// P(|K| = s), s = 0..n (Poisson-binomial for non-identical workers); for identical workers K
+  /// is, given |K| = s, a uniformly random s-subset under every kind.
+  [[nodiscard]] std::vector<double> size_distribution() const;
+  /// Heard sets of positive probability: C(n, r), 2^n (1 when p is 0 or 1) or 1.
+  [[nodiscard]] double support_size() const;
+
+ private:
+  static HeardSetLaw make(Kind kind, int n, int r, double p) {
+    HeardSetLaw law;
+    law.kind = kind;
+    law.workers = n;
+    law.r = r;
+    law.p = p;
+    return law;
+  }
+};
+
+/// Partition-level moments of the decoding coefficients α (k partitions).
+struct PartitionMoments {
+  Eigen::VectorXd mean;    ///< E[α]
+  Eigen::MatrixXd second;  ///< E[ααᵀ]
+};
+
+/// Exact moments of the one-step decode α = scale·w(|K|)·Bᵀ1_K (w = code.one_step_weight, w = 0
+/// when K is empty). Given |K| = s, P(i ∈ K) = π₁ = s/n and P(i, j ∈ K) = π₂ = s(s − 1)/(n(n − 1)),
+/// so with u = Bᵀ1:  E[α] = Σ_s P(s)·scale·w(s)·π₁·u  and
+///   E[ααᵀ] = c₂·uuᵀ + c₁·BᵀB,  c₂ = Σ_s P(s)(scale·w(s))²π₂,  c₁ = Σ_s P(s)(scale·w(s))²(π₁ − π₂).
+/// Non-identical independent workers (heard_probability set): with P₋ᵢ, P₋ᵢⱼ the laws of |K| over
+/// the other workers (Poisson-binomial), E[α] = Bᵀa and E[ααᵀ] = BᵀMB, where
+/// a_i = p_i Σ_s P₋ᵢ(s)σw(s+1), M_ii = p_i Σ_s P₋ᵢ(s)(σw(s+1))², M_ij = p_ip_j Σ_s
+/// P₋ᵢⱼ(s)(σw(s+2))² (O(n⁴); illegal above n = 200). Illegal: a code without one-step weights,
+/// law.workers ≠ code.workers().
+[[nodiscard]] PartitionMoments one_step_moments(const codes::GradientCode& code,
+                                                const HeardSetLaw& law,
+                                                double scale);
+
+/// Exact moments by enumerating every heard set of positive probability (law.support_size() of
+/// them) with its probability; `decode` maps a heard set (ascending workers) to α (k entries).
+[[nodiscard]] PartitionMoments enumerated_moments(
+    const HeardSetLaw& law,
+    int partitions,
+    const std::function<Eigen::VectorXd(std::span<const int>)>& decode);
+
+/// What the bound needs of partition moments: c = mean_j E[α_j], b² = Σ_j (E[α_j] − c)²,
+/// v = λ_max(E[ααᵀ] − E[α]E[α]ᵀ) (clamped at 0).
+struct MomentSummary {
+  double mean = 1.0;
+  double bias = 0.0;
+  double variance = 0.0;
+};
+[[nodiscard]] MomentSummary summarize_moments(const PartitionMoments& m);
 
 struct CodedBoundInputs {
   double smoothness = 1.0;              ///< β of f

@@ -11,6 +11,7 @@
 #include <Eigen/Core>
 #include <vector>
 
+#include "codes/gradient_code.h"
 #include "sim/theory/coded_convergence.h"
 
 namespace stragglersim::sim {
@@ -30,5 +31,36 @@ struct LeastSquaresCurveInputs {
 /// E[f(x_t)] − f* for t = 0..iterations from x₀ = 0 (f* at the minimum-norm minimiser).
 [[nodiscard]] std::vector<double> least_squares_expected_gap(const LeastSquaresCurveInputs& in,
                                                              int iterations);
+
+/// What the fourth moments need beyond LeastSquaresCurveInputs: the law of the coverage count.
+struct CoverageLaw {
+  std::vector<double> covered;  ///< P(N = j), j = 0..K (K = number of groups)
+  codes::Rescale rescale = codes::Rescale::kNone;
+  double expected_q = 0.0;  ///< the q the expected rescale divides by
+  /// E[α_{g₁}⋯α_{g_a}] for a ≤ 4 indices taking exactly j distinct values (0 when j > K):
+  /// Σ_N P(N)·w(N)^a·C(K − j, N − j)/C(K, N), w = 1, 1/(1 − q) or K/N by the rescale.
+  [[nodiscard]] double product_moment(int a, int j) const;
+};
+
+/// Mean and standard deviation of f(x_t) − f* across runs, from the exact fourth moments of the
+/// state z_t = (x_t, 1) (GD) or (x_t, x_{t−1}, 1) (Nesterov), dimension P. z_{t+1} = T(α)z_t with
+/// T(α) = T₀ + Σ_g α_g T_g, so E[z⁺⊗⁴] = E[T(α)⊗⁴]E[z⊗⁴]; the expectation expands over which of
+/// the four slots take a T_g and the pattern of equal groups, and by Möbius inversion on the set
+/// partitions of the slots it becomes Σ_σ ĉ(σ) Π_{blocks B} (Σ_g T_g on the slots of B), with
+/// ĉ(σ) = Σ_{π ≤ σ} product_moment(a, |π|)·μ(π, σ). The 52 slot patterns fall into 12 shapes up
+/// to permutation; one representative each, weighted by its count, then a symmetrisation.
+/// Cost per iteration about (6K + 20) mode products of 2P⁵ flops each.
+/// `sd` has entries for t = 0..min(iterations, max_work / cost per iteration).
+struct LeastSquaresGapSpread {
+  std::vector<double> mean;  ///< E[f(x_t)] − f* (agrees with least_squares_expected_gap)
+  std::vector<double> sd;    ///< sd of f(x_t) across runs
+  double flops_per_iteration = 0.0;
+};
+/// Flops per iteration of least_squares_gap_spread: (6K + 20)·2P⁵.
+[[nodiscard]] double least_squares_gap_spread_flops(const LeastSquaresCurveInputs& in);
+[[nodiscard]] LeastSquaresGapSpread least_squares_gap_spread(const LeastSquaresCurveInputs& in,
+                                                             const CoverageLaw& law,
+                                                             int iterations,
+                                                             double max_work);
 
 }  // namespace stragglersim::sim

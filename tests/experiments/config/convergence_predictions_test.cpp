@@ -110,6 +110,17 @@ TEST_CASE("experiments: the exact least-squares curve matches 200 runs at every 
     for (std::size_t t = 1; t < m.mean.size(); ++t) {
       INFO(optimizer << " t = " << t);
       CHECK(std::abs(m.mean[t] - p["exact_curve"][t].get<double>()) <= 4.0 * m.se[t]);
+      if (t < p["exact_curve_sd"].size()) {
+        CHECK(std::abs(m.sd[t] - p["exact_curve_sd"][t].get<double>()) <= 4.0 * m.sd_se[t]);
+      }
+    }
+    if (std::string(optimizer) == "gd") {
+      CHECK(p["exact_curve_sd"].size() == m.mean.size());  // GD at this size: every t
+    } else {
+      // Nesterov's state (x_t, x_{t−1}, 1) has P = 41: 28 times GD's work, over the budget.
+      CHECK(p["exact_curve_sd"].is_null());
+      CHECK(p["exact_curve_sd_problem"].get<std::string>().find("fourth moments") !=
+            std::string::npos);
     }
   }
 }
@@ -132,13 +143,36 @@ TEST_CASE("experiments: approximate codes get a bound or a reason, and policies 
           "[experiments][theory][convergence]") {
   nlohmann::json config = gaussian_least_squares(400, 10, 1.0, 20);
   config["stopping"] = {{"rule", "first_r"}, {"r", 12}};
-  config["code"] = {{"kind", "bgc"}, {"d", 3}, {"decoder", "one_step"}};
-  const RunPlan bgc = plan_run(config, "cfg.json", ".");
-  const nlohmann::json p = predictions(bgc);
+  config["code"] = {{"kind", "sgc"}, {"d", 3}, {"decoder", "one_step"}};
+  const nlohmann::json p = predictions(plan_run(config, "cfg.json", "."));
   REQUIRE(p.contains("coefficient_moments"));
-  CHECK(p["coefficient_moments"]["method"].get<std::string>().find("monte carlo") == 0);
-  CHECK((p["bound"].is_array() || p.contains("bound_problem")));
+  CHECK(p["coefficient_moments"]["method"].get<std::string>().find("exact (one-step") == 0);
+  CHECK(p["bound"].is_array());
   CHECK(p["exact_curve"].is_null());
+
+  // BGC loads differ between workers, so their delays do: the first r arrivals are not a
+  // uniform subset (null), but a deadline hears each independently (exact moments).
+  config["code"] = {{"kind", "bgc"}, {"d", 3}, {"decoder", "one_step"}};
+  const nlohmann::json bgc_first_r = predictions(plan_run(config, "cfg.json", "."));
+  CHECK(bgc_first_r["bound"].is_null());
+  CHECK(bgc_first_r["bound_problem"].get<std::string>().find("rule first_r with workers") == 0);
+  config["stopping"] = {{"rule", "deadline"}, {"after", 5.0}};
+  const nlohmann::json bgc_deadline = predictions(plan_run(config, "cfg.json", "."));
+  CHECK(bgc_deadline["coefficient_moments"]["method"].get<std::string>().find("exact (one-step") ==
+        0);
+  // One-step BGC is biased for its fixed B (E α_j = (column sum)/d): b² ≈ k/d = 6.7 here, so
+  // the variance route does not contract and the bound is null, with that reason.
+  CHECK(bgc_deadline["coefficient_moments"]["bias"].get<double>() > 1.0);
+  CHECK(bgc_deadline["bound"].is_null());
+  CHECK(bgc_deadline["bound_problem"].get<std::string>().find("grows faster") != std::string::npos);
+
+  // Least-squares decoding of 15 of 30 workers: C(30, 15) heard sets are too many to enumerate.
+  config = gaussian_least_squares(400, 10, 1.0, 30);
+  config["stopping"] = {{"rule", "first_r"}, {"r", 15}};
+  config["code"] = {{"kind", "sgc"}, {"d", 3}, {"decoder", "optimal"}};
+  const nlohmann::json big = predictions(plan_run(config, "cfg.json", "."));
+  CHECK(big["bound"].is_null());
+  CHECK(big["bound_problem"].get<std::string>().find("the optimal decoder is not linear") == 0);
 
   config = gaussian_least_squares(400, 10, 1.0, 20);
   config["stopping"] = {{"rule", "first_r"}, {"r", 12}};

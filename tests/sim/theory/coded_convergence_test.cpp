@@ -9,6 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "codes/bernoulli_gradient_code.h"
+#include "codes/cyclic_repetition_code.h"
+#include "codes/expander_graph_code.h"
+#include "codes/stochastic_gradient_code.h"
 #include "sim/theory/iteration_time_theory.h"
 #include "sim/theory/least_squares_curve.h"
 
@@ -96,6 +100,107 @@ TEST_CASE("sim: covered-group distribution and coefficient moments match enumera
   CHECK(independent[2] == Approx(3 * 0.75 * 0.75 * 0.25));
 }
 
+namespace {
+
+/// E[α], E[ααᵀ] by walking every one of the 2^n heard sets with its probability under `law`.
+PartitionMoments every_heard_set(const HeardSetLaw& law,
+                                 int partitions,
+                                 const std::function<Eigen::VectorXd(std::span<const int>)>& f) {
+  const int n = law.workers;
+  PartitionMoments m{Eigen::VectorXd::Zero(partitions),
+                     Eigen::MatrixXd::Zero(partitions, partitions)};
+  const double subsets_r = static_cast<double>(subsets(n, law.r).size());
+  for (unsigned mask = 0; mask < (1u << n); ++mask) {
+    const int s = __builtin_popcount(mask);
+    double w = 0.0;
+    switch (law.kind) {
+      case HeardSetLaw::Kind::kEveryone:
+        w = s == n ? 1.0 : 0.0;
+        break;
+      case HeardSetLaw::Kind::kUniformSubset:
+        w = s == law.r ? 1.0 / subsets_r : 0.0;
+        break;
+      case HeardSetLaw::Kind::kIndependent:
+        w = 1.0;
+        for (int i = 0; i < n; ++i) {
+          w *= ((mask >> i) & 1u) != 0 ? law.probability(i) : 1.0 - law.probability(i);
+        }
+        break;
+    }
+    if (w == 0.0) {
+      continue;
+    }
+    std::vector<int> heard;
+    for (int i = 0; i < n; ++i) {
+      if ((mask >> i) & 1u) {
+        heard.push_back(i);
+      }
+    }
+    const Eigen::VectorXd a = f(heard);
+    m.mean += w * a;
+    m.second += w * a * a.transpose();
+  }
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("sim: one-step and enumerated coefficient moments equal every heard set",
+          "[sim][theory][convergence]") {
+  const codes::BernoulliGradientCode bgc(9, 9, 3.0, 5);
+  const codes::StochasticGradientCode sgc(10, 10, 3, 7);
+  const codes::StochasticGradientCode sgc_p(8, 12, 2, 3, 0.3);
+  const codes::ExpanderGraphCode expander(9, 3, 11);  // k = 6 partitions
+  const codes::CyclicRepetitionCode crc(8, 2, 1);
+  const std::vector<const codes::GradientCode*> linear = {&bgc, &sgc, &sgc_p, &expander};
+  for (const codes::GradientCode* code : linear) {
+    const int n = code->workers();
+    // Non-identical workers under a deadline: P(i heard) = 0.1 + 0.8·i/n, and one sure worker.
+    HeardSetLaw uneven = HeardSetLaw::independent(n, 0.0);
+    for (int i = 0; i < n; ++i) {
+      uneven.heard_probability.push_back(i == 2 ? 1.0 : 0.1 + 0.8 * i / n);
+    }
+    for (const HeardSetLaw& law : {HeardSetLaw::uniform_subset(n, n / 2),
+                                   HeardSetLaw::uniform_subset(n, 1),
+                                   HeardSetLaw::independent(n, 0.37),
+                                   HeardSetLaw::everyone(n),
+                                   uneven}) {
+      INFO(code->name() << " law " << static_cast<int>(law.kind) << " r " << law.r);
+      for (const double scale : {1.0, 1.7}) {
+        auto one_step = [&](std::span<const int> heard) {
+          return Eigen::VectorXd(scale * code->decode_one_step(heard).alpha);
+        };
+        const PartitionMoments want = every_heard_set(law, code->partitions(), one_step);
+        const PartitionMoments closed = one_step_moments(*code, law, scale);
+        const PartitionMoments walked = enumerated_moments(law, code->partitions(), one_step);
+        CHECK((closed.mean - want.mean).cwiseAbs().maxCoeff() <= 1e-12);
+        CHECK((closed.second - want.second).cwiseAbs().maxCoeff() <= 1e-12);
+        CHECK((walked.mean - want.mean).cwiseAbs().maxCoeff() <= 1e-12);
+        CHECK((walked.second - want.second).cwiseAbs().maxCoeff() <= 1e-12);
+      }
+    }
+  }
+  // Least-squares decoding is not linear in the heard set: only enumeration is exact.
+  auto optimal = [&](std::span<const int> heard) { return crc.decode_optimal(heard).alpha; };
+  for (const HeardSetLaw& law :
+       {HeardSetLaw::uniform_subset(8, 5), HeardSetLaw::independent(8, 0.6)}) {
+    const PartitionMoments want = every_heard_set(law, 8, optimal);
+    const PartitionMoments walked = enumerated_moments(law, 8, optimal);
+    CHECK((walked.mean - want.mean).cwiseAbs().maxCoeff() <= 1e-12);
+    CHECK((walked.second - want.second).cwiseAbs().maxCoeff() <= 1e-12);
+    CHECK(law.support_size() == (law.kind == HeardSetLaw::Kind::kUniformSubset ? 56.0 : 256.0));
+  }
+  // The summary: c, b² and λ_max of the covariance by hand for a two-partition example.
+  Eigen::MatrixXd second(2, 2);
+  second << 1.5, 0.5, 0.5, 0.5;  // Cov = [[0.5, 0], [0, 0.25]]
+  const PartitionMoments two{Eigen::Vector2d(1.0, 0.5), second};
+  const MomentSummary sum = summarize_moments(two);
+  CHECK(sum.mean == Approx(0.75));
+  CHECK(sum.bias == Approx(0.125));
+  CHECK(sum.variance == Approx(0.5).epsilon(1e-11));
+  CHECK(sum.variance >= 0.5);
+}
+
 TEST_CASE("sim: the exact least-squares curve equals the average over every coverage path",
           "[sim][theory][convergence]") {
   // Two groups, uncoded, first_r r = 1 of 2: each iteration one group is heard, each with
@@ -148,6 +253,107 @@ TEST_CASE("sim: the exact least-squares curve equals the average over every cove
       }
     }
   }
+}
+
+TEST_CASE("sim: the exact standard deviation of f(x_t) equals every coverage path",
+          "[sim][theory][convergence]") {
+  // K uncoded groups, first_r r of K: each iteration a uniformly random r-subset of groups is
+  // heard, independently across iterations; every path of T iterations is walked with its
+  // probability and the mean and variance of f(x_t) − f* taken over the paths.
+  struct Case {
+    int groups, r, iterations, p;
+  };
+  for (const Case c : {Case{2, 1, 6, 2}, Case{4, 2, 4, 1}, Case{4, 3, 3, 2}}) {
+    std::vector<Eigen::MatrixXd> h;
+    std::vector<Eigen::VectorXd> b;
+    for (int g = 0; g < c.groups; ++g) {
+      Eigen::MatrixXd a(c.p + 1, c.p);
+      for (Eigen::Index i = 0; i < a.size(); ++i) {
+        a.data()[i] = std::sin(1.3 * static_cast<double>(i + 7 * g) + 0.4);
+      }
+      h.emplace_back(a.transpose() * a / 4.0);
+      b.emplace_back(a.transpose() * Eigen::VectorXd::LinSpaced(c.p + 1, -1.0 + g, 1.0) / 4.0);
+    }
+    const double l2 = 0.2;
+    const double step = 0.3;
+    Eigen::MatrixXd q = l2 * Eigen::MatrixXd::Identity(c.p, c.p);
+    Eigen::VectorXd rhs = Eigen::VectorXd::Zero(c.p);
+    for (int g = 0; g < c.groups; ++g) {
+      q += h[static_cast<std::size_t>(g)];
+      rhs += b[static_cast<std::size_t>(g)];
+    }
+    const Eigen::VectorXd x_star = q.ldlt().solve(rhs);
+    const std::vector<unsigned> sets = subsets(c.groups, c.r);
+    const double q_erased = 1.0 - static_cast<double>(c.r) / c.groups;
+    for (const auto optimizer : {CurveOptimizer::kGd, CurveOptimizer::kNesterov}) {
+      for (const auto rescale :
+           {codes::Rescale::kNone, codes::Rescale::kExpected, codes::Rescale::kEmpirical}) {
+        INFO("K " << c.groups << " r " << c.r << " nesterov "
+                  << (optimizer == CurveOptimizer::kNesterov) << " rescale "
+                  << static_cast<int>(rescale));
+        const auto t_max = static_cast<std::size_t>(c.iterations);
+        std::vector<double> m1(t_max + 1, 0.0);
+        std::vector<double> m2(t_max + 1, 0.0);
+        const double paths = std::pow(static_cast<double>(sets.size()), c.iterations);
+        for (std::size_t path = 0; path < static_cast<std::size_t>(paths); ++path) {
+          Eigen::VectorXd x = Eigen::VectorXd::Zero(c.p);
+          Eigen::VectorXd prev = x;
+          std::size_t code = path;
+          for (std::size_t t = 0; t <= t_max; ++t) {
+            const Eigen::VectorXd e = x - x_star;
+            const double f = 0.5 * e.dot(q * e);
+            m1[t] += f / paths;
+            m2[t] += f * f / paths;
+            if (t == t_max) {
+              break;
+            }
+            const unsigned mask = sets[code % sets.size()];
+            code /= sets.size();
+            const double td = static_cast<double>(t);
+            const double momentum =
+                optimizer == CurveOptimizer::kNesterov && t >= 1 ? (td - 1.0) / (td + 2.0) : 0.0;
+            const Eigen::VectorXd y = x + momentum * (x - prev);
+            const auto alpha = group_alpha(mask, c.groups, 1, rescale, q_erased);
+            Eigen::VectorXd grad = l2 * y;
+            for (int g = 0; g < c.groups; ++g) {
+              const auto gi = static_cast<std::size_t>(g);
+              grad += alpha[gi] * (h[gi] * y - b[gi]);
+            }
+            prev = x;
+            x = y - step * grad;
+          }
+        }
+        LeastSquaresCurveInputs in;
+        in.hessians = h;
+        in.offsets = b;
+        in.l2 = l2;
+        in.step = step;
+        in.optimizer = optimizer;
+        const auto covered = covered_groups_first_r(c.groups, 1, c.r);
+        in.moments = coefficient_moments(covered, rescale, q_erased);
+        CoverageLaw law{covered, rescale, q_erased};
+        const LeastSquaresGapSpread spread = least_squares_gap_spread(in, law, c.iterations, 1e12);
+        REQUIRE(spread.sd.size() == t_max + 1);
+        for (std::size_t t = 0; t <= t_max; ++t) {
+          INFO("t = " << t);
+          const double sd = std::sqrt(std::max(0.0, m2[t] - m1[t] * m1[t]));
+          CHECK(spread.mean[t] == Approx(m1[t]).epsilon(1e-10).margin(1e-14));
+          // sd = √(E[f²] − E[f]²) loses about half the digits where the spread is tiny.
+          CHECK(spread.sd[t] == Approx(sd).epsilon(1e-6).margin(1e-6 * m1[t]));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("sim: coverage product moments by hand", "[sim][theory][convergence]") {
+  // K = 3, N = 2 with certainty: two given groups are both covered with probability 1/3.
+  const CoverageLaw law{{0.0, 0.0, 1.0, 0.0}, codes::Rescale::kEmpirical, 0.0};
+  CHECK(law.product_moment(1, 1) == Approx(1.5 * 2.0 / 3.0));
+  CHECK(law.product_moment(4, 2) == Approx(std::pow(1.5, 4) / 3.0));
+  CHECK(law.product_moment(3, 3) == 0.0);
+  CHECK(law.product_moment(2, 4) == 0.0);
+  CHECK(law.product_moment(0, 0) == Approx(1.0));
 }
 
 TEST_CASE("sim: the coded bound on the issue's smallest case", "[sim][theory][convergence]") {
