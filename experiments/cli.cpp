@@ -107,6 +107,7 @@ int run_cli(const std::vector<std::string>& args) {
   }
   if (args.size() > 1) {
     std::vector<std::string> names;
+    names.reserve(commands.size());
     for (const auto& command : commands) {
       names.push_back(command.app->get_name());
     }
