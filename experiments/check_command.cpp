@@ -748,6 +748,7 @@ void persistent_rows(bool quick, std::vector<CheckRow>& rows) {
 int command_check(bool quick, const std::string& out_dir) {
   std::filesystem::path out;
   if (!out_dir.empty()) {
+    check_output_folder(out_dir, "--out");
     out = out_dir;
     std::filesystem::create_directories(out);
   }

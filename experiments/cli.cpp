@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
+#include <optional>
+#include <string_view>
 
 #include "experiments/build_info.h"
 #include "experiments/commands.h"
@@ -11,6 +14,14 @@
 #include "experiments/config/memory_budget.h"
 
 namespace stragglersim::experiments {
+namespace {
+
+constexpr const char* kHelpFooter =
+    "Every config key, output column and summary field, with its unit and default: docs/model.md "
+    "(sweeps: docs/sweeps.md). Exit status: 0 ok, 2 bad input (nothing written), 3 numerical "
+    "trouble (the trace kept up to the last good row), 130/143 interrupted, 1 an internal error.";
+
+}  // namespace
 
 void add_max_memory_option(CLI::App& command) {
   command
@@ -22,8 +33,56 @@ void add_max_memory_option(CLI::App& command) {
       ->type_name("SIZE");
 }
 
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  // One row of the Levenshtein table at a time: insertions, deletions, substitutions cost 1.
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) {
+    row[j] = j;
+  }
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::optional<std::string> unknown_command_message(const std::string& word,
+                                                   std::vector<std::string> commands) {
+  if (word.empty() || word.front() == '-' ||
+      std::find(commands.begin(), commands.end(), word) != commands.end()) {
+    return std::nullopt;
+  }
+  std::sort(commands.begin(), commands.end());
+  std::string message = fmt::format("unknown command '{}'", word);
+  // The nearest command (the first in alphabetical order on ties), when it is close enough to
+  // be a typo: at most a third of the longer word changed, and never more than 2 edits.
+  std::string nearest;
+  std::size_t best = std::string::npos;
+  for (const auto& c : commands) {
+    const std::size_t d = edit_distance(word, c);
+    if (d < best) {
+      best = d;
+      nearest = c;
+    }
+  }
+  if (best <= std::min<std::size_t>(2, std::max(1UL, std::max(word.size(), nearest.size()) / 3))) {
+    message += fmt::format("; did you mean '{}'? ", nearest);
+  } else {
+    message += "; ";
+  }
+  message += fmt::format("valid commands are: {}", fmt::join(commands, ", "));
+  return message;
+}
+
 int run_cli(const std::vector<std::string>& args) {
   CLI::App app{"stragglersim: stragglers and gradient coding in synchronous distributed GD"};
+  app.footer(kHelpFooter);
+  app.option_defaults()->always_capture_default();
   app.set_version_flag("--version", fmt::format("stragglersim {} ({})", kVersion, kGitRevision));
   app.require_subcommand(1);
 
@@ -36,6 +95,27 @@ int run_cli(const std::vector<std::string>& args) {
       add_sweep_command(app),
       add_list_command(app),
   };
+
+  for (const auto& command : commands) {
+    command.app->footer(kHelpFooter);
+    // A required option has no default to show (its member's initial value is not one).
+    for (CLI::Option* option : command.app->get_options()) {
+      if (option->get_required()) {
+        option->default_str("");
+      }
+    }
+  }
+  if (args.size() > 1) {
+    std::vector<std::string> names;
+    names.reserve(commands.size());
+    for (const auto& command : commands) {
+      names.push_back(command.app->get_name());
+    }
+    if (auto message = unknown_command_message(args[1], names)) {
+      std::cerr << "error: " << *message << '\n';
+      return 2;
+    }
+  }
 
   set_memory_limit(default_memory_limit());
   std::vector<const char*> argv;

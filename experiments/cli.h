@@ -3,10 +3,22 @@
 // Exit status: 0 success, 2 bad input (ConfigError: "error: <file>:<pointer>: ..."),
 // 3 a run that stopped on numerical trouble (its trace ends at the last good row).
 
+#include <cstddef>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace stragglersim::experiments {
+
+/// Levenshtein distance (insertions, deletions and substitutions of one byte each cost 1).
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
+/// "unknown command 'runn'; did you mean 'run'? valid commands are: ..." when `word` (the first
+/// argument) is neither an option nor one of `commands`; nullopt otherwise. The suggestion is the
+/// nearest command by edit_distance, given when at most min(2, max(1, length / 3)) edits away.
+std::optional<std::string> unknown_command_message(const std::string& word,
+                                                   std::vector<std::string> commands);
 
 /// Runs the command line on `args` (args[0] is the program name) and returns the exit status.
 int run_cli(const std::vector<std::string>& args);

@@ -26,6 +26,11 @@ nlohmann::json json_number(double x) {
   return x;
 }
 
+/// An exact decoder that refused every pattern (each refusal leaves first_problem set).
+bool refused_every_pattern(const DecoderSummary& d) {
+  return d.patterns > 0 && d.exact == 0 && !d.first_problem.empty();
+}
+
 }  // namespace
 
 std::string format_table(const CodeReport& report) {
@@ -56,6 +61,15 @@ std::string format_table(const CodeReport& report) {
                      "median cond",
                      "max cond");
   for (const DecoderSummary& d : report.decoders) {
+    if (refused_every_pattern(d)) {
+      // Its errors would describe decodes it refused to use: only the count is meaningful.
+      out += fmt::format("{:<9} {:>9} {:>9} refused all {} patterns\n",
+                         d.decoder,
+                         d.patterns,
+                         d.exact,
+                         d.patterns);
+      continue;
+    }
     out += fmt::format("{:<9} {:>9} {:>9} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11} {:>11}\n",
                        d.decoder,
                        d.patterns,

@@ -30,6 +30,9 @@ struct CodesArgs {
 /// `stragglersim codes`: builds the code through the same factory table as a config (so the
 /// same validation and messages apply, with "<command line>" as the file) and reports on it.
 int command_codes(const CodesArgs& args) {
+  if (!args.csv.empty()) {
+    check_output_file(args.csv, "--csv");
+  }
   CodeRequest request;
   request.code = parse_json(args.code, "<command line>", "/code");
   request.workers = args.workers;

@@ -9,6 +9,7 @@
 #include "experiments/config/json_reader.h"
 #include "experiments/config/memory_budget.h"
 #include "experiments/config/predictions.h"
+#include "experiments/run_diagnostics.h"
 #include "models/base/random_stream.h"
 
 namespace stragglersim::experiments {
@@ -16,6 +17,16 @@ namespace stragglersim::experiments {
 nlohmann::json theory_report(const RunPlan& plan) {
   nlohmann::json p = predictions(plan);
   p["name"] = plan.name;
+  std::vector<RunWarning> warnings = plan_warnings(plan);
+  if (p.value("bound_vacuous", false)) {
+    warnings.push_back(
+        {"bound_vacuous",
+         fmt::format("the convergence bound is vacuous: its noise floor {:.6g} is at least "
+                     "f(x0) - f* = {:.6g}, so it says nothing about this run",
+                     p["noise_floor"].get<double>(),
+                     p["initial_gap"].get<double>())});
+  }
+  p["warnings"] = warnings_json(warnings);
   return p;
 }
 
@@ -70,14 +81,24 @@ CodeReport inspect_code(const CodeRequest& request) {
       reader.finish(keys_of(row, kCodeKeys));
     }
   }
-  if (request.stragglers > request.workers || request.wait_for > request.workers) {
+  // -1 (stragglers) and 0 (wait_for) mean "not given".
+  if (request.stragglers < -1 || request.stragglers > request.workers) {
+    throw ConfigError(fmt::format(
+        "{}: --stragglers out of range; got {}; expected an integer in [0, {}] (at most "
+        "--workers = {})",
+        request.source,
+        request.stragglers,
+        request.workers,
+        request.workers));
+  }
+  if (request.wait_for < 0 || request.wait_for > request.workers) {
     throw ConfigError(
-        fmt::format("{}: --stragglers and --wait-for must be at most "
-                    "workers = {}; got {} and {}",
+        fmt::format("{}: --wait-for out of range; got {}; expected an integer in [1, {}] (at most "
+                    "--workers = {})",
                     request.source,
+                    request.wait_for,
                     request.workers,
-                    request.stragglers,
-                    request.wait_for));
+                    request.workers));
   }
   CodeReportOptions options;
   options.stragglers = request.stragglers;

@@ -11,7 +11,8 @@
 
 namespace stragglersim::experiments {
 
-/// What `stragglersim theory --json` prints: predictions(plan) with the run's name.
+/// What `stragglersim theory --json` prints: predictions(plan) with the run's name and
+/// "warnings" (the plan's, and bound_vacuous when the bound is vacuous; docs/model.md §7).
 [[nodiscard]] nlohmann::json theory_report(const RunPlan& plan);
 
 /// One `stragglersim codes` request. `source` names the input in error messages

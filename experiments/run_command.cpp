@@ -1,17 +1,20 @@
 // `stragglersim run`: one experiment from a JSON config.
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <system_error>
 
 #include "experiments/commands.h"
 #include "experiments/config/config_error.h"
 #include "experiments/config/run_plan.h"
 #include "experiments/interrupt.h"
+#include "experiments/run_diagnostics.h"
 #include "experiments/run_output.h"
 #include "sim/mpi_backend.h"
 #include "sim/mpi_session.h"
@@ -60,6 +63,7 @@ int report_run(const RunPlan& plan,
                const RunOutcome& outcome,
                const std::string& config,
                const std::string& out_dir) {
+  // The outcome's own line first (scripts read the first line of stderr), then the warnings.
   if (outcome.status == "interrupted") {
     const int signal = interrupt_flag().load();
     std::cerr << fmt::format(
@@ -68,13 +72,16 @@ int report_run(const RunPlan& plan,
         signal,
         outcome.summary["iterations"].get<std::uint64_t>(),
         out_dir);
+    print_warnings(outcome.summary);
     return 128 + signal;
   }
   if (outcome.status != "ok") {
     std::cerr << fmt::format("error: {}: {}\n", config, outcome.error);
     std::cerr << fmt::format("the trace up to the last good iteration is in {}\n", out_dir);
+    print_warnings(outcome.summary);
     return 3;
   }
+  print_warnings(outcome.summary);
   const auto& s = outcome.summary;
   if (plan.delay_only()) {
     std::cout << fmt::format(
@@ -152,8 +159,18 @@ int command_run(const std::string& config, const std::string& out_dir, bool forc
   }
   make_output_folder(out_dir);
   const InterruptGuard guard;
-  const RunOutcome outcome =
-      execute_run(plan, out_dir, [] { return interrupt_flag().load() != 0; });
+  // A progress line only where someone watches: stderr on a terminal.
+  std::optional<ProgressLine> line;
+  ProgressHook progress;
+  if (::isatty(STDERR_FILENO) != 0) {
+    line.emplace(std::cerr);
+    progress = [&line](const RunProgress& p) { line->update(p); };
+  }
+  const RunOutcome outcome = execute_run(
+      plan, out_dir, [] { return interrupt_flag().load() != 0; }, progress);
+  if (line) {
+    line->finish();
+  }
   return report_run(plan, outcome, config, out_dir);
 }
 

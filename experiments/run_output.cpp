@@ -17,6 +17,7 @@
 #include "experiments/build_info.h"
 #include "experiments/config/config_error.h"
 #include "experiments/config/predictions.h"
+#include "experiments/run_diagnostics.h"
 #include "models/metrics.h"
 #include "models/worker_pool.h"
 #include "sim/delay_only.h"
@@ -67,6 +68,33 @@ void check_output_folder(const std::filesystem::path& out_dir, std::string_view 
   }
   if (::access(probe.c_str(), W_OK | X_OK) != 0) {
     fail(fmt::format("{} is not writable", probe.string()), "a folder this user may write");
+  }
+}
+
+void check_output_file(const std::filesystem::path& path, std::string_view option) {
+  namespace fs = std::filesystem;
+  const auto fail = [&](std::string_view problem, std::string_view expected) {
+    throw ConfigError(
+        fmt::format("{}: {}; got \"{}\"; expected {}", option, problem, path.string(), expected));
+  };
+  if (path.empty()) {
+    fail("empty path", "a file to write");
+  }
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    fail("is a folder", "a file name");
+  }
+  // Written atomically: a temporary beside it, then a rename, so its folder must be writable
+  // (and a device such as /dev/null cannot be the target).
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) {
+    fail("exists and is not a regular file", "a new or existing regular file");
+  }
+  const fs::path folder = fs::absolute(path, ec).parent_path();
+  if (!fs::is_directory(folder, ec)) {
+    fail(fmt::format("{} is not a folder", folder.string()), "a file in an existing folder");
+  }
+  if (::access(folder.c_str(), W_OK | X_OK) != 0) {
+    fail(fmt::format("{} is not writable", folder.string()), "a folder this user may write");
   }
 }
 
@@ -199,7 +227,10 @@ void end_of_rows(ProduceRows&& produce_rows, RunOutcome& outcome) {
   }
 }
 
-RunOutcome run_delay_only(const RunPlan& plan, TraceWriter& trace, const StopHook& should_stop) {
+RunOutcome run_delay_only(const RunPlan& plan,
+                          TraceWriter& trace,
+                          const StopHook& should_stop,
+                          const ProgressHook& progress) {
   fmt::memory_buffer buffer;
   fmt::format_to(std::back_inserter(buffer),
                  "iteration,time,iteration_time,workers_heard,partitions_covered\n0,0,0,0,0\n");
@@ -210,6 +241,8 @@ RunOutcome run_delay_only(const RunPlan& plan, TraceWriter& trace, const StopHoo
   sim::DelayOnlyStatistics written;
   RunOutcome outcome;
   sim::DelayOnlyStatistics stats;
+  std::uint64_t silent = 0;
+  std::uint64_t first_silent = 0;
   end_of_rows(
       [&] {
         stats = simulator.run(plan.iterations, [&](const sim::DelayOnlyIteration& it) {
@@ -228,10 +261,16 @@ RunOutcome run_delay_only(const RunPlan& plan, TraceWriter& trace, const StopHoo
                          it.iteration_time,
                          it.workers_heard,
                          it.groups_covered);
+          if (it.workers_heard == 0 && silent++ == 0) {
+            first_silent = it.iteration;
+          }
           written.add(it.iteration_time);
           written.total_time += it.iteration_time;
           written.total_wall_time += it.wall_time;
           trace.add(buffer);
+          if (progress) {
+            progress({it.iteration, plan.iterations, time, std::nullopt});
+          }
           stop_after_row(should_stop);
         });
       },
@@ -255,6 +294,11 @@ RunOutcome run_delay_only(const RunPlan& plan, TraceWriter& trace, const StopHoo
     outcome.summary["group_erasure_fraction"] = stats.erasure_fraction();
   }
   outcome.summary["fast_path"] = simulator.uses_selection();
+  std::vector<RunWarning> warnings = plan_warnings(plan);
+  if (auto w = silent_iterations_warning(silent, first_silent, stats.iterations)) {
+    warnings.push_back(std::move(*w));
+  }
+  outcome.summary["warnings"] = warnings_json(warnings);
   return outcome;
 }
 
@@ -480,7 +524,8 @@ void add_optional_summary(const RunPlan& plan,
 nlohmann::json training_summary(const RunPlan& plan,
                                 const TraceColumns& columns,
                                 const RunOutcome& outcome,
-                                const TrainingTally& tally) {
+                                const TrainingTally& tally,
+                                const TrainingDiagnostics& diagnostics) {
   nlohmann::json s = base_summary(plan);
   s["status"] = outcome.status;
   if (!outcome.error.empty()) {
@@ -501,10 +546,18 @@ nlohmann::json training_summary(const RunPlan& plan,
     s["mean_workers_heard"] = tally.heard_sum / static_cast<double>(tally.times.n);
   }
   add_optional_summary(plan, columns, tally, s);
+  std::vector<RunWarning> warnings = plan_warnings(plan);
+  for (auto& w : diagnostics.finish(s)) {
+    warnings.push_back(std::move(w));
+  }
+  s["warnings"] = warnings_json(warnings);
   return s;
 }
 
-RunOutcome run_training(const RunPlan& plan, TraceWriter& writer, const StopHook& should_stop) {
+RunOutcome run_training(const RunPlan& plan,
+                        TraceWriter& writer,
+                        const StopHook& should_stop,
+                        const ProgressHook& progress) {
   const TraceColumns columns(plan);
   fmt::memory_buffer buffer;
   const std::string header = columns.header();
@@ -519,6 +572,7 @@ RunOutcome run_training(const RunPlan& plan, TraceWriter& writer, const StopHook
   auto optimizer = plan.make_optimizer();
   RunOutcome outcome;
   TrainingTally tally;
+  TrainingDiagnostics diagnostics(plan, reference_optimum(plan));
   end_of_rows(
       [&] {
         sim::train(*plan.objective,
@@ -528,7 +582,11 @@ RunOutcome run_training(const RunPlan& plan, TraceWriter& writer, const StopHook
                    sim::TrainingOptions{plan.iterations, &pool},
                    [&](const sim::TraceRow& row) {
                      write_row(plan, columns, records, row, buffer, tally);
+                     diagnostics.add(row);
                      writer.add(buffer);
+                     if (progress) {
+                       progress({row.iteration, plan.iterations, row.time, row.loss});
+                     }
                      stop_after_row(should_stop);
                    });
       },
@@ -542,7 +600,7 @@ RunOutcome run_training(const RunPlan& plan, TraceWriter& writer, const StopHook
     outcome.worker_times_csv =
         worker_times_csv(mpi->worker_times(), tally.last.iteration, mpi->workers());
   }
-  outcome.summary = training_summary(plan, columns, outcome, tally);
+  outcome.summary = training_summary(plan, columns, outcome, tally, diagnostics);
   return outcome;
 }
 
@@ -550,13 +608,15 @@ RunOutcome run_training(const RunPlan& plan, TraceWriter& writer, const StopHook
 
 RunOutcome execute_run(const RunPlan& plan,
                        const std::filesystem::path& out_dir,
-                       const StopHook& should_stop) {
+                       const StopHook& should_stop,
+                       const ProgressHook& progress) {
+  const auto started = std::chrono::steady_clock::now();
   std::filesystem::create_directories(out_dir);
   // summary.json, written last and atomically, marks a complete run; trace.csv grows row by row.
   std::filesystem::remove(out_dir / "summary.json");
   TraceWriter trace(out_dir / "trace.csv");
-  RunOutcome outcome = plan.delay_only() ? run_delay_only(plan, trace, should_stop)
-                                         : run_training(plan, trace, should_stop);
+  RunOutcome outcome = plan.delay_only() ? run_delay_only(plan, trace, should_stop, progress)
+                                         : run_training(plan, trace, should_stop, progress);
   // Every row may be finite while a total or a variance of the times overflows (delays near
   // 1e300): numerical trouble too, not an "ok" run with an infinity in its summary.
   for (const auto& [key, value] : outcome.summary.items()) {
@@ -568,6 +628,9 @@ RunOutcome execute_run(const RunPlan& plan,
       outcome.summary["error"] = outcome.error;
     }
   }
+  // The one field that is measured, not simulated: excluded from every same-bytes comparison.
+  outcome.summary["wall_clock_seconds"] =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!outcome.heard_csv.empty()) {
     write_file_atomically(out_dir / "heard.csv", outcome.heard_csv);
   }

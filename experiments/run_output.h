@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "experiments/config/run_plan.h"
+#include "experiments/progress_line.h"
 #include "sim/mpi_backend.h"
 
 namespace stragglersim::experiments {
@@ -45,15 +46,21 @@ class RunInterrupted : public std::runtime_error {
 };
 
 /// Runs `plan` and writes its outputs into `out_dir` (created if needed), asking `should_stop`
-/// after every row.
+/// and telling `progress` after every row.
 RunOutcome execute_run(const RunPlan& plan,
                        const std::filesystem::path& out_dir,
-                       const StopHook& should_stop = {});
+                       const StopHook& should_stop = {},
+                       const ProgressHook& progress = {});
 
 /// Checks, before any compute and without writing, that `out_dir` can become the output folder:
 /// not empty, not an existing file (nor /dev/null), and its nearest existing ancestor a folder
 /// this process may write. Throws ConfigError "<option>: <problem>; got \"<path>\"; expected ...".
 void check_output_folder(const std::filesystem::path& out_dir, std::string_view option);
+
+/// Checks, before any compute and without writing, that a file may be written at `path`: not
+/// empty, not a folder, and its folder an existing one this process may write. Throws ConfigError
+/// "<option>: <problem>; got \"<path>\"; expected ...".
+void check_output_file(const std::filesystem::path& path, std::string_view option);
 
 /// Writes `text` to `path` atomically (temporary file in the same folder, then rename).
 void write_file_atomically(const std::filesystem::path& path, const std::string& text);

@@ -16,6 +16,7 @@
 #include "experiments/config/config_error.h"
 #include "experiments/config/json_reader.h"
 #include "experiments/config/run_plan.h"
+#include "experiments/run_diagnostics.h"
 #include "experiments/run_output.h"
 #include "models/base/random_stream.h"
 
@@ -171,7 +172,47 @@ struct Grid {
   std::vector<nlohmann::json::json_pointer> pointers;
   std::vector<const nlohmann::json*> values;
   std::size_t combinations = 1;
+  /// Per parameter, the position of the baseline's value in its values; nullopt where the
+  /// baseline keeps the run's own value.
+  std::vector<std::optional<std::size_t>> baseline;
 };
+
+/// "baseline": {"<grid key>": <one of its values>, ...}: the baseline of a run is the run of
+/// the same repetition with the named keys at these values and every other key at its own.
+void read_baseline(JsonReader& root, const std::string& file, Grid& grid, const SweepSpec& spec) {
+  grid.baseline.assign(spec.parameters.size(), std::nullopt);
+  if (!root.has("baseline")) {
+    root.allow("baseline");
+    return;
+  }
+  const nlohmann::json& baseline = root.raw("baseline");
+  const JsonReader reader(baseline, file, "/baseline");
+  if (baseline.empty()) {
+    root.fail_value("baseline",
+                    "empty baseline",
+                    baseline,
+                    "an object naming at least one grid key and its baseline value");
+  }
+  for (const auto& [key, value] : baseline.items()) {
+    const auto p = std::find(spec.parameters.begin(), spec.parameters.end(), key);
+    if (p == spec.parameters.end()) {
+      reader.fail_value(key,
+                        "not a grid key",
+                        key,
+                        fmt::format("one of the grid keys: {}", fmt::join(spec.parameters, ", ")));
+    }
+    const auto index = static_cast<std::size_t>(p - spec.parameters.begin());
+    const nlohmann::json& values = *grid.values[index];
+    const auto at = std::find(values.begin(), values.end(), value);
+    if (at == values.end()) {
+      reader.fail_value(key,
+                        "not one of the grid's values for this key",
+                        value,
+                        fmt::format("one of {}", values.dump()));
+    }
+    grid.baseline[index] = static_cast<std::size_t>(at - values.begin());
+  }
+}
 
 Grid read_grid(JsonReader& root,
                const nlohmann::json& grid_json,
@@ -193,6 +234,9 @@ Grid read_grid(JsonReader& root,
                         fmt::format("at most {} runs per sweep", kMaxRuns));
     }
   }
+  read_baseline(root, file, grid, spec);
+  spec.has_baseline = std::any_of(
+      grid.baseline.begin(), grid.baseline.end(), [](const auto& b) { return b.has_value(); });
   root.finish();
   const std::size_t total = grid.combinations * static_cast<std::size_t>(spec.repetitions);
   if (total > kMaxRuns) {
@@ -211,6 +255,11 @@ void add_combination(const Grid& grid, const nlohmann::json& base, std::size_t c
     digit[p] = rest % grid.values[p]->size();
     rest /= grid.values[p]->size();
   }
+  // The baseline's combination: the same digits but the baseline's where it names one.
+  std::size_t baseline = 0;
+  for (std::size_t p = 0; p < grid.pointers.size(); ++p) {
+    baseline = baseline * grid.values[p]->size() + grid.baseline[p].value_or(digit[p]);
+  }
   nlohmann::json config = base;
   std::vector<nlohmann::json> values;
   for (std::size_t p = 0; p < grid.pointers.size(); ++p) {
@@ -227,6 +276,8 @@ void add_combination(const Grid& grid, const nlohmann::json& base, std::size_t c
     SweepRun run;
     run.index = spec.runs.size();
     run.repetition = k;
+    run.baseline =
+        baseline * static_cast<std::size_t>(spec.repetitions) + static_cast<std::size_t>(k);
     run.values = values;
     run.config = config;
     if (seed) {
@@ -412,28 +463,73 @@ std::string number_field(const nlohmann::json& v) {
 
 namespace {
 
+/// A summary number, or nullopt when absent, null or not positive (a ratio needs both > 0).
+std::optional<double> positive_field(const nlohmann::json& s,
+                                     const nlohmann::json::json_pointer& at) {
+  if (!s.contains(at) || !s.at(at).is_number()) {
+    return std::nullopt;
+  }
+  const double v = s.at(at).get<double>();
+  return v > 0.0 ? std::optional(v) : std::nullopt;
+}
+
+/// The speedup columns of index.csv: name and the summary field whose baseline/run ratio it is.
+std::vector<std::pair<std::string, nlohmann::json::json_pointer>> speedup_columns(
+    bool suboptimality, bool target) {
+  std::vector<std::pair<std::string, nlohmann::json::json_pointer>> out = {
+      {"speedup_mean_iteration_time", nlohmann::json::json_pointer("/mean_iteration_time")}};
+  if (suboptimality) {
+    for (const char* level : kSuboptimalityKeys) {
+      out.emplace_back(
+          fmt::format("speedup_time_to_{}", level),
+          nlohmann::json::json_pointer(fmt::format("/time_to_relative_suboptimality/{}", level)));
+    }
+  }
+  if (target) {
+    out.emplace_back("speedup_time_to_target", nlohmann::json::json_pointer("/time_to_target"));
+  }
+  return out;
+}
+
 std::string build_index(const SweepSpec& spec, const fs::path& out_dir, std::size_t* failed) {
   std::vector<nlohmann::json> summaries;
   summaries.reserve(spec.runs.size());
   bool has_target = false;
   bool has_test = false;
+  bool has_optimum = false;
   for (const auto& run : spec.runs) {
     const fs::path path = out_dir / run.folder / "summary.json";
     summaries.push_back(nlohmann::json::parse(slurp(path)));
     has_target = has_target || summaries.back().contains("time_to_target");
     has_test = has_test || summaries.back().contains("final_test_metric");
+    has_optimum = has_optimum || summaries.back().contains("time_to_relative_suboptimality");
     if (failed != nullptr && summaries.back().value("status", "") != "ok") {
       ++*failed;
     }
   }
-  std::vector<std::string> columns = {
-      "status", "iterations", "total_time", "mean_iteration_time", "final_loss", "best_loss"};
+  // Column name and where the value is in the summary.
+  std::vector<std::pair<std::string, nlohmann::json::json_pointer>> columns;
+  for (const char* c :
+       {"status", "iterations", "total_time", "mean_iteration_time", "final_loss", "best_loss"}) {
+    columns.emplace_back(c, nlohmann::json::json_pointer(std::string("/") + c));
+  }
   if (has_target) {
-    columns.emplace_back("time_to_target");
+    columns.emplace_back("time_to_target", nlohmann::json::json_pointer("/time_to_target"));
   }
   if (has_test) {
-    columns.emplace_back("final_test_metric");
+    columns.emplace_back("final_test_metric", nlohmann::json::json_pointer("/final_test_metric"));
   }
+  if (has_optimum) {
+    columns.emplace_back("f_star", nlohmann::json::json_pointer("/f_star"));
+    columns.emplace_back("final_suboptimality",
+                         nlohmann::json::json_pointer("/final_suboptimality"));
+    for (const char* level : kSuboptimalityKeys) {
+      columns.emplace_back(
+          fmt::format("time_to_{}", level),
+          nlohmann::json::json_pointer(fmt::format("/time_to_relative_suboptimality/{}", level)));
+    }
+  }
+  const auto speedups = speedup_columns(has_optimum, has_target);
   std::string csv = "index,repetition,seed";
   for (const auto& p : spec.parameters) {
     csv += ',';
@@ -441,7 +537,14 @@ std::string build_index(const SweepSpec& spec, const fs::path& out_dir, std::siz
   }
   for (const auto& c : columns) {
     csv += ',';
-    csv += c;
+    csv += c.first;
+  }
+  if (spec.has_baseline) {
+    csv += ",baseline_index";
+    for (const auto& c : speedups) {
+      csv += ',';
+      csv += c.first;
+    }
   }
   csv += ",folder\n";
   for (std::size_t i = 0; i < spec.runs.size(); ++i) {
@@ -454,8 +557,22 @@ std::string build_index(const SweepSpec& spec, const fs::path& out_dir, std::siz
     }
     for (const auto& c : columns) {
       csv += ',';
-      if (s.contains(c)) {
-        csv += number_field(s[c]);
+      if (s.contains(c.second)) {
+        csv += number_field(s.at(c.second));
+      }
+    }
+    if (spec.has_baseline) {
+      csv += fmt::format(",{}", run.baseline);
+      const auto& b = summaries[run.baseline];
+      for (const auto& c : speedups) {
+        csv += ',';
+        // Baseline's time over the run's: > 1 when the run is faster. Empty when either run
+        // has no positive value (not reached, failed, or absent).
+        const auto mine = positive_field(s, c.second);
+        const auto theirs = positive_field(b, c.second);
+        if (mine && theirs) {
+          csv += fmt::format("{}", *theirs / *mine);
+        }
       }
     }
     csv += ',';
@@ -510,6 +627,7 @@ nlohmann::json identity_of(const SweepSpec& spec) {
 
 std::vector<std::string> check_sweep_folder(const SweepSpec& spec,
                                             const std::filesystem::path& out_dir) {
+  check_output_folder(out_dir, "--out");
   const fs::path marker = out_dir / kIdentityFile;
   std::error_code ec;
   if (!fs::exists(marker, ec)) {
@@ -635,7 +753,9 @@ bool execute_sweep_run(const SweepSpec& spec,
   // Ranks may share a node's cores: each run computes on one thread, as --jobs N would.
   const RunPlan plan =
       plan_run(run.config, run_label(spec, run), spec.base_dir, {.max_threads = 1});
-  return execute_run(plan, dir).status != "ok";
+  const RunOutcome outcome = execute_run(plan, dir);
+  print_warnings(outcome.summary, run.folder + ": ");
+  return outcome.status != "ok";
 }
 
 namespace {
@@ -729,12 +849,16 @@ std::size_t execute_runs(const SweepSpec& spec,
         (void)cache.share(*plan, spec.base_dir);
         plans[run.index] = std::move(plan);
       }
+      RunOutcome outcome;
       if (plans[run.index]->backend == BackendKind::kThreads) {
         const std::unique_lock alone(cores);
-        (void)execute_run(*plans[run.index], dir);
+        outcome = execute_run(*plans[run.index], dir);
       } else {
         const std::shared_lock shared(cores);
-        (void)execute_run(*plans[run.index], dir);
+        outcome = execute_run(*plans[run.index], dir);
+      }
+      if (options.print_warnings) {
+        print_warnings(outcome.summary, run.folder + ": ");
       }
       plans[run.index].reset();
       const std::lock_guard lock(mutex);

@@ -4,7 +4,11 @@
 // executed in parallel, resumably, with results that never depend on the number of jobs.
 //
 // Sweep file: {"base": {...} | "base_file": "...", "grid": {"/code/d": [2, 3, 5], ...},
-//              "repetitions": 1, "name": "..."}
+//              "repetitions": 1, "name": "...", "baseline": {"/code": {"kind": "uncoded"}}}
+// - "baseline" (optional) names grid keys and one of each key's values: the baseline of a run is
+//   the run of the same repetition with those keys at those values and every other grid key at
+//   the run's own value. index.csv then has a baseline_index column and speedups against it
+//   (docs/sweeps.md "index.csv").
 // - Grid keys are JSON pointers into the base config. Each must name an existing value, or a new
 //   key of an existing object (so "/target_loss" may be added); array elements must exist.
 // - Runs are the cartesian product of the grid in the order of the keys sorted bytewise (the
@@ -38,6 +42,8 @@ namespace stragglersim::experiments {
 struct SweepRun {
   std::size_t index = 0;
   int repetition = 0;
+  /// Index of this run's baseline run (itself when it is one, or when the sweep has none).
+  std::size_t baseline = 0;
   std::uint64_t seed = 0;
   /// The grid values of this run, in the order of SweepSpec::parameters.
   std::vector<nlohmann::json> values;
@@ -59,6 +65,8 @@ struct SweepSpec {
   /// Grid JSON pointers, sorted.
   std::vector<std::string> parameters;
   int repetitions = 1;
+  /// Whether the sweep file names a "baseline": index.csv then has speedup columns.
+  bool has_baseline = false;
   std::vector<SweepRun> runs;
 };
 
@@ -87,6 +95,9 @@ struct SweepOptions {
   std::function<void(std::size_t done, std::size_t skipped, std::size_t total)> progress;
   /// When set becomes true, no new run is started (SIGINT).
   const std::atomic<bool>* stop = nullptr;
+  /// Print each run's warnings on stderr, prefixed with its folder (the CLI; the Python module
+  /// leaves them in the summaries).
+  bool print_warnings = false;
 };
 
 struct SweepResult {

@@ -244,6 +244,7 @@ int command_sweep_mpi(const SweepArgs& args) {
     Progress progress;
     SweepOptions options;
     options.stop = &g_interrupted;
+    options.print_warnings = true;
     if (rank == 0) {
       options.progress = [&progress](std::size_t done, std::size_t skipped, std::size_t total) {
         progress.update(done, skipped, total);
@@ -307,6 +308,7 @@ int command_sweep(const SweepArgs& args) {
   SweepOptions options;
   options.jobs = args.jobs;
   options.stop = &g_interrupted;
+  options.print_warnings = true;
   if (!args.shard.empty()) {
     options.shard = parse_shard(args.shard);
   }

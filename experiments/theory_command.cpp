@@ -11,6 +11,7 @@
 #include "experiments/config/convergence_predictions.h"
 #include "experiments/config/run_plan.h"
 #include "experiments/entry_points.h"
+#include "experiments/run_diagnostics.h"
 #include "experiments/run_output.h"
 
 namespace stragglersim::experiments {
@@ -148,6 +149,9 @@ void print_speedup_table(const nlohmann::json& p) {
 }
 
 int command_theory(const std::string& config, bool json, int repetitions, const std::string& csv) {
+  if (!csv.empty()) {
+    check_output_file(csv, "--csv");
+  }
   const RunPlan plan = plan_run_file(config);
   nlohmann::json p = theory_report(plan);
   if (const auto status = non_finite_prediction(p, config)) {
@@ -156,6 +160,7 @@ int command_theory(const std::string& config, bool json, int repetitions, const 
   if (repetitions > 0) {
     measure(plan, repetitions, csv, p);
   }
+  print_warnings(p);
   if (json) {
     std::cout << p.dump(2) << '\n';
     return 0;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <utility>
 
 #include "models/metrics.h"
 #include "sim/scheme.h"
@@ -99,6 +100,7 @@ void train(const models::Objective& objective,
     }
     row.workers_heard = static_cast<int>(it.heard.size());
     row.partitions_covered = it.decoding.partitions_covered;
+    row.heard = std::move(it.heard);
     record(row);
   }
 }

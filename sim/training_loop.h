@@ -30,6 +30,7 @@ struct TraceRow {
   std::optional<double> gradient_error_relative;  ///< gradient_error / ‖∇f(y)‖ (‖∇f(y)‖ > 0)
   int workers_heard = 0;
   int partitions_covered = 0;
+  std::vector<int> heard;             ///< the workers heard, in arrival order (empty in row 0)
   std::optional<double> test_loss;    ///< (1/m_test) Σ ℓ on the test set, no regulariser
   std::optional<double> test_metric;  ///< accuracy (logistic) or MSE (least squares)
   std::optional<double> test_auc;     ///< ROC AUC of the test margins (logistic only)

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <system_error>
@@ -56,6 +57,34 @@ inline std::string slurp(const std::filesystem::path& p) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+/// A small least-squares run: 8 workers, FRC d = 2, first 4 of 8, 30 GD steps of 1/beta on
+/// 400 x 6 synthetic rows (a fraction of a second).
+inline nlohmann::json small_least_squares_config() {
+  return nlohmann::json::parse(R"({
+    "seed": 3, "workers": 8,
+    "data": {"source": "synthetic", "generator": "linear_regression", "rows": 400, "features": 6},
+    "loss": {"kind": "least_squares", "l2": 0.01},
+    "code": {"kind": "frc", "d": 2},
+    "stopping": {"rule": "first_r", "r": 4},
+    "delay": {"kind": "shifted_exponential"},
+    "optimizer": {"kind": "gd", "step": "auto", "iterations": 30}
+  })");
+}
+
+/// `text` (a summary.json) with the value of "wall_clock_seconds", the one measured field, set
+/// to 0: every other byte must be the same for the same config and seed.
+inline std::string mask_wall_clock(const std::string& text) {
+  const std::string key = "\"wall_clock_seconds\": ";
+  const auto at = text.find(key);
+  if (at == std::string::npos) {
+    return text;
+  }
+  const auto start = at + key.size();
+  const auto end = text.find_first_of(",\n}", start);
+  // Built anew rather than replace()d in place: GCC 12 warns (-Wrestrict) on the in-place form.
+  return text.substr(0, start) + "0" + (end == std::string::npos ? "" : text.substr(end));
 }
 
 /// Exit status of a std::system call; -1 when the process did not exit normally.

@@ -62,6 +62,8 @@ void JsonReader::fail_value(std::string_view key,
 
 bool JsonReader::has(std::string_view key) const { return value_->contains(key); }
 
+void JsonReader::allow(std::string_view key) { used_.emplace(key); }
+
 bool JsonReader::is_null(std::string_view key) const {
   return has(key) && value_->at(std::string(key)).is_null();
 }

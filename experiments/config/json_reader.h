@@ -34,6 +34,9 @@ class JsonReader {
                                std::string_view expected) const;
 
   [[nodiscard]] bool has(std::string_view key) const;
+  /// Declares an optional key without default as valid: finish() lists it among the valid keys
+  /// even when this object does not have it.
+  void allow(std::string_view key);
   [[nodiscard]] bool is_null(std::string_view key) const;
   /// The raw value (marks the key used). Illegal if absent.
   [[nodiscard]] const nlohmann::json& raw(std::string_view key);

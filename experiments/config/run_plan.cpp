@@ -439,6 +439,7 @@ void read_optimizer(JsonReader& root,
   opt_reader.finish();
   root.merge("optimizer", opt_reader);
 
+  root.allow("target_loss");
   if (root.has("target_loss")) {
     plan.target_loss = root.number("target_loss", std::nullopt);
   }
@@ -447,6 +448,7 @@ void read_optimizer(JsonReader& root,
 /// The backend; returns the resolved faults of a threads backend.
 nlohmann::json read_backend(JsonReader& root, RunPlan& plan, bool delay_only) {
   nlohmann::json resolved_faults = nlohmann::json::array();
+  root.allow("backend");
   if (root.has("backend")) {
     read_backend_object(root, plan, delay_only, resolved_faults);
   }

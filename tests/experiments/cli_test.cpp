@@ -1,7 +1,10 @@
 // End-to-end tests of the stragglersim executable: exit statuses, outputs, determinism.
 
+#include "experiments/cli.h"
+
 #include <fmt/format.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <boost/version.hpp>
@@ -30,17 +33,7 @@ Result run(const std::string& args, const fs::path& dir) {
   return stragglersim::testing::run_stragglersim(args, dir);
 }
 
-nlohmann::json config() {
-  return nlohmann::json::parse(R"({
-    "seed": 3, "workers": 8,
-    "data": {"source": "synthetic", "generator": "linear_regression", "rows": 400, "features": 6},
-    "loss": {"kind": "least_squares", "l2": 0.01},
-    "code": {"kind": "frc", "d": 2},
-    "stopping": {"rule": "first_r", "r": 4},
-    "delay": {"kind": "shifted_exponential"},
-    "optimizer": {"kind": "gd", "step": "auto", "iterations": 30}
-  })");
-}
+nlohmann::json config() { return stragglersim::testing::small_least_squares_config(); }
 
 fs::path write_config(const fs::path& dir,
                       const nlohmann::json& c,
@@ -232,10 +225,13 @@ TEST_CASE("cli: run refuses an --out folder holding another run unless --force",
   const auto out = dir / "out";
   REQUIRE(run(fmt::format("run '{}' --out '{}'", cfg.string(), out.string()), dir).status == 0);
   const std::string trace = slurp(out / "trace.csv");
-  const std::string summary = slurp(out / "summary.json");
-  // The same config again is the same run: allowed, same bytes.
+  // The same config again is the same run: allowed, same bytes (but the measured wall clock).
+  const std::string first_summary = slurp(out / "summary.json");
   REQUIRE(run(fmt::format("run '{}' --out '{}'", cfg.string(), out.string()), dir).status == 0);
   CHECK(slurp(out / "trace.csv") == trace);
+  const std::string summary = slurp(out / "summary.json");
+  CHECK(stragglersim::testing::mask_wall_clock(summary) ==
+        stragglersim::testing::mask_wall_clock(first_summary));
 
   const Result refused = run(fmt::format("run '{}' --out '{}'", cfg2.string(), out.string()), dir);
   CHECK(refused.status == 2);
@@ -256,4 +252,140 @@ TEST_CASE("cli: run refuses an --out folder holding another run unless --force",
   // A trace without summary (an unfinished run) cannot be told apart: refused too.
   fs::remove(out / "summary.json");
   CHECK(run(fmt::format("run '{}' --out '{}'", cfg.string(), out.string()), dir).status == 2);
+}
+
+TEST_CASE("cli: an unknown command names the nearest one", "[experiments][cli]") {
+  const auto dir = scratch("unknown_command");
+  const Result typo = run("runn x.json", dir);
+  CHECK(typo.status == 2);
+  CHECK(typo.err ==
+        "error: unknown command 'runn'; did you mean 'run'? valid commands are: check, codes, "
+        "list, run, sweep, theory\n");
+  CHECK(typo.out.empty());
+  const Result swap = run("thoery", dir);
+  CHECK(swap.err ==
+        "error: unknown command 'thoery'; did you mean 'theory'? valid commands are: check, "
+        "codes, list, run, sweep, theory\n");
+  const Result far = run("simulate", dir);
+  CHECK(far.status == 2);
+  CHECK(far.err ==
+        "error: unknown command 'simulate'; valid commands are: check, codes, list, run, sweep, "
+        "theory\n");
+  // Levenshtein distances by hand: one deletion, a transposition (two substitutions), and
+  // every byte different.
+  CHECK(stragglersim::experiments::edit_distance("runn", "run") == 1);
+  CHECK(stragglersim::experiments::edit_distance("thoery", "theory") == 2);
+  CHECK(stragglersim::experiments::edit_distance("", "list") == 4);
+  CHECK(stragglersim::experiments::edit_distance("kitten", "sitting") == 3);
+}
+
+TEST_CASE("cli: --help shows defaults and points to the docs", "[experiments][cli]") {
+  const auto dir = scratch("help");
+  const Result top = run("--help", dir);
+  CHECK(top.status == 0);
+  CHECK(top.out.find("docs/model.md") != std::string::npos);
+  const Result codes = run("codes --help", dir);
+  CHECK(codes.status == 0);
+  // CLI11 prints a captured default after the type; required options show none.
+  CHECK(codes.out.find("--samples INT:INT in [1 - 10000000]=200") != std::string::npos);
+  CHECK(codes.out.find("--seed UINT=1 ") != std::string::npos);
+  CHECK(codes.out.find("--workers INT:INT in [1 - 100000] REQUIRED") != std::string::npos);
+  CHECK(codes.out.find("docs/model.md") != std::string::npos);
+}
+
+TEST_CASE("cli: codes names the accepted range of --wait-for and --stragglers",
+          "[experiments][cli]") {
+  const auto dir = scratch("codes_range");
+  const Result w = run(R"(codes --workers 10 --code '{"kind": "frc", "d": 2}' --wait-for 13)", dir);
+  CHECK(w.status == 2);
+  CHECK(w.err ==
+        "error: <command line>: --wait-for out of range; got 13; expected an integer in [1, 10] "
+        "(at most --workers = 10)\n");
+  const Result s =
+      run(R"(codes --workers 10 --code '{"kind": "frc", "d": 2}' --stragglers 11)", dir);
+  CHECK(s.status == 2);
+  CHECK(s.err ==
+        "error: <command line>: --stragglers out of range; got 11; expected an integer in [0, 10] "
+        "(at most --workers = 10)\n");
+}
+
+TEST_CASE("cli: the codes table shows only the refusal count of a decoder that refused all",
+          "[experiments][cli]") {
+  const auto dir = scratch("codes_refused");
+  // CRC with s = 2 and 3 stragglers: the exact decoder refuses each of the C(8, 3) = 56 patterns.
+  const Result r = run(R"(codes --workers 8 --code '{"kind": "crc", "s": 2}' --wait-for 5)", dir);
+  REQUIRE(r.status == 0);
+  std::istringstream lines(r.out);
+  std::string line;
+  std::string exact_row;
+  while (std::getline(lines, line)) {
+    if (line.rfind("exact    ", 0) == 0) {  // the table row, not the refusal line
+      exact_row = line;
+    }
+  }
+  CHECK(exact_row == "exact            56         0 refused all 56 patterns");
+  CHECK(r.out.find("exact decoder refused 56 of 56 patterns; first: ") != std::string::npos);
+}
+
+TEST_CASE("cli: the unknown-key list names target_loss and backend", "[experiments][cli]") {
+  const auto dir = scratch("unknown_key");
+  auto c = config();
+  c["targetloss"] = 0.1;
+  const auto cfg = write_config(dir, c);
+  const Result r = run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "o").string()), dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == fmt::format("error: {}:/targetloss: unknown key; valid keys are: backend, code, "
+                             "data, delay, loss, name, optimizer, partitions, rescale, seed, "
+                             "stopping, stragglers, target_loss, workers\n",
+                             cfg.string()));
+}
+
+TEST_CASE("cli: unusable output files and folders exit 2 before any compute",
+          "[experiments][cli]") {
+  const auto dir = scratch("out_files");
+  const auto cfg = write_config(dir, config());
+  const auto file = dir / "file.txt";
+  std::ofstream(file) << "x";
+  const std::string code = R"(--workers 4 --code '{"kind": "frc", "d": 2}')";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"codes " + code + " --csv '" + dir.string() + "'",
+       "--csv: is a folder; got \"" + dir.string() + "\"; expected a file name"},
+      {"codes " + code + " --csv /dev/null",
+       "--csv: exists and is not a regular file; got \"/dev/null\"; expected a new or existing "
+       "regular file"},
+      {"codes " + code + " --csv '" + (file / "b.csv").string() + "'",
+       "--csv: " + file.string() + " is not a folder; got \"" + (file / "b.csv").string() +
+           "\"; expected a file in an existing folder"},
+      {"theory '" + cfg.string() + "' --measure 2 --csv '" + dir.string() + "'",
+       "--csv: is a folder; got \"" + dir.string() + "\"; expected a file name"},
+      {"check --quick --out '" + file.string() + "'",
+       "--out: exists and is not a folder; got \"" + file.string() +
+           "\"; expected a new or existing folder"},
+  };
+  for (const auto& [args, message] : cases) {
+    INFO(args);
+    const Result r = run(args, dir);
+    CHECK(r.status == 2);
+    CHECK(r.err == "error: " + message + "\n");
+  }
+  const auto sweep = dir / "sweep.json";
+  std::ofstream(sweep) << nlohmann::json{{"base", config()}, {"grid", {{"/seed", {1, 2}}}}}.dump();
+  const Result s = run(fmt::format("sweep '{}' --out '{}'", sweep.string(), file.string()), dir);
+  CHECK(s.status == 2);
+  CHECK(s.err ==
+        "sweep sweep: 2 runs, checking every config first\nerror: --out: exists and is "
+        "not a folder; got \"" +
+            file.string() + "\"; expected a new or existing folder\n");
+  CHECK(slurp(file) == "x");
+  if (::geteuid() != 0) {  // root writes anywhere: a read-only folder refuses only other users
+    const auto locked = dir / "locked";
+    fs::create_directories(locked);
+    fs::permissions(locked, fs::perms::owner_read | fs::perms::owner_exec);
+    const Result ro =
+        run(fmt::format("run '{}' --out '{}'", cfg.string(), (locked / "o").string()), dir);
+    fs::permissions(locked, fs::perms::owner_all);
+    CHECK(ro.status == 2);
+    CHECK(ro.err == "error: --out: " + locked.string() + " is not writable; got \"" +
+                        (locked / "o").string() + "\"; expected a folder this user may write\n");
+  }
 }

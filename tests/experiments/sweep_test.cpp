@@ -38,12 +38,16 @@ fs::path scratch(const std::string& name) {
   return stragglersim::testing::scratch_dir("sweep_test", name);
 }
 
-/// Every file under `root` (hidden ones included) by relative path, with its bytes.
+/// Every file under `root` (hidden ones included) by relative path, with its bytes (the measured
+/// wall_clock_seconds of a summary.json masked).
 std::map<std::string, std::string> tree(const fs::path& root) {
   std::map<std::string, std::string> files;
   for (const auto& e : fs::recursive_directory_iterator(root)) {
     if (e.is_regular_file()) {
-      files[fs::relative(e.path(), root).string()] = slurp(e.path());
+      const std::string text = slurp(e.path());
+      files[fs::relative(e.path(), root).string()] =
+          e.path().filename() == "summary.json" ? stragglersim::testing::mask_wall_clock(text)
+                                                : text;
     }
   }
   return files;
@@ -237,6 +241,7 @@ TEST_CASE("sweep: results and index are byte-identical for jobs 1 and jobs 2",
   const std::string index = one.at("index.csv");
   CHECK(index.rfind("index,repetition,seed,/code/d,/stopping/r,status,iterations,total_time,"
                     "mean_iteration_time,final_loss,best_loss,time_to_target,final_test_metric,"
+                    "f_star,final_suboptimality,time_to_1e-1,time_to_1e-2,time_to_1e-3,"
                     "folder\n0,0,5,1,3,ok,15,",
                     0) == 0);
   CHECK(std::count(index.begin(), index.end(), '\n') == 13);
@@ -520,4 +525,87 @@ TEST_CASE("sweep: threads-backend runs never overlap under jobs 2", "[experiment
   CHECK(sum > 0.4);
   CHECK(wall >= sum);
   fs::remove_all(dir);
+}
+
+TEST_CASE("sweep: a baseline adds the speedup of every run against its baseline run",
+          "[experiments][sweep]") {
+  const auto dir = scratch("baseline");
+  const nlohmann::json sweep = {{"base", gradient_base()},
+                                {"grid", {{"/code/d", {1, 2, 3}}, {"/stopping/r", {3, 6}}}},
+                                {"baseline", {{"/code/d", 1}}},
+                                {"repetitions", 2}};
+  const auto spec = expand_sweep(sweep, "b.json", ".");
+  REQUIRE(spec.has_baseline);
+  for (const auto& run : spec.runs) {
+    // Same /stopping/r and repetition, /code/d = 1.
+    const auto& b = spec.runs[run.baseline];
+    CHECK(b.values[0] == 1);
+    CHECK(b.values[1] == run.values[1]);
+    CHECK(b.repetition == run.repetition);
+  }
+  const auto path = dir / "b.json";
+  std::ofstream(path) << sweep.dump(2);
+  REQUIRE(run_binary(fmt::format("sweep '{}' --out '{}'", path.string(), (dir / "out").string())) ==
+          0);
+  std::istringstream index(slurp(dir / "out" / "index.csv"));
+  std::string line;
+  std::getline(index, line);
+  CHECK(line ==
+        "index,repetition,seed,/code/d,/stopping/r,status,iterations,total_time,"
+        "mean_iteration_time,final_loss,best_loss,time_to_target,final_test_metric,f_star,"
+        "final_suboptimality,time_to_1e-1,time_to_1e-2,time_to_1e-3,baseline_index,"
+        "speedup_mean_iteration_time,speedup_time_to_1e-1,speedup_time_to_1e-2,"
+        "speedup_time_to_1e-3,speedup_time_to_target,folder");
+  const auto cell = [](const std::string& row, std::size_t column) {
+    std::stringstream s(row);
+    std::string c;
+    for (std::size_t i = 0; i <= column; ++i) {
+      std::getline(s, c, ',');
+    }
+    return c;
+  };
+  std::size_t rows = 0;
+  while (std::getline(index, line)) {
+    const auto& run = spec.runs[rows++];
+    const auto mine = nlohmann::json::parse(slurp(dir / "out" / run.folder / "summary.json"));
+    const auto theirs =
+        nlohmann::json::parse(slurp(dir / "out" / spec.runs[run.baseline].folder / "summary.json"));
+    CHECK(cell(line, 18) == std::to_string(run.baseline));
+    CHECK(cell(line, 19) == fmt::format("{}",
+                                        theirs["mean_iteration_time"].get<double>() /
+                                            mine["mean_iteration_time"].get<double>()));
+    const auto& a = mine["time_to_relative_suboptimality"]["1e-1"];
+    const auto& b = theirs["time_to_relative_suboptimality"]["1e-1"];
+    CHECK(cell(line, 20) == (a.is_number() && b.is_number() && a.get<double>() > 0.0
+                                 ? fmt::format("{}", b.get<double>() / a.get<double>())
+                                 : std::string()));
+    if (run.baseline == run.index) {
+      CHECK(cell(line, 19) == "1");
+    }
+  }
+  CHECK(rows == 12);
+}
+
+TEST_CASE("sweep: a baseline must name grid keys and grid values", "[experiments][sweep]") {
+  const auto with = [](const nlohmann::json& baseline) {
+    return nlohmann::json{{"base", gradient_base()},
+                          {"grid", {{"/code/d", {1, 2}}, {"/stopping/r", {3, 6}}}},
+                          {"baseline", baseline}};
+  };
+  CHECK_THROWS_WITH(expand_sweep(with({{"/code/s", 1}}), "b.json", "."),
+                    "b.json:/baseline/~1code~1s: not a grid key; got \"/code/s\"; expected one of "
+                    "the grid keys: /code/d, /stopping/r");
+  CHECK_THROWS_WITH(expand_sweep(with({{"/code/d", 3}}), "b.json", "."),
+                    "b.json:/baseline/~1code~1d: not one of the grid's values for this key; got 3; "
+                    "expected one of [1,2]");
+  CHECK_THROWS_WITH(expand_sweep(with(nlohmann::json::object()), "b.json", "."),
+                    "b.json:/baseline: empty baseline; got {}; expected an object naming at least "
+                    "one grid key and its baseline value");
+  nlohmann::json none = with({{"/code/d", 1}});
+  none.erase("baseline");
+  const auto plain = expand_sweep(none, "b.json", ".");
+  CHECK_FALSE(plain.has_baseline);
+  for (const auto& run : plain.runs) {
+    CHECK(run.baseline == run.index);
+  }
 }

@@ -8,6 +8,7 @@ import csv
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -104,6 +105,11 @@ def assert_trace_equals_csv(trace, path):
         assert np.array_equal(column, np.array(values, dtype=column.dtype), equal_nan=column.dtype == np.float64), name
 
 
+def mask_wall_clock(text):
+    """summary.json text with its one measured value, wall_clock_seconds, set to 0."""
+    return re.sub(r'"wall_clock_seconds": [^,}\n]+', '"wall_clock_seconds": 0', text)
+
+
 def cli_error(result, status=2):
     assert result.returncode == status, result.stderr
     first = result.stderr.splitlines()[0]
@@ -116,12 +122,47 @@ def test_run_writes_the_cli_bytes_and_reads_back_the_same_values(tmp_path, make)
     config = write_json(tmp_path / "config.json", make())
     assert cli("run", config, "--out", tmp_path / "cli").returncode == 0
     result = stragglersim.run(config, out=tmp_path / "module")
-    for name in ("trace.csv", "summary.json"):
-        assert (tmp_path / "module" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes()
+    assert (tmp_path / "module" / "trace.csv").read_bytes() == (tmp_path / "cli" / "trace.csv").read_bytes()
+    # Every byte of summary.json but the measured wall_clock_seconds.
+    masked = [mask_wall_clock((tmp_path / where / "summary.json").read_text()) for where in ("module", "cli")]
+    assert masked[0] == masked[1]
     assert_trace_equals_csv(result.trace, tmp_path / "cli" / "trace.csv")
     with open(tmp_path / "cli" / "summary.json", encoding="utf-8") as f:
-        assert result.summary == json.load(f)
+        cli_summary = json.load(f)
+    assert result.summary["wall_clock_seconds"] >= 0.0
+    assert {k: v for k, v in result.summary.items() if k != "wall_clock_seconds"} == {
+        k: v for k, v in cli_summary.items() if k != "wall_clock_seconds"}
     assert result.out == str(tmp_path / "module")
+
+
+def test_summary_exposes_suboptimality_coverage_and_warnings():
+    result = stragglersim.run(training())
+    s = result.summary
+    loss = result.trace["loss"]
+    f_star = s["f_star"]
+    assert s["f_star_method"] == "newton"
+    assert s["final_suboptimality"] == loss[-1] - f_star
+    # The first row with (f - f*) <= level * (f(x0) - f*), recomputed from the trace.
+    for key, level in (("1e-1", 0.1), ("1e-2", 0.01), ("1e-3", 0.001)):
+        reached = np.nonzero(loss - f_star <= level * (loss[0] - f_star))[0]
+        expected = int(reached[0]) if reached.size else None
+        assert s["iterations_to_relative_suboptimality"][key] == expected, key
+        if expected is not None:
+            assert s["time_to_relative_suboptimality"][key] == result.trace["time"][expected]
+    assert s["mean_gradient_error"] == pytest.approx(np.mean(result.trace["gradient_error"][1:]), rel=1e-12)
+    # FRC d = 2 over 6 workers: 3 groups; covered groups = covered partitions / 2 in every row.
+    assert len(s["group_coverage"]) == 3
+    covered = result.trace["partitions_covered"][1:].sum() / 2
+    assert sum(s["group_coverage"]) * 30 == pytest.approx(covered, rel=1e-12)
+    # A deadline no worker can meet (shift 1 × load 2 = 2 s > 1 s).
+    late = stragglersim.run(training(stopping={"rule": "deadline", "after": 1.0}))
+    codes = [w["code"] for w in late.summary["warnings"]]
+    assert codes[:2] == ["deadline_below_minimum_delay", "no_worker_heard"]
+    assert late.summary["warnings"][0]["message"] == (
+        "the deadline 1 s is below the smallest possible delay of every worker (2 s): "
+        "no worker can ever be heard")
+    assert late.summary["group_coverage"] == [0.0, 0.0, 0.0]
+    assert late.summary["group_longest_outage"] == [30, 30, 30]
 
 
 def test_run_of_a_dict_in_memory_equals_the_cli_trace(tmp_path):

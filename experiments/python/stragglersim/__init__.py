@@ -57,7 +57,9 @@ class Run:
         trace: dict of column name -> numpy array, in the column order of trace.csv
             (int64 for the count columns iteration, workers_heard, partitions_covered;
             float64 otherwise). Row 0 is x0 at time 0.
-        summary: the summary.json dict (resolved config, totals, status, theory).
+        summary: the summary.json dict (resolved config, totals, status, theory; f_star,
+            final_suboptimality, time_to_relative_suboptimality, group_coverage, warnings,
+            wall_clock_seconds: docs/model.md section 7).
         out: the output folder, or None when the run went to a temporary folder.
     """
 
@@ -122,7 +124,7 @@ def run(config, out=None):
              "optimizer": {"iterations": 100}}
             or the path of a JSON config file.
         out: folder to write trace.csv and summary.json into (the same bytes as the command
-            line); None runs into a temporary folder that is removed afterwards.
+            line, but for the measured summary["wall_clock_seconds"]); None runs into a temporary folder that is removed afterwards.
 
     Returns:
         Run with .trace (column -> numpy array), .summary (dict) and .to_pandas().
