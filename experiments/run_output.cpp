@@ -202,8 +202,12 @@ RunOutcome run_delay_only(const RunPlan& plan, TraceWriter& trace, const StopHoo
   fmt::memory_buffer buffer;
   fmt::format_to(std::back_inserter(buffer),
                  "iteration,time,iteration_time,workers_heard,partitions_covered\n0,0,0,0,0\n");
-  sim::DelayOnlySimulator simulator(
-      plan.make_delays(), plan.scheme.rule, plan.scheme.code, plan.stragglers, plan.seed);
+  sim::DelayOnlySimulator simulator(plan.make_delays(),
+                                    plan.scheme.rule,
+                                    plan.scheme.code,
+                                    plan.stragglers,
+                                    plan.seed,
+                                    plan.network);
   double time = 0.0;
   // Totals of the rows written, for a run that ends early (interrupted or failed).
   sim::DelayOnlyStatistics written;
@@ -211,7 +215,9 @@ RunOutcome run_delay_only(const RunPlan& plan, TraceWriter& trace, const StopHoo
   sim::DelayOnlyStatistics stats;
   end_of_rows(
       [&] {
-        stats = simulator.run(plan.iterations, [&](const sim::DelayOnlyIteration& it) {
+        stats = simulator.run(
+            plan.iterations,
+            [&](const sim::DelayOnlyIteration& it) {
           time += it.iteration_time;
           if (!std::isfinite(time)) {
             throw sim::NumericalError(fmt::format(
@@ -232,7 +238,8 @@ RunOutcome run_delay_only(const RunPlan& plan, TraceWriter& trace, const StopHoo
           written.total_wall_time += it.wall_time;
           trace.add(buffer);
           stop_after_row(should_stop);
-        });
+            },
+            plan.time_budget);
       },
       outcome);
   trace.finish(buffer);
@@ -328,7 +335,7 @@ std::unique_ptr<sim::Backend> make_backend(
       break;
   }
   auto cluster = std::make_unique<sim::SimulatedCluster>(
-      plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed);
+      plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed, plan.network);
   return std::make_unique<sim::SimulatedBackend>(plan.objective, plan.scheme, std::move(cluster));
 }
 
@@ -517,7 +524,7 @@ RunOutcome run_training(const RunPlan& plan, TraceWriter& writer, const StopHook
                    plan.test_objective.get(),
                    *optimizer,
                    *backend,
-                   sim::TrainingOptions{plan.iterations},
+                   sim::TrainingOptions{plan.iterations, plan.time_budget},
                    [&](const sim::TraceRow& row) {
                      write_row(plan, columns, records, row, buffer, tally);
                      writer.add(buffer);

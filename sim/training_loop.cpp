@@ -100,6 +100,9 @@ void train(const models::Objective& objective,
     row.workers_heard = static_cast<int>(it.heard.size());
     row.partitions_covered = it.decoding.partitions_covered;
     record(row);
+    if (time >= options.time_budget) {
+      break;
+    }
   }
 }
 
