@@ -218,26 +218,27 @@ RunOutcome run_delay_only(const RunPlan& plan, TraceWriter& trace, const StopHoo
         stats = simulator.run(
             plan.iterations,
             [&](const sim::DelayOnlyIteration& it) {
-          time += it.iteration_time;
-          if (!std::isfinite(time)) {
-            throw sim::NumericalError(fmt::format(
-                "iteration {}: non-finite simulated time {} (iteration time {}; delays too large)",
-                it.iteration,
-                time,
-                it.iteration_time));
-          }
-          fmt::format_to(std::back_inserter(buffer),
-                         "{},{},{},{},{}\n",
-                         it.iteration,
-                         time,
-                         it.iteration_time,
-                         it.workers_heard,
-                         it.groups_covered);
-          written.add(it.iteration_time);
-          written.total_time += it.iteration_time;
-          written.total_wall_time += it.wall_time;
-          trace.add(buffer);
-          stop_after_row(should_stop);
+              time += it.iteration_time;
+              if (!std::isfinite(time)) {
+                throw sim::NumericalError(
+                    fmt::format("iteration {}: non-finite simulated time {} (iteration time {}; "
+                                "delays too large)",
+                                it.iteration,
+                                time,
+                                it.iteration_time));
+              }
+              fmt::format_to(std::back_inserter(buffer),
+                             "{},{},{},{},{}\n",
+                             it.iteration,
+                             time,
+                             it.iteration_time,
+                             it.workers_heard,
+                             it.groups_covered);
+              written.add(it.iteration_time);
+              written.total_time += it.iteration_time;
+              written.total_wall_time += it.wall_time;
+              trace.add(buffer);
+              stop_after_row(should_stop);
             },
             plan.time_budget);
       },

@@ -20,9 +20,9 @@
 namespace stragglersim::sim {
 
 struct NetworkOptions {
-  double latency = 0.0;                                      ///< L ≥ 0, seconds
+  double latency = 0.0;                                        ///< L ≥ 0, seconds
   double bandwidth = std::numeric_limits<double>::infinity();  ///< B > 0, bytes per second
-  double message_bytes = 0.0;                                ///< S ≥ 0, bytes per message
+  double message_bytes = 0.0;                                  ///< S ≥ 0, bytes per message
   bool serial = false;  ///< whether the master's link receives one message at a time
   /// The first violated constraint: latency ≥ 0, bandwidth > 0, message_bytes ≥ 0.
   [[nodiscard]] Validation validate() const;

@@ -26,12 +26,12 @@ enum class StragglerPolicy { kCancel, kFinish, kDrain };
 
 /// What one iteration looked like, in simulated seconds.
 struct IterationTiming {
-  std::uint64_t iteration = 0;  ///< 1-based
-  double broadcast = 0.0;       ///< counted clock at the broadcast
-  double iteration_time = 0.0;  ///< counted time from broadcast to the stop
-  double wall_time = 0.0;       ///< real time until the next broadcast can happen (drain waits)
-  std::vector<int> heard;       ///< workers heard, in arrival order
-  std::vector<double> delays;   ///< each worker's drawn delay T_i
+  std::uint64_t iteration = 0;   ///< 1-based
+  double broadcast = 0.0;        ///< counted clock at the broadcast
+  double iteration_time = 0.0;   ///< counted time from broadcast to the stop
+  double wall_time = 0.0;        ///< real time until the next broadcast can happen (drain waits)
+  std::vector<int> heard;        ///< workers heard, in arrival order
+  std::vector<double> delays;    ///< each worker's drawn delay T_i
   std::vector<double> arrivals;  ///< when each worker's message reaches the master (from broadcast)
 };
 

@@ -28,8 +28,7 @@ std::vector<double> serial_by_closed_form(const std::vector<double>& c,
   for (std::size_t k = 0; k < order.size(); ++k) {
     double best = -std::numeric_limits<double>::infinity();
     for (std::size_t j = 0; j <= k; ++j) {
-      best = std::max(best,
-                      c[order[j]] + latency + static_cast<double>(k - j + 1) * transfer);
+      best = std::max(best, c[order[j]] + latency + static_cast<double>(k - j + 1) * transfer);
     }
     out[order[k]] = best;
   }
@@ -119,9 +118,9 @@ TEST_CASE("sim: network options name the first violated constraint", "[sim][netw
 namespace {
 
 std::unique_ptr<DelayModel> exponential_delays(int n, int d) {
-  return std::make_unique<ShiftedExponentialDelay>(std::vector<double>(static_cast<std::size_t>(n),
-                                                                       static_cast<double>(d)),
-                                                   ShiftedExponentialDelay::Options{});
+  return std::make_unique<ShiftedExponentialDelay>(
+      std::vector<double>(static_cast<std::size_t>(n), static_cast<double>(d)),
+      ShiftedExponentialDelay::Options{});
 }
 
 }  // namespace
@@ -130,7 +129,8 @@ TEST_CASE("sim: the cluster stops on the network's arrivals, computed from the d
           "[sim][network][cluster]") {
   constexpr int n = 6;
   constexpr int r = 4;
-  const NetworkOptions options{.latency = 0.2, .bandwidth = 4.0, .message_bytes = 1.0, .serial = true};
+  const NetworkOptions options{
+      .latency = 0.2, .bandwidth = 4.0, .message_bytes = 1.0, .serial = true};
   auto rule = std::make_shared<FirstRStopping>(r);
   SimulatedCluster cluster(exponential_delays(n, 1), rule, StragglerPolicy::kCancel, 11, options);
   for (int t = 0; t < 50; ++t) {
