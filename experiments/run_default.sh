@@ -20,7 +20,7 @@ read -r fstar t_unc < <(theory uncoded | /usr/bin/python3 -c \
   'import json, sys; d = json.load(sys.stdin); print(repr(d["f_star"]), d["expected_iteration_time"])')
 t_frc=$(theory frc_exact | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["expected_iteration_time"])')
 t_eh=$(theory erasurehead | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["expected_iteration_time"])')
-printf -v regime 'Model A shifted exponential: a = 1 s, λ = 1/s per unit load (shift and tail scale with the load d); theory E[T]: uncoded %.3f s, exact FRC %.3f s, ErasureHead %.3f s' \
+printf -v regime 'Model A shifted exponential, tail-heavy: shift a = 0.1 s, rate λ = 1/s per unit load (shift and tail scale with the load d), no network; theory E[T]: uncoded %.3f s, exact FRC %.3f s, ErasureHead %.3f s' \
   "$t_unc" "$t_frc" "$t_eh"
 /usr/bin/python3 "$root/plots/plot_traces.py" --out "$out/loss_vs_time.png" --f-star "$fstar" \
   --title "Logistic regression, n = 30 workers, Gaussian mixture 6000 x 200, common budget 400 simulated s" \

@@ -93,7 +93,7 @@ TEST_CASE("experiments: network and time budget errors name the key and the acce
         "dimension p; set message_bytes");
   c["network"] = {{"latency", -0.5}};
   CHECK(error_of(c) ==
-        "cfg.json:/network/latency: out of range; got -0.5; expected a number >= 0.0");
+        "cfg.json:/network/latency: out of range; got -0.5; expected a number >= 0");
   c["network"] = {{"bandwidth", 0}};
   CHECK(error_of(c) == "cfg.json:/network/bandwidth: out of range; got 0; expected a number > 0");
   c["network"] = {{"latency", 0.1}, {"serial", "yes"}};
@@ -119,7 +119,7 @@ TEST_CASE("experiments: network and time budget errors name the key and the acce
         "backend's messages take their real time); got \"threads\"; expected backend "
         "\"simulated\", or no \"network\" block");
   d.erase("backend");
-  d["stopping"] = {{"rule", "deadline"}, {"after", 2.0}};
+  d["stopping"] = {{"rule", "deadline"}, {"after", 3.0}};
   d["rescale"] = "expected";
   CHECK(error_of(d) ==
         "cfg.json:/rescale: rescale 'expected' with a network needs a rule that stops on the "
