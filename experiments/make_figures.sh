@@ -125,7 +125,7 @@ echo "== figures"
 "$python" "$root/plots/plot_regimes.py" --sweeps "$sweeps" --f-star "$fstar" --out "$out"
 # The regime map: ErasureHead's speedup in time to relative suboptimality 1e-2.
 map_fstar=$("$python" -c 'import json, sys; print(repr(json.load(open(sys.argv[1]))["regime_map_training"]))' "$fstar")
-"$python" "$root/plots/plot_regime_map.py" --times "$sweeps/regime_map" \
+"$python" "$root/plots/plot_regime_map.py" --times "$sweeps/regime_map_30" "$sweeps/regime_map_240" \
   --training "$sweeps/regime_map_training" --f-star "$map_fstar" --level 1e-2 \
   --out "$out/regime_map.png" --csv "$out/regime_map.csv"
 # Theory against measurement (docs/convergence.md): least squares, GD and Nesterov.

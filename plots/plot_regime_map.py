@@ -2,13 +2,13 @@
 """Regime map: ErasureHead's speedup in time to a suboptimality level, over uncoded and over
 exact FRC, across the tail-to-compute ratio and the communication share (docs/model.md §3).
 
-usage: plot_regime_map.py --times DIR --training DIR --f-star F [--level 1e-2] --out FIG.png
-                          [--csv MAP.csv]
---times:    a delay-only sweep (experiments/paper/regime_map.json) over /workers, /delay/rate,
-            /network/message_bytes, /code and /stopping: the mean iteration time E[T] of each
-            scheme at each point (compute shift a = 1 s per unit load, Model A tail mean 1/rate,
-            a serial link with bandwidth 1 byte/s, so message_bytes is the seconds one message
-            takes on the link).
+usage: plot_regime_map.py --times DIR [DIR ...] --training DIR --f-star F [--level 1e-2]
+                          --out FIG.png [--csv MAP.csv]
+--times:    delay-only sweeps (experiments/paper/regime_map_<n>.json, one per n) over
+            /delay/rate, /network/message_bytes, /code and /stopping: the mean iteration time E[T]
+            of each scheme at each point (compute shift a = 1 s per unit load, Model A tail mean
+            1/rate, a serial link with bandwidth 1 byte/s, so message_bytes is the seconds t one
+            message takes on the link).
 --training: a training sweep (experiments/paper/regime_map_training.json) over /workers and the
             same schemes: the iterations K each scheme needs to reach the relative suboptimality
             `level`, averaged over repetitions.
@@ -16,11 +16,12 @@ The time to the level is K * E[T] (Wald's identity): under i.i.d. delays which w
 does not depend on how long they took, nor on the link, which keeps the order of compute ends,
 so K does not depend on the delay parameters and the training runs need not be repeated at every
 point of the map. Exact FRC computes the exact gradient: its K is uncoded's (checked).
-Axes: tail-to-compute ratio (1/rate) / a; communication share t / (t + a), with t = message_bytes
-the seconds of one message on the link.
+Axes: tail-to-compute ratio (1/rate) / a; communication share n t / (n t + a): the link's time
+for all n messages against one unit of compute.
 """
 import argparse
 import csv
+import json
 import math
 import os
 import sys
@@ -38,14 +39,22 @@ from plot_traces import read_trace, time_to_level  # noqa: E402
 SCHEMES = ("uncoded", "exact FRC", "ErasureHead")
 
 
-def mean_times(rows):
+def folder_workers(folder):
+    """n of a sweep's runs (the base config's, from its first run's summary.json)."""
+    row = read_index(os.path.join(folder, "index.csv"))[0]
+    with open(os.path.join(folder, row["folder"], "summary.json")) as f:
+        return int(json.load(f)["config"]["workers"])
+
+
+def mean_times(rows, workers):
     """{(n, rate, message_bytes, scheme): mean iteration time}, averaged over repetitions."""
     acc = {}
     for row in rows:
+        row = dict(row, workers=workers)
         scheme = scheme_of(row)
         if scheme is None or scheme[0] not in SCHEMES:
             continue
-        key = (int(row["/workers"]), float(row["/delay/rate"]),
+        key = (int(row["workers"]), float(row["/delay/rate"]),
                float(row["/network/message_bytes"]), scheme[0])
         acc.setdefault(key, []).append(float(row["mean_iteration_time"]))
     return {k: sum(v) / len(v) for k, v in acc.items()}
@@ -75,7 +84,7 @@ def speedup_grid(times, iters, n, baseline):
         grid.append([(k_base * times[(n, r, m, baseline)]) / (k_eh * times[(n, r, m, "ErasureHead")])
                      for r in rates])
     ratios = [1.0 / r for r in rates]  # a = 1: tail-to-compute ratio = 1/rate
-    shares = [m / (m + 1.0) for m in sizes]
+    shares = [n * m / (n * m + 1.0) for m in sizes]
     return ratios, shares, grid
 
 
@@ -114,7 +123,7 @@ def plot(times, iters, ns, level):
             ax.set_yticks(y)
             ax.set_yticklabels([f"{s:.2f}" for s in shares])
             ax.set_xlabel("tail-to-compute ratio (1/λ)/a")
-            ax.set_ylabel("communication share t/(t + a)")
+            ax.set_ylabel("communication share n·t/(n·t + a)")
             ax.set_title(f"n = {n}: ErasureHead (FRC d=2, r=n/2) vs {baseline}; "
                          f"K = {iters[(n, 'ErasureHead')]:.1f} vs {iters[(n, baseline)]:.1f} it.",
                          fontsize=9)
@@ -123,7 +132,8 @@ def plot(times, iters, ns, level):
     fig.suptitle("Where coding pays: speedup in time to relative suboptimality "
                  f"{level:g} (black line: speedup 1)\nModel A shifted exponential, compute "
                  "a = 1 s per unit load, tail mean 1/λ; serial link at the master, t s per "
-                 "message; logistic regression, Gaussian mixture 6000 x 200", fontsize=10)
+                 "message (n·t for all); logistic regression, Gaussian mixture 6000 x 200",
+                 fontsize=10)
     fig.tight_layout(rect=(0, 0, 1, 0.94))
     return fig, summary
 
@@ -131,14 +141,17 @@ def plot(times, iters, ns, level):
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--times", required=True)
+    parser.add_argument("--times", required=True, nargs="+")
     parser.add_argument("--training", required=True)
     parser.add_argument("--f-star", type=float, required=True)
     parser.add_argument("--level", type=float, default=1e-2)
     parser.add_argument("--out", required=True)
     parser.add_argument("--csv")
     args = parser.parse_args(argv)
-    times = mean_times(read_index(os.path.join(args.times, "index.csv")))
+    times = {}
+    for folder in args.times:
+        times.update(mean_times(read_index(os.path.join(folder, "index.csv")),
+                                folder_workers(folder)))
     iters = iterations_to_level(args.training, args.f_star, args.level)
     ns = sorted({k[0] for k in times})
     missing = [k for k in iters if iters[k] is None]

@@ -78,19 +78,19 @@ def suboptimality_curve(traces, f_star, budget, points=400):
     return grid, mean, se
 
 
-def level_times(traces, f_star, budget):
+def level_times(traces, f_star, budget, levels=LEVELS):
     """{level: mean time to it over the repetitions, or None when one did not reach it}."""
     out = {}
-    for level in LEVELS:
+    for level in levels:
         times = [time_to_level(tr, f_star, level) for tr in traces]
         ok = [t for t in times if t is not None and t <= budget]
         out[level] = mean_se(ok) if len(ok) == len(times) else None
     return out
 
 
-def draw_suboptimality(ax_curve, ax_bars, series, f_star, budget, colors=None):
-    """The f - f* panel and the time-to-level bars for `series` = [(label, [trace, ...])].
-    Returns {label: level_times(...)}."""
+def draw_suboptimality(ax_curve, ax_bars, series, f_star, budget, colors=None, levels=LEVELS):
+    """The f - f* panel and the time-to-level bars for `series` = [(label, [trace, ...])];
+    a hatched bar up to the budget is a level not reached. Returns {label: level_times(...)}."""
     colors = colors or {}
     width = 0.8 / max(len(series), 1)
     result = {}
@@ -104,14 +104,13 @@ def draw_suboptimality(ax_curve, ax_bars, series, f_star, budget, colors=None):
             ax_curve.fill_between(grid, [m - s for m, s in zip(mean, se)],
                                   [m + s for m, s in zip(mean, se)],
                                   color=line.get_color(), alpha=0.25, linewidth=0)
-        times = level_times(traces, f_star, budget)
+        times = level_times(traces, f_star, budget, levels)
         result[label] = times
-        for i, level in enumerate(LEVELS):
+        for i, level in enumerate(levels):
             x = i + (k - (len(series) - 1) / 2) * width
             if times[level] is None:
                 ax_bars.bar(x, budget, width, color="none", edgecolor=line.get_color(),
                             hatch="//", linewidth=0.8)
-                ax_bars.text(x, budget, "not\nreached", ha="center", va="bottom", fontsize=6)
             else:
                 m, s = times[level]
                 ax_bars.bar(x, m, width, yerr=s if len(traces) > 1 else None, capsize=2,
@@ -124,9 +123,10 @@ def draw_suboptimality(ax_curve, ax_bars, series, f_star, budget, colors=None):
     ax_curve.set_ylabel("suboptimality f(x_t) - f*")
     ax_curve.grid(True, which="both", alpha=0.3)
     ax_curve.legend(fontsize=8)
-    ax_bars.set_xticks(range(len(LEVELS)))
-    ax_bars.set_xticklabels([f"{level:g}" for level in LEVELS])
-    ax_bars.set_xlabel("relative suboptimality level (f - f*)/(f(x0) - f*)")
+    ax_bars.set_xticks(range(len(levels)))
+    ax_bars.set_xticklabels([f"{level:g}" for level in levels])
+    ax_bars.set_xlabel("relative suboptimality (f - f*)/(f(x0) - f*); hatched: not reached",
+                       fontsize=8)
     ax_bars.set_ylabel("simulated time to reach it (s)")
     ax_bars.grid(True, axis="y", alpha=0.3)
     return result

@@ -131,17 +131,18 @@ def check_regime_map(tmp):
     import plot_regime_map
     times = {}
     for rate in (10.0, 1.0):
-        for size in (0.0, 1.0):
+        for size in (0.0, 1.0 / 30):  # communication shares 0 and 30 t / (30 t + 1) = 0.5
             times[(30, rate, size, "uncoded")] = 1.0 + 4.0 / rate + 30 * size
             times[(30, rate, size, "exact FRC")] = 2.0 + 3.0 / rate + 22 * size
             times[(30, rate, size, "ErasureHead")] = 2.0 + 1.35 / rate + 15 * size
     iters = {(30, "uncoded"): 40.0, (30, "exact FRC"): 40.0, (30, "ErasureHead"): 60.0}
     ratios, shares, grid = plot_regime_map.speedup_grid(times, iters, 30, "uncoded")
-    assert ratios == [0.1, 1.0] and shares == [0.0, 0.5]
-    assert abs(grid[0][1] - 40 * 5.0 / (60 * 3.35)) < 1e-12
-    assert abs(grid[1][0] - 40 * 31.4 / (60 * 17.135)) < 1e-12
+    assert ratios == [0.1, 1.0] and abs(shares[0]) == 0.0 and abs(shares[1] - 0.5) < 1e-12
+    assert abs(grid[0][1] - 40 * 5.0 / (60 * 3.35)) < 1e-12    # 0.995: just slower
+    assert abs(grid[1][0] - 40 * 2.4 / (60 * 2.635)) < 1e-12
+    assert abs(grid[1][1] - 40 * 6.0 / (60 * 3.85)) < 1e-12    # 1.039: faster
     edges = plot_regime_map.boundary(ratios, shares, grid)
-    assert edges == [(0.0, None), (0.5, 0.1)], edges
+    assert edges == [(0.0, None), (shares[1], 1.0)], edges
 
 
 def main():
