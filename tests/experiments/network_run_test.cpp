@@ -92,8 +92,7 @@ TEST_CASE("experiments: network and time budget errors name the key and the acce
         "cfg.json:/network/value_bytes: a delay-only run (\"data\": null) has no model "
         "dimension p; set message_bytes");
   c["network"] = {{"latency", -0.5}};
-  CHECK(error_of(c) ==
-        "cfg.json:/network/latency: out of range; got -0.5; expected a number >= 0");
+  CHECK(error_of(c) == "cfg.json:/network/latency: out of range; got -0.5; expected a number >= 0");
   c["network"] = {{"bandwidth", 0}};
   CHECK(error_of(c) == "cfg.json:/network/bandwidth: out of range; got 0; expected a number > 0");
   c["network"] = {{"latency", 0.1}, {"serial", "yes"}};
