@@ -6,8 +6,11 @@
 # Default output: out/figures/ (PNG figures) with the sweeps' outputs in out/figures/sweeps/
 # (sweeps-quick/ for --quick).
 # --quick runs the same sweep files on smaller data (rows and features cut, see data_quick
-# below), delay-only runs cut to 500 iterations and the wait-fraction target at 0.15, to finish
-# in about a minute; without it the paper's sizes are used (about 17 minutes on 2 busy cores).
+# below; the regime sweeps' compute shift scaled with the rows, as it is proportional to the
+# partition's non-zeros), delay-only runs cut to 500 iterations and the wait-fraction target at
+# 0.15; without it the paper's sizes are used (README: measured times). f* of each regime
+# workload comes from `stragglersim theory --json` (f_star), kept in the sweeps folder as
+# f_star.json.
 # Sweeps are resumable: rerunning after an interruption skips the runs already complete. After
 # editing a sweep file, delete its output folder (a folder only resumes the sweep that made it).
 # Builds (incrementally) and uses build/release/experiments/stragglersim, or uses $STRAGGLERSIM_BIN.
@@ -51,6 +54,8 @@ data_quick = {
     "fashion_mnist": {"rows": 3000},
 }
 target_quick = {"wait_fraction": 0.15}
+# Rows of the full-size data sets whose config does not state them (the generator defaults).
+FULL_ROWS = {"amazon_like": 26215, "fashion_mnist": 12000}
 for name in sorted(os.listdir(paper)):
     if name.startswith("base_") or not name.endswith(".json"):
         continue
@@ -64,7 +69,18 @@ for name in sorted(os.listdir(paper)):
         data = base.get("data")
         if data:
             key = data.get("generator", data["source"])
-            data.update(data_quick[key])
+            if key in data_quick:
+                if name.startswith("regime_") and "rows" in data_quick[key]:
+                    # Compute time is proportional to the partition's non-zeros: with the same
+                    # non-zeros per row, to its rows (the tail mean follows it in regime b).
+                    full = data.get("rows", FULL_ROWS[key])
+                    base["delay"]["shift"] *= data_quick[key]["rows"] / full
+                    if base["delay"]["tail"] == "load" and "network" in base:
+                        base["delay"]["rate"] *= full / data_quick[key]["rows"]
+                    # Their features are already small (f* by Newton): only the rows are cut.
+                    data["rows"] = data_quick[key]["rows"]
+                else:
+                    data.update(data_quick[key])
         elif base["optimizer"]["iterations"] > 500:
             base["optimizer"]["iterations"] = 500
         stem = name[:-5]
@@ -80,8 +96,42 @@ for sweep in "$files"/*.json; do
   "$bin" sweep "$sweep" --out "$sweeps/$name" --jobs "$jobs"
 done
 
+echo "== f* of the regime workloads (stragglersim theory --json, key f_star)"
+fstar="$sweeps/f_star.json"
+[ -f "$fstar" ] || echo "{}" > "$fstar"
+for workload in fashion_mnist amazon_like regime_map_training; do
+  FSTAR="$fstar" KEY="$workload" BIN="$bin" FILES="$files" "$python" - <<'EOF'
+import json, os, subprocess, tempfile
+path, key, files = os.environ["FSTAR"], os.environ["KEY"], os.environ["FILES"]
+known = json.load(open(path))
+if key not in known:
+    sweep = key if key.startswith("regime_map") else f"regime_model_a_{key}"
+    with open(os.path.join(files, sweep + ".json")) as f:
+        config = json.load(f)["base"]
+    # f* depends on the data and the loss only; one iteration keeps theory's other work (the
+    # bound along the run) small.
+    config["optimizer"]["iterations"] = 1
+    config["optimizer"].pop("time_budget", None)
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(config, f)
+    out = subprocess.run([os.environ["BIN"], "theory", f.name, "--json"], check=True,
+                         capture_output=True, text=True).stdout
+    os.unlink(f.name)
+    known[key] = json.loads(out)["f_star"]
+    with open(path, "w") as f:
+        json.dump(known, f, indent=2)
+print(f"f* {key}: {known[key]!r}")
+EOF
+done
+
 echo "== figures"
 "$python" "$root/plots/plot_paper.py" --sweeps "$sweeps" --out "$out"
+"$python" "$root/plots/plot_regimes.py" --sweeps "$sweeps" --f-star "$fstar" --out "$out"
+# The regime map: ErasureHead's speedup in time to relative suboptimality 1e-2.
+map_fstar=$("$python" -c 'import json, sys; print(repr(json.load(open(sys.argv[1]))["regime_map_training"]))' "$fstar")
+"$python" "$root/plots/plot_regime_map.py" --times "$sweeps/regime_map_30" "$sweeps/regime_map_240" \
+  --training "$sweeps/regime_map_training" --f-star "$map_fstar" --level 1e-2 \
+  --out "$out/regime_map.png" --csv "$out/regime_map.csv"
 # Theory against measurement (docs/convergence.md): least squares, GD and Nesterov.
 reps=$([ "$quick" = 1 ] && echo 40 || echo 200)
 example="$root/experiments/examples/theory_least_squares.json"

@@ -234,8 +234,12 @@ RunOutcome run_delay_only(const RunPlan& plan,
   fmt::memory_buffer buffer;
   fmt::format_to(std::back_inserter(buffer),
                  "iteration,time,iteration_time,workers_heard,partitions_covered\n0,0,0,0,0\n");
-  sim::DelayOnlySimulator simulator(
-      plan.make_delays(), plan.scheme.rule, plan.scheme.code, plan.stragglers, plan.seed);
+  sim::DelayOnlySimulator simulator(plan.make_delays(),
+                                    plan.scheme.rule,
+                                    plan.scheme.code,
+                                    plan.stragglers,
+                                    plan.seed,
+                                    plan.network);
   double time = 0.0;
   // Totals of the rows written, for a run that ends early (interrupted or failed).
   sim::DelayOnlyStatistics written;
@@ -245,34 +249,38 @@ RunOutcome run_delay_only(const RunPlan& plan,
   std::uint64_t first_silent = 0;
   end_of_rows(
       [&] {
-        stats = simulator.run(plan.iterations, [&](const sim::DelayOnlyIteration& it) {
-          time += it.iteration_time;
-          if (!std::isfinite(time)) {
-            throw sim::NumericalError(fmt::format(
-                "iteration {}: non-finite simulated time {} (iteration time {}; delays too large)",
-                it.iteration,
-                time,
-                it.iteration_time));
-          }
-          fmt::format_to(std::back_inserter(buffer),
-                         "{},{},{},{},{}\n",
-                         it.iteration,
-                         time,
-                         it.iteration_time,
-                         it.workers_heard,
-                         it.groups_covered);
-          if (it.workers_heard == 0 && silent++ == 0) {
-            first_silent = it.iteration;
-          }
-          written.add(it.iteration_time);
-          written.total_time += it.iteration_time;
-          written.total_wall_time += it.wall_time;
-          trace.add(buffer);
-          if (progress) {
-            progress({it.iteration, plan.iterations, time, std::nullopt});
-          }
-          stop_after_row(should_stop);
-        });
+        stats = simulator.run(
+            plan.iterations,
+            [&](const sim::DelayOnlyIteration& it) {
+              time += it.iteration_time;
+              if (!std::isfinite(time)) {
+                throw sim::NumericalError(
+                    fmt::format("iteration {}: non-finite simulated time {} (iteration time {}; "
+                                "delays too large)",
+                                it.iteration,
+                                time,
+                                it.iteration_time));
+              }
+              fmt::format_to(std::back_inserter(buffer),
+                             "{},{},{},{},{}\n",
+                             it.iteration,
+                             time,
+                             it.iteration_time,
+                             it.workers_heard,
+                             it.groups_covered);
+              if (it.workers_heard == 0 && silent++ == 0) {
+                first_silent = it.iteration;
+              }
+              written.add(it.iteration_time);
+              written.total_time += it.iteration_time;
+              written.total_wall_time += it.wall_time;
+              trace.add(buffer);
+              if (progress) {
+                progress({it.iteration, plan.iterations, time, std::nullopt});
+              }
+              stop_after_row(should_stop);
+            },
+            plan.time_budget);
       },
       outcome);
   trace.finish(buffer);
@@ -374,7 +382,7 @@ std::unique_ptr<sim::Backend> make_backend(
       break;
   }
   auto cluster = std::make_unique<sim::SimulatedCluster>(
-      plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed);
+      plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed, plan.network);
   return std::make_unique<sim::SimulatedBackend>(
       plan.objective, plan.scheme, std::move(cluster), pool);
 }
@@ -579,7 +587,7 @@ RunOutcome run_training(const RunPlan& plan,
                    plan.test_objective.get(),
                    *optimizer,
                    *backend,
-                   sim::TrainingOptions{plan.iterations, &pool},
+                   sim::TrainingOptions{plan.iterations, &pool, plan.time_budget},
                    [&](const sim::TraceRow& row) {
                      write_row(plan, columns, records, row, buffer, tally);
                      diagnostics.add(row);

@@ -3,9 +3,9 @@
 
 usage: plot_paper.py --sweeps DIR --out FIGDIR
 DIR holds one folder per sweep (DIR/<sweep>/index.csv and DIR/<sweep>/runs/...), as written by
-`stragglersim sweep`; every figure is read from those CSV files and written as PNG to FIGDIR:
+`stragglersim sweep`; every figure is read from those CSV files and written as PNG to FIGDIR (the regime figures,
+f - f* against time, are plot_regimes.py's):
 
-  paper_loss_vs_time.png      training loss against simulated time, 4 workloads x d in {2, 3, 5}
   paper_iteration_time.png    mean iteration time per scheme (bars, +- standard error over reps)
   paper_speedup_vs_n.png      speedup over uncoded against n (log axis), delay-only
   paper_wait_fraction.png     time to a target loss and final loss against the wait fraction r/n
@@ -23,12 +23,6 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-WORKLOADS = [
-    ("amazon_like", "Amazon-like (logistic, sparse one-hot)"),
-    ("covtype_like", "Covtype-like (logistic, sparse)"),
-    ("kc_housing_like", "KC-Housing-like (least squares, sparse)"),
-    ("fashion_mnist", "Fashion-MNIST 0 vs 6 (logistic)"),
-]
 SCHEMES = ["uncoded", "exact FRC", "exact CRC", "ErasureHead"]
 COLORS = {"uncoded": "tab:gray", "exact FRC": "tab:blue", "exact CRC": "tab:green",
           "ErasureHead": "tab:red", "ignore stragglers": "tab:orange"}
@@ -90,39 +84,6 @@ def mean_se(values):
         return m, 0.0
     var = sum((v - m) ** 2 for v in values) / (len(values) - 1)
     return m, math.sqrt(var / len(values))
-
-
-def plot_loss_vs_time(sweeps):
-    """Panels: rows = workloads found, columns = d in (2, 3, 5)."""
-    found = [(w, t) for w, t in WORKLOADS
-             if os.path.exists(os.path.join(sweeps, f"loss_{w}", "index.csv"))]
-    fig, axes = plt.subplots(len(found), 3, figsize=(15, 3.6 * len(found)), squeeze=False)
-    for i, (workload, title) in enumerate(found):
-        folder = os.path.join(sweeps, f"loss_{workload}")
-        rows = read_index(os.path.join(folder, "index.csv"))
-        for j, d in enumerate((2, 3, 5)):
-            ax = axes[i][j]
-            for row in sorted(rows, key=lambda r: SCHEMES.index(scheme_of(r)[0])
-                              if scheme_of(r) and scheme_of(r)[0] in SCHEMES else 99):
-                scheme = scheme_of(row)
-                if scheme is None or scheme[0] not in SCHEMES or row["repetition"] != "0":
-                    continue
-                name, dd = scheme
-                if name != "uncoded" and dd != d:
-                    continue
-                trace = read_trace(os.path.join(folder, row["folder"], "trace.csv"))
-                label = name if name == "uncoded" else (
-                    f"{name} d={d}" + (" r=15" if name == "ErasureHead" else ""))
-                ax.plot(trace["time"], trace["loss"], label=label, color=COLORS[name],
-                        linewidth=1.5)
-            ax.set_yscale("log")
-            ax.set_xlabel("simulated time (s)")
-            ax.set_ylabel("training loss f(x_t)")
-            ax.set_title(f"{title}, n = 30, d = {d}", fontsize=9)
-            ax.grid(True, which="both", alpha=0.3)
-            ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
 
 
 def plot_iteration_time(rows):
@@ -294,8 +255,6 @@ def main(argv):
         plt.close(fig)
         written.append(path)
 
-    if any(index(f"loss_{w}") for w, _ in WORKLOADS):
-        save(plot_loss_vs_time(args.sweeps), "paper_loss_vs_time.png")
     if index("iteration_time"):
         save(plot_iteration_time(index("iteration_time")), "paper_iteration_time.png")
     if index("speedup"):

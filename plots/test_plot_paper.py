@@ -3,6 +3,7 @@
 read: bar heights and error bars against index.csv, speedups against the ratio of its columns,
 loss curves against each run's trace.csv. Run by test_plots.py (and so by tests/run_tests.sh)."""
 import csv
+import json
 import math
 import os
 import sys
@@ -85,36 +86,48 @@ def check_speedup_lines(tmp):
     assert "workers n" in ax.get_xlabel()
 
 
-def check_loss_curves(tmp):
+def check_regime_figure(tmp):
+    """plot_regimes: f - f* curves from each run's trace.csv, the caption from its summary.json."""
+    import plot_regimes
     sweeps = os.path.join(tmp, "sweeps")
-    folder = os.path.join(sweeps, "loss_amazon_like")
+    folder = os.path.join(sweeps, "regime_injected_fashion_mnist")
     header = ["index", "repetition", "seed", "/code", "/stopping", "status", "iterations",
               "total_time", "mean_iteration_time", "final_loss", "best_loss", "folder"]
-    traces = {"runs/0": "iteration,time,loss\n0,0,0.69\n1,2.5,0.5\n",
-              "runs/1": "iteration,time,loss\n0,0,0.69\n1,1.25,0.55\n"}
-    rows = [[0, 0, 1, UNCODED, DECODABLE, "ok", 1, 2.5, 2.5, 0.5, 0.5, "runs/0"],
-            [1, 0, 1, frc(2), FIRST_R, "ok", 1, 1.25, 1.25, 0.55, 0.55, "runs/1"]]
+    traces = {"runs/0": "iteration,time,loss\n0,0,0.69\n1,2.5,0.5\n2,5,0.4\n",
+              "runs/1": "iteration,time,loss\n0,0,0.69\n1,1.25,0.3\n2,2.5,0.2\n3,4,0.19\n"}
+    config = {"delay": {"kind": "shifted_exponential", "shift": 0.000627, "rate": 2.0,
+                        "tail": "none"},
+              "optimizer": {"time_budget": 4.0}}
+    rows = [[0, 0, 1, UNCODED, DECODABLE, "ok", 2, 5, 2.5, 0.4, 0.4, "runs/0"],
+            [1, 0, 1, frc(2), FIRST_R, "ok", 3, 4, 1.33, 0.19, 0.19, "runs/1"]]
     for run, text in traces.items():
         os.makedirs(os.path.join(folder, run))
         with open(os.path.join(folder, run, "trace.csv"), "w") as f:
             f.write(text)
+        with open(os.path.join(folder, run, "summary.json"), "w") as f:
+            f.write(json.dumps({"config": config}))
     write_index(os.path.join(folder, "index.csv"), header, rows)
-    fig = plot_paper.plot_loss_vs_time(sweeps)
-    ax = fig.axes[0]  # Amazon-like, d = 2
-    lines = {ln.get_label(): ln for ln in ax.get_lines()}
-    assert list(lines["uncoded"].get_xdata()) == [0.0, 2.5]
-    assert list(lines["uncoded"].get_ydata()) == [0.69, 0.5]
-    assert list(lines["ErasureHead d=2 r=15"].get_ydata()) == [0.69, 0.55]
-    assert ax.get_yscale() == "log"
-    assert ax.get_xlabel() == "simulated time (s)"
-    assert len(fig.axes[1].get_lines()) == 1  # d = 3: only the uncoded reference
+    fig, results = plot_regimes.plot_regime(sweeps, "injected", "title", {"fashion_mnist": 0.18})
+    ax_curve, ax_bars = fig.axes[0], fig.axes[1]
+    lines = {ln.get_label(): ln for ln in ax_curve.get_lines()}
+    uncoded = lines["uncoded (wait for all)"]
+    # Common budget: the smallest last time (4 s); at 4 s uncoded is at row 1 (0.5 - 0.18).
+    assert uncoded.get_xdata()[-1] == 4.0
+    assert abs(uncoded.get_ydata()[-1] - 0.32) < 1e-12
+    eh = results["fashion_mnist"]["ErasureHead d=2 r=15"]
+    # gap0 = 0.51; levels 0.5, 0.3, 0.2 of it: f - f* <= 0.255, 0.153, 0.102. ErasureHead is at
+    # 0.12 from 1.25 s and at 0.02 from 2.5 s; uncoded at 0.32 until 5 s, past the budget.
+    assert eh[0.5] == (1.25, 0.0) and eh[0.3] == (1.25, 0.0) and eh[0.2] == (2.5, 0.0)
+    assert results["fashion_mnist"]["uncoded (wait for all)"][0.5] is None
+    title = ax_curve.get_title()
+    assert "rate λ = 2/s" in title and "tail none" in title and "time budget 4 s" in title, title
 
 
 def check_paper_figures():
     with tempfile.TemporaryDirectory() as tmp:
         check_iteration_time_bars(tmp)
         check_speedup_lines(tmp)
-        check_loss_curves(tmp)
+        check_regime_figure(tmp)
 
 
 if __name__ == "__main__":

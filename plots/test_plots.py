@@ -81,6 +81,92 @@ THEORY_SD = """iteration,measured_mean,measured_se,exact,bound,measured_sd,exact
 """
 
 
+DELAY_ONLY = """iteration,time,iteration_time,workers_heard,partitions_covered
+0,0,0,0,0
+1,2,2,30,30
+2,6,4,30,30
+3,9,3,30,30
+"""
+
+
+def check_delay_only_trace(tmp):
+    """A delay-only trace (no loss column) draws the iteration-time histogram and the running
+    mean against the theory's value, instead of failing with KeyError 'loss'."""
+    path = os.path.join(tmp, "delay.csv")
+    with open(path, "w") as f:
+        f.write(DELAY_ONLY)
+    out = os.path.join(tmp, "delay.png")
+    assert plot_traces.main(["--out", out, "--expected-iteration-time", "3.5", f"u={path}"]) == 0
+    assert os.path.getsize(out) > 1000
+    fig = plot_traces.plot_iteration_times([("u", plot_traces.read_trace(path))], 3.5)
+    ax_hist, ax_mean = fig.axes
+    running, theory = ax_mean.get_lines()
+    assert list(running.get_xdata()) == [1, 2, 3]
+    assert list(running.get_ydata()) == [2.0, 3.0, 3.0]  # 2, (2+4)/2, (2+4+3)/3
+    assert list(theory.get_ydata()) == [3.5, 3.5]
+    assert sum(p.get_height() * p.get_width() for p in ax_hist.patches) == \
+        __import__("pytest").approx(1.0)
+
+
+def check_suboptimality(tmp):
+    """f - f* curves, repetition bands and time-to-level bars from the traces' rows."""
+    f_star = 0.1
+    rows_a = [(0, 0.0, 1.1), (1, 2.0, 0.2), (2, 4.0, 0.11), (3, 6.0, 0.1001)]
+    rows_b = [(0, 0.0, 1.1), (1, 3.0, 0.3), (2, 6.0, 0.25), (3, 9.0, 0.15)]
+    rows_c = [(0, 0.0, 1.1), (1, 1.0, 0.2), (2, 2.0, 0.15), (3, 7.0, 0.1005)]
+
+    def write(name, rows):
+        path = os.path.join(tmp, name)
+        with open(path, "w") as f:
+            f.write("iteration,time,iteration_time,loss\n")
+            for it, t, loss in rows:
+                f.write(f"{it},{t},0,{loss}\n")
+        return plot_traces.read_trace(path)
+
+    a, b, c = write("a.csv", rows_a), write("b.csv", rows_b), write("c.csv", rows_c)
+    # Relative levels: gap0 = 1.0, so level 1e-1 is f - f* <= 0.1, 1e-2 is <= 0.01.
+    assert plot_traces.time_to_level(a, f_star, 1e-1) == 2.0
+    assert plot_traces.time_to_level(a, f_star, 1e-2) == 4.0
+    assert plot_traces.time_to_level(a, f_star, 1e-3) == 6.0
+    assert plot_traces.time_to_level(b, f_star, 1e-2) is None
+    assert plot_traces.value_at(a, "loss", 3.9) == 0.2
+    fig, times = plot_traces.plot_suboptimality([("A", [a, c]), ("B", [b])], f_star)
+    # The common budget is the smallest last time: 6 s (A's first repetition).
+    assert times["A"][1e-1] == (1.5, 0.5)  # mean of 2 and 1 s, standard error 0.5
+    assert times["A"][1e-2] is None        # repetition c reaches 0.01 only at 7 s > 6 s
+    assert times["B"][1e-1] is None
+    ax_curve, ax_bars = fig.axes
+    line_a = ax_curve.get_lines()[0]
+    xs, ys = list(line_a.get_xdata()), list(line_a.get_ydata())
+    assert xs[0] == 0.0 and xs[-1] == 6.0
+    # At t = 6: repetition a has f = 0.1001, c has f = 0.15 (its next row is at 7 s).
+    assert abs(ys[-1] - ((0.1001 - 0.1) + (0.15 - 0.1)) / 2) < 1e-12
+    assert ax_curve.get_yscale() == "log"
+    assert len(ax_curve.collections) == 1  # one band: only A has repetitions
+    heights = sorted(round(p.get_height(), 9) for p in ax_bars.patches)
+    # A at 1e-1 (1.5), A not reached twice (budget 6), B not reached three times (budget 6)
+    assert heights == [1.5, 6.0, 6.0, 6.0, 6.0, 6.0], heights
+
+
+def check_regime_map(tmp):
+    """Speedups of the map are K_base E[T_base] / (K_EH E[T_EH]) and the boundary reads them."""
+    import plot_regime_map
+    times = {}
+    for rate in (10.0, 1.0):
+        for size in (0.0, 1.0 / 30):  # communication shares 0 and 30 t / (30 t + 1) = 0.5
+            times[(30, rate, size, "uncoded")] = 1.0 + 4.0 / rate + 30 * size
+            times[(30, rate, size, "exact FRC")] = 2.0 + 3.0 / rate + 22 * size
+            times[(30, rate, size, "ErasureHead")] = 2.0 + 1.35 / rate + 15 * size
+    iters = {(30, "uncoded"): 40.0, (30, "exact FRC"): 40.0, (30, "ErasureHead"): 60.0}
+    ratios, shares, grid = plot_regime_map.speedup_grid(times, iters, 30, "uncoded")
+    assert ratios == [0.1, 1.0] and abs(shares[0]) == 0.0 and abs(shares[1] - 0.5) < 1e-12
+    assert abs(grid[0][1] - 40 * 5.0 / (60 * 3.35)) < 1e-12    # 0.995: just slower
+    assert abs(grid[1][0] - 40 * 2.4 / (60 * 2.635)) < 1e-12
+    assert abs(grid[1][1] - 40 * 6.0 / (60 * 3.85)) < 1e-12    # 1.039: faster
+    edges = plot_regime_map.boundary(ratios, shares, grid)
+    assert edges == [(0.0, None), (shares[1], 1.0)], edges
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "trace.csv")
@@ -99,6 +185,9 @@ def main():
         out = os.path.join(tmp, "fig.png")
         assert plot_traces.main(["--out", out, f"s={path}"]) == 0
         assert os.path.getsize(out) > 1000
+        check_delay_only_trace(tmp)
+        check_suboptimality(tmp)
+        check_regime_map(tmp)
     check_speedup_figure()
     check_theory_figure()
     test_plot_paper.check_paper_figures()

@@ -33,12 +33,14 @@ DelayOnlySimulator::DelayOnlySimulator(std::unique_ptr<DelayModel> delays,
                                        std::shared_ptr<const StoppingRule> rule,
                                        std::shared_ptr<const codes::GradientCode> code,
                                        StragglerPolicy policy,
-                                       std::uint64_t seed)
+                                       std::uint64_t seed,
+                                       const NetworkOptions& network)
     : delays_(std::move(delays)),
       rule_(std::move(rule)),
       code_(std::move(code)),
       policy_(policy),
-      rng_(make_engine(seed, Stream::kDelays)) {
+      rng_(make_engine(seed, Stream::kDelays)),
+      network_(network) {
   STRAGGLERSIM_ASSERT(delays_ && rule_ && code_, "delay-only run needs delays, rule and code");
   STRAGGLERSIM_ASSERT(delays_->workers() == code_->workers(), "delay model and code disagree on n");
   const codes::CodeStructure structure = code_->structure();
@@ -58,7 +60,8 @@ DelayOnlySimulator::DelayOnlySimulator(std::unique_ptr<DelayModel> delays,
     }
   }
   if (!selectable) {
-    fallback_ = std::make_unique<SimulatedCluster>(std::move(delays_), rule_, policy_, seed);
+    fallback_ =
+        std::make_unique<SimulatedCluster>(std::move(delays_), rule_, policy_, seed, network);
     return;
   }
   const auto n = static_cast<std::size_t>(code_->workers());
@@ -69,6 +72,9 @@ DelayOnlySimulator::DelayOnlySimulator(std::unique_ptr<DelayModel> delays,
   if (policy_ == StragglerPolicy::kFinish) {
     arrivals_.resize(n);
     busy_until_.assign(n, 0.0);
+  }
+  if (!network.is_free()) {
+    delivered_.resize(n);
   }
 }
 
@@ -164,6 +170,12 @@ DelayOnlyIteration DelayOnlySimulator::step() {
     }
     arrivals = &arrivals_;
   }
+  // `compute` holds the compute ends, `a` the arrivals at the master.
+  const std::vector<double>& compute = *arrivals;
+  if (!delivered_.empty()) {
+    network_.deliver(compute, delivered_);
+    arrivals = &delivered_;
+  }
   const std::vector<double>& a = *arrivals;
   const int n = static_cast<int>(a.size());
 
@@ -216,7 +228,7 @@ DelayOnlyIteration DelayOnlySimulator::step() {
   }
   if (policy_ == StragglerPolicy::kFinish) {
     for (std::size_t i = 0; i < a.size(); ++i) {
-      busy_until_[i] = a[i] > stop ? time_ + a[i] : 0.0;
+      busy_until_[i] = a[i] > stop ? time_ + compute[i] : 0.0;
     }
   }
   time_ += stop;
@@ -224,7 +236,9 @@ DelayOnlyIteration DelayOnlySimulator::step() {
 }
 
 DelayOnlyStatistics DelayOnlySimulator::run(
-    std::uint64_t iterations, const std::function<void(const DelayOnlyIteration&)>& on_iteration) {
+    std::uint64_t iterations,
+    const std::function<void(const DelayOnlyIteration&)>& on_iteration,
+    double time_budget) {
   DelayOnlyStatistics stats;
   if (has_groups_) {
     stats.groups = static_cast<std::uint64_t>(code_->workers() / d_);
@@ -250,6 +264,9 @@ DelayOnlyStatistics DelayOnlySimulator::run(
     }
     if (on_iteration) {
       on_iteration(it);
+    }
+    if (stats.total_time >= time_budget) {
+      break;
     }
   }
   return stats;

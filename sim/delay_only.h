@@ -8,15 +8,18 @@
 //   deadline     min(τ, max_i T_i)
 //   decodable    FRC / uncoded: max over groups of the group's first arrival
 //   first_r_or_decodable   the smaller of the two
-// Any other (rule, code) pair falls back to the event engine.
+// Any other (rule, code) pair falls back to the event engine. A network (sim/network.h) turns the
+// compute ends into arrivals before the selection, as in SimulatedCluster.
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <vector>
 
 #include "codes/gradient_code.h"
+#include "sim/network.h"
 #include "sim/simulated_cluster.h"
 
 namespace stragglersim::sim {
@@ -62,11 +65,14 @@ class DelayOnlySimulator {
                      std::shared_ptr<const StoppingRule> rule,
                      std::shared_ptr<const codes::GradientCode> code,
                      StragglerPolicy policy,
-                     std::uint64_t seed);
+                     std::uint64_t seed,
+                     const NetworkOptions& network = {});
 
-  /// Runs `iterations` iterations; `on_iteration`, when set, sees each one.
+  /// Runs `iterations` iterations, or fewer: it stops after the first iteration whose cumulative
+  /// time reaches `time_budget` (seconds); `on_iteration`, when set, sees each one.
   DelayOnlyStatistics run(std::uint64_t iterations,
-                          const std::function<void(const DelayOnlyIteration&)>& on_iteration = {});
+                          const std::function<void(const DelayOnlyIteration&)>& on_iteration = {},
+                          double time_budget = std::numeric_limits<double>::infinity());
   /// Whether selection is used (false: the event engine fallback).
   [[nodiscard]] bool uses_selection() const { return fallback_ == nullptr; }
 
@@ -91,6 +97,8 @@ class DelayOnlySimulator {
   std::vector<double> scratch_;
   std::vector<double> sample_;
   std::vector<double> busy_until_;
+  Network network_;
+  std::vector<double> delivered_;  // arrivals through a network that is not free
   std::unique_ptr<SimulatedCluster> fallback_;
 };
 

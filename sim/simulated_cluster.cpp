@@ -9,14 +9,18 @@ namespace stragglersim::sim {
 SimulatedCluster::SimulatedCluster(std::unique_ptr<DelayModel> delays,
                                    std::shared_ptr<const StoppingRule> rule,
                                    StragglerPolicy policy,
-                                   std::uint64_t seed)
+                                   std::uint64_t seed,
+                                   const NetworkOptions& network)
     : delays_(std::move(delays)),
       rule_(std::move(rule)),
       policy_(policy),
-      rng_(make_engine(seed, Stream::kDelays)) {
+      rng_(make_engine(seed, Stream::kDelays)),
+      network_(network) {
   STRAGGLERSIM_ASSERT(delays_ != nullptr && rule_ != nullptr, "cluster needs delays and a rule");
   const auto n = static_cast<std::size_t>(delays_->workers());
   current_.delays.resize(n);
+  current_.arrivals.resize(n);
+  compute_end_.resize(n);
   current_.heard.reserve(n);
   busy_until_.assign(n, 0.0);
   queue_.reserve(n + 1);
@@ -29,13 +33,17 @@ const IterationTiming& SimulatedCluster::next_iteration() {
   delays_->sample(current_.iteration, rng_, current_.delays);
 
   queue_.clear();
-  double last_arrival = 0.0;
   for (int i = 0; i < n; ++i) {
     const auto w = static_cast<std::size_t>(i);
     // Under `finish` a worker still busy with stale work starts late; otherwise at once.
     const double start =
         policy_ == StragglerPolicy::kFinish ? std::max(0.0, busy_until_[w] - time_) : 0.0;
-    const double arrival = start + current_.delays[w];
+    compute_end_[w] = start + current_.delays[w];
+  }
+  network_.deliver(compute_end_, current_.arrivals);
+  double last_arrival = 0.0;
+  for (int i = 0; i < n; ++i) {
+    const double arrival = current_.arrivals[static_cast<std::size_t>(i)];
     last_arrival = std::max(last_arrival, arrival);
     queue_.push(arrival, ArrivalEvent{i});
   }
@@ -60,12 +68,14 @@ const IterationTiming& SimulatedCluster::next_iteration() {
   }
 
   if (policy_ == StragglerPolicy::kFinish) {
-    // Workers not heard are still computing; their arrival times are left in the queue.
+    // Workers not heard are still busy until their compute ends (their stale message is
+    // dropped); their arrivals are the events left in the queue.
     std::fill(busy_until_.begin(), busy_until_.end(), 0.0);
     while (!queue_.empty()) {
       const Event e = queue_.pop();
       if (const auto* a = std::get_if<ArrivalEvent>(&e.payload)) {
-        busy_until_[static_cast<std::size_t>(a->worker)] = time_ + e.time;
+        const auto w = static_cast<std::size_t>(a->worker);
+        busy_until_[w] = time_ + compute_end_[w];
       }
     }
   }

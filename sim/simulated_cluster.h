@@ -7,6 +7,8 @@
 //   finish  they finish the stale work and start the next iteration when done;
 //   drain   the master waits for everyone before the next broadcast but does not count that
 //           time (the paper's reference implementation): `time` excludes it, `wall_time` not.
+// A worker's message reaches the master through the network (sim/network.h): arrival = the
+// network's delivery of the compute end (start + T_i); a free network delivers at once.
 
 #include <cstdint>
 #include <memory>
@@ -15,6 +17,7 @@
 
 #include "sim/delay_model.h"
 #include "sim/event_queue.h"
+#include "sim/network.h"
 #include "sim/stopping_rule.h"
 
 namespace stragglersim::sim {
@@ -23,12 +26,13 @@ enum class StragglerPolicy { kCancel, kFinish, kDrain };
 
 /// What one iteration looked like, in simulated seconds.
 struct IterationTiming {
-  std::uint64_t iteration = 0;  ///< 1-based
-  double broadcast = 0.0;       ///< counted clock at the broadcast
-  double iteration_time = 0.0;  ///< counted time from broadcast to the stop
-  double wall_time = 0.0;       ///< real time until the next broadcast can happen (drain waits)
-  std::vector<int> heard;       ///< workers heard, in arrival order
-  std::vector<double> delays;   ///< each worker's drawn delay T_i
+  std::uint64_t iteration = 0;   ///< 1-based
+  double broadcast = 0.0;        ///< counted clock at the broadcast
+  double iteration_time = 0.0;   ///< counted time from broadcast to the stop
+  double wall_time = 0.0;        ///< real time until the next broadcast can happen (drain waits)
+  std::vector<int> heard;        ///< workers heard, in arrival order
+  std::vector<double> delays;    ///< each worker's drawn delay T_i
+  std::vector<double> arrivals;  ///< when each worker's message reaches the master (from broadcast)
 };
 
 class SimulatedCluster {
@@ -37,7 +41,8 @@ class SimulatedCluster {
   SimulatedCluster(std::unique_ptr<DelayModel> delays,
                    std::shared_ptr<const StoppingRule> rule,
                    StragglerPolicy policy,
-                   std::uint64_t seed);
+                   std::uint64_t seed,
+                   const NetworkOptions& network = {});
 
   /// Runs the next iteration on the event queue and returns its timing (valid until the next call).
   const IterationTiming& next_iteration();
@@ -57,7 +62,9 @@ class SimulatedCluster {
   StragglerPolicy policy_;
   RandomEngine rng_;
   EventQueue queue_;
+  Network network_;
   IterationTiming current_;
+  std::vector<double> compute_end_;
   std::vector<double> busy_until_;  // per worker, relative to the counted clock (finish policy)
   double time_ = 0.0;
   double wall_ = 0.0;

@@ -102,6 +102,9 @@ void train(const models::Objective& objective,
     row.partitions_covered = it.decoding.partitions_covered;
     row.heard = std::move(it.heard);
     record(row);
+    if (time >= options.time_budget) {
+      break;
+    }
   }
 }
 

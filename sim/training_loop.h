@@ -6,6 +6,7 @@
 #include <Eigen/Core>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -40,9 +41,12 @@ struct TrainingOptions {
   std::uint64_t iterations = 100;
   /// Computes each row's partition gradients in parallel when set (same bytes as serial).
   models::WorkerPool* pool = nullptr;
+  /// Stop after the first iteration whose cumulative simulated time reaches it (seconds).
+  double time_budget = std::numeric_limits<double>::infinity();
 };
 
-/// Runs the loop; `on_row` sees every row as soon as it is complete (row 0 first). Throws
+/// Runs the loop for options.iterations iterations or until the clock reaches options.time_budget,
+/// whichever comes first; `on_row` sees every row as soon as it is complete (row 0 first). Throws
 /// NumericalError on a non-finite loss or gradient, after the rows before it were delivered.
 void train(const models::Objective& objective,
            const models::Objective* test_objective,

@@ -480,7 +480,8 @@ nlohmann::json simulated_iteration_time(const RunPlan& plan, std::uint64_t draws
                             plan.scheme.rule,
                             plan.scheme.code,
                             plan.stragglers,
-                            derive_seed(plan.seed, 0x7e0b));
+                            derive_seed(plan.seed, 0x7e0b),
+                            plan.network);
   double wall = 0.0;
   const sim::DelayOnlyStatistics stats =
       s.run(draws, [&](const sim::DelayOnlyIteration& it) { wall += it.wall_time; });
@@ -504,7 +505,8 @@ MeasuredGap measure_gap(const RunPlan& plan, int repetitions, std::uint64_t seed
         std::make_unique<sim::SimulatedCluster>(plan.make_delays(),
                                                 plan.scheme.rule,
                                                 plan.stragglers,
-                                                derive_seed(seed, static_cast<std::uint64_t>(rep)));
+                                                derive_seed(seed, static_cast<std::uint64_t>(rep)),
+                                                plan.network);
     sim::SimulatedBackend backend(plan.objective, plan.scheme, std::move(cluster));
     auto optimizer = plan.make_optimizer();
     sim::train(*plan.objective,

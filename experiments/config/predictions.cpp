@@ -105,14 +105,23 @@ nlohmann::json number_or_null(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
 }
 
-/// The closed forms assume every worker starts each iteration afresh (cancel): under finish and
-/// drain the iteration time is simulated (`theory`) or left out (summary.json).
+/// The closed forms assume every worker starts each iteration afresh (cancel) and that messages
+/// do not queue: under finish and drain, or with a serial link, the iteration time is simulated
+/// (`theory`) or left out (summary.json).
 void add_policy_prediction(const RunPlan& plan, bool convergence, nlohmann::json& out) {
-  if (plan.stragglers == sim::StragglerPolicy::kCancel) {
+  const bool serial = plan.network.serial && !plan.network.is_free();
+  if (plan.stragglers == sim::StragglerPolicy::kCancel && !serial) {
     return;
   }
-  out["policy_note"] =
-      "stragglers finish/drain: the closed forms assume cancel; the iteration time is simulated";
+  if (plan.stragglers != sim::StragglerPolicy::kCancel) {
+    out["policy_note"] =
+        "stragglers finish/drain: the closed forms assume cancel; the iteration time is simulated";
+  }
+  if (serial) {
+    out["network_note"] =
+        "serial link: the closed forms do not cover messages queueing at the master; the "
+        "iteration time is simulated";
+  }
   if (convergence) {
     out.update(simulated_iteration_time(plan, kPolicyDraws));
   } else {
@@ -120,6 +129,37 @@ void add_policy_prediction(const RunPlan& plan, bool convergence, nlohmann::json
     out["iteration_time_sd"] = nullptr;
     out["method"] = "none (run `theory` for a simulated prediction)";
   }
+}
+
+/// The iteration time with the network's parallel links: every arrival moves by the constant
+/// c = L + S/B, so the stop of `all`, `first_r` and `decodable` rules moves by c, and a deadline τ
+/// on arrivals is the deadline τ − c on compute ends plus c (exact; nobody is heard when τ ≤ c).
+/// A serial link is left to add_policy_prediction (simulated).
+sim::IterationTimePrediction predict_with_network(const RunPlan& plan,
+                                                  sim::SchemeDescription scheme,
+                                                  const sim::DelayModel& delays) {
+  const sim::NetworkOptions& net = plan.network;
+  if (net.is_free()) {
+    return sim::predict_iteration_time(scheme, delays);
+  }
+  const double c = net.latency + net.transfer_time();
+  const bool deadline = scheme.rule == sim::RuleKind::kDeadline;
+  sim::IterationTimePrediction p;
+  if (deadline && scheme.deadline <= c) {
+    p.mean = scheme.deadline;
+    p.sd = 0.0;
+    p.q = scheme.code == sim::CodeFamily::kCyclic ? std::nan("") : 1.0;
+    p.q2 = p.q;
+    p.method = "exact (the deadline is at most the communication time: nobody is heard)";
+    return p;
+  }
+  if (deadline) {
+    scheme.deadline -= c;
+  }
+  p = sim::predict_iteration_time(scheme, delays);
+  p.mean += c;
+  p.method += fmt::format(" + communication latency + size/bandwidth = {} s (exact shift)", c);
+  return p;
 }
 
 /// iterations_to_target / time_to_target: the first t within the horizon whose bound reaches
@@ -214,7 +254,7 @@ nlohmann::json predictions(const RunPlan& plan, bool convergence) {
     return out;
   }
   const auto delays = plan.make_delays();
-  const sim::IterationTimePrediction p = sim::predict_iteration_time(*scheme, *delays);
+  const sim::IterationTimePrediction p = predict_with_network(plan, *scheme, *delays);
   out["expected_iteration_time"] = number_or_null(p.mean);
   out["iteration_time_sd"] = number_or_null(p.sd);
   out["group_erasure_probability"] = number_or_null(p.q);
@@ -225,7 +265,8 @@ nlohmann::json predictions(const RunPlan& plan, bool convergence) {
   if (!convergence) {
     return out;
   }
-  if (auto rows = speedup_rows(*scheme, *delays)) {
+  // The speedup table is the closed forms' without communication.
+  if (auto rows = plan.network.is_free() ? speedup_rows(*scheme, *delays) : std::nullopt) {
     for (const auto& row : *rows) {
       if (row["workers"] == scheme->workers) {
         out["speedup_at_config_n"] = row;

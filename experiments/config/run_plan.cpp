@@ -391,6 +391,9 @@ void read_optimizer(JsonReader& root,
                     const std::string& smoothness_key) {
   JsonReader opt_reader = root.object("optimizer");
   plan.iterations = static_cast<std::uint64_t>(opt_reader.integer("iterations", std::nullopt, 0));
+  if (opt_reader.has("time_budget")) {
+    plan.time_budget = opt_reader.positive("time_budget", std::nullopt);
+  }
   if (!delay_only && plan.objective->partial()) {
     // An MPI worker takes no step (rank 0 validates the step; β needs the whole set).
     (void)opt_reader.choice("kind", "optimizer", {"gd", "nesterov"}, "gd");
@@ -442,6 +445,65 @@ void read_optimizer(JsonReader& root,
   root.allow("target_loss");
   if (root.has("target_loss")) {
     plan.target_loss = root.number("target_loss", std::nullopt);
+  }
+}
+
+/// The optional "network" block (docs/model.md §3 "Communication"): latency (0), bandwidth
+/// (bytes/s; absent: infinite), serial (false), and the message size: p · value_bytes (8) with
+/// data, message_bytes (0) for a delay-only run. Only the simulated clock applies it.
+void read_network(JsonReader& root, RunPlan& plan, bool delay_only) {
+  if (!root.has("network")) {
+    return;
+  }
+  JsonReader reader = root.object("network");
+  sim::NetworkOptions& net = plan.network;
+  net.latency = reader.number("latency", 0.0, 0.0);
+  if (reader.has("bandwidth")) {
+    net.bandwidth = reader.positive("bandwidth", std::nullopt);
+  }
+  net.serial = reader.boolean("serial", false);
+  if (delay_only) {
+    if (reader.has("value_bytes")) {
+      reader.fail("value_bytes",
+                  "a delay-only run (\"data\": null) has no model dimension p; set message_bytes");
+    }
+    if (reader.has("bandwidth") && !reader.has("message_bytes")) {
+      reader.fail("message_bytes",
+                  "missing required key: a delay-only run (\"data\": null) with a bandwidth needs "
+                  "the message size in bytes; expected a number >= 0");
+    }
+    net.message_bytes = reader.number("message_bytes", 0.0, 0.0);
+  } else {
+    if (reader.has("message_bytes")) {
+      reader.fail("message_bytes",
+                  "with data the message size is p * value_bytes (the model's dimension times "
+                  "the bytes of one value); set value_bytes instead");
+    }
+    const auto value_bytes = reader.integer("value_bytes", 8, 1, 64);
+    net.message_bytes =
+        static_cast<double>(plan.objective->dimension()) * static_cast<double>(value_bytes);
+  }
+  reader.finish({"bandwidth", "latency", delay_only ? "message_bytes" : "value_bytes", "serial"});
+  root.merge("network", reader);
+  // q of `rescale: expected` was computed without the network: right for rules that stop on the
+  // order of arrivals (the link keeps the order of compute ends), wrong for a deadline.
+  const auto shape = plan.scheme.rule->shape();
+  if (plan.scheme.rescale == codes::Rescale::kExpected && !net.is_free() &&
+      (!shape || shape->kind == sim::RuleKind::kDeadline)) {
+    root.fail_value("rescale",
+                    "rescale 'expected' with a network needs a rule that stops on the order of "
+                    "arrivals (the network changes who meets a deadline)",
+                    "expected",
+                    "'none' or 'empirical', or a first_r, all or decodable rule");
+  }
+  if (plan.backend != BackendKind::kSimulated) {
+    const std::string kind = plan.backend == BackendKind::kThreads ? "threads" : "mpi";
+    root.fail_value("network",
+                    fmt::format("a network model applies to the simulated clock only (the {} "
+                                "backend's messages take their real time)",
+                                kind),
+                    kind,
+                    "backend \"simulated\", or no \"network\" block");
   }
 }
 
@@ -541,6 +603,7 @@ RunPlan plan_run(const nlohmann::json& config,
   read_optimizer(
       root, plan, delay_only, data_key.empty() ? nullptr : options.setup, smoothness_key);
   const nlohmann::json resolved_faults = read_backend(root, plan, delay_only);
+  read_network(root, plan, delay_only);
   root.finish();
   plan.resolved = root.resolved();
   plan.resolved.erase("threads");

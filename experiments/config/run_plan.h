@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -16,6 +17,7 @@
 #include "models/objective.h"
 #include "sim/delay_model.h"
 #include "sim/mpi_backend.h"
+#include "sim/network.h"
 #include "sim/optimizer.h"
 #include "sim/scheme.h"
 #include "sim/simulated_cluster.h"
@@ -53,7 +55,12 @@ struct RunPlan {
   /// β of the objective (0 for a delay-only run).
   double smoothness = 0.0;
   std::uint64_t iterations = 0;
+  /// optimizer.time_budget: stop after the first iteration whose cumulative simulated time
+  /// reaches it (+∞ when absent).
+  double time_budget = std::numeric_limits<double>::infinity();
   std::optional<double> target_loss;
+  /// The "network" block (free when absent): latency, bandwidth, message size, serial link.
+  sim::NetworkOptions network;
   BackendKind backend = BackendKind::kSimulated;
   /// Options of the threads backend (seconds_per_unit, timeout, faults; policy = stragglers).
   sim::ThreadedOptions threaded;

@@ -283,7 +283,7 @@ py::array_t<double> iteration_times(const Input& input, std::uint64_t iterations
     }
     const RunPlan p = plan_run(l.json, l.source, l.base_dir);
     sim::DelayOnlySimulator simulator(
-        p.make_delays(), p.scheme.rule, p.scheme.code, p.stragglers, p.seed);
+        p.make_delays(), p.scheme.rule, p.scheme.code, p.stragglers, p.seed, p.network);
     std::vector<double> out;
     out.reserve(iterations);
     simulator.run(iterations, [&](const sim::DelayOnlyIteration& it) {
