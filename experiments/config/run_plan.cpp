@@ -452,6 +452,7 @@ void read_optimizer(JsonReader& root,
 /// (bytes/s; absent: infinite), serial (false), and the message size: p · value_bytes (8) with
 /// data, message_bytes (0) for a delay-only run. Only the simulated clock applies it.
 void read_network(JsonReader& root, RunPlan& plan, bool delay_only) {
+  root.allow("network");
   if (!root.has("network")) {
     return;
   }
