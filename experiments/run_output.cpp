@@ -202,8 +202,12 @@ RunOutcome run_delay_only(const RunPlan& plan, TraceWriter& trace, const StopHoo
   fmt::memory_buffer buffer;
   fmt::format_to(std::back_inserter(buffer),
                  "iteration,time,iteration_time,workers_heard,partitions_covered\n0,0,0,0,0\n");
-  sim::DelayOnlySimulator simulator(
-      plan.make_delays(), plan.scheme.rule, plan.scheme.code, plan.stragglers, plan.seed);
+  sim::DelayOnlySimulator simulator(plan.make_delays(),
+                                    plan.scheme.rule,
+                                    plan.scheme.code,
+                                    plan.stragglers,
+                                    plan.seed,
+                                    plan.sampler);
   double time = 0.0;
   // Totals of the rows written, for a run that ends early (interrupted or failed).
   sim::DelayOnlyStatistics written;
@@ -254,6 +258,8 @@ RunOutcome run_delay_only(const RunPlan& plan, TraceWriter& trace, const StopHoo
     outcome.summary["group_erasure_fraction"] = stats.erasure_fraction();
   }
   outcome.summary["fast_path"] = simulator.uses_selection();
+  outcome.summary["sampler"] =
+      simulator.sampler() == sim::Sampler::kOrderStatistics ? "order_statistics" : "workers";
   return outcome;
 }
 

@@ -9,6 +9,9 @@
 //   decodable    FRC / uncoded: max over groups of the group's first arrival
 //   first_r_or_decodable   the smaller of the two
 // Any other (rule, code) pair falls back to the event engine.
+// With Sampler::kOrderStatistics (sim/order_statistics.h) no per-worker delay is drawn: the
+// iteration comes from a few order statistics and counts, exact in distribution but a different
+// stream of draws than the worker sampler for the same seed.
 
 #include <cstdint>
 #include <functional>
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "codes/gradient_code.h"
+#include "sim/order_statistics.h"
 #include "sim/simulated_cluster.h"
 
 namespace stragglersim::sim {
@@ -57,18 +61,24 @@ double select_rth(const std::vector<double>& values,
 class DelayOnlySimulator {
  public:
   /// `code` gives the groups (FRC / uncoded) for `decodable` and the coverage statistics.
-  /// Illegal: null arguments, rule/code worker counts that differ.
+  /// Illegal: null arguments, rule/code worker counts that differ, kOrderStatistics where
+  /// order_statistics_unavailable gives a reason.
   DelayOnlySimulator(std::unique_ptr<DelayModel> delays,
                      std::shared_ptr<const StoppingRule> rule,
                      std::shared_ptr<const codes::GradientCode> code,
                      StragglerPolicy policy,
-                     std::uint64_t seed);
+                     std::uint64_t seed,
+                     Sampler sampler = Sampler::kWorkers);
 
   /// Runs `iterations` iterations; `on_iteration`, when set, sees each one.
   DelayOnlyStatistics run(std::uint64_t iterations,
                           const std::function<void(const DelayOnlyIteration&)>& on_iteration = {});
   /// Whether selection is used (false: the event engine fallback).
   [[nodiscard]] bool uses_selection() const { return fallback_ == nullptr; }
+  /// The sampler drawing the iterations.
+  [[nodiscard]] Sampler sampler() const {
+    return order_statistics_ ? Sampler::kOrderStatistics : Sampler::kWorkers;
+  }
 
  private:
   DelayOnlyIteration step();
@@ -92,6 +102,7 @@ class DelayOnlySimulator {
   std::vector<double> sample_;
   std::vector<double> busy_until_;
   std::unique_ptr<SimulatedCluster> fallback_;
+  std::optional<OrderStatisticSampler> order_statistics_;
 };
 
 }  // namespace stragglersim::sim
