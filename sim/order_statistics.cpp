@@ -178,7 +178,7 @@ std::int64_t OrderStatisticSampler::groups_hit(std::int64_t r, RandomEngine& rng
   return groups_ - untouched;
 }
 
-OrderStatisticDraw OrderStatisticSampler::draw(RandomEngine& rng) {
+OrderStatisticDraw OrderStatisticSampler::draw(RandomEngine& rng) const {
   switch (shape_.kind) {
     case RuleKind::kAll:
       return draw_all(rng);
@@ -194,7 +194,7 @@ OrderStatisticDraw OrderStatisticSampler::draw(RandomEngine& rng) {
   return {};
 }
 
-OrderStatisticDraw OrderStatisticSampler::draw_all(RandomEngine& rng) {
+OrderStatisticDraw OrderStatisticSampler::draw_all(RandomEngine& rng) const {
   OrderStatisticDraw out;
   out.stop = shift_ + scale_ * max_of_exponentials(static_cast<std::uint64_t>(n_), rng);
   out.wall = out.stop;
@@ -203,7 +203,7 @@ OrderStatisticDraw OrderStatisticSampler::draw_all(RandomEngine& rng) {
   return out;
 }
 
-OrderStatisticDraw OrderStatisticSampler::draw_first_r(RandomEngine& rng) {
+OrderStatisticDraw OrderStatisticSampler::draw_first_r(RandomEngine& rng) const {
   OrderStatisticDraw out;
   const std::int64_t r = shape_.r;
   out.stop =
@@ -216,7 +216,7 @@ OrderStatisticDraw OrderStatisticSampler::draw_first_r(RandomEngine& rng) {
   return out;
 }
 
-OrderStatisticDraw OrderStatisticSampler::draw_deadline(RandomEngine& rng) {
+OrderStatisticDraw OrderStatisticSampler::draw_deadline(RandomEngine& rng) const {
   OrderStatisticDraw out;
   const double p = deadline_p_;
   std::int64_t heard = 0;
@@ -261,7 +261,7 @@ OrderStatisticDraw OrderStatisticSampler::draw_deadline(RandomEngine& rng) {
   return out;
 }
 
-OrderStatisticDraw OrderStatisticSampler::draw_decodable(RandomEngine& rng) {
+OrderStatisticDraw OrderStatisticSampler::draw_decodable(RandomEngine& rng) const {
   OrderStatisticDraw out;
   // A group's first arrival is shift + (scale/d)·Exp(1); the last group covered is the maximum.
   const double x = max_of_exponentials(static_cast<std::uint64_t>(groups_), rng) / d_;
@@ -306,7 +306,7 @@ OrderStatisticDraw OrderStatisticSampler::draw_decodable(RandomEngine& rng) {
   return out;
 }
 
-OrderStatisticDraw OrderStatisticSampler::draw_first_r_or_decodable(RandomEngine& rng) {
+OrderStatisticDraw OrderStatisticSampler::draw_first_r_or_decodable(RandomEngine& rng) const {
   const std::int64_t r = shape_.r;
   if (r < groups_) {
     return draw_first_r(rng);  // covering n/d groups needs at least n/d arrivals

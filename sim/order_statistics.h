@@ -82,18 +82,18 @@ class OrderStatisticSampler {
                         StragglerPolicy policy);
 
   /// Draws the next iteration from `rng`.
-  OrderStatisticDraw draw(RandomEngine& rng);
+  [[nodiscard]] OrderStatisticDraw draw(RandomEngine& rng) const;
 
  private:
-  OrderStatisticDraw draw_all(RandomEngine& rng);
-  OrderStatisticDraw draw_first_r(RandomEngine& rng);
-  OrderStatisticDraw draw_deadline(RandomEngine& rng);
-  OrderStatisticDraw draw_decodable(RandomEngine& rng);
-  OrderStatisticDraw draw_first_r_or_decodable(RandomEngine& rng);
+  [[nodiscard]] OrderStatisticDraw draw_all(RandomEngine& rng) const;
+  [[nodiscard]] OrderStatisticDraw draw_first_r(RandomEngine& rng) const;
+  [[nodiscard]] OrderStatisticDraw draw_deadline(RandomEngine& rng) const;
+  [[nodiscard]] OrderStatisticDraw draw_decodable(RandomEngine& rng) const;
+  [[nodiscard]] OrderStatisticDraw draw_first_r_or_decodable(RandomEngine& rng) const;
   /// Groups covered by a uniform `r`-subset of the workers (d > 1), one step per worker.
-  std::int64_t groups_hit(std::int64_t r, RandomEngine& rng) const;
+  [[nodiscard]] std::int64_t groups_hit(std::int64_t r, RandomEngine& rng) const;
   /// Drain's wall time: the stop plus the last of the `unheard` workers, memoryless beyond it.
-  double wall_after(double stop, std::int64_t unheard, RandomEngine& rng) const;
+  [[nodiscard]] double wall_after(double stop, std::int64_t unheard, RandomEngine& rng) const;
 
   double shift_;
   double scale_;
