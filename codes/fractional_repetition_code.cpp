@@ -39,6 +39,11 @@ Validation FractionalRepetitionCode::Options::validate() const {
 FractionalRepetitionCode::FractionalRepetitionCode(const Options& options)
     : FractionalRepetitionCode(options_check::require_valid(options).workers, options.d) {}
 
+FractionalRepetitionCode::FractionalRepetitionCode(const Options& options, CompactTag /*compact*/)
+    : GradientCode(
+          Compact{options_check::require_valid(options).workers, options.workers, options.d}),
+      d_(options.d) {}
+
 FractionalRepetitionCode::FractionalRepetitionCode(int workers, int d)
     : GradientCode(workers, frc_supports(workers, d)), d_(d) {}
 

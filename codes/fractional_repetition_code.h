@@ -21,6 +21,9 @@ class FractionalRepetitionCode final : public GradientCode {
   explicit FractionalRepetitionCode(const Options& options);
   /// Shorthand for FractionalRepetitionCode({.workers = workers, .d = d}).
   FractionalRepetitionCode(int workers, int d);
+  /// The compact code (GradientCode::Compact): structure and loads only, O(1) memory, for
+  /// delay-only runs at any n. Illegal: options that fail validate().
+  FractionalRepetitionCode(const Options& options, CompactTag /*compact*/);
   [[nodiscard]] std::string name() const override { return "frc"; }
   [[nodiscard]] int stragglers_tolerated() const override { return d_ - 1; }
   [[nodiscard]] CodeStructure structure() const override {

@@ -77,6 +77,21 @@ GradientCode::GradientCode(int partitions, std::vector<std::vector<int>> support
   }
 }
 
+GradientCode::GradientCode(const Compact& compact)
+    : workers_(compact.workers),
+      partitions_(compact.partitions),
+      compact_support_(compact.support_size) {
+  STRAGGLERSIM_ASSERT(workers_ > 0 && partitions_ > 0 && compact_support_ > 0,
+                      "a compact code needs workers, partitions and a support size");
+}
+
+std::optional<double> GradientCode::uniform_load() const {
+  if (!compact()) {
+    return std::nullopt;
+  }
+  return static_cast<double>(compact_support_) * workers_ / partitions_;
+}
+
 const Eigen::MatrixXd& GradientCode::assignment() const {
   STRAGGLERSIM_ASSERT(b_.rows() == workers_, "dense B of a code this large is not materialised");
   return b_;
@@ -84,15 +99,21 @@ const Eigen::MatrixXd& GradientCode::assignment() const {
 
 std::span<const double> GradientCode::support_values(int worker) const {
   STRAGGLERSIM_ASSERT(worker >= 0 && worker < workers(), "worker out of range");
+  STRAGGLERSIM_ASSERT(!compact(), "a compact code keeps no supports");
   return values_[static_cast<std::size_t>(worker)];
 }
 
 std::span<const int> GradientCode::support(int worker) const {
   STRAGGLERSIM_ASSERT(worker >= 0 && worker < workers(), "worker out of range");
+  STRAGGLERSIM_ASSERT(!compact(), "a compact code keeps no supports");
   return supports_[static_cast<std::size_t>(worker)];
 }
 
 double GradientCode::load(int worker) const {
+  if (const auto u = uniform_load()) {
+    STRAGGLERSIM_ASSERT(worker >= 0 && worker < workers(), "worker out of range");
+    return *u;
+  }
   return static_cast<double>(support(worker).size()) * workers() / partitions();
 }
 
@@ -105,6 +126,7 @@ std::vector<double> GradientCode::loads() const {
 }
 
 Decoding GradientCode::finish(Eigen::VectorXd weights, double condition) const {
+  STRAGGLERSIM_ASSERT(!compact(), "a compact code does not decode");
   Decoding d;
   // α = Bᵀa over the supports: O(nnz), and independent of whether B is materialised.
   d.alpha = Eigen::VectorXd::Zero(partitions_);

@@ -64,6 +64,9 @@ struct CodeStructure {
   bool one_step = false;  ///< decode_one_step has fixed weights of its own (not the optimal)
 };
 
+/// Selects a code's compact constructor (GradientCode::Compact): no per-worker arrays.
+struct CompactTag {};
+
 /// Codes with k = n: a violation naming `partitions` unless partitions is 0 (k = n by
 /// default) or equals workers.
 [[nodiscard]] Validation one_partition_per_worker(const char* code, int workers, int partitions);
@@ -96,6 +99,11 @@ class GradientCode {
   /// Normalised load |supp(B_i)| · n / k (an uncoded worker has load 1).
   [[nodiscard]] double load(int worker) const;
   [[nodiscard]] std::vector<double> loads() const;
+  /// The load every worker has, for a code built compact (see the compact constructor);
+  /// nullopt otherwise (call loads()).
+  [[nodiscard]] std::optional<double> uniform_load() const;
+  /// Whether the code keeps no per-worker arrays (support, B and the decoders are unavailable).
+  [[nodiscard]] bool compact() const { return compact_support_ > 0; }
 
   /// Whether B_Kᵀa = 1 is solvable (to tolerance, well conditioned) for the workers heard.
   [[nodiscard]] virtual bool decodable(std::span<const int> heard) const;
@@ -122,6 +130,17 @@ class GradientCode {
   /// A 0/1 code given by its supports (B_ij = 1 for j in supports[i]); O(nnz) memory.
   GradientCode(int partitions, std::vector<std::vector<int>> supports);
 
+  /// A compact 0/1 code whose every worker holds `support_size` partitions, described by its
+  /// structure() alone: O(1) memory at any n. For delay-only runs of group codes (10⁹ workers),
+  /// which need the layout and the loads, never a support; asking it for a support, B or a
+  /// decode is an internal error.
+  struct Compact {
+    int workers = 0;
+    int partitions = 0;
+    int support_size = 0;
+  };
+  explicit GradientCode(const Compact& compact);
+
   /// Largest n·k for which a support-built code also keeps its dense B.
   static constexpr std::int64_t kDenseLimit = 1 << 24;
 
@@ -134,6 +153,7 @@ class GradientCode {
   Eigen::MatrixXd b_;
   std::vector<std::vector<int>> supports_;
   std::vector<std::vector<double>> values_;
+  int compact_support_ = 0;  ///< > 0: built compact, every worker holds this many partitions
 };
 
 /// Multiplies the decode weights (and α) by `factor`: the `expected` and `empirical` rescales.

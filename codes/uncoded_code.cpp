@@ -27,6 +27,9 @@ Validation UncodedCode::Options::validate() const {
 UncodedCode::UncodedCode(const Options& options)
     : UncodedCode(options_check::require_valid(options).workers) {}
 
+UncodedCode::UncodedCode(const Options& options, CompactTag /*compact*/)
+    : GradientCode(Compact{options_check::require_valid(options).workers, options.workers, 1}) {}
+
 UncodedCode::UncodedCode(int workers) : GradientCode(workers, identity_supports(workers)) {}
 
 bool UncodedCode::decodable(std::span<const int> heard) const {

@@ -17,6 +17,9 @@ class UncodedCode final : public GradientCode {
   explicit UncodedCode(const Options& options);
   /// Shorthand for UncodedCode({.workers = workers}). Illegal: workers < 1.
   explicit UncodedCode(int workers);
+  /// The compact code (GradientCode::Compact): structure and loads only, O(1) memory, for
+  /// delay-only runs at any n. Illegal: options that fail validate().
+  UncodedCode(const Options& options, CompactTag /*compact*/);
   [[nodiscard]] std::string name() const override { return "uncoded"; }
   [[nodiscard]] int stragglers_tolerated() const override { return 0; }
   [[nodiscard]] CodeStructure structure() const override {

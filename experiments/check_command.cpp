@@ -19,10 +19,12 @@
 #include "experiments/config/predictions.h"
 #include "experiments/config/run_plan.h"
 #include "experiments/run_output.h"
+#include "models/base/random_stream.h"
 #include "models/optimum.h"
 #include "models/synthetic_data.h"
 #include "sim/delay_only.h"
 #include "sim/markov_delay.h"
+#include "sim/order_statistics.h"
 #include "sim/simulated_backend.h"
 #include "sim/theory/convergence_theory.h"
 #include "sim/theory/iteration_time_theory.h"
@@ -214,10 +216,116 @@ std::pair<double, double> slope_per_doubling(const std::vector<double>& n,
   return {slope, std::sqrt(var)};
 }
 
+/// Mean stopping time of n i.i.d. workers of load `load` (Model A: T = load + load·Exp(1)) under
+/// `shape`, from the order-statistics sampler: the stop does not depend on how workers are grouped,
+/// so no code (and no O(r) count of covered groups) is needed.
+Mean simulate_order_statistics(std::int64_t n,
+                               double load,
+                               const sim::StoppingShape& shape,
+                               std::uint64_t iterations,
+                               std::uint64_t seed) {
+  sim::OrderStatisticSampler sampler(
+      load, load, shape, n, 1, /*has_groups=*/false, sim::StragglerPolicy::kCancel);
+  RandomEngine rng = make_engine(seed, Stream::kDelays);
+  Mean m;
+  for (std::uint64_t t = 0; t < iterations; ++t) {
+    m.add(sampler.draw(rng).stop);
+  }
+  return m;
+}
+
+/// Delay-only runs at n = 10^9 and 2^30 on the order-statistics sampler against the closed forms
+/// (each row's delay model and code are the compact ones a config of that n builds).
+void order_statistics_rows(bool quick, std::vector<CheckRow>& rows) {
+  const std::uint64_t iterations = quick ? 2000 : 10000;
+  const sim::ShiftedExponentialDelay::Options a{
+      .shift = 1.0, .rate = 1.0, .tail = sim::TailScaling::kLoad};
+  struct Case {
+    std::string label;
+    int n, d;
+    sim::RuleKind rule;
+    int r;
+    double deadline;
+  };
+  const int billion = 1'000'000'000;
+  const int big = 1 << 30;
+  const std::vector<Case> cases = {
+      {"uncoded all", billion, 1, sim::RuleKind::kAll, 1, 0.0},
+      {"uncoded first_r r=1000", billion, 1, sim::RuleKind::kFirstR, 1000, 0.0},
+      {"uncoded first_r r=n/2", big, 1, sim::RuleKind::kFirstR, big / 2, 0.0},
+      {"exact FRC d=2 decodable", big, 2, sim::RuleKind::kDecodable, 1, 0.0},
+  };
+  for (const auto& c : cases) {
+    const sim::SchemeDescription description{
+        c.n,
+        c.d == 1 ? sim::CodeFamily::kUncoded : sim::CodeFamily::kFractionalRepetition,
+        c.d,
+        c.rule,
+        c.r,
+        c.deadline};
+    const sim::ShiftedExponentialDelay model(c.n, static_cast<double>(c.d), a);
+    const auto p = sim::predict_iteration_time(description, model);
+    std::shared_ptr<const codes::GradientCode> code;
+    if (c.d == 1) {
+      code = std::make_shared<codes::UncodedCode>(codes::UncodedCode::Options{c.n, 0},
+                                                  codes::CompactTag{});
+    } else {
+      code = std::make_shared<codes::FractionalRepetitionCode>(
+          codes::FractionalRepetitionCode::Options{c.n, 0, c.d}, codes::CompactTag{});
+    }
+    std::shared_ptr<const sim::StoppingRule> rule;
+    if (c.rule == sim::RuleKind::kAll) {
+      rule = std::make_shared<sim::AllStopping>(c.n);
+    } else if (c.rule == sim::RuleKind::kFirstR) {
+      rule = std::make_shared<sim::FirstRStopping>(c.r);
+    } else {
+      rule = std::make_shared<sim::DecodableStopping>(code);
+    }
+    sim::DelayOnlySimulator s(
+        std::make_unique<sim::ShiftedExponentialDelay>(c.n, static_cast<double>(c.d), a),
+        rule,
+        code,
+        sim::StragglerPolicy::kCancel,
+        31,
+        sim::NetworkOptions{}, sim::Sampler::kOrderStatistics);
+    Mean m;
+    s.run(iterations, [&](const sim::DelayOnlyIteration& it) { m.add(it.iteration_time); });
+    rows.push_back(two_sided(fmt::format("E[T] {} n={} model A (order statistics)", c.label, c.n),
+                             p.mean,
+                             m.mean,
+                             m.se()));
+  }
+  // Group erasure under a deadline at n = 2^30, FRC d = 2: q = (1 − F(τ))² from the binomial
+  // class counts.
+  const auto code = std::make_shared<codes::FractionalRepetitionCode>(
+      codes::FractionalRepetitionCode::Options{big, 0, 2}, codes::CompactTag{});
+  const double tau = 4.5;  // F(τ) = 1 − e^{−(4.5 − 2)/2} for load 2
+  const double q = std::exp(-2.0 * (tau - 2.0) / 2.0);
+  sim::DelayOnlySimulator s(std::make_unique<sim::ShiftedExponentialDelay>(big, 2.0, a),
+                            std::make_shared<sim::DeadlineStopping>(tau, big),
+                            code,
+                            sim::StragglerPolicy::kCancel,
+                            32,
+                            sim::NetworkOptions{}, sim::Sampler::kOrderStatistics);
+  Mean erased;
+  const double groups = big / 2.0;
+  s.run(iterations,
+        [&](const sim::DelayOnlyIteration& it) { erased.add(1.0 - it.groups_covered / groups); });
+  rows.push_back(two_sided(fmt::format("q deadline n={} d=2 after={} (order statistics)", big, tau),
+                           q,
+                           erased.mean,
+                           erased.se()));
+}
+
 void speedup_rows(bool quick, std::vector<CheckRow>& rows, const std::filesystem::path& out) {
   std::vector<int> ns;
-  for (int n = 8; n <= (quick ? 4096 : 65536); n *= 2) {
-    ns.push_back(n);
+  // Worker by worker up to 65 536, then the order-statistics sampler up to 2^30 (2^20 quick).
+  const std::int64_t last = quick ? std::int64_t{1} << 20 : std::int64_t{1} << 30;
+  for (std::int64_t n = 8; n <= last; n *= 2) {
+    if (quick && n > 4096 && n < (std::int64_t{1} << 20)) {
+      continue;
+    }
+    ns.push_back(static_cast<int>(n));
   }
   const auto theory = sim::predicted_speedup(ns, {2, 0.5}, 1.0, 1.0, sim::TailScaling::kLoad);
   std::vector<double> nn;
@@ -231,12 +339,22 @@ void speedup_rows(bool quick, std::vector<CheckRow>& rows, const std::filesystem
     const std::uint64_t iterations =
         quick ? std::max<std::uint64_t>(400, 400000 / static_cast<std::uint64_t>(n))
               : std::max<std::uint64_t>(2000, 4000000 / static_cast<std::uint64_t>(n));
-    const auto uncoded = frc_or_uncoded(n, 1);
-    const auto frc = frc_or_uncoded(n, 2);
-    const Mean u = simulate_time(
-        uncoded, std::make_shared<sim::AllStopping>(n), sim::TailScaling::kLoad, iterations, 21);
-    const Mean e = simulate_time(
-        frc, std::make_shared<sim::FirstRStopping>(n / 2), sim::TailScaling::kLoad, iterations, 22);
+    Mean u;
+    Mean e;
+    if (n <= 65536) {
+      const auto uncoded = frc_or_uncoded(n, 1);
+      const auto frc = frc_or_uncoded(n, 2);
+      u = simulate_time(
+          uncoded, std::make_shared<sim::AllStopping>(n), sim::TailScaling::kLoad, iterations, 21);
+      e = simulate_time(frc,
+                        std::make_shared<sim::FirstRStopping>(n / 2),
+                        sim::TailScaling::kLoad,
+                        iterations,
+                        22);
+    } else {
+      u = simulate_order_statistics(n, 1.0, {sim::RuleKind::kAll, 0, 0.0}, iterations, 21);
+      e = simulate_order_statistics(n, 2.0, {sim::RuleKind::kFirstR, n / 2, 0.0}, iterations, 22);
+    }
     const double ratio = u.mean / e.mean;
     // Delta method for a ratio of independent means.
     const double se = ratio * std::hypot(u.se() / u.mean, e.se() / e.mean);
@@ -246,7 +364,7 @@ void speedup_rows(bool quick, std::vector<CheckRow>& rows, const std::filesystem
     sim_ratio.push_back(ratio);
     sim_se.push_back(se);
     csv += fmt::format("{},{},{},{}\n", n, theory[i].speedup_vs_uncoded, ratio, se);
-    if (n == 64 || n == ns.back()) {
+    if (n == 64 || n == 65536 || n == ns.back()) {
       rows.push_back(two_sided(fmt::format("uncoded/ErasureHead speedup n={} d=2 r=n/2 A", n),
                                theory[i].speedup_vs_uncoded,
                                ratio,
@@ -755,6 +873,7 @@ int command_check(bool quick, const std::string& out_dir) {
   std::vector<CheckRow> rows;
   iteration_time_rows(quick, rows);
   erasure_rows(quick, rows);
+  order_statistics_rows(quick, rows);
   speedup_rows(quick, rows, out);
   estimator_rows(quick, rows);
   bound_rows(quick, rows, out);
@@ -798,7 +917,9 @@ Subcommand add_check_command(CLI::App& app) {
   auto quick = std::make_shared<bool>(false);
   auto out = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("check", "hold the simulator against the theory (PASS/FAIL rows)");
-  cmd->add_flag("--quick", *quick, "fewer iterations and n up to 4096 (a few seconds)");
+  cmd->add_flag("--quick",
+                *quick,
+                "fewer iterations, worker-by-worker n up to 4096 and order statistics at 2^20");
   cmd->add_option("--out", *out, "also write check.csv, speedup.csv and bound.csv here");
   return {cmd, [quick, out] { return command_check(*quick, *out); }};
 }

@@ -239,7 +239,8 @@ RunOutcome run_delay_only(const RunPlan& plan,
                                     plan.scheme.code,
                                     plan.stragglers,
                                     plan.seed,
-                                    plan.network);
+                                    plan.network,
+                                    plan.sampler);
   double time = 0.0;
   // Totals of the rows written, for a run that ends early (interrupted or failed).
   sim::DelayOnlyStatistics written;
@@ -307,6 +308,8 @@ RunOutcome run_delay_only(const RunPlan& plan,
     warnings.push_back(std::move(*w));
   }
   outcome.summary["warnings"] = warnings_json(warnings);
+  outcome.summary["sampler"] =
+      simulator.sampler() == sim::Sampler::kOrderStatistics ? "order_statistics" : "workers";
   return outcome;
 }
 

@@ -18,12 +18,26 @@
 
 namespace stragglersim::sim {
 
+/// The workers' normalised loads: one per worker, or one value shared by all n workers (O(1)
+/// memory, from a code built compact: delay-only runs of group codes at any n).
+struct WorkerLoads {
+  int workers = 0;
+  std::vector<double> per_worker;  ///< size workers, or empty when every worker has `uniform`
+  double uniform = 1.0;
+  /// One entry per worker: per_worker, or workers copies of uniform (O(n)).
+  [[nodiscard]] std::vector<double> expanded() const;
+  [[nodiscard]] bool is_uniform() const { return per_worker.empty(); }
+  /// Loads given per worker.
+  [[nodiscard]] static WorkerLoads of(std::vector<double> loads);
+};
+
 /// Whether the random tail scales with the load (Model A) or not (Model B).
 enum class TailScaling { kLoad, kNone };
 
 /// A model whose worker i draws T_i = worker_shift_i + worker_scale_i·X_i, X_i ~ Exp(1)
 /// i.i.d. over workers and iterations, with worker_shift_i = ℓ_i·shift and
-/// worker_scale_i = s(ℓ_i)/rate. The spans view the model and live as long as it does.
+/// worker_scale_i = s(ℓ_i)/rate. The spans view the model and live as long as it does; they hold
+/// one entry per worker, or a single entry shared by every worker (a model of uniform loads).
 struct ShiftedExponentialShape {
   double shift = 0.0;
   double rate = 1.0;
@@ -71,8 +85,14 @@ class ShiftedExponentialDelay final : public DelayModel {
     [[nodiscard]] Validation validate() const;
   };
   ShiftedExponentialDelay(std::vector<double> loads, const Options& options);
+  /// `workers` workers of one load: O(1) memory at any n, the same draws as the per-worker model
+  /// of the same loads. Illegal: workers < 1, options that fail validate(), a negative load.
+  ShiftedExponentialDelay(int workers, double load, const Options& options);
+  /// The model of `loads`: per worker, or uniform (the constructor above).
+  [[nodiscard]] static std::unique_ptr<ShiftedExponentialDelay> make(const WorkerLoads& loads,
+                                                                     const Options& options);
   [[nodiscard]] std::string name() const override { return "shifted_exponential"; }
-  [[nodiscard]] int workers() const override { return static_cast<int>(loads_.size()); }
+  [[nodiscard]] int workers() const override { return workers_; }
   void sample(std::uint64_t iteration, RandomEngine& rng, std::span<double> out) override;
   [[nodiscard]] double cdf(int worker, double t) const override;
   [[nodiscard]] double mean(int worker) const override;
@@ -89,7 +109,8 @@ class ShiftedExponentialDelay final : public DelayModel {
   [[nodiscard]] double worker_scale(int worker) const;
 
  private:
-  std::vector<double> loads_;
+  ShiftedExponentialDelay(const WorkerLoads& loads, const Options& options, int /*private*/);
+  int workers_ = 0;
   double shift_;
   double rate_;
   TailScaling tail_;

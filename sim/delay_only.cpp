@@ -34,7 +34,8 @@ DelayOnlySimulator::DelayOnlySimulator(std::unique_ptr<DelayModel> delays,
                                        std::shared_ptr<const codes::GradientCode> code,
                                        StragglerPolicy policy,
                                        std::uint64_t seed,
-                                       const NetworkOptions& network)
+                                       const NetworkOptions& network,
+                                       Sampler sampler)
     : delays_(std::move(delays)),
       rule_(std::move(rule)),
       code_(std::move(code)),
@@ -47,6 +48,20 @@ DelayOnlySimulator::DelayOnlySimulator(std::unique_ptr<DelayModel> delays,
   if (structure.layout == codes::CodeLayout::kGroups) {
     d_ = structure.group_size;
     has_groups_ = true;
+  }
+  if (sampler == Sampler::kOrderStatistics) {
+    const auto why = order_statistics_unavailable(*delays_, *rule_, *code_, policy_);
+    STRAGGLERSIM_ASSERT(!why, "order-statistics sampling needs i.i.d. workers");
+    STRAGGLERSIM_ASSERT(network_.options().is_free(), "order-statistics sampling has no network");
+    const ShiftedExponentialShape se = *delays_->shifted_exponential();
+    order_statistics_.emplace(se.worker_shift[0],
+                              se.worker_scale[0],
+                              *rule_->shape(),
+                              code_->workers(),
+                              d_,
+                              has_groups_,
+                              policy_);
+    return;
   }
   const std::optional<StoppingShape> shape = rule_->shape();
   bool selectable = shape.has_value();
@@ -245,7 +260,14 @@ DelayOnlyStatistics DelayOnlySimulator::run(
   }
   for (std::uint64_t t = 0; t < iterations; ++t) {
     DelayOnlyIteration it;
-    if (fallback_) {
+    if (order_statistics_) {
+      const OrderStatisticDraw draw = order_statistics_->draw(rng_);
+      it.iteration = ++iteration_;
+      it.iteration_time = draw.stop;
+      it.wall_time = draw.wall;
+      it.workers_heard = static_cast<int>(draw.heard);
+      it.groups_covered = static_cast<int>(draw.covered);
+    } else if (fallback_) {
       const IterationTiming& timing = fallback_->next_iteration();
       it.iteration = timing.iteration;
       it.iteration_time = timing.iteration_time;

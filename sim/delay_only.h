@@ -10,6 +10,9 @@
 //   first_r_or_decodable   the smaller of the two
 // Any other (rule, code) pair falls back to the event engine. A network (sim/network.h) turns the
 // compute ends into arrivals before the selection, as in SimulatedCluster.
+// With Sampler::kOrderStatistics (sim/order_statistics.h) no per-worker delay is drawn: the
+// iteration comes from a few order statistics and counts, exact in distribution but a different
+// stream of draws than the worker sampler for the same seed (never with a network).
 
 #include <cstdint>
 #include <functional>
@@ -20,6 +23,7 @@
 
 #include "codes/gradient_code.h"
 #include "sim/network.h"
+#include "sim/order_statistics.h"
 #include "sim/simulated_cluster.h"
 
 namespace stragglersim::sim {
@@ -60,13 +64,15 @@ double select_rth(const std::vector<double>& values,
 class DelayOnlySimulator {
  public:
   /// `code` gives the groups (FRC / uncoded) for `decodable` and the coverage statistics.
-  /// Illegal: null arguments, rule/code worker counts that differ.
+  /// Illegal: null arguments, rule/code worker counts that differ, kOrderStatistics where
+  /// order_statistics_unavailable gives a reason.
   DelayOnlySimulator(std::unique_ptr<DelayModel> delays,
                      std::shared_ptr<const StoppingRule> rule,
                      std::shared_ptr<const codes::GradientCode> code,
                      StragglerPolicy policy,
                      std::uint64_t seed,
-                     const NetworkOptions& network = {});
+                     const NetworkOptions& network = {},
+                     Sampler sampler = Sampler::kWorkers);
 
   /// Runs `iterations` iterations, or fewer: it stops after the first iteration whose cumulative
   /// time reaches `time_budget` (seconds); `on_iteration`, when set, sees each one.
@@ -75,6 +81,10 @@ class DelayOnlySimulator {
                           double time_budget = std::numeric_limits<double>::infinity());
   /// Whether selection is used (false: the event engine fallback).
   [[nodiscard]] bool uses_selection() const { return fallback_ == nullptr; }
+  /// The sampler drawing the iterations.
+  [[nodiscard]] Sampler sampler() const {
+    return order_statistics_ ? Sampler::kOrderStatistics : Sampler::kWorkers;
+  }
 
  private:
   DelayOnlyIteration step();
@@ -100,6 +110,7 @@ class DelayOnlySimulator {
   Network network_;
   std::vector<double> delivered_;  // arrivals through a network that is not free
   std::unique_ptr<SimulatedCluster> fallback_;
+  std::optional<OrderStatisticSampler> order_statistics_;
 };
 
 }  // namespace stragglersim::sim

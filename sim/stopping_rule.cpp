@@ -1,6 +1,7 @@
 #include "sim/stopping_rule.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "models/base/invariant.h"
 
@@ -58,11 +59,17 @@ namespace {
 /// No set smaller than ceil(k / max support) can cover every partition, so no smaller set
 /// decodes exactly.
 int minimum_decodable(const codes::GradientCode& code) {
-  std::size_t widest = 1;
-  for (int i = 0; i < code.workers(); ++i) {
-    widest = std::max(widest, code.support(i).size());
-  }
   const auto k = static_cast<std::size_t>(code.partitions());
+  std::size_t widest = 1;
+  if (const auto load = code.uniform_load()) {
+    // A compact code: every support has load·k/n partitions.
+    widest = std::max<std::size_t>(
+        1, static_cast<std::size_t>(std::llround(*load * static_cast<double>(k) / code.workers())));
+  } else {
+    for (int i = 0; i < code.workers(); ++i) {
+      widest = std::max(widest, code.support(i).size());
+    }
+  }
   return static_cast<int>((k + widest - 1) / widest);
 }
 

@@ -85,12 +85,19 @@ const Options& checked(JsonReader& reader, const ClusterShape& shape, const Opti
 std::shared_ptr<const codes::GradientCode> make_uncoded(JsonReader& code,
                                                         const ClusterShape& shape) {
   const codes::UncodedCode::Options o{shape.workers, shape.partitions};
+  if (shape.compact) {
+    return std::make_shared<codes::UncodedCode>(checked(code, shape, o), codes::CompactTag{});
+  }
   return std::make_shared<codes::UncodedCode>(checked(code, shape, o));
 }
 
 std::shared_ptr<const codes::GradientCode> make_frc(JsonReader& code, const ClusterShape& shape) {
   codes::FractionalRepetitionCode::Options o{shape.workers, shape.partitions};
   o.d = to_int(code.integer("d", std::nullopt));
+  if (shape.compact) {
+    return std::make_shared<codes::FractionalRepetitionCode>(checked(code, shape, o),
+                                                             codes::CompactTag{});
+  }
   return std::make_shared<codes::FractionalRepetitionCode>(checked(code, shape, o));
 }
 
@@ -149,19 +156,20 @@ const Options& checked_delay(JsonReader& reader, const Options& options) {
 }
 
 DelayMaker make_shifted_exponential(JsonReader& delay,
-                                    const std::vector<double>& loads,
+                                    const sim::WorkerLoads& loads,
                                     const std::filesystem::path& /*base_dir*/) {
   sim::ShiftedExponentialDelay::Options o;
   o.shift = delay.number("shift", o.shift);
   o.rate = delay.number("rate", o.rate);
   o.tail = read_tail(delay);
   checked_delay(delay, o);
-  return [=] { return std::make_unique<sim::ShiftedExponentialDelay>(loads, o); };
+  return [=] { return sim::ShiftedExponentialDelay::make(loads, o); };
 }
 
 DelayMaker make_pareto(JsonReader& delay,
-                       const std::vector<double>& loads,
+                       const sim::WorkerLoads& worker_loads,
                        const std::filesystem::path& /*base_dir*/) {
+  const std::vector<double> loads = worker_loads.expanded();
   sim::ParetoDelay::Options o;
   o.shift = delay.number("shift", o.shift);
   o.scale = delay.number("scale", o.scale);
@@ -172,8 +180,9 @@ DelayMaker make_pareto(JsonReader& delay,
 }
 
 DelayMaker make_bimodal(JsonReader& delay,
-                        const std::vector<double>& loads,
+                        const sim::WorkerLoads& worker_loads,
                         const std::filesystem::path& /*base_dir*/) {
+  const std::vector<double> loads = worker_loads.expanded();
   sim::BimodalDelay::Options o;
   o.shift = delay.number("shift", o.shift);
   o.rate = delay.number("rate", o.rate);
@@ -185,8 +194,9 @@ DelayMaker make_bimodal(JsonReader& delay,
 }
 
 DelayMaker make_markov(JsonReader& delay,
-                       const std::vector<double>& loads,
+                       const sim::WorkerLoads& worker_loads,
                        const std::filesystem::path& /*base_dir*/) {
+  const std::vector<double> loads = worker_loads.expanded();
   sim::MarkovDelay::Options o;
   o.shift = delay.number("shift", o.shift);
   o.rate = delay.number("rate", o.rate);
@@ -201,8 +211,9 @@ DelayMaker make_markov(JsonReader& delay,
 
 /// The trace is read once, here, so that a bad file fails the config (exit 2) before any run.
 DelayMaker make_trace(JsonReader& delay,
-                      const std::vector<double>& loads,
+                      const sim::WorkerLoads& worker_loads,
                       const std::filesystem::path& base_dir) {
+  const std::vector<double> loads = worker_loads.expanded();
   const std::string path = delay.string("path", std::nullopt);
   const std::filesystem::path full =
       std::filesystem::path(path).is_absolute() ? std::filesystem::path(path) : base_dir / path;
@@ -235,8 +246,9 @@ DelayMaker make_trace(JsonReader& delay,
 }
 
 DelayMaker make_heterogeneous(JsonReader& delay,
-                              const std::vector<double>& loads,
+                              const sim::WorkerLoads& worker_loads,
                               const std::filesystem::path& /*base_dir*/) {
+  const std::vector<double> loads = worker_loads.expanded();
   sim::HeterogeneousDelay::Options o;
   o.shift = delay.number("shift", o.shift);
   o.rate = delay.number("rate", o.rate);
@@ -337,8 +349,12 @@ CodeFootprint dense_footprint(double workers, double partitions) {
 
 }  // namespace
 
-CodeFootprint code_footprint(std::string_view kind, double workers, double partitions, double d) {
+CodeFootprint code_footprint(
+    std::string_view kind, double workers, double partitions, double d, bool compact) {
   // The one place that knows each code's storage: keyed by the factory row's name.
+  if ((kind == "uncoded" || kind == "frc") && compact) {
+    return {0.0, partitions, ""};  // GradientCode::Compact: a few integers
+  }
   if (kind == "uncoded" || kind == "frc") {
     return support_footprint(workers, partitions, d);
   }

@@ -25,6 +25,9 @@ struct ClusterShape {
   int partitions = 0;
   bool partitions_given = false;  ///< whether the config set "partitions" (else k = n)
   std::uint64_t seed = 1;         ///< the code's own stream seed, derived from the run seed
+  /// Build group codes (uncoded, frc) compact, without per-worker arrays: delay-only runs,
+  /// which never decode (GradientCode::Compact).
+  bool compact = false;
 };
 
 using CodePtr = std::shared_ptr<const codes::GradientCode>;
@@ -36,7 +39,7 @@ using DelayMaker = std::function<std::unique_ptr<sim::DelayModel>()>;
 using CodeFactory = std::function<CodePtr(JsonReader& code, const ClusterShape& shape)>;
 /// `base_dir`: the config file's folder, against which a delay's relative file path resolves.
 using DelayFactory = std::function<DelayMaker(
-    JsonReader& delay, const std::vector<double>& loads, const std::filesystem::path& base_dir)>;
+    JsonReader& delay, const sim::WorkerLoads& loads, const std::filesystem::path& base_dir)>;
 using LossFactory = std::function<std::shared_ptr<const models::LossModel>()>;
 using StoppingFactory = std::function<RulePtr(JsonReader& stopping, const CodePtr& code)>;
 
@@ -69,12 +72,10 @@ struct CodeFootprint {
 };
 
 /// The footprint of the code row named `kind` for n workers, k partitions and its "d" (0 when it
-/// has none): support-built codes (uncoded, frc) need O(n·d + k); the others a dense B and two
-/// n × k work matrices; expander codes have k = 2n/d.
-[[nodiscard]] CodeFootprint code_footprint(std::string_view kind,
-                                           double workers,
-                                           double partitions,
-                                           double d);
+/// has none): support-built codes (uncoded, frc) need O(n·d + k), nothing when built `compact`;
+/// the others a dense B and two n × k work matrices; expander codes have k = 2n/d.
+[[nodiscard]] CodeFootprint code_footprint(
+    std::string_view kind, double workers, double partitions, double d, bool compact = false);
 
 /// A documented choice that is not a factory table (backends, optimizers, data generators).
 struct ChoiceDoc {

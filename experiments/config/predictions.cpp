@@ -13,6 +13,12 @@
 #include "sim/theory/convergence_theory.h"
 
 namespace stragglersim::experiments {
+namespace {
+/// Workers above which the O(n)-per-point numerical iteration-time prediction is skipped.
+constexpr int kNumericalPredictionWorkers = 10'000'000;
+/// The speedup-against-n table runs over n = 8, 16, …, 2^30 (closed forms: microseconds each).
+constexpr int kSpeedupMaxWorkers = 1 << 30;
+}  // namespace
 
 std::optional<sim::SchemeDescription> describe_scheme(const RunPlan& plan, std::string* why) {
   const auto& code = *plan.scheme.code;
@@ -193,9 +199,9 @@ std::optional<nlohmann::json> speedup_rows(const sim::SchemeDescription& scheme,
     return std::nullopt;
   }
   std::vector<int> ns;
-  for (int n = 8; n <= 65536; n *= 2) {
+  for (std::int64_t n = 8; n <= kSpeedupMaxWorkers; n *= 2) {
     if (n % scheme.d == 0 && n != scheme.workers) {
-      ns.push_back(n);
+      ns.push_back(static_cast<int>(n));
     }
   }
   // The config's own n is always in the table.
@@ -254,6 +260,14 @@ nlohmann::json predictions(const RunPlan& plan, bool convergence) {
     return out;
   }
   const auto delays = plan.make_delays();
+  if (scheme->workers > kNumericalPredictionWorkers && !sim::has_closed_form(*scheme, *delays)) {
+    // The numerical path evaluates an O(n) distribution at thousands of points.
+    out["iteration_time_problem"] = fmt::format(
+        "no closed form for this delay model and rule, and the numerical prediction costs O(n) "
+        "per point: skipped above {} workers",
+        kNumericalPredictionWorkers);
+    return out;
+  }
   const sim::IterationTimePrediction p = predict_with_network(plan, *scheme, *delays);
   out["expected_iteration_time"] = number_or_null(p.mean);
   out["iteration_time_sd"] = number_or_null(p.sd);

@@ -65,6 +65,10 @@ bool backend_is_mpi(const nlohmann::json& config) {
 /// A slow worker's default slowdown (the bimodal delay's default slowdown too).
 constexpr double kDefaultSlowFactor = 5.0;
 
+/// Largest "workers" (and "partitions"): 2^30, the largest n of the speedup-against-n study;
+/// above 10^7 only delay-only runs of compact codes fit in memory (the budget says which).
+constexpr std::int64_t kMaxWorkers = std::int64_t{1} << 30;
+
 /// The row of `table` named by `key` (the selector: "kind" or "rule").
 template <typename Factory>
 const FactoryRow<Factory>& pick(JsonReader& reader,
@@ -185,7 +189,8 @@ void check_code_size(const nlohmann::json& config,
   const double d =
       std::min(code.contains("d") && code["d"].is_number() ? code["d"].get<double>() : 0.0,
                static_cast<double>(shape.workers));
-  const CodeFootprint footprint = code_footprint(kind, shape.workers, shape.partitions, d);
+  const CodeFootprint footprint =
+      code_footprint(kind, shape.workers, shape.partitions, d, shape.compact);
   if (!footprint.partitions_formula.empty() && (data.train || data.partial) && code.contains("d") &&
       code["d"].is_number_integer()) {
     const auto di = code["d"].get<std::int64_t>();
@@ -239,8 +244,8 @@ LoadedData read_header_and_data(JsonReader& root,
                                 bool mpi_run) {
   plan.name = root.string("name", std::filesystem::path(file).stem().string());
   plan.seed = static_cast<std::uint64_t>(root.integer("seed", 1, 0));
-  plan.workers = static_cast<int>(root.integer("workers", std::nullopt, 1, 10'000'000));
-  plan.partitions = static_cast<int>(root.integer("partitions", plan.workers, 1, 10'000'000));
+  plan.workers = static_cast<int>(root.integer("workers", std::nullopt, 1, kMaxWorkers));
+  plan.partitions = static_cast<int>(root.integer("partitions", plan.workers, 1, kMaxWorkers));
   plan.threads = static_cast<int>(root.integer("threads", hardware_cores(), 1, kMaxThreads));
   if (!root.has("data")) {
     root.fail("data", "missing required key; expected an object, or null for a delay-only run");
@@ -269,13 +274,16 @@ void read_scheme(const nlohmann::json& config,
                  JsonReader& root,
                  RunPlan& plan,
                  const std::string& file,
-                 const LoadedData& data) {
+                 const LoadedData& data,
+                 bool delay_only) {
   JsonReader code_reader = root.object("code");
+  // A delay-only run never decodes: its group codes keep no per-worker arrays.
   const ClusterShape shape{file,
                            plan.workers,
                            plan.partitions,
                            root.has("partitions"),
-                           derive_seed(plan.seed, static_cast<std::uint64_t>(Stream::kCode))};
+                           derive_seed(plan.seed, static_cast<std::uint64_t>(Stream::kCode)),
+                           delay_only};
   const auto& code_row = pick(code_reader, "kind", "code", code_factories());
   check_code_size(config, root, code_reader, shape, data);
   // The decoder key belongs to the scheme, not to a code's own parameters: read it first.
@@ -312,7 +320,23 @@ void read_scheme(const nlohmann::json& config,
 void read_delays(JsonReader& root, RunPlan& plan, const std::filesystem::path& base_dir) {
   JsonReader delay_reader = root.object("delay");
   const auto& delay_row = pick(delay_reader, "kind", "delay model", delay_factories());
-  plan.make_delays = delay_row.make(delay_reader, plan.scheme.code->loads(), base_dir);
+  sim::WorkerLoads loads;
+  loads.workers = plan.scheme.code->workers();
+  if (const auto uniform = plan.scheme.code->uniform_load()) {
+    loads.uniform = *uniform;
+    if (delay_row.name != "shifted_exponential") {
+      // Only the shifted exponential keeps uniform loads compact; the others take one per worker.
+      require_memory(
+          root,
+          "workers",
+          fmt::format("delay model '{}' (its per-worker loads and parameters)", delay_row.name),
+          32.0 * loads.workers,
+          loads.workers);
+    }
+  } else {
+    loads.per_worker = plan.scheme.code->loads();
+  }
+  plan.make_delays = delay_row.make(delay_reader, loads, base_dir);
   delay_reader.finish(keys_of(delay_row, kDelayKeys));
   root.merge("delay", delay_reader);
 
@@ -339,6 +363,39 @@ void read_delays(JsonReader& root, RunPlan& plan, const std::filesystem::path& b
   plan.stragglers = policy == "finish"  ? sim::StragglerPolicy::kFinish
                     : policy == "drain" ? sim::StragglerPolicy::kDrain
                                         : sim::StragglerPolicy::kCancel;
+}
+
+/// "sampler": auto (order statistics where exact), workers, or order_statistics (refused, with the
+/// reason, where it is not exact). Runs with data draw every worker. A delay-only run on the worker
+/// sampler is checked against the memory limit for its per-worker buffers.
+void read_sampler(JsonReader& root, RunPlan& plan, bool delay_only) {
+  const auto sampler =
+      root.choice("sampler", "sampler", {"auto", "order_statistics", "workers"}, "auto");
+  std::optional<std::string> why;
+  if (!delay_only) {
+    why = "a run with data computes every worker's gradient, so it draws every worker's delay";
+  } else if (!plan.network.is_free()) {
+    why = "a network turns each worker's compute end into an arrival, so every worker is drawn";
+  } else {
+    why = sim::order_statistics_unavailable(
+        *plan.make_delays(), *plan.scheme.rule, *plan.scheme.code, plan.stragglers);
+  }
+  if (sampler == "order_statistics" && why) {
+    root.fail_value(
+        "sampler", *why, sampler, "\"workers\" or \"auto\" (order statistics need i.i.d. workers)");
+  }
+  plan.sampler =
+      sampler != "workers" && !why ? sim::Sampler::kOrderStatistics : sim::Sampler::kWorkers;
+  if (delay_only && plan.sampler == sim::Sampler::kWorkers) {
+    // delays, selection scratch (and arrivals and busy times under finish), 8 bytes each.
+    const double per_worker = plan.stragglers == sim::StragglerPolicy::kFinish ? 40.0 : 24.0;
+    require_memory(
+        root,
+        "workers",
+        why ? fmt::format("the worker sampler ({})", *why) : std::string("the worker sampler"),
+        per_worker * plan.workers,
+        plan.workers);
+  }
 }
 
 /// The loss and the training (and test) objectives; a delay-only run has no loss key.
@@ -582,7 +639,7 @@ RunPlan plan_run(const nlohmann::json& config,
     plan.threads = std::min(plan.threads, options.max_threads);
   }
   const bool delay_only = root.is_null("data");
-  read_scheme(config, root, plan, file, data);
+  read_scheme(config, root, plan, file, data, delay_only);
   read_delays(root, plan, base_dir);
   if (data.partial) {
     // The worker's own partitions, now that the code is known.
@@ -605,6 +662,7 @@ RunPlan plan_run(const nlohmann::json& config,
       root, plan, delay_only, data_key.empty() ? nullptr : options.setup, smoothness_key);
   const nlohmann::json resolved_faults = read_backend(root, plan, delay_only);
   read_network(root, plan, delay_only);
+  read_sampler(root, plan, delay_only);
   root.finish();
   plan.resolved = root.resolved();
   plan.resolved.erase("threads");

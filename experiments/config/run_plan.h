@@ -19,6 +19,7 @@
 #include "sim/mpi_backend.h"
 #include "sim/network.h"
 #include "sim/optimizer.h"
+#include "sim/order_statistics.h"
 #include "sim/scheme.h"
 #include "sim/simulated_cluster.h"
 #include "sim/threaded_backend.h"
@@ -48,6 +49,8 @@ struct RunPlan {
   /// Builds a fresh delay model for the code's loads (one per run: models may keep state).
   std::function<std::unique_ptr<sim::DelayModel>()> make_delays;
   sim::StragglerPolicy stragglers = sim::StragglerPolicy::kCancel;
+  /// How a delay-only run draws iterations ("sampler": auto picks order statistics where exact).
+  sim::Sampler sampler = sim::Sampler::kWorkers;
 
   OptimizerKind optimizer = OptimizerKind::kGd;
   /// The step γ (resolved: "auto" becomes 1/β).

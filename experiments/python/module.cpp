@@ -276,6 +276,10 @@ py::array_t<double> iteration_times(const Input& input, std::uint64_t iterations
   auto times = call_interruptible<std::vector<double>>([&](const std::atomic<bool>& stop) {
     Loaded l = load(input);
     if (l.json.is_object()) {
+      // The run of a config with data draws every worker: so do its iteration times.
+      if (!l.json.contains("data") || !l.json["data"].is_null()) {
+        l.json["sampler"] = "workers";
+      }
       l.json["data"] = nullptr;
       l.json.erase("loss");
       l.json.erase("backend");
@@ -283,7 +287,7 @@ py::array_t<double> iteration_times(const Input& input, std::uint64_t iterations
     }
     const RunPlan p = plan_run(l.json, l.source, l.base_dir);
     sim::DelayOnlySimulator simulator(
-        p.make_delays(), p.scheme.rule, p.scheme.code, p.stragglers, p.seed, p.network);
+        p.make_delays(), p.scheme.rule, p.scheme.code, p.stragglers, p.seed, p.network, p.sampler);
     std::vector<double> out;
     out.reserve(iterations);
     simulator.run(iterations, [&](const sim::DelayOnlyIteration& it) {

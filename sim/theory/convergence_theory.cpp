@@ -101,8 +101,8 @@ std::vector<SpeedupPoint> predicted_speedup(std::span<const int> workers,
     const SchemeDescription erasurehead{
         n, CodeFamily::kFractionalRepetition, options.d, RuleKind::kFirstR, point.r, 0.0};
 
-    point.uncoded = predict_iteration_time(uncoded, *delay(scheme_loads(uncoded))).mean;
-    const auto coded_delay = delay(scheme_loads(frc));
+    point.uncoded = predict_iteration_time(uncoded, *delay(WorkerLoads{n, {}, 1.0})).mean;
+    const auto coded_delay = delay(WorkerLoads{n, {}, static_cast<double>(options.d)});
     point.frc = predict_iteration_time(frc, *coded_delay).mean;
     const IterationTimePrediction eh = predict_iteration_time(erasurehead, *coded_delay);
     point.erasurehead = eh.mean;
@@ -120,8 +120,8 @@ std::vector<SpeedupPoint> predicted_speedup(std::span<const int> workers,
                                             double shift,
                                             double rate,
                                             TailScaling tail) {
-  return predicted_speedup(workers, options, [&](const std::vector<double>& loads) {
-    return std::make_unique<ShiftedExponentialDelay>(
+  return predicted_speedup(workers, options, [&](const WorkerLoads& loads) {
+    return ShiftedExponentialDelay::make(
         loads, ShiftedExponentialDelay::Options{.shift = shift, .rate = rate, .tail = tail});
   });
 }

@@ -45,7 +45,8 @@ struct PlBoundParameters {
                                                           double mean_iteration_time);
 
 /// Builds the delay model of n workers with the given per-worker loads.
-using DelayFactory = std::function<std::unique_ptr<DelayModel>(const std::vector<double>& loads)>;
+/// Builds the delay model of n workers of one load (uniform WorkerLoads: O(1) memory at any n).
+using DelayFactory = std::function<std::unique_ptr<DelayModel>(const WorkerLoads& loads)>;
 
 /// ErasureHead (FRC, rule first_r) against uncoded (rule all) and exact FRC (rule decodable).
 /// Illegal: d < 1, r_fraction outside (0, 1], a worker count not a multiple of d.

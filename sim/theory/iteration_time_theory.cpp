@@ -1,8 +1,11 @@
 #include "sim/theory/iteration_time_theory.h"
 
 #include <algorithm>
+#include <boost/math/constants/constants.hpp>
 #include <boost/math/quadrature/exp_sinh.hpp>
 #include <boost/math/quadrature/gauss_kronrod.hpp>
+#include <boost/math/special_functions/digamma.hpp>
+#include <boost/math/special_functions/trigamma.hpp>
 #include <cmath>
 #include <functional>
 #include <initializer_list>
@@ -13,6 +16,12 @@
 #include "models/base/invariant.h"
 
 namespace stragglersim::sim {
+
+namespace {
+/// Terms up to which the harmonic sums are added directly (exact to an ulp or two per term);
+/// longer sums use the digamma and trigamma differences (sums at n up to 2^30 in microseconds).
+constexpr int kDirectSumTerms = 1 << 16;
+}  // namespace
 namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
@@ -594,6 +603,11 @@ Erasure erasure(const SchemeDescription& scheme, const DelayModel& delay, Predic
   const Groups groups{n / scheme.d, scheme.d};
   const bool identical = identical_workers(delay);
 
+  if (scheme.rule == RuleKind::kDeadline && identical) {
+    // (1 − F(τ))^d per group, independent across groups: O(1) at any n.
+    const double q = std::pow(1.0 - delay.cdf(0, scheme.deadline), groups.size);
+    return {q, groups.count < 2 ? kNaN : q * q};
+  }
   if (scheme.rule == RuleKind::kDeadline) {
     std::vector<double> group_erased(index(groups.count), 1.0);
     for (int i = 0; i < n; ++i) {
@@ -650,6 +664,9 @@ std::vector<double> scheme_loads(const SchemeDescription& scheme) {
 }
 
 double harmonic_number(int n) {
+  if (n > kDirectSumTerms) {
+    return boost::math::digamma(n + 1.0) + boost::math::constants::euler<double>();
+  }
   double h = 0.0;
   for (int i = n; i >= 1; --i) {  // smallest terms first
     h += 1.0 / i;
@@ -659,6 +676,10 @@ double harmonic_number(int n) {
 
 double exponential_order_statistic_mean(int n, int m) {
   STRAGGLERSIM_ASSERT(m >= 0 && m <= n, "order statistic needs 0 <= m <= n");
+  if (m > kDirectSumTerms) {
+    // H_n − H_{n−m} = ψ(n + 1) − ψ(n − m + 1): absolute error ~1e-14, against a sum ≥ m/n.
+    return boost::math::digamma(n + 1.0) - boost::math::digamma(n - m + 1.0);
+  }
   double sum = 0.0;
   for (int i = n; i > n - m; --i) {
     sum += 1.0 / i;
@@ -668,6 +689,10 @@ double exponential_order_statistic_mean(int n, int m) {
 
 double exponential_order_statistic_variance(int n, int m) {
   STRAGGLERSIM_ASSERT(m >= 0 && m <= n, "order statistic needs 0 <= m <= n");
+  if (m > kDirectSumTerms) {
+    // Σ_{n−m<i≤n} 1/i² = ψ₁(n − m + 1) − ψ₁(n + 1).
+    return boost::math::trigamma(n - m + 1.0) - boost::math::trigamma(n + 1.0);
+  }
   double sum = 0.0;
   for (int i = n; i > n - m; --i) {
     sum += 1.0 / (static_cast<double>(i) * i);
@@ -695,12 +720,18 @@ StopProbability stop_probability(const SchemeDescription& scheme,
   return StopDistribution(scheme, delay)(t);
 }
 
+bool has_closed_form(const SchemeDescription& scheme, const DelayModel& delay) {
+  validate(scheme);
+  const Shape shape = stop_shape(scheme);
+  return delay.shifted_exponential().has_value() && identical_workers(delay) &&
+         (shape.kind == StopShape::kOrderStatistic || shape.kind == StopShape::kFrcDecodable);
+}
+
 IterationTimePrediction predict_iteration_time(const SchemeDescription& scheme,
                                                const DelayModel& delay,
                                                PredictionMethod method) {
   validate(scheme);
   STRAGGLERSIM_ASSERT(delay.workers() == scheme.workers, "delay model and scheme disagree on n");
-  const std::function<StopProbability(double)> dist = StopDistribution(scheme, delay);
   IterationTimePrediction out;
   const Erasure e = erasure(scheme, delay, method);
   out.q = e.q;
@@ -708,10 +739,7 @@ IterationTimePrediction predict_iteration_time(const SchemeDescription& scheme,
 
   const Shape shape = stop_shape(scheme);
   const auto se = delay.shifted_exponential();
-  const bool closed =
-      method == PredictionMethod::kAuto && se.has_value() && identical_workers(delay) &&
-      (shape.kind == StopShape::kOrderStatistic || shape.kind == StopShape::kFrcDecodable);
-  if (closed) {
+  if (method == PredictionMethod::kAuto && has_closed_form(scheme, delay)) {
     const double shift = se->worker_shift[0];
     const double scale = se->worker_scale[0];
     const int n = scheme.workers;
@@ -727,6 +755,8 @@ IterationTimePrediction predict_iteration_time(const SchemeDescription& scheme,
     out.method = "closed form";
     return out;
   }
+  // Built only here: its scratch space is O(n).
+  const std::function<StopProbability(double)> dist = StopDistribution(scheme, delay);
   const double upper = scheme.rule == RuleKind::kDeadline ? scheme.deadline : kInfinity;
   const Moments m = numerical_moments(dist, delay, upper);
   out.mean = m.mean;

@@ -116,6 +116,11 @@ struct StopProbability {
                                                const DelayModel& delay,
                                                double t);
 
+/// Whether predict_iteration_time (method auto) has a closed form for the scheme: i.i.d. shifted
+/// exponential delays and an order-statistic stop (all, first_r, uncoded decodable) or exact FRC.
+/// Its cost is then O(1) in n (O(r) for small orders); the numerical path is O(n) per point.
+[[nodiscard]] bool has_closed_form(const SchemeDescription& scheme, const DelayModel& delay);
+
 /// H_n = Σ_{i=1}^{n} 1/i (H_0 = 0).
 [[nodiscard]] double harmonic_number(int n);
 /// E[X_(m:n)] = H_n − H_{n−m} for n i.i.d. Exp(1), 0 ≤ m ≤ n.

@@ -366,8 +366,11 @@ TEST_CASE("reliability: an expander with more partitions than rows is refused be
 TEST_CASE("reliability: SIGINT keeps every finished row and says interrupted",
           "[experiments][reliability]") {
   const auto dir = scratch("sigint");
-  // 200 000 iterations of 20 000 workers: tens of seconds, far beyond the 1 s before the signal.
-  const auto cfg = write_json(dir, "long.json", delay_only(20'000, 200'000));
+  // 200 000 iterations of 20 000 workers on the worker sampler (order statistics would finish in
+  // milliseconds): tens of seconds, far beyond the 1 s before the signal.
+  nlohmann::json long_run = delay_only(20'000, 200'000);
+  long_run["sampler"] = "workers";
+  const auto cfg = write_json(dir, "long.json", long_run);
   const auto out = dir / "out";
   for (const int signal : {SIGINT, SIGTERM}) {
     fs::remove_all(out);
@@ -381,7 +384,9 @@ TEST_CASE("reliability: SIGINT keeps every finished row and says interrupted",
     // iterations byte for byte (same seed, same delay stream).
     const std::string trace = slurp(out / "trace.csv");
     CHECK(rows_of(trace).size() == done + 1);
-    const auto short_cfg = write_json(dir, "short.json", delay_only(20'000, done));
+    nlohmann::json short_run = delay_only(20'000, done);
+    short_run["sampler"] = "workers";
+    const auto short_cfg = write_json(dir, "short.json", short_run);
     fs::remove_all(dir / "short");  // the previous signal's shorter run is another config
     const Result r =
         run(fmt::format("run '{}' --out '{}'", short_cfg.string(), (dir / "short").string()), dir);

@@ -338,7 +338,7 @@ def test_iteration_times_agree_with_the_closed_form(code, stopping, expected):
     assert abs(times.mean() - expected) < 4.0 * standard_error
 
 
-LONG = delay_only(workers=65536, iterations=50000)  # tens of seconds: never finishes in a test
+LONG = delay_only(workers=65536, iterations=50000, sampler="workers")  # tens of seconds
 
 
 def test_the_gil_is_released_while_a_run_executes():

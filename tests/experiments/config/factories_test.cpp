@@ -20,7 +20,7 @@ std::unique_ptr<sim::DelayModel> delay_from(const std::string& delay,
   for (const auto& row : delay_factories()) {
     if (row.name == j.at("kind").get<std::string>()) {
       (void)reader.raw("kind");
-      const auto make = row.make(reader, loads, ".");
+      const auto make = row.make(reader, sim::WorkerLoads::of(loads), ".");
       reader.finish(keys_of(row, kDelayKeys));
       return make();
     }
