@@ -380,30 +380,30 @@ nlohmann::json simulated_iteration_time(const RunPlan& plan, std::uint64_t draws
           {"expected_wall_time", wall / static_cast<double>(draws)}};
 }
 
+void simulate_training(const RunPlan& plan,
+                       std::uint64_t delay_seed,
+                       const std::function<void(const sim::TraceRow&)>& on_row) {
+  auto cluster = std::make_unique<sim::SimulatedCluster>(
+      plan.make_delays(), plan.scheme.rule, plan.stragglers, delay_seed);
+  sim::SimulatedBackend backend(plan.objective, plan.scheme, std::move(cluster));
+  auto optimizer = plan.make_optimizer();
+  sim::train(
+      *plan.objective, nullptr, *optimizer, backend, sim::TrainingOptions{plan.iterations}, on_row);
+}
+
 MeasuredGap measure_gap(const RunPlan& plan, int repetitions, std::uint64_t seed, double f_star) {
   const auto size = static_cast<std::size_t>(plan.iterations) + 1;
   std::vector<double> sum(size, 0.0);     // running mean
   std::vector<double> sum_sq(size, 0.0);  // Σ (g − mean)²
   for (int rep = 0; rep < repetitions; ++rep) {
-    auto cluster =
-        std::make_unique<sim::SimulatedCluster>(plan.make_delays(),
-                                                plan.scheme.rule,
-                                                plan.stragglers,
-                                                derive_seed(seed, static_cast<std::uint64_t>(rep)));
-    sim::SimulatedBackend backend(plan.objective, plan.scheme, std::move(cluster));
-    auto optimizer = plan.make_optimizer();
-    sim::train(*plan.objective,
-               nullptr,
-               *optimizer,
-               backend,
-               sim::TrainingOptions{plan.iterations},
-               [&](const sim::TraceRow& row) {
-                 // Welford: the gaps of different runs can agree to many digits.
-                 const double g = row.loss - f_star;
-                 const double delta = g - sum[row.iteration];
-                 sum[row.iteration] += delta / (rep + 1.0);
-                 sum_sq[row.iteration] += delta * (g - sum[row.iteration]);
-               });
+    simulate_training(
+        plan, derive_seed(seed, static_cast<std::uint64_t>(rep)), [&](const sim::TraceRow& row) {
+          // Welford: the gaps of different runs can agree to many digits.
+          const double g = row.loss - f_star;
+          const double delta = g - sum[row.iteration];
+          sum[row.iteration] += delta / (rep + 1.0);
+          sum_sq[row.iteration] += delta * (g - sum[row.iteration]);
+        });
   }
   MeasuredGap out;
   const double n = repetitions;
