@@ -59,7 +59,7 @@ void print_table(const Advice& advice, const std::string& config_path) {
       std::cout << fmt::format("{:>4} {:<36} not predicted: {}\n", rank, c.label, c.problem);
       continue;
     }
-    const std::string its = c.iterations ? fmt::format("{}", *c.iterations) : "not reached";
+    const std::string its = c.iterations ? fmt::format("{:.4g}", *c.iterations) : "not reached";
     const std::string m =
         measured
             ? fmt::format(" {:>20}",

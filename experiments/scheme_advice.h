@@ -6,8 +6,9 @@
 //   iteration time     theory's E[Z] (sim/theory/iteration_time_theory.h: closed form or
 //                      numerical) where it models the scheme, else a delay-only simulation
 //   iterations         T = min{t : E[f(x_t)] − f* ≤ ε} from the exact least-squares curve where it
-//                      is exact (least squares with exact coefficient moments), else from the mean
-//                      gap of `repetitions` simulated training runs
+//                      is exact (least squares with exact coefficient moments), else the mean over
+//                      `repetitions` simulated training runs of each run's first t with
+//                      f(x_t) − f* ≤ ε (not reached unless every run reaches it)
 //   total              T · E[Z]
 // ε = target_loss − f* (the config's target_loss) or ε = s·(f(x₀) − f*) (--suboptimality s).
 
@@ -41,7 +42,8 @@ struct SchemeCandidate {
   std::string problem;   ///< non-empty when the candidate was not predicted (and why)
   double iteration_time = 0.0;
   std::string iteration_time_method;
-  std::optional<std::uint64_t> iterations;  ///< to target; nullopt: not reached in the horizon
+  /// To target (a mean over runs when simulated); nullopt: not reached in the horizon.
+  std::optional<double> iterations;
   std::string iterations_method;
   double total = 0.0;  ///< iterations · iteration_time; +∞ when not reached
   // --measure: seeded runs' time to target (time of the first row with loss ≤ target).
