@@ -480,7 +480,10 @@ FamilyFit fit_markov(const std::vector<std::vector<double>>& sequences) {
   if (-negative > best_ll) {
     best_b = b;
   }
-  const auto [m, ll, iterations] = profile(best_b, 2000, best_model);
+  const auto fitted = profile(best_b, 2000, best_model);
+  const Markov& m = std::get<0>(fitted);
+  const double ll = std::get<1>(fitted);
+  const int iterations = std::get<2>(fitted);
   auto log_l = [&](const Eigen::VectorXd& x) {
     return markov_e_step({shift, x(0), m.slow_shift, x(1), x(2), x(3)}, sequences, false)
         .log_likelihood;
