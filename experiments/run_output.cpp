@@ -332,9 +332,8 @@ std::unique_ptr<sim::Backend> make_backend(
   return std::make_unique<sim::SimulatedBackend>(plan.objective, plan.scheme, std::move(cluster));
 }
 
-/// worker_times.csv (inject false): one row per iteration 1..iterations and worker 0..n-1 with
-/// the worker's measured compute seconds, empty when it never finished (abandoned under cancel
-/// or drain, or faulty): a censored observation.
+}  // namespace
+
 std::string worker_times_csv(const std::vector<sim::WorkerTime>& times,
                              std::uint64_t iterations,
                              int workers) {
@@ -358,6 +357,8 @@ std::string worker_times_csv(const std::vector<sim::WorkerTime>& times,
   }
   return {out.data(), out.size()};
 }
+
+namespace {
 
 /// heard.csv of a real backend: per iteration the real and the simulated heard sets (workers in
 /// arrival order, separated by spaces), whether they hold the same workers, the near-tie gap

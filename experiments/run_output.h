@@ -6,14 +6,17 @@
 // skips exactly those).
 
 #include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "experiments/config/run_plan.h"
+#include "sim/mpi_backend.h"
 
 namespace stragglersim::experiments {
 
@@ -54,6 +57,13 @@ void check_output_folder(const std::filesystem::path& out_dir, std::string_view 
 
 /// Writes `text` to `path` atomically (temporary file in the same folder, then rename).
 void write_file_atomically(const std::filesystem::path& path, const std::string& text);
+
+/// worker_times.csv (inject false): one row per iteration 1..iterations and worker 0..n-1 with
+/// the worker's measured compute seconds, empty when it never finished (abandoned under cancel
+/// or drain, or faulty): a censored observation. sim::read_delay_trace reads it back.
+std::string worker_times_csv(const std::vector<sim::WorkerTime>& times,
+                             std::uint64_t iterations,
+                             int workers);
 
 /// Build facts recorded in every summary: git revision, compiler, library versions.
 nlohmann::json build_info();

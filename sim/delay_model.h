@@ -48,6 +48,9 @@ class DelayModel {
   [[nodiscard]] virtual double variance(int worker) const = 0;
   /// Smallest possible delay of worker i (the shift): integration starts here.
   [[nodiscard]] virtual double lower_bound(int worker) const = 0;
+  /// The points where worker i's CDF jumps, sorted (a discrete marginal such as a replayed
+  /// trace); empty for a continuous law. The numerical theory splits its integrals there.
+  [[nodiscard]] virtual std::span<const double> atoms(int /*worker*/) const { return {}; }
   /// Its parameters when the model is exactly i.i.d. shifted exponential (closed forms apply);
   /// nullopt otherwise.
   [[nodiscard]] virtual std::optional<ShiftedExponentialShape> shifted_exponential() const {

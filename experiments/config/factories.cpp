@@ -19,7 +19,9 @@
 #include "sim/bimodal_delay.h"
 #include "sim/delay_model.h"
 #include "sim/heterogeneous_delay.h"
+#include "sim/markov_delay.h"
 #include "sim/pareto_delay.h"
+#include "sim/trace_delay.h"
 
 namespace stragglersim::experiments {
 
@@ -146,7 +148,9 @@ const Options& checked_delay(JsonReader& reader, const Options& options) {
   return options;
 }
 
-DelayMaker make_shifted_exponential(JsonReader& delay, const std::vector<double>& loads) {
+DelayMaker make_shifted_exponential(JsonReader& delay,
+                                    const std::vector<double>& loads,
+                                    const std::filesystem::path& /*base_dir*/) {
   sim::ShiftedExponentialDelay::Options o;
   o.shift = delay.number("shift", o.shift);
   o.rate = delay.number("rate", o.rate);
@@ -155,7 +159,9 @@ DelayMaker make_shifted_exponential(JsonReader& delay, const std::vector<double>
   return [=] { return std::make_unique<sim::ShiftedExponentialDelay>(loads, o); };
 }
 
-DelayMaker make_pareto(JsonReader& delay, const std::vector<double>& loads) {
+DelayMaker make_pareto(JsonReader& delay,
+                       const std::vector<double>& loads,
+                       const std::filesystem::path& /*base_dir*/) {
   sim::ParetoDelay::Options o;
   o.shift = delay.number("shift", o.shift);
   o.scale = delay.number("scale", o.scale);
@@ -165,7 +171,9 @@ DelayMaker make_pareto(JsonReader& delay, const std::vector<double>& loads) {
   return [=] { return std::make_unique<sim::ParetoDelay>(loads, o); };
 }
 
-DelayMaker make_bimodal(JsonReader& delay, const std::vector<double>& loads) {
+DelayMaker make_bimodal(JsonReader& delay,
+                        const std::vector<double>& loads,
+                        const std::filesystem::path& /*base_dir*/) {
   sim::BimodalDelay::Options o;
   o.shift = delay.number("shift", o.shift);
   o.rate = delay.number("rate", o.rate);
@@ -176,7 +184,59 @@ DelayMaker make_bimodal(JsonReader& delay, const std::vector<double>& loads) {
   return [=] { return std::make_unique<sim::BimodalDelay>(loads, o); };
 }
 
-DelayMaker make_heterogeneous(JsonReader& delay, const std::vector<double>& loads) {
+DelayMaker make_markov(JsonReader& delay,
+                       const std::vector<double>& loads,
+                       const std::filesystem::path& /*base_dir*/) {
+  sim::MarkovDelay::Options o;
+  o.shift = delay.number("shift", o.shift);
+  o.rate = delay.number("rate", o.rate);
+  o.slow_shift = delay.number("slow_shift", o.slow_shift);
+  o.slow_rate = delay.number("slow_rate", o.slow_rate);
+  o.to_slow = delay.number("to_slow", o.to_slow);
+  o.to_normal = delay.number("to_normal", o.to_normal);
+  o.tail = read_tail(delay);
+  checked_delay(delay, o);
+  return [=] { return std::make_unique<sim::MarkovDelay>(loads, o); };
+}
+
+/// The trace is read once, here, so that a bad file fails the config (exit 2) before any run.
+DelayMaker make_trace(JsonReader& delay,
+                      const std::vector<double>& loads,
+                      const std::filesystem::path& base_dir) {
+  const std::string path = delay.string("path", std::nullopt);
+  const std::filesystem::path full =
+      std::filesystem::path(path).is_absolute() ? std::filesystem::path(path) : base_dir / path;
+  sim::TraceDelay::Options o;
+  o.mode = delay.choice("mode", "trace mode", {"bootstrap", "cycle"}, "cycle") == "cycle"
+               ? sim::TraceDelay::Mode::kCycle
+               : sim::TraceDelay::Mode::kBootstrap;
+  o.tail = read_tail(delay);
+  auto trace = std::make_shared<sim::DelayTrace>();
+  try {
+    *trace = sim::read_delay_trace(full.string());
+  } catch (const sim::TraceFileError& e) {
+    delay.fail("path", e.what());
+  }
+  if (!trace->censored_lines.empty()) {
+    delay.fail("path",
+               fmt::format("{}:{}: censored time (empty seconds); expected every time measured "
+                           "(remove the iterations with unfinished workers)",
+                           trace->path,
+                           trace->censored_lines.front()));
+  }
+  if (trace->workers != static_cast<int>(loads.size())) {
+    delay.fail("path",
+               fmt::format("trace '{}' has {} workers; expected {} (the run's workers)",
+                           path,
+                           trace->workers,
+                           loads.size()));
+  }
+  return [=] { return std::make_unique<sim::TraceDelay>(loads, *trace, o); };
+}
+
+DelayMaker make_heterogeneous(JsonReader& delay,
+                              const std::vector<double>& loads,
+                              const std::filesystem::path& /*base_dir*/) {
   sim::HeterogeneousDelay::Options o;
   o.shift = delay.number("shift", o.shift);
   o.rate = delay.number("rate", o.rate);
@@ -336,6 +396,7 @@ const std::vector<FactoryRow<DelayFactory>>& delay_factories() {
   const sim::ParetoDelay::Options pa;
   const sim::BimodalDelay::Options bi;
   const sim::HeterogeneousDelay::Options he;
+  const sim::MarkovDelay::Options ma;
   static const std::vector<FactoryRow<DelayFactory>> table = {
       {"bimodal",
        "shifted exponential slowed by a factor slowdown with probability slow_probability",
@@ -352,6 +413,17 @@ const std::vector<FactoryRow<DelayFactory>>& delay_factories() {
         {"tail", tail_text(he.tail)},
         {"factors", ""}},
        make_heterogeneous},
+      {"markov",
+       "persistent stragglers: per-worker normal/slow Markov chain (to_slow, to_normal), "
+       "shifted exponential per state",
+       {{"shift", number_text(ma.shift)},
+        {"rate", number_text(ma.rate)},
+        {"slow_shift", number_text(ma.slow_shift)},
+        {"slow_rate", number_text(ma.slow_rate)},
+        {"to_slow", number_text(ma.to_slow)},
+        {"to_normal", number_text(ma.to_normal)},
+        {"tail", tail_text(ma.tail)}},
+       make_markov},
       {"pareto",
        "load-scaled shift plus a Pareto(scale, shape) tail (heavy-tailed)",
        {{"shift", number_text(pa.shift)},
@@ -365,6 +437,11 @@ const std::vector<FactoryRow<DelayFactory>>& delay_factories() {
         {"rate", number_text(se.rate)},
         {"tail", tail_text(se.tail)}},
        make_shifted_exponential},
+      {"trace",
+       "measured per-worker times from a CSV file (iteration,worker,seconds or worker,seconds), "
+       "replayed in order (cycle) or resampled (bootstrap)",
+       {{"path", ""}, {"mode", "cycle"}, {"tail", tail_text(sim::TailScaling::kLoad)}},
+       make_trace},
   };
   return table;
 }

@@ -3,6 +3,7 @@
 // codes, delay models, loss models, stopping rules. A new implementation is one new file in its
 // library plus one row here. Each factory reads (and validates) its own keys from the config.
 
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -33,7 +34,9 @@ using DelayMaker = std::function<std::unique_ptr<sim::DelayModel>()>;
 /// Factories read their keys into the class's Options and let the Options validate; the caller
 /// then rejects unknown keys against the row's key list.
 using CodeFactory = std::function<CodePtr(JsonReader& code, const ClusterShape& shape)>;
-using DelayFactory = std::function<DelayMaker(JsonReader& delay, const std::vector<double>& loads)>;
+/// `base_dir`: the config file's folder, against which a delay's relative file path resolves.
+using DelayFactory = std::function<DelayMaker(
+    JsonReader& delay, const std::vector<double>& loads, const std::filesystem::path& base_dir)>;
 using LossFactory = std::function<std::shared_ptr<const models::LossModel>()>;
 using StoppingFactory = std::function<RulePtr(JsonReader& stopping, const CodePtr& code)>;
 

@@ -275,10 +275,10 @@ void read_scheme(const nlohmann::json& config,
 
 /// The delay model, then q for the expected rescale (which needs the delays), then the
 /// straggler policy.
-void read_delays(JsonReader& root, RunPlan& plan) {
+void read_delays(JsonReader& root, RunPlan& plan, const std::filesystem::path& base_dir) {
   JsonReader delay_reader = root.object("delay");
   const auto& delay_row = pick(delay_reader, "kind", "delay model", delay_factories());
-  plan.make_delays = delay_row.make(delay_reader, plan.scheme.code->loads());
+  plan.make_delays = delay_row.make(delay_reader, plan.scheme.code->loads(), base_dir);
   delay_reader.finish(keys_of(delay_row, kDelayKeys));
   root.merge("delay", delay_reader);
 
@@ -405,7 +405,7 @@ RunPlan plan_run(const nlohmann::json& config,
   LoadedData data = read_header_and_data(root, plan, file, base_dir);
   const bool delay_only = root.is_null("data");
   read_scheme(config, root, plan, file, data);
-  read_delays(root, plan);
+  read_delays(root, plan, base_dir);
   read_loss(root, plan, data, delay_only);
   read_optimizer(root, plan, delay_only);
   const nlohmann::json resolved_faults = read_backend(root, plan, delay_only);

@@ -226,6 +226,9 @@ class StopDistribution {
 
 using Integrand = std::function<double(double t, double lo, double hi)>;
 
+/// Most CDF jumps (DelayModel::atoms) used as integration breaks.
+constexpr std::size_t kMaxAtomBreaks = 20000;
+
 /// Where the iteration time lives: integration starts at `lower`, pieces break at every worker's
 /// lower bound, and the infinite tail is mapped with scale `width`.
 struct Support {
@@ -265,9 +268,19 @@ Support make_support(const std::function<StopProbability(double)>& dist,
   Support s;
   s.upper = upper;
   s.lower = kInfinity;
+  std::size_t atoms = 0;
   for (int i = 0; i < delay.workers(); ++i) {
     s.lower = std::min(s.lower, delay.lower_bound(i));
     s.breaks.push_back(delay.lower_bound(i));
+    atoms += delay.atoms(i).size();
+  }
+  // Between consecutive atoms of discrete marginals P(Z ≤ t) is constant, so each piece is
+  // integrated exactly; past kMaxAtomBreaks the pieces straddle jumps (accuracy ~1e-5).
+  if (atoms <= kMaxAtomBreaks) {
+    for (int i = 0; i < delay.workers(); ++i) {
+      const auto a = delay.atoms(i);
+      s.breaks.insert(s.breaks.end(), a.begin(), a.end());
+    }
   }
   s.centre = quantile(dist, s.lower, upper, 0.5);
   s.q90 = quantile(dist, s.lower, upper, 0.9);
@@ -479,6 +492,36 @@ double first_r_erasure_numerical(const SchemeDescription& scheme,
     }
     return product;
   };
+  // Discrete marginals (a replayed trace) have no density: dF_min is a sum of point masses at
+  // the erased workers' atoms and the integral an exact finite sum. A tie between an erased
+  // worker and another counts the other as arrived first.
+  bool discrete = true;
+  for (int i = 0; i < n && discrete; ++i) {
+    discrete = !delay.atoms(i).empty();
+  }
+  if (discrete) {
+    std::vector<double> points;
+    for (const int i : erased) {
+      const auto a = delay.atoms(i);
+      points.insert(points.end(), a.begin(), a.end());
+    }
+    std::sort(points.begin(), points.end());
+    points.erase(std::unique(points.begin(), points.end()), points.end());
+    double total = 0.0;
+    for (const double a : points) {
+      const double mass =
+          all_waiting(std::nextafter(a, -std::numeric_limits<double>::infinity())) - all_waiting(a);
+      if (!(mass > 0.0)) {
+        continue;
+      }
+      for (int i = 0; i < n; ++i) {
+        f[index(i)] = delay.cdf(i, a);
+        w[index(i)] = 1.0 - f[index(i)];
+      }
+      total += at_least(f, w, skip, scheme.r, p).stopped * mass;
+    }
+    return total;
+  }
   // Five-point central differences (error O(h⁴)) with h a thousandth of the piece, shrunk to
   // stay inside it so that no stencil straddles a kink at a worker's lower bound.
   const Integrand g = [&](double t, double lo, double hi) {

@@ -23,8 +23,10 @@
 //   E[Z] = c + ∫_c^∞ P(Z > t) dt − ∫_L^c P(Z ≤ t) dt,
 //   E[(Z − c)²] = 2∫_c^∞ (t − c) P(Z > t) dt + 2∫_L^c (c − t) P(Z ≤ t) dt,
 // centred at the median c (so the variance does not cancel), L = min_i lower_bound(i), with
-// adaptive Gauss–Kronrod on finite pieces split at every worker's lower bound and exp-sinh on the
-// tail after the substitution t = c + w·(e^v − 1). P(Z ≤ t) comes from the per-worker CDFs:
+// adaptive Gauss–Kronrod on finite pieces split at every worker's lower bound (and at the CDF
+// jumps of discrete marginals, DelayModel::atoms, up to 20 000 of them: a replayed trace is then
+// integrated exactly) and exp-sinh on the tail after the substitution t = c + w·(e^v − 1).
+// P(Z ≤ t) comes from the per-worker CDFs:
 // a product for all, the Poisson-binomial distribution of the number arrived for first_r (a DP
 // over workers), Π_g (1 − Π_{i∈g} (1 − F_i)) for FRC decodable, and for FRC
 // first_r_or_decodable a DP over groups whose state is (arrivals so far capped at r, whether every
@@ -50,7 +52,9 @@
 //   all, decodable         q = q₂ = 0 (exact)
 // With non-identical workers the closed forms become averages over groups (pairs of groups) of
 // P(g erased) = ∫ P(≥ r of the workers outside g arrived by t) dF_{min_{i∈g} T_i}(t), integrated
-// numerically with a central-difference density; deadline rules use Π_{i∈g} P(T_i > τ) exactly.
+// numerically with a central-difference density (for discrete marginals, DelayModel::atoms, an
+// exact sum over the atoms of min_{i∈g} T_i, ties counting the others as arrived first);
+// deadline rules use Π_{i∈g} P(T_i > τ) exactly.
 // Cyclic codes whose rule can stop before n − s arrivals (first_r with r < n − s, deadline) decode
 // by least squares, not by groups: q and q₂ are NaN there. q₂ is NaN when there is one group.
 

@@ -23,12 +23,20 @@ TEST_CASE("list: prints every row of the factory tables with its keys", "[experi
         "slowdown (5)\n"
         "  heterogeneous         shifted exponential times a fixed slowdown factor per worker\n"
         "                        keys: shift (1), rate (1), tail (load), factors\n"
+        "  markov                persistent stragglers: per-worker normal/slow Markov chain "
+        "(to_slow, to_normal), shifted exponential per state\n"
+        "                        keys: shift (1), rate (1), slow_shift (4), slow_rate (0.25), "
+        "to_slow (0.02), to_normal (0.2), tail (load)\n"
         "  pareto                load-scaled shift plus a Pareto(scale, shape) tail "
         "(heavy-tailed)\n"
         "                        keys: shift (1), scale (1), shape (2.5), tail (load)\n"
         "  shifted_exponential   T = load*shift + s(load)*Exp(1)/rate; tail load (Model A) or "
         "none (Model B)\n"
-        "                        keys: shift (1), rate (1), tail (load)\n");
+        "                        keys: shift (1), rate (1), tail (load)\n"
+        "  trace                 measured per-worker times from a CSV file "
+        "(iteration,worker,seconds or worker,seconds), replayed in order (cycle) or resampled "
+        "(bootstrap)\n"
+        "                        keys: path, mode (cycle), tail (load)\n");
 }
 
 TEST_CASE("list: --json holds the same rows as the tables", "[experiments][list]") {
@@ -47,7 +55,7 @@ TEST_CASE("list: --json holds the same rows as the tables", "[experiments][list]
   CHECK(first_r["name"] == "first_r");
   CHECK(first_r["keys"][0]["name"] == "r");
   CHECK(first_r["keys"][0]["default"].is_null());
-  CHECK(j["delays"]["rows"][2]["keys"][2] ==
+  CHECK(j["delays"]["rows"][3]["keys"][2] ==
         nlohmann::json({{"name", "shape"}, {"default", "2.5"}}));
 }
 

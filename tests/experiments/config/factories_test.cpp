@@ -7,6 +7,7 @@
 
 #include "experiments/config/config_error.h"
 #include "experiments/config/run_plan.h"
+#include "tests/test_support.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -19,7 +20,7 @@ std::unique_ptr<sim::DelayModel> delay_from(const std::string& delay,
   for (const auto& row : delay_factories()) {
     if (row.name == j.at("kind").get<std::string>()) {
       (void)reader.raw("kind");
-      const auto make = row.make(reader, loads);
+      const auto make = row.make(reader, loads, ".");
       reader.finish(keys_of(row, kDelayKeys));
       return make();
     }
@@ -34,6 +35,11 @@ nlohmann::json delay_only_config(const nlohmann::json& delay) {
     "stopping": {"rule": "all"}, "optimizer": {"iterations": 1}})");
   c["delay"] = delay;
   return c;
+}
+
+/// A 4-worker trace file for the rows that need one ("trace": "path" has no default).
+std::string four_worker_trace(const testing::TempDir& dir) {
+  return dir.write("times.csv", "worker,seconds\n0,1\n1,2\n2,3\n3,4\n");
 }
 
 std::string error_of(const nlohmann::json& config) {
@@ -157,12 +163,15 @@ TEST_CASE("config: code and rule keys reach their fields", "[experiments][config
 }
 
 TEST_CASE("config: the unknown-key list is the factory row's keys", "[experiments][config]") {
+  const testing::TempDir dir("factories");
   for (const auto& row : delay_factories()) {
     auto keys = keys_of(row, kDelayKeys);
     std::sort(keys.begin(), keys.end());
     nlohmann::json delay = {{"kind", row.name}, {"bogus", 1}};
     if (row.name == "heterogeneous") {
       delay["factors"] = {1.0, 1.0, 1.0, 1.0};
+    } else if (row.name == "trace") {
+      delay["path"] = four_worker_trace(dir);
     }
     CHECK(error_of(delay_only_config(delay)) ==
           "cfg.json:/delay/bogus: unknown key; valid keys are: " + join(keys));
@@ -184,13 +193,16 @@ TEST_CASE("config: the unknown-key list is the factory row's keys", "[experiment
 TEST_CASE("config: every row has a description and its keys are accepted",
           "[experiments][config]") {
   // Every key a delay row lists, given at its default (or a valid value), is accepted.
+  const testing::TempDir dir("factories");
   for (const auto& row : delay_factories()) {
     CHECK_FALSE(row.description.empty());
     nlohmann::json delay = {{"kind", row.name}};
     for (const auto& key : row.keys) {
       if (key.name == "factors") {
         delay[key.name] = {1.0, 1.0, 1.0, 1.0};
-      } else if (key.name == "tail") {
+      } else if (key.name == "path") {
+        delay[key.name] = four_worker_trace(dir);
+      } else if (key.name == "tail" || key.name == "mode") {
         delay[key.name] = key.default_value;
       } else {
         delay[key.name] = std::stod(key.default_value);
