@@ -6,9 +6,9 @@
 //   iteration time     theory's E[Z] (sim/theory/iteration_time_theory.h: closed form or
 //                      numerical) where it models the scheme, else a delay-only simulation
 //   iterations         T = min{t : E[f(x_t)] − f* ≤ ε} from the exact least-squares curve where it
-//                      is exact (least squares with exact coefficient moments), else the mean over
-//                      `repetitions` simulated training runs of each run's first t with
-//                      f(x_t) − f* ≤ ε (not reached unless every run reaches it)
+//                      is exact (least squares, exact schemes: a deterministic gap), else the mean
+//                      over `repetitions` simulated training runs of each run's first t with f(x_t)
+//                      − f* ≤ ε (not reached unless every run reaches it)
 //   total              T · E[Z]
 // ε = target_loss − f* (the config's target_loss) or ε = s·(f(x₀) − f*) (--suboptimality s).
 
@@ -29,10 +29,10 @@ struct AdviceOptions {
   /// Simulated training runs per scheme where the exact curve does not apply.
   int repetitions = 10;
   /// Also measure every scheme's time to target over this many seeded runs (0: no), with the
-  /// config's own delay block.
+  /// delay the predictions use.
   int measure = 0;
-  /// Predict with this delay block instead of the config's (`advise --fit`: a fitted model);
-  /// measurements and the recommended config keep the config's own delay.
+  /// Predict (and measure) with this delay block instead of the config's (`advise --fit`: a
+  /// fitted model); the recommended config keeps the config's own delay.
   std::optional<nlohmann::json> predicted_delay;
 };
 

@@ -5,6 +5,7 @@
 
 #include "experiments/scheme_advice.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "experiments/config/config_error.h"
 #include "experiments/config/run_plan.h"
+#include "experiments/fit_report.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -80,7 +82,15 @@ TEST_CASE("advise: candidate schemes for n workers", "[advise]") {
 }
 
 TEST_CASE("advise: the recommendation holds against seeded runs (given delay)", "[advise]") {
-  const auto config = read_json_file(kExamples / "advise_persistent.json");
+  auto config = read_json_file(kExamples / "advise_persistent.json");
+  // The generator's heterogeneous part alone (experiments/examples/make_persistent_trace.py).
+  std::vector<double> factors(24, 1.0);
+  std::fill(factors.begin(), factors.begin() + 6, 1.6);
+  config["delay"] = {{"kind", "heterogeneous"},
+                     {"shift", 0.5},
+                     {"rate", 2.0},
+                     {"tail", "load"},
+                     {"factors", factors}};
   AdviceOptions o;
   o.measure = 20;
   const Advice a = advise(config, "advise_persistent.json", kExamples, o);
@@ -101,6 +111,25 @@ TEST_CASE("advise: the recommendation holds against seeded runs (given delay)", 
     if (c.label.rfind("bgc", 0) == 0) {
       CHECK(c.iteration_time_method.rfind("simulation (20000 draws", 0) == 0);
     } else {
+      CHECK(c.iteration_time_method == "theory (numerical)");
+    }
+  }
+  check_recommendation(a);
+}
+
+TEST_CASE("advise: the README example, fitted to the trace, holds against seeded runs",
+          "[advise]") {
+  const auto config = read_json_file(kExamples / "advise_persistent.json");
+  AdviceOptions o;
+  o.measure = 20;
+  o.predicted_delay =
+      best_delay_block(fit_trace_file((kExamples / "persistent_stragglers.csv").string(), false));
+  REQUIRE((*o.predicted_delay)["kind"] == "markov");
+  const Advice a = advise(config, "advise_persistent.json", kExamples, o);
+  CHECK(a.predicted_delay == *o.predicted_delay);
+  CHECK(advice_json(a)["recommended_config"]["delay"] == config["delay"]);
+  for (const auto& c : a.ranked) {
+    if (c.label.rfind("bgc", 0) != 0) {
       CHECK(c.iteration_time_method == "theory (numerical)");
     }
   }
