@@ -94,6 +94,8 @@ int run_cli(const std::vector<std::string>& args) {
       add_check_command(app),
       add_sweep_command(app),
       add_list_command(app),
+      add_fit_command(app),
+      add_advise_command(app),
   };
 
   for (const auto& command : commands) {

@@ -27,6 +27,10 @@ Subcommand add_theory_command(CLI::App& app);
 Subcommand add_check_command(CLI::App& app);
 /// `stragglersim sweep SWEEP.json --out DIR --jobs N`.
 Subcommand add_sweep_command(CLI::App& app);
+/// `stragglersim fit TIMES.csv [--json] [--per-worker] [--out FILE]`.
+Subcommand add_fit_command(CLI::App& app);
+/// `stragglersim advise CONFIG.json [--json] [--fit TIMES.csv] ...`.
+Subcommand add_advise_command(CLI::App& app);
 /// `stragglersim list [codes|delays|rules|losses|backends|optimizers|generators] [--json]`.
 Subcommand add_list_command(CLI::App& app);
 

@@ -497,24 +497,25 @@ nlohmann::json simulated_iteration_time(const RunPlan& plan, std::uint64_t draws
           {"expected_wall_time", wall / static_cast<double>(draws)}};
 }
 
+void simulate_training(const RunPlan& plan,
+                       std::uint64_t delay_seed,
+                       const std::function<void(const sim::TraceRow&)>& on_row) {
+  auto cluster = std::make_unique<sim::SimulatedCluster>(
+      plan.make_delays(), plan.scheme.rule, plan.stragglers, delay_seed, plan.network);
+  sim::SimulatedBackend backend(plan.objective, plan.scheme, std::move(cluster));
+  auto optimizer = plan.make_optimizer();
+  sim::train(
+      *plan.objective, nullptr, *optimizer, backend, sim::TrainingOptions{plan.iterations}, on_row);
+}
+
 MeasuredGap measure_gap(const RunPlan& plan, int repetitions, std::uint64_t seed, double f_star) {
   const auto size = static_cast<std::size_t>(plan.iterations) + 1;
   std::vector<std::vector<double>> gaps(size);  // gaps[t][run]
   for (int rep = 0; rep < repetitions; ++rep) {
-    auto cluster =
-        std::make_unique<sim::SimulatedCluster>(plan.make_delays(),
-                                                plan.scheme.rule,
-                                                plan.stragglers,
-                                                derive_seed(seed, static_cast<std::uint64_t>(rep)),
-                                                plan.network);
-    sim::SimulatedBackend backend(plan.objective, plan.scheme, std::move(cluster));
-    auto optimizer = plan.make_optimizer();
-    sim::train(*plan.objective,
-               nullptr,
-               *optimizer,
-               backend,
-               sim::TrainingOptions{plan.iterations},
-               [&](const sim::TraceRow& row) { gaps[row.iteration].push_back(row.loss - f_star); });
+    simulate_training(
+        plan, derive_seed(seed, static_cast<std::uint64_t>(rep)), [&](const sim::TraceRow& row) {
+          gaps[row.iteration].push_back(row.loss - f_star);
+        });
   }
   MeasuredGap out;
   for (const auto& g : gaps) {

@@ -3,12 +3,14 @@
 // runner accepts (or null with the reason), the exact expected-gap curve for least squares, and
 // a simulated iteration time for the finish and drain straggler policies.
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
 
 #include "experiments/config/run_plan.h"
 #include "sim/theory/iteration_time_theory.h"
+#include "sim/training_loop.h"
 
 namespace stragglersim::experiments {
 
@@ -27,6 +29,12 @@ nlohmann::json convergence_predictions(const RunPlan& plan,
 /// iteration_time_sd, expected_wall_time, group_erasure_probability (erased fraction; null
 /// without groups), q2 (null), draws}.
 nlohmann::json simulated_iteration_time(const RunPlan& plan, std::uint64_t draws);
+
+/// One simulated training run of the plan (fixed data and code) with the delay seed `delay_seed`;
+/// `on_row` sees every trace row. Throws sim::NumericalError as sim::train does.
+void simulate_training(const RunPlan& plan,
+                       std::uint64_t delay_seed,
+                       const std::function<void(const sim::TraceRow&)>& on_row);
 
 /// Mean and standard error of f(x_t) − f* at each t over repeated simulated runs of the plan
 /// (fixed data and code; run i uses the delay seed derive_seed(seed, i)), and the runs' sample

@@ -1,0 +1,94 @@
+#pragma once
+// `stragglersim advise` (docs/advise.md): the schemes the program supports, ranked by predicted
+// time to reach a target loss on the config's data, workers and delay model.
+//
+// For each candidate scheme (the config with its code, stopping and rescale replaced):
+//   iteration time     theory's E[Z] (sim/theory/iteration_time_theory.h: closed form or
+//                      numerical) where it models the scheme, else a delay-only simulation
+//   iterations         T = min{t : E[f(x_t)] − f* ≤ ε} from the exact least-squares curve where it
+//                      is exact (least squares, exact schemes: a deterministic gap), else the mean
+//                      over `repetitions` simulated training runs of each run's first t with f(x_t)
+//                      − f* ≤ ε (not reached unless every run reaches it)
+//   total              T · E[Z]
+// ε = target_loss − f* (the config's target_loss) or ε = s·(f(x₀) − f*) (--suboptimality s).
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "experiments/config/run_plan.h"
+
+namespace stragglersim::experiments {
+
+struct AdviceOptions {
+  /// Relative target s ∈ (0, 1): f − f* ≤ s·(f(x₀) − f*); without it the config's target_loss.
+  std::optional<double> suboptimality;
+  /// Simulated training runs per scheme where the exact curve does not apply.
+  int repetitions = 10;
+  /// Also measure every scheme's time to target over this many seeded runs (0: no), with the
+  /// delay the predictions use.
+  int measure = 0;
+  /// Predict (and measure) with this delay block instead of the config's (`advise --fit`: a
+  /// fitted model); the recommended config keeps the config's own delay.
+  std::optional<nlohmann::json> predicted_delay;
+};
+
+struct SchemeCandidate {
+  std::string label;     ///< e.g. "erasurehead frc d=2 r=10"
+  nlohmann::json block;  ///< {"code", "stopping", "rescale"}: replaces the config's
+  std::string problem;   ///< non-empty when the candidate was not predicted (and why)
+  double iteration_time = 0.0;
+  std::string iteration_time_method;
+  /// To target (a mean over runs when simulated); nullopt: not reached in the horizon.
+  std::optional<double> iterations;
+  std::string iterations_method;
+  double total = 0.0;  ///< iterations · iteration_time; +∞ when not reached
+  // --measure: seeded runs' time to target (time of the first row with loss ≤ target).
+  int measured_runs = 0;
+  int measured_reached = 0;
+  double measured_mean = 0.0;
+  double measured_se = 0.0;
+};
+
+struct Advice {
+  double f_star = 0.0;
+  double initial_gap = 0.0;  ///< f(x₀) − f*
+  double target_loss = 0.0;
+  double target_gap = 0.0;              ///< ε
+  std::uint64_t horizon = 0;            ///< the config's iterations: the longest run considered
+  std::vector<SchemeCandidate> ranked;  ///< by total, unreached and failed last
+  nlohmann::json config;                ///< the input config, its own delay
+  nlohmann::json predicted_delay;       ///< the delay block the predictions used
+};
+
+/// The candidates for n workers: uncoded (all), ignore-stragglers (uncoded, first_r at ½ and ¾),
+/// exact FRC (d = 2, 3 when d | n, decodable), CRC (s = 1, 2, decodable), ErasureHead (FRC
+/// d = 2, 3, first_r_or_decodable at r = ¼, ½, ¾ of n; FRC d = 2 with a deadline) and BGC
+/// (d = 2, 3, first_r at ½). `deadline` is the deadline's `after` in seconds.
+[[nodiscard]] std::vector<SchemeCandidate> scheme_candidates(int workers, double deadline);
+
+/// Ranks the candidates for `config` (read from `file`, paths relative to `base_dir`).
+/// ConfigError when the config has no data, or neither a target_loss nor a suboptimality.
+[[nodiscard]] Advice advise(const nlohmann::json& config,
+                            const std::string& file,
+                            const std::filesystem::path& base_dir,
+                            const AdviceOptions& options);
+
+/// Time to `target_loss` of `runs` seeded training runs of `plan` (run i: delay seed
+/// derive_seed(seed, i)): the counted time of the first row with loss ≤ target, +∞ if none.
+[[nodiscard]] std::vector<double> measure_time_to_target(const RunPlan& plan,
+                                                         int runs,
+                                                         std::uint64_t seed,
+                                                         double target_loss);
+
+/// The config with `candidate`'s code, stopping and rescale (and "stragglers": "cancel").
+[[nodiscard]] nlohmann::json apply_candidate(const nlohmann::json& config,
+                                             const SchemeCandidate& candidate);
+
+/// What `advise --json` prints.
+[[nodiscard]] nlohmann::json advice_json(const Advice& advice);
+
+}  // namespace stragglersim::experiments

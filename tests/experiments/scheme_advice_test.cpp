@@ -1,0 +1,158 @@
+// `advise` (experiments/scheme_advice.h, docs/advise.md): the candidate schemes, the ranking by
+// predicted time to target, and the recommendation checked against 20 seeded runs of every
+// scheme (fixed seeds; the measured mean within 10% of the prediction, no alternative faster by
+// more than its standard error).
+
+#include "experiments/scheme_advice.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "experiments/config/config_error.h"
+#include "experiments/config/run_plan.h"
+#include "experiments/fit_report.h"
+
+namespace stragglersim::experiments {
+namespace {
+
+const std::filesystem::path kExamples =
+    std::filesystem::path(STRAGGLERSIM_SOURCE_DIR) / "experiments" / "examples";
+
+std::vector<std::string> labels(const std::vector<SchemeCandidate>& c) {
+  std::vector<std::string> out;
+  for (const auto& x : c) {
+    out.push_back(x.label);
+  }
+  return out;
+}
+
+/// The recommendation against 20 seeded runs of every listed scheme.
+void check_recommendation(const Advice& a) {
+  REQUIRE_FALSE(a.ranked.empty());
+  const SchemeCandidate& best = a.ranked.front();
+  INFO("recommended " << best.label << ": predicted " << best.total << ", measured "
+                      << best.measured_mean << " +- " << best.measured_se);
+  REQUIRE(std::isfinite(best.total));
+  REQUIRE(best.measured_reached == 20);
+  CHECK(std::abs(best.measured_mean / best.total - 1.0) < 0.10);
+  for (const auto& c : a.ranked) {
+    INFO(c.label << ": measured " << c.measured_mean << " +- " << c.measured_se);
+    if (c.problem.empty() && c.measured_reached == c.measured_runs) {
+      CHECK(c.measured_mean >= best.measured_mean - c.measured_se);
+    }
+  }
+}
+
+TEST_CASE("advise: candidate schemes for n workers", "[advise]") {
+  CHECK(labels(scheme_candidates(24, 1.5)) ==
+        std::vector<std::string>{"uncoded",
+                                 "ignore-stragglers r=18",
+                                 "ignore-stragglers r=12",
+                                 "exact frc d=2",
+                                 "exact frc d=3",
+                                 "crc s=1",
+                                 "crc s=2",
+                                 "erasurehead frc d=2 r=6",
+                                 "erasurehead frc d=2 r=12",
+                                 "erasurehead frc d=2 r=18",
+                                 "erasurehead frc d=3 r=6",
+                                 "erasurehead frc d=3 r=12",
+                                 "erasurehead frc d=3 r=18",
+                                 "erasurehead frc d=2 deadline=1.5",
+                                 "bgc d=2 r=12",
+                                 "bgc d=3 r=12"});
+  // n = 5: no FRC (2, 3 do not divide 5), no deadline without a value.
+  CHECK(labels(scheme_candidates(5, 0.0)) == std::vector<std::string>{"uncoded",
+                                                                      "ignore-stragglers r=4",
+                                                                      "ignore-stragglers r=3",
+                                                                      "crc s=1",
+                                                                      "crc s=2",
+                                                                      "bgc d=2 r=3",
+                                                                      "bgc d=3 r=3"});
+  const auto c = scheme_candidates(24, 0.0);
+  const nlohmann::json config = {{"code", {{"kind", "frc"}}}, {"partitions", 24}};
+  const nlohmann::json applied = apply_candidate(config, c[9]);
+  CHECK(applied["code"] == nlohmann::json({{"kind", "frc"}, {"d", 2}}));
+  CHECK(applied["stopping"] == nlohmann::json({{"rule", "first_r_or_decodable"}, {"r", 18}}));
+  CHECK(applied["stragglers"] == "cancel");
+  CHECK_FALSE(applied.contains("partitions"));
+}
+
+TEST_CASE("advise: the recommendation holds against seeded runs (given delay)", "[advise]") {
+  auto config = read_json_file(kExamples / "advise_persistent.json");
+  // The generator's heterogeneous part alone (experiments/examples/make_persistent_trace.py).
+  std::vector<double> factors(24, 1.0);
+  std::fill(factors.begin(), factors.begin() + 6, 1.6);
+  config["delay"] = {{"kind", "heterogeneous"},
+                     {"shift", 0.5},
+                     {"rate", 2.0},
+                     {"tail", "load"},
+                     {"factors", factors}};
+  AdviceOptions o;
+  o.measure = 20;
+  const Advice a = advise(config, "advise_persistent.json", kExamples, o);
+  CHECK(a.target_loss == 0.11);
+  CHECK(a.target_gap == Approx(0.11 - a.f_star));
+  // Ranked by predicted total, unreached last.
+  for (std::size_t i = 1; i < a.ranked.size(); ++i) {
+    CHECK(a.ranked[i - 1].total <= a.ranked[i].total);
+  }
+  // Exact schemes use the exact least-squares curve; the others simulate.
+  for (const auto& c : a.ranked) {
+    if (c.label == "uncoded" || c.label.rfind("exact", 0) == 0 || c.label.rfind("crc", 0) == 0) {
+      CHECK(c.iterations_method == "theory (exact least-squares curve)");
+    } else if (c.problem.empty()) {
+      CHECK(c.iterations_method.rfind("simulation (mean first iteration at target of 10 runs)",
+                                      0) == 0);
+    }
+    if (c.label.rfind("bgc", 0) == 0) {
+      CHECK(c.iteration_time_method.rfind("simulation (20000 draws", 0) == 0);
+    } else {
+      CHECK(c.iteration_time_method == "theory (numerical)");
+    }
+  }
+  check_recommendation(a);
+}
+
+TEST_CASE("advise: the README example, fitted to the trace, holds against seeded runs",
+          "[advise]") {
+  const auto config = read_json_file(kExamples / "advise_persistent.json");
+  AdviceOptions o;
+  o.measure = 20;
+  o.predicted_delay =
+      best_delay_block(fit_trace_file((kExamples / "persistent_stragglers.csv").string(), false));
+  REQUIRE((*o.predicted_delay)["kind"] == "markov");
+  const Advice a = advise(config, "advise_persistent.json", kExamples, o);
+  CHECK(a.predicted_delay == *o.predicted_delay);
+  CHECK(advice_json(a)["recommended_config"]["delay"] == config["delay"]);
+  for (const auto& c : a.ranked) {
+    if (c.label.rfind("bgc", 0) != 0) {
+      CHECK(c.iteration_time_method == "theory (numerical)");
+    }
+  }
+  check_recommendation(a);
+}
+
+TEST_CASE("advise: refuses configs without data or target", "[advise]") {
+  auto config = read_json_file(kExamples / "advise_persistent.json");
+  config.erase("target_loss");
+  CHECK_THROWS_WITH(advise(config, "a.json", kExamples, {}),
+                    "a.json:/target_loss: advise needs a target; got no target_loss; expected a "
+                    "target_loss in the config or --suboptimality");
+  config["target_loss"] = 0.01;
+  CHECK_THROWS_WITH(advise(config, "a.json", kExamples, {}),
+                    Catch::Matchers::StartsWith(
+                        "a.json:/target_loss: below the optimum, no run reaches it; got 0.01; "
+                        "expected more than f* = 0.1032"));
+  config["data"] = nullptr;
+  config.erase("loss");
+  config["optimizer"] = {{"iterations", 10}};
+  CHECK_THROWS_WITH(advise(config, "a.json", kExamples, {}),
+                    "a.json:/data: advise needs data; got null; expected a data block");
+}
+
+}  // namespace
+}  // namespace stragglersim::experiments
