@@ -259,18 +259,18 @@ TEST_CASE("cli: an unknown command names the nearest one", "[experiments][cli]")
   const Result typo = run("runn x.json", dir);
   CHECK(typo.status == 2);
   CHECK(typo.err ==
-        "error: unknown command 'runn'; did you mean 'run'? valid commands are: check, codes, "
-        "list, run, sweep, theory\n");
+        "error: unknown command 'runn'; did you mean 'run'? valid commands are: advise, check, "
+        "codes, fit, list, run, sweep, theory\n");
   CHECK(typo.out.empty());
   const Result swap = run("thoery", dir);
   CHECK(swap.err ==
-        "error: unknown command 'thoery'; did you mean 'theory'? valid commands are: check, "
-        "codes, list, run, sweep, theory\n");
+        "error: unknown command 'thoery'; did you mean 'theory'? valid commands are: advise, "
+        "check, codes, fit, list, run, sweep, theory\n");
   const Result far = run("simulate", dir);
   CHECK(far.status == 2);
   CHECK(far.err ==
-        "error: unknown command 'simulate'; valid commands are: check, codes, list, run, sweep, "
-        "theory\n");
+        "error: unknown command 'simulate'; valid commands are: advise, check, codes, fit, list, "
+        "run, sweep, theory\n");
   // Levenshtein distances by hand: one deletion, a transposition (two substitutions), and
   // every byte different.
   CHECK(stragglersim::experiments::edit_distance("runn", "run") == 1);
@@ -335,8 +335,8 @@ TEST_CASE("cli: the unknown-key list names target_loss and backend", "[experimen
   const Result r = run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "o").string()), dir);
   CHECK(r.status == 2);
   CHECK(r.err == fmt::format("error: {}:/targetloss: unknown key; valid keys are: backend, code, "
-                             "data, delay, loss, name, optimizer, partitions, rescale, seed, "
-                             "stopping, stragglers, target_loss, workers\n",
+                             "data, delay, loss, name, network, optimizer, partitions, rescale, "
+                             "sampler, seed, stopping, stragglers, target_loss, threads, workers\n",
                              cfg.string()));
 }
 
