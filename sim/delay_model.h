@@ -63,7 +63,8 @@ class DelayModel {
   /// Smallest possible delay of worker i (the shift): integration starts here.
   [[nodiscard]] virtual double lower_bound(int worker) const = 0;
   /// The points where worker i's CDF jumps, sorted (a discrete marginal such as a replayed
-  /// trace); empty for a continuous law. The numerical theory splits its integrals there.
+  /// trace); empty for a continuous law. Non-empty means purely discrete: all of the mass is on
+  /// these points. The numerical theory splits its integrals there.
   [[nodiscard]] virtual std::span<const double> atoms(int /*worker*/) const { return {}; }
   /// Its parameters when the model is exactly i.i.d. shifted exponential (closed forms apply);
   /// nullopt otherwise.

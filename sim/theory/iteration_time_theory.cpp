@@ -247,6 +247,10 @@ struct Support {
   double q90 = 0.0;          ///< the 90% quantile of Z
   double width = 1.0;        ///< tail scale, q90 − median (or a fallback)
   std::vector<double> breaks;
+  /// Every worker's marginal is purely atomic and every atom is a break: P(Z ≤ t) is constant on
+  /// each piece, and the integrands (at most linear in t times it) are integrated exactly by the
+  /// two-point Gauss rule, whose nodes lie inside the piece.
+  bool piecewise_constant = false;
 };
 
 double quantile(const std::function<StopProbability(double)>& dist,
@@ -286,10 +290,13 @@ Support make_support(const std::function<StopProbability(double)>& dist,
   // Between consecutive atoms of discrete marginals P(Z ≤ t) is constant, so each piece is
   // integrated exactly; past kMaxAtomBreaks the pieces straddle jumps (accuracy ~1e-5).
   if (atoms <= kMaxAtomBreaks) {
+    bool all_atomic = delay.workers() > 0;
     for (int i = 0; i < delay.workers(); ++i) {
       const auto a = delay.atoms(i);
+      all_atomic = all_atomic && !a.empty();
       s.breaks.insert(s.breaks.end(), a.begin(), a.end());
     }
+    s.piecewise_constant = all_atomic;
   }
   s.centre = quantile(dist, s.lower, upper, 0.5);
   s.q90 = quantile(dist, s.lower, upper, 0.9);
@@ -338,14 +345,27 @@ double integrate_range(const Integrand& g,
                        double tolerance = kQuadratureTolerance) {
   double total = 0.0;
   double at = a;
+  const auto piece = [&](double lo, double hi) {
+    if (!s.piecewise_constant) {
+      return integrate_piece(g, lo, hi, tolerance);
+    }
+    if (!(hi > lo)) {
+      return 0.0;
+    }
+    // Two-point Gauss–Legendre: exact for the cubic-or-lower integrands of a constant P(Z ≤ t).
+    const double mid = 0.5 * (lo + hi);
+    const double half = 0.5 * (hi - lo);
+    const double node = half / std::sqrt(3.0);
+    return half * (g(mid - node, lo, hi) + g(mid + node, lo, hi));
+  };
   for (const double brk : s.breaks) {
     if (brk > at && brk < b) {
-      total += integrate_piece(g, at, brk, tolerance);
+      total += piece(at, brk);
       at = brk;
     }
   }
   if (std::isfinite(b)) {
-    return total + integrate_piece(g, at, b, tolerance);
+    return total + piece(at, b);
   }
   return total + integrate_tail(g, at, s.width, tolerance);
 }
