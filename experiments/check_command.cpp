@@ -287,7 +287,8 @@ void order_statistics_rows(bool quick, std::vector<CheckRow>& rows) {
         code,
         sim::StragglerPolicy::kCancel,
         31,
-        sim::NetworkOptions{}, sim::Sampler::kOrderStatistics);
+        sim::NetworkOptions{},
+        sim::Sampler::kOrderStatistics);
     Mean m;
     s.run(iterations, [&](const sim::DelayOnlyIteration& it) { m.add(it.iteration_time); });
     rows.push_back(two_sided(fmt::format("E[T] {} n={} model A (order statistics)", c.label, c.n),
@@ -306,7 +307,8 @@ void order_statistics_rows(bool quick, std::vector<CheckRow>& rows) {
                             code,
                             sim::StragglerPolicy::kCancel,
                             32,
-                            sim::NetworkOptions{}, sim::Sampler::kOrderStatistics);
+                            sim::NetworkOptions{},
+                            sim::Sampler::kOrderStatistics);
   Mean erased;
   const double groups = big / 2.0;
   s.run(iterations,

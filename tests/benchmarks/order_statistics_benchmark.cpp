@@ -52,7 +52,8 @@ void run_order_statistics(benchmark::State& state, Rule which, int d) {
       code,
       StragglerPolicy::kCancel,
       1,
-      NetworkOptions{}, Sampler::kOrderStatistics);
+      NetworkOptions{},
+      Sampler::kOrderStatistics);
   constexpr std::uint64_t kBatch = 1000;
   double sink = 0.0;
   for (auto _ : state) {

@@ -271,7 +271,8 @@ TEST_CASE("order statistics: where the sampler is not exact, and why", "[order_s
                                      uncoded,
                                      StragglerPolicy::kCancel,
                                      1,
-                                     NetworkOptions{}, Sampler::kOrderStatistics),
+                                     NetworkOptions{},
+                                     Sampler::kOrderStatistics),
                   std::logic_error);
 }
 
@@ -298,7 +299,8 @@ TEST_CASE("order statistics: compact codes and uniform loads hold nothing per wo
                        code,
                        StragglerPolicy::kCancel,
                        3,
-                       NetworkOptions{}, Sampler::kOrderStatistics);
+                       NetworkOptions{},
+                       Sampler::kOrderStatistics);
   const DelayOnlyStatistics stats = s.run(10000);
   CHECK(std::abs(stats.mean - (2.0 + harmonic_difference(n / 2.0, n / 2.0))) <
         4.0 * stats.standard_error());
