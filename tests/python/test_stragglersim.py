@@ -311,7 +311,8 @@ def test_sweep_writes_the_cli_folder_and_returns_index_rows(tmp_path):
 
 
 def test_iteration_times_are_the_run_iteration_times():
-    config = delay_only(workers=64, iterations=300)
+    # A config with data draws every worker, so its iteration times are the worker sampler's.
+    config = delay_only(workers=64, iterations=300, sampler="workers")
     times = stragglersim.iteration_times(training(workers=64, stopping={"rule": "first_r", "r": 32},
                                                   seed=5, delay=config["delay"]), 300)
     assert times.dtype == np.float64 and times.shape == (300,)
@@ -354,7 +355,7 @@ def test_the_gil_is_released_while_a_run_executes():
     counter = threading.Thread(target=count)
     counter.start()
     start = time.monotonic()
-    stragglersim.iteration_times(delay_only(workers=65536), 600)
+    stragglersim.iteration_times(delay_only(workers=65536, sampler="workers"), 600)
     end = time.monotonic()
     stop.set()
     counter.join()
