@@ -390,8 +390,17 @@ def test_two_threads_calling_at_once_get_the_sequential_results():
             assert got[name].tolist() == want[name].tolist()
 
 
+@pytest.fixture
+def python_sigint_handler():
+    """Python's own Ctrl-C handler, whatever the launcher did: a shell that starts a job in the
+    background ignores SIGINT for it, and Python then leaves SIGINT ignored."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 @pytest.mark.parametrize("call", ["run", "iteration_times", "sweep"])
-def test_keyboard_interrupt_stops_a_long_call_cleanly(tmp_path, call):
+def test_keyboard_interrupt_stops_a_long_call_cleanly(tmp_path, call, python_sigint_handler):
     out = tmp_path / "out"
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
     start = time.monotonic()
