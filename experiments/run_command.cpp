@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -113,9 +114,10 @@ int report_run(const RunPlan& plan,
 
 /// `mpirun -np n+1 stragglersim run`: rank 0 runs the master and writes the outputs, ranks
 /// 1..n are the workers. Every rank planned the same run from the same config, so every rank
-/// refuses a wrong -np by itself (exit 2) and none waits for another.
+/// refuses a wrong -np by itself (exit 2); they wait (a bounded time) until rank 0 has said why,
+/// since mpirun ends the job at the first non-zero exit.
 int command_run_mpi(const RunPlan& plan, const std::string& config, const std::string& out_dir) {
-  const sim::MpiSession session;
+  sim::MpiSession session;
   const int expected = plan.workers + 1;
   if (session.size() != expected) {
     if (session.rank() == 0) {
@@ -127,6 +129,7 @@ int command_run_mpi(const RunPlan& plan, const std::string& config, const std::s
           expected,
           plan.workers);
     }
+    session.meet(std::chrono::seconds(10));
     return 2;
   }
   if (session.rank() != 0) {

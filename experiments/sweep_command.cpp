@@ -237,8 +237,9 @@ long launch_size() {
 
 /// Every rank of `mpirun -np P stragglersim sweep ...`; only rank 0 prints.
 int command_sweep_mpi(const SweepArgs& args) {
-  const sim::MpiSession session;
+  sim::MpiSession session;
   const int rank = session.rank();
+  int status = 0;
   try {
     const SweepSpec spec = expand_sweep_file(args.sweep);
     Progress progress;
@@ -267,13 +268,20 @@ int command_sweep_mpi(const SweepArgs& args) {
                               fmt::format("{} MPI ranks", session.size()))
                      : 0;
   } catch (const RankStop& stop) {
-    return stop.status;
-  } catch (const ConfigError&) {
-    if (rank != 0) {
-      return 2;  // every rank read the same sweep file; rank 0 says what is wrong
+    status = stop.status;
+  } catch (const ConfigError& e) {
+    status = 2;  // every rank read the same sweep file; rank 0 says what is wrong
+    if (rank == 0) {
+      std::cerr << "error: " << e.what() << std::endl;
     }
-    throw;
+  } catch (const std::exception& e) {
+    status = 1;
+    std::cerr << "error: " << e.what() << std::endl;
   }
+  // mpirun ends the job at the first non-zero exit: the stopping ranks wait (a bounded time)
+  // until rank 0 has printed why.
+  session.meet(std::chrono::seconds(10));
+  return status;
 }
 
 int command_sweep(const SweepArgs& args) {

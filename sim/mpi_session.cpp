@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <string_view>
 #include <system_error>
+#include <thread>
 
 #include "models/base/invariant.h"
 
@@ -56,8 +57,26 @@ MpiSession::MpiSession() {
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
 }
 
+bool MpiSession::meet(std::chrono::milliseconds limit) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Ibarrier(MPI_COMM_WORLD, &request);
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    int done = 0;
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done != 0) {
+      return true;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      abandoned_ = true;
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 MpiSession::~MpiSession() {
-  if (owns_) {
+  if (owns_ && !abandoned_) {
     int finalised = 0;
     MPI_Finalized(&finalised);
     if (finalised == 0) {
@@ -68,6 +87,7 @@ MpiSession::~MpiSession() {
 #else
 MpiSession::MpiSession() { STRAGGLERSIM_ASSERT(false, "MPI is not compiled in"); }
 MpiSession::~MpiSession() = default;
+bool MpiSession::meet(std::chrono::milliseconds /*limit*/) { return !abandoned_; }
 #endif
 
 }  // namespace stragglersim::sim

@@ -3,6 +3,7 @@
 // (`run` under mpirun) and MPI sweeps (`sweep` under mpirun) share it: MPI is initialised once
 // per process, by the first MpiSession, and finalised when that session ends.
 
+#include <chrono>
 #include <optional>
 
 namespace stragglersim::sim {
@@ -32,8 +33,16 @@ class MpiSession {
   [[nodiscard]] int rank() const { return rank_; }
   [[nodiscard]] int size() const { return size_; }
 
+  /// Waits until every rank has called meet(), or `limit` has passed; returns whether they all
+  /// met. A rank that stops early calls it after saying why: mpirun ends the whole job on the
+  /// first non-zero exit, which would otherwise cut off rank 0's message. After a timeout the
+  /// session does not call MPI_Finalize (its barrier is still pending); the exit status says
+  /// the job failed.
+  bool meet(std::chrono::milliseconds limit);
+
  private:
   bool owns_ = false;
+  bool abandoned_ = false;
   int rank_ = 0;
   int size_ = 1;
 };
