@@ -198,6 +198,24 @@ def machine():
     )
 
 
+def replay_job(row, shape, floor_name, peer_name, peer, reps, loads):
+    """One replay shape: the streaming-read floor, 1 and 2 threads (wall and CPU) and the peer.
+    Returns (floor, 1 thread, 2 threads, peer, CPU floor, CPU 1 thread, CPU 2 threads), in ms."""
+    loads.append(load())
+    print(f"load average {loads[-1]:.2f}")
+    wall_ms, cpu_ms = google_benchmark(f"bm_{shape}_", reps)
+    job = f"{shape} replay"
+    names = [f"bm_{shape}_stream_read", f"bm_{shape}_iteration/1/real_time",
+             f"bm_{shape}_iteration/2/real_time"]
+    labels = [f"{floor_name} (floor)", "stragglersim, 1 thread", "stragglersim, 2 threads"]
+    walls = [row(job, label, wall_ms[name], "ms") for name, label in zip(names, labels)]
+    cpu_labels = [f"{floor_name} (floor), CPU", "stragglersim, 1 thread, CPU",
+                  "stragglersim, 2 threads, CPU of the main thread"]
+    cpus = [row(job, label, cpu_ms[name], "ms") for name, label in zip(names, cpu_labels)]
+    peer_ms = row(job, peer_name, peer(reps), "ms")
+    return (*walls, peer_ms, *cpus)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repetitions", type=int, default=5)
@@ -225,36 +243,14 @@ def main():
     delay_ratio = numpy_med / ours_med
     print(f"  delay-only: stragglersim {delay_ratio:.2f}x numpy")
 
-    loads.append(load())
-    print(f"load average {loads[-1]:.2f}")
-    dense, dense_cpu = google_benchmark("bm_dense_", reps)
-    floor = row("dense replay", "one streaming read (floor)", dense["bm_dense_stream_read"], "ms")
-    d1 = row("dense replay", "stragglersim, 1 thread", dense["bm_dense_iteration/1/real_time"], "ms")
-    d2 = row("dense replay", "stragglersim, 2 threads", dense["bm_dense_iteration/2/real_time"], "ms")
-    cfloor = row("dense replay", "one streaming read (floor), CPU",
-                 dense_cpu["bm_dense_stream_read"], "ms")
-    c1 = row("dense replay", "stragglersim, 1 thread, CPU",
-             dense_cpu["bm_dense_iteration/1/real_time"], "ms")
-    c2 = row("dense replay", "stragglersim, 2 threads, CPU of the main thread",
-             dense_cpu["bm_dense_iteration/2/real_time"], "ms")
-    dn = row("dense replay", "numpy (full gradient)", dense_peer(reps), "ms")
+    dense = replay_job(row, "dense", "one streaming read", "numpy (full gradient)", dense_peer,
+                       reps, loads)
+    floor, d1, d2, dn, cfloor, c1, c2 = dense
+    sparse = replay_job(row, "sparse", "one streaming read of CSR", "scipy.sparse (full gradient)",
+                        sparse_peer, reps, loads)
+    sfloor, s1, s2, sn, csfloor, cs1, cs2 = sparse
     print(f"  dense: {d1 / floor:.2f}x the floor at 1 thread; 2 threads {d1 / d2:.2f}x faster "
           f"than 1; numpy / stragglersim {dn / d1:.2f}x (1 thread), {dn / d2:.2f}x (2 threads)")
-
-    loads.append(load())
-    print(f"load average {loads[-1]:.2f}")
-    sparse, sparse_cpu = google_benchmark("bm_sparse_", reps)
-    sfloor = row("sparse replay", "one streaming read of CSR (floor)",
-                 sparse["bm_sparse_stream_read"], "ms")
-    s1 = row("sparse replay", "stragglersim, 1 thread", sparse["bm_sparse_iteration/1/real_time"], "ms")
-    s2 = row("sparse replay", "stragglersim, 2 threads", sparse["bm_sparse_iteration/2/real_time"], "ms")
-    csfloor = row("sparse replay", "one streaming read of CSR (floor), CPU",
-                  sparse_cpu["bm_sparse_stream_read"], "ms")
-    cs1 = row("sparse replay", "stragglersim, 1 thread, CPU",
-              sparse_cpu["bm_sparse_iteration/1/real_time"], "ms")
-    cs2 = row("sparse replay", "stragglersim, 2 threads, CPU of the main thread",
-              sparse_cpu["bm_sparse_iteration/2/real_time"], "ms")
-    sn = row("sparse replay", "scipy.sparse (full gradient)", sparse_peer(reps), "ms")
     print(f"  sparse: {s1 / sfloor:.2f}x the floor at 1 thread; 2 threads {s1 / s2:.2f}x faster "
           f"than 1; scipy / stragglersim {sn / s1:.2f}x (1 thread), {sn / s2:.2f}x (2 threads)")
 
