@@ -122,7 +122,8 @@ TEST_CASE("experiments: the exact least-squares curve matches 200 runs at every 
 
 TEST_CASE("experiments: the exact sd beyond its flop budget is null with the cost",
           "[experiments][theory][convergence]") {
-  // Nesterov at p = 80, K = 10: one iteration of the fourth moments is over 3e10 flops alone.
+  // Nesterov at p = 80, K = 10: about 8e11 flops per iteration of the fourth moments, so fewer
+  // than 10 iterations fit in the 5e10 budget.
   nlohmann::json config = gaussian_least_squares(400, 80, 0.1, 20);
   config["stopping"] = {{"rule", "first_r"}, {"r", 10}};
   config["optimizer"]["kind"] = "nesterov";
