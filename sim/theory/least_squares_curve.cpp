@@ -203,7 +203,7 @@ struct Engine {
   }
 
   /// The modes rotated one place (the identity on the first mode), a transposing copy.
-  Tensor4 rotate(const Tensor4& in) const {
+  [[nodiscard]] Tensor4 rotate(const Tensor4& in) const {
     const Eigen::Index rest = in.dims[1] * in.dims[2] * in.dims[3];
     Tensor4 out{{}, {in.dims[1], in.dims[2], in.dims[3], in.dims[0]}};
     if (!count_only) {
@@ -214,23 +214,25 @@ struct Engine {
     return out;
   }
 
-  /// apply(m_g, in) for every block m_g of rows of `stacked` (each `rows` tall), as one GEMM: the
-  /// large operand is packed once instead of once per group.
+  /// apply(m_g, in) for the groups g = first, …, first + count − 1, m_g the g-th block of `rows`
+  /// rows of `stacked`, as one GEMM: the large operand is packed once instead of once per group.
   std::vector<Tensor4> apply_each(const Eigen::MatrixXd& stacked,
                                   Eigen::Index rows,
+                                  Eigen::Index first,
+                                  Eigen::Index count,
                                   const Tensor4& in) {
     const Eigen::Index rest = in.dims[1] * in.dims[2] * in.dims[3];
-    flops += 2.0 * static_cast<double>(stacked.size()) * static_cast<double>(rest);
-    std::vector<Tensor4> out(static_cast<std::size_t>(stacked.rows() / rows),
+    flops += 2.0 * static_cast<double>(count * rows * stacked.cols()) * static_cast<double>(rest);
+    std::vector<Tensor4> out(static_cast<std::size_t>(count),
                              Tensor4{{}, {in.dims[1], in.dims[2], in.dims[3], rows}});
     if (!count_only) {
-      Eigen::MatrixXd all(rest, stacked.rows());
+      Eigen::MatrixXd all(rest, count * rows);
       all.noalias() = Eigen::Map<const Eigen::MatrixXd>(in.v.data(), in.dims[0], rest).transpose() *
-                      stacked.transpose();
+                      stacked.middleRows(first * rows, count * rows).transpose();
       for (std::size_t g = 0; g < out.size(); ++g) {
-        // Column-major: the columns of group g are one contiguous run, the rotated tensor.
-        const auto first = static_cast<Eigen::Index>(g) * rows;
-        out[g].v = Eigen::Map<const Eigen::VectorXd>(all.col(first).data(), rest * rows);
+        // Column-major: the columns of one group are one contiguous run, the rotated tensor.
+        const auto column = static_cast<Eigen::Index>(g) * rows;
+        out[g].v = Eigen::Map<const Eigen::VectorXd>(all.col(column).data(), rest * rows);
       }
     }
     return out;
@@ -259,6 +261,9 @@ struct StepOperators {
   std::vector<Eigen::MatrixXd> group;  ///< G_g = [−γH_g, γh_g]
   Eigen::MatrixXd stacked;             ///< the G_g one above the other
 };
+
+/// Doubles in one batch of stacked first products (8 MB).
+constexpr Eigen::Index kBatchEntries = Eigen::Index{1} << 20;
 
 /// Slot tokens of a representative pattern: 'B' takes B₀, 'S' takes Σ_g G_g (a block of one),
 /// '2'..'4' start a block of that many slots taking the same G_g.
@@ -297,18 +302,26 @@ class PatternEvaluator {
     const int longest = active_ - active_slots(prefix);
     STRAGGLERSIM_ASSERT(last - '0' <= longest, "a group block longer than the free slots");
     std::vector<Tensor4> sums(static_cast<std::size_t>(longest) + 1);
-    std::vector<Tensor4> first = engine_.apply_each(ops_.stacked, ops_.sum.rows(), base);
-    for (std::size_t g = 0; g < first.size(); ++g) {
-      Tensor4 chain = std::move(first[g]);
-      for (int b = 2; b <= longest; ++b) {
-        chain = engine_.apply(ops_.group[g], chain);
-        auto& s = sums[static_cast<std::size_t>(b)];
-        if (engine_.count_only) {
-          s.dims = chain.dims;
-        } else if (s.v.size() == 0) {
-          s = chain;
-        } else {
-          s.v += chain.v;
+    // Batches of groups keep the stacked products to about kBatchEntries doubles.
+    const auto groups = static_cast<Eigen::Index>(ops_.group.size());
+    const Eigen::Index rows = ops_.sum.rows();
+    const Eigen::Index batch = std::max<Eigen::Index>(
+        1, kBatchEntries / std::max<Eigen::Index>(1, base.size() / base.dims[0] * rows));
+    for (Eigen::Index g0 = 0; g0 < groups; g0 += batch) {
+      const Eigen::Index count = std::min(batch, groups - g0);
+      std::vector<Tensor4> first = engine_.apply_each(ops_.stacked, rows, g0, count, base);
+      for (Eigen::Index i = 0; i < count; ++i) {
+        Tensor4 chain = std::move(first[static_cast<std::size_t>(i)]);
+        for (int b = 2; b <= longest; ++b) {
+          chain = engine_.apply(ops_.group[static_cast<std::size_t>(g0 + i)], chain);
+          auto& s = sums[static_cast<std::size_t>(b)];
+          if (engine_.count_only) {
+            s.dims = chain.dims;
+          } else if (s.v.size() == 0) {
+            s = chain;
+          } else {
+            s.v += chain.v;
+          }
         }
       }
     }
@@ -328,9 +341,9 @@ class PatternEvaluator {
 
 /// The block-size multisets of at most four slots, largest block first.
 const std::array<std::vector<int>, 12>& shapes() {
-  static const std::array<std::vector<int>, 12> kShapes{
+  static const std::array<std::vector<int>, 12> all{
       {{}, {1}, {2}, {1, 1}, {3}, {2, 1}, {1, 1, 1}, {4}, {3, 1}, {2, 2}, {2, 1, 1}, {1, 1, 1, 1}}};
-  return kShapes;
+  return all;
 }
 
 double factorial(int n) {
@@ -346,9 +359,9 @@ double factorial(int n) {
 double shape_count(int k, const std::vector<int>& blocks) {
   int a = 0;
   double denominator = 1.0;
-  for (std::size_t i = 0; i < blocks.size(); ++i) {
-    a += blocks[i];
-    denominator *= factorial(blocks[i]);
+  for (const int b : blocks) {
+    a += b;
+    denominator *= factorial(b);
   }
   for (int size = 1; size <= 4; ++size) {
     denominator *= factorial(static_cast<int>(std::count(blocks.begin(), blocks.end(), size)));

@@ -52,8 +52,8 @@ struct CoverageLaw {
 /// Möbius inversion on the set partitions of the slots it becomes Σ_σ ĉ(σ) Π_{blocks B} (Σ_g G_g
 /// on the slots of B), ĉ(σ) = Σ_{π ≤ σ} product_moment(a, |π|)·μ(π, σ). Patterns fall into
 /// shapes up to permutation of the slots: one representative each, weighted by its count, then
-/// a symmetrisation of the k slots. Cost per iteration about (2·9K + 30) mode products of
-/// 2p(p + 1)⁴ flops (Nesterov; GD about half): least_squares_gap_spread_flops counts them.
+/// a symmetrisation of the k slots. Cost per iteration about 11K + 10 (Nesterov) or 6K + 5 (GD)
+/// mode products of 2p(p + 1)⁴ flops each; least_squares_gap_spread_flops counts them exactly.
 /// `sd` has entries for t = 0..min(iterations, max_work / cost per iteration).
 struct LeastSquaresGapSpread {
   std::vector<double> mean;  ///< E[f(x_t)] − f* (agrees with least_squares_expected_gap)

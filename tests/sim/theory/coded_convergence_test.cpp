@@ -355,6 +355,48 @@ TEST_CASE("sim: the exact standard deviation of f(x_t) equals every coverage pat
   }
 }
 
+TEST_CASE("sim: the gap spread stops at its flop budget and its mean is the exact curve",
+          "[sim][theory][convergence]") {
+  // Three uncoded groups of p = 3, first_r 2 of 3, Nesterov: the spread's mean must equal the
+  // second-moment recursion at every t it computes, and it computes ⌊max_work / flops⌋ steps.
+  std::vector<Eigen::MatrixXd> h;
+  std::vector<Eigen::VectorXd> b;
+  for (int g = 0; g < 3; ++g) {
+    Eigen::MatrixXd a(4, 3);
+    for (Eigen::Index i = 0; i < a.size(); ++i) {
+      a.data()[i] = std::cos(0.7 * static_cast<double>(i + 5 * g) + 0.1);
+    }
+    h.emplace_back(a.transpose() * a / 3.0);
+    b.emplace_back(a.transpose() * Eigen::VectorXd::LinSpaced(4, -1.0, 1.0 + g) / 3.0);
+  }
+  LeastSquaresCurveInputs in;
+  in.hessians = h;
+  in.offsets = b;
+  in.l2 = 0.1;
+  in.step = 0.4;
+  in.optimizer = CurveOptimizer::kNesterov;
+  const auto covered = covered_groups_first_r(3, 1, 2);
+  in.moments = coefficient_moments(covered, codes::Rescale::kEmpirical, 1.0 / 3.0);
+  const CoverageLaw law{covered, codes::Rescale::kEmpirical, 1.0 / 3.0};
+  const double flops = least_squares_gap_spread_flops(in);
+  REQUIRE(flops > 0.0);
+  const auto mean = least_squares_expected_gap(in, 12);
+  const LeastSquaresGapSpread full = least_squares_gap_spread(in, law, 12, 100.0 * flops);
+  REQUIRE(full.sd.size() == 13);
+  for (std::size_t t = 0; t < mean.size(); ++t) {
+    CHECK(full.mean[t] == Approx(mean[t]).epsilon(1e-10));
+    CHECK(full.sd[t] >= 0.0);
+  }
+  CHECK(full.sd[0] == 0.0);  // x₀ is deterministic
+  CHECK(full.sd[5] > 0.0);
+  const LeastSquaresGapSpread cut = least_squares_gap_spread(in, law, 12, 4.5 * flops);
+  REQUIRE(cut.sd.size() == 5);  // t = 0..4
+  for (std::size_t t = 0; t < cut.sd.size(); ++t) {
+    CHECK(cut.sd[t] == full.sd[t]);
+  }
+  CHECK(full.flops_per_iteration == flops);
+}
+
 TEST_CASE("sim: coverage product moments by hand", "[sim][theory][convergence]") {
   // K = 3, N = 2 with certainty: two given groups are both covered with probability 1/3.
   const CoverageLaw law{{0.0, 0.0, 1.0, 0.0}, codes::Rescale::kEmpirical, 0.0};
