@@ -78,16 +78,18 @@ void measure(const RunPlan& plan, int repetitions, const std::string& csv, nlohm
   auto cell_or_empty = [&](const char* key, std::size_t t) {
     return p.contains(key) && p[key].is_array() && t < p[key].size() ? cell(key, t) : std::string();
   };
-  std::string text = "iteration,measured_mean,measured_se,exact,bound,measured_sd,exact_sd\n";
+  std::string text =
+      "iteration,measured_mean,measured_se,exact,bound,measured_sd,exact_sd,measured_sd_se\n";
   for (std::size_t t = 0; t < m.mean.size(); ++t) {
-    text += fmt::format("{},{},{},{},{},{},{}\n",
+    text += fmt::format("{},{},{},{},{},{},{},{}\n",
                         t,
                         m.mean[t],
                         m.se[t],
                         cell("exact_curve", t),
                         cell("bound", t),
                         m.sd[t],
-                        cell_or_empty("exact_curve_sd", t));
+                        cell_or_empty("exact_curve_sd", t),
+                        m.sd_se[t]);
   }
   write_file_atomically(csv, text);
 }
@@ -230,7 +232,7 @@ Subcommand add_theory_command(CLI::App& app) {
   cmd->add_option("--csv",
                   *csv,
                   "with --measure: write iteration,measured_mean,measured_se,"
-                  "exact,bound here");
+                  "exact,bound,measured_sd,exact_sd,measured_sd_se here");
   return {cmd, [config, json, repetitions, csv] {
             return command_theory(*config, *json, *repetitions, *csv);
           }};

@@ -71,11 +71,13 @@ print(f"{sys.argv[2]}: |mean - exact| <= 4 s.e. at {sum(abs(v) <= 4 for v in z)}
       f"(t = 0 exact: {rows[0]['measured_mean']} vs {rows[0]['exact']}); max |z| {max(map(abs, z)):.2f}")
 sd_rows = [r for r in rows[1:] if r["exact_sd"] != ""]
 if sd_rows:
-    n = 200
-    print(f"  exact sd given for t <= {len(sd_rows)}")
+    zsd = [(float(r["measured_sd"]) - float(r["exact_sd"])) / float(r["measured_sd_se"])
+           for r in sd_rows]
+    print(f"  exact sd given for t <= {len(sd_rows)}; |sample sd - exact sd| <= 4 s.e. at "
+          f"{sum(abs(v) <= 4 for v in zsd)} of {len(zsd)}; max |z| {max(map(abs, zsd)):.2f}")
 print("| t | measured mean | s.e. | exact E[f - f*] | z | measured sd | exact sd | bound |")
 print("|---:|---:|---:|---:|---:|---:|---:|---:|")
-for t in (0, 1, 2, 5, 10, 20, 40):
+for t in (0, 1, 2, 3, 5, 10, 20, 30, 40):
     r = rows[t]
     zz = 0.0 if t == 0 else z[t - 1]
     print(f"| {t} | {float(r['measured_mean']):.6g} | {float(r['measured_se']):.3g} | "

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
+#include <string>
 
 #include "models/base/invariant.h"
 
@@ -101,46 +103,6 @@ std::vector<double> least_squares_expected_gap(const LeastSquaresCurveInputs& in
 
 namespace {
 
-/// A dense P × P × P × P tensor, index i + P j + P² k + P³ l.
-using Tensor = Eigen::VectorXd;
-
-/// out(j, k, l, i') = Σ_i M(i', i)·in(i, j, k, l): M on the first mode, then the modes rotated
-/// one place, so four calls apply one matrix to each mode and restore the order.
-void apply_rotate(const Eigen::MatrixXd& m, const Tensor& in, Tensor& out, Eigen::Index p) {
-  const Eigen::Index p3 = p * p * p;
-  out.resize(in.size());
-  Eigen::Map<Eigen::MatrixXd>(out.data(), p3, p).noalias() =
-      Eigen::Map<const Eigen::MatrixXd>(in.data(), p, p3).transpose() * m.transpose();
-}
-
-/// (1/24) Σ over the permutations of the four modes.
-Tensor symmetrise(const Tensor& t, Eigen::Index p) {
-  Tensor out(t.size());
-  const Eigen::Index p2 = p * p;
-  const Eigen::Index p3 = p2 * p;
-  std::array<int, 4> perm{0, 1, 2, 3};
-  std::array<Eigen::Index, 4> stride{1, p, p2, p3};
-  out.setZero();
-  do {
-    const Eigen::Index s0 = stride[static_cast<std::size_t>(perm[0])];
-    const Eigen::Index s1 = stride[static_cast<std::size_t>(perm[1])];
-    const Eigen::Index s2 = stride[static_cast<std::size_t>(perm[2])];
-    const Eigen::Index s3 = stride[static_cast<std::size_t>(perm[3])];
-    Eigen::Index at = 0;
-    for (Eigen::Index l = 0; l < p; ++l) {
-      for (Eigen::Index k = 0; k < p; ++k) {
-        for (Eigen::Index j = 0; j < p; ++j) {
-          const Eigen::Index base = j * s1 + k * s2 + l * s3;
-          for (Eigen::Index i = 0; i < p; ++i) {
-            out(at++) += t(base + i * s0);
-          }
-        }
-      }
-    }
-  } while (std::next_permutation(perm.begin(), perm.end()));
-  return out / 24.0;
-}
-
 /// Σ_k f(b, k) over set partitions of a block of b slots into k parts, f = S(b, k)(−1)^{k−1}(k−1)!
 /// (Stirling numbers of the second kind times the Möbius function of the partition lattice).
 double block_mobius(int b, int k) {
@@ -211,11 +173,436 @@ double CoverageLaw::product_moment(int a, int j) const {
   return out;
 }
 
+namespace {
+
+/// A dense four-mode tensor, column-major (first mode fastest), with its mode sizes.
+struct Tensor4 {
+  Eigen::VectorXd v;
+  std::array<Eigen::Index, 4> dims{};
+  [[nodiscard]] Eigen::Index size() const { return dims[0] * dims[1] * dims[2] * dims[3]; }
+};
+
+/// Mode products that count their flops (2 per multiply-add) and, unless counting only, do them.
+/// Each applies a matrix to the first mode and rotates the modes one place, so four calls apply
+/// one matrix per mode and restore the order.
+struct Engine {
+  bool count_only = false;
+  double flops = 0.0;
+
+  Tensor4 apply(const Eigen::MatrixXd& m, const Tensor4& in) {
+    const Eigen::Index rest = in.dims[1] * in.dims[2] * in.dims[3];
+    Tensor4 out{{}, {in.dims[1], in.dims[2], in.dims[3], m.rows()}};
+    flops += 2.0 * static_cast<double>(m.size()) * static_cast<double>(rest);
+    if (!count_only) {
+      out.v.resize(out.size());
+      Eigen::Map<Eigen::MatrixXd>(out.v.data(), rest, m.rows()).noalias() =
+          Eigen::Map<const Eigen::MatrixXd>(in.v.data(), in.dims[0], rest).transpose() *
+          m.transpose();
+    }
+    return out;
+  }
+
+  /// The modes rotated one place (the identity on the first mode), a transposing copy.
+  [[nodiscard]] Tensor4 rotate(const Tensor4& in) const {
+    const Eigen::Index rest = in.dims[1] * in.dims[2] * in.dims[3];
+    Tensor4 out{{}, {in.dims[1], in.dims[2], in.dims[3], in.dims[0]}};
+    if (!count_only) {
+      out.v.resize(out.size());
+      Eigen::Map<Eigen::MatrixXd>(out.v.data(), rest, in.dims[0]) =
+          Eigen::Map<const Eigen::MatrixXd>(in.v.data(), in.dims[0], rest).transpose();
+    }
+    return out;
+  }
+
+  /// apply(m_g, in) for the groups g = first, …, first + count − 1, m_g the g-th block of `rows`
+  /// rows of `stacked`, as one GEMM: the large operand is packed once instead of once per group.
+  std::vector<Tensor4> apply_each(const Eigen::MatrixXd& stacked,
+                                  Eigen::Index rows,
+                                  Eigen::Index first,
+                                  Eigen::Index count,
+                                  const Tensor4& in) {
+    const Eigen::Index rest = in.dims[1] * in.dims[2] * in.dims[3];
+    flops += 2.0 * static_cast<double>(count * rows * stacked.cols()) * static_cast<double>(rest);
+    std::vector<Tensor4> out(static_cast<std::size_t>(count),
+                             Tensor4{{}, {in.dims[1], in.dims[2], in.dims[3], rows}});
+    if (!count_only) {
+      Eigen::MatrixXd all(rest, count * rows);
+      all.noalias() = Eigen::Map<const Eigen::MatrixXd>(in.v.data(), in.dims[0], rest).transpose() *
+                      stacked.middleRows(first * rows, count * rows).transpose();
+      for (std::size_t g = 0; g < out.size(); ++g) {
+        // Column-major: the columns of one group are one contiguous run, the rotated tensor.
+        const auto column = static_cast<Eigen::Index>(g) * rows;
+        out[g].v = Eigen::Map<const Eigen::VectorXd>(all.col(column).data(), rest * rows);
+      }
+    }
+    return out;
+  }
+
+  /// apply([c·I, 0], in): the first `rows` coordinates of the first mode, scaled by c.
+  Tensor4 apply_leading(double c, Eigen::Index rows, const Tensor4& in) {
+    const Eigen::Index rest = in.dims[1] * in.dims[2] * in.dims[3];
+    Tensor4 out{{}, {in.dims[1], in.dims[2], in.dims[3], rows}};
+    flops += static_cast<double>(rows) * static_cast<double>(rest);
+    if (!count_only) {
+      out.v.resize(out.size());
+      Eigen::Map<Eigen::MatrixXd>(out.v.data(), rest, rows) =
+          c * Eigen::Map<const Eigen::MatrixXd>(in.v.data(), in.dims[0], rest)
+                  .topRows(rows)
+                  .transpose();
+    }
+    return out;
+  }
+};
+
+/// Σ_g α_g-free pieces of one step, acting on w = (y_t, 1) (dimension p + 1) and producing x_{t+1}.
+struct StepOperators {
+  double fixed = 1.0;                  ///< B₀ = [(1 − γλ₂)I, 0]
+  Eigen::MatrixXd sum;                 ///< Σ_g G_g
+  std::vector<Eigen::MatrixXd> group;  ///< G_g = [−γH_g, γh_g]
+  Eigen::MatrixXd stacked;             ///< the G_g one above the other
+};
+
+/// Doubles in one batch of stacked first products (8 MB).
+constexpr Eigen::Index kBatchEntries = Eigen::Index{1} << 20;
+
+/// Slot tokens of a representative pattern: 'B' takes B₀, 'S' takes Σ_g G_g (a block of one),
+/// '2'..'4' start a block of that many slots taking the same G_g.
+int active_slots(const std::string& key) {
+  int n = 0;
+  for (const char c : key) {
+    n += c == 'B' || c == 'S' ? 1 : c - '0';
+  }
+  return n;
+}
+
+/// E[B(α)^{⊗k}] ⊗ I^{⊗(4−k)} applied to a tensor symmetric in its first k modes, evaluated pattern
+/// by pattern; patterns sharing a prefix of slots share the mode products behind it.
+class PatternEvaluator {
+ public:
+  PatternEvaluator(Engine& engine, const StepOperators& ops, Tensor4 input, int active)
+      : engine_(engine), ops_(ops), active_(active) {
+    memo_.emplace("", std::move(input));
+  }
+
+  const Tensor4& at(const std::string& key) {
+    if (const auto it = memo_.find(key); it != memo_.end()) {
+      return it->second;
+    }
+    const char last = key.back();
+    const std::string prefix = key.substr(0, key.size() - 1);
+    const Tensor4& base = at(prefix);
+    if (last == 'B') {
+      return memo_.emplace(key, engine_.apply_leading(ops_.fixed, ops_.sum.rows(), base))
+          .first->second;
+    }
+    if (last == 'S') {
+      return memo_.emplace(key, engine_.apply(ops_.sum, base)).first->second;
+    }
+    // Blocks of 2 .. (active slots left) from one chain of mode products per group.
+    const int longest = active_ - active_slots(prefix);
+    STRAGGLERSIM_ASSERT(last - '0' <= longest, "a group block longer than the free slots");
+    std::vector<Tensor4> sums(static_cast<std::size_t>(longest) + 1);
+    // Batches of groups keep the stacked products to about kBatchEntries doubles.
+    const auto groups = static_cast<Eigen::Index>(ops_.group.size());
+    const Eigen::Index rows = ops_.sum.rows();
+    const Eigen::Index batch = std::max<Eigen::Index>(
+        1, kBatchEntries / std::max<Eigen::Index>(1, base.size() / base.dims[0] * rows));
+    for (Eigen::Index g0 = 0; g0 < groups; g0 += batch) {
+      const Eigen::Index count = std::min(batch, groups - g0);
+      std::vector<Tensor4> first = engine_.apply_each(ops_.stacked, rows, g0, count, base);
+      for (Eigen::Index i = 0; i < count; ++i) {
+        Tensor4 chain = std::move(first[static_cast<std::size_t>(i)]);
+        for (int b = 2; b <= longest; ++b) {
+          chain = engine_.apply(ops_.group[static_cast<std::size_t>(g0 + i)], chain);
+          auto& s = sums[static_cast<std::size_t>(b)];
+          if (engine_.count_only) {
+            s.dims = chain.dims;
+          } else if (s.v.size() == 0) {
+            s = chain;
+          } else {
+            s.v += chain.v;
+          }
+        }
+      }
+    }
+    for (int b = 2; b <= longest; ++b) {
+      memo_.emplace(prefix + static_cast<char>('0' + b),
+                    std::move(sums[static_cast<std::size_t>(b)]));
+    }
+    return memo_.at(key);
+  }
+
+ private:
+  Engine& engine_;
+  const StepOperators& ops_;
+  int active_;
+  std::map<std::string, Tensor4> memo_;  // node-based: references survive insertions
+};
+
+/// The block-size multisets of at most four slots, largest block first.
+const std::array<std::vector<int>, 12>& shapes() {
+  static const std::array<std::vector<int>, 12> all{
+      {{}, {1}, {2}, {1, 1}, {3}, {2, 1}, {1, 1, 1}, {4}, {3, 1}, {2, 2}, {2, 1, 1}, {1, 1, 1, 1}}};
+  return all;
+}
+
+double factorial(int n) {
+  double out = 1.0;
+  for (int i = 2; i <= n; ++i) {
+    out *= i;
+  }
+  return out;
+}
+
+/// Number of (slot set, set partition) patterns on k slots whose blocks have the sizes `blocks`:
+/// C(k, a)·a!/(Π b!·Π multiplicity!) = k!/((k − a)!·Π b!·Π multiplicity!).
+double shape_count(int k, const std::vector<int>& blocks) {
+  int a = 0;
+  double denominator = 1.0;
+  for (const int b : blocks) {
+    a += b;
+    denominator *= factorial(b);
+  }
+  for (int size = 1; size <= 4; ++size) {
+    denominator *= factorial(static_cast<int>(std::count(blocks.begin(), blocks.end(), size)));
+  }
+  return factorial(k) / (factorial(k - a) * denominator);
+}
+
+/// (1/k!) Σ over the permutations of the first k modes (all of one size).
+Tensor4 symmetrise_leading(const Tensor4& t, int k) {
+  if (k < 2) {
+    return t;
+  }
+  Tensor4 out{Eigen::VectorXd::Zero(t.size()), t.dims};
+  const std::array<Eigen::Index, 4> stride{
+      1, t.dims[0], t.dims[0] * t.dims[1], t.dims[0] * t.dims[1] * t.dims[2]};
+  std::array<int, 4> perm{0, 1, 2, 3};
+  do {
+    std::array<Eigen::Index, 4> s{};
+    for (std::size_t i = 0; i < 4; ++i) {
+      s[i] = stride[static_cast<std::size_t>(perm[i])];
+    }
+    Eigen::Index at = 0;
+    for (Eigen::Index l = 0; l < t.dims[3]; ++l) {
+      for (Eigen::Index c = 0; c < t.dims[2]; ++c) {
+        for (Eigen::Index j = 0; j < t.dims[1]; ++j) {
+          const Eigen::Index base = j * s[1] + c * s[2] + l * s[3];
+          for (Eigen::Index i = 0; i < t.dims[0]; ++i) {
+            out.v(at++) += t.v(base + i * s[0]);
+          }
+        }
+      }
+    }
+  } while (std::next_permutation(perm.begin(), perm.begin() + k));
+  out.v /= factorial(k);
+  return out;
+}
+
+/// Fixed data of the fourth-moment recursion.
+struct SpreadSetup {
+  Eigen::Index p = 0;        ///< features
+  Eigen::Index carried = 0;  ///< coordinates carried into the next state: 1 (GD) or p + 1
+  bool nesterov = false;
+  StepOperators ops;
+};
+
+/// E[v^{⊗4}] for v = (y_t, x_t, 1) from E[z^{⊗4}], z = (x_t, x_{t−1}, 1), in place: on each mode
+/// the x_{t−1} coordinates become y_t = (1 + β)x_t − βx_{t−1} (GD: v = z). 4·p·P³ multiply-adds.
+void to_momentum_coordinates(Engine& engine, const SpreadSetup& s, double beta, Tensor4& z) {
+  if (!s.nesterov) {
+    return;
+  }
+  const Eigen::Index dim = z.dims[0];
+  engine.flops += 4.0 * 3.0 * static_cast<double>(s.p) * std::pow(static_cast<double>(dim), 3);
+  if (engine.count_only) {
+    return;
+  }
+  Eigen::Index inner = 1;
+  for (int mode = 0; mode < 4; ++mode) {
+    const Eigen::Index outer = z.size() / (inner * dim);
+    for (Eigen::Index o = 0; o < outer; ++o) {
+      Eigen::Map<Eigen::MatrixXd> slice(z.v.data() + o * inner * dim, inner, dim);
+      slice.middleCols(s.p, s.p) =
+          (1.0 + beta) * slice.leftCols(s.p) - beta * slice.middleCols(s.p, s.p);
+    }
+    inner *= dim;
+  }
+}
+
+/// E[w^{⊗k} ⊗ r^{⊗(4−k)}] gathered from E[v^{⊗4}]: w = (y_t, 1), r = (1) (GD) or (x_t, 1).
+Tensor4 gather_block(const SpreadSetup& s, const Tensor4& v, int k) {
+  const Eigen::Index dim = v.dims[0];
+  std::vector<Eigen::Index> w_index;
+  std::vector<Eigen::Index> r_index;
+  for (Eigen::Index i = 0; i < s.p; ++i) {
+    // Nesterov: y_t sits where x_{t−1} was; GD: y_t = x_t.
+    w_index.push_back(s.nesterov ? s.p + i : i);
+    if (s.nesterov) {
+      r_index.push_back(i);
+    }
+  }
+  w_index.push_back(dim - 1);
+  r_index.push_back(dim - 1);
+  std::array<const std::vector<Eigen::Index>*, 4> index{};
+  Tensor4 out;
+  for (std::size_t m = 0; m < 4; ++m) {
+    index[m] = static_cast<int>(m) < k ? &w_index : &r_index;
+    out.dims[m] = static_cast<Eigen::Index>(index[m]->size());
+  }
+  out.v.resize(out.size());
+  Eigen::Index at = 0;
+  for (const Eigen::Index l : *index[3]) {
+    for (const Eigen::Index c : *index[2]) {
+      for (const Eigen::Index j : *index[1]) {
+        const Eigen::Index base = dim * (j + dim * (c + dim * l));
+        for (const Eigen::Index i : *index[0]) {
+          out.v(at++) = v.v(base + i);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/// E[z_{t+1}^{⊗4}] from E[z_t^{⊗4}]. The next state is (x⁺, r) with x⁺ = B(α)w,
+/// B(α) = B₀ + Σ_g α_g G_g, and r carried; by symmetry only the blocks with the k slots of x⁺
+/// first are needed: E[x⁺^{⊗k} ⊗ r^{⊗(4−k)}] = E[B(α)^{⊗k}] E[w^{⊗k} ⊗ r^{⊗(4−k)}], k = 0..4.
+Tensor4 spread_step(Engine& engine,
+                    const SpreadSetup& s,
+                    const std::array<std::vector<double>, 5>& weights,
+                    double beta,
+                    Tensor4 z) {
+  to_momentum_coordinates(engine, s, beta, z);
+  std::array<Tensor4, 5> block;
+  for (int k = 0; k <= 4; ++k) {
+    Tensor4 x;
+    if (engine.count_only) {
+      x.dims = {k > 0 ? s.p + 1 : s.carried,
+                k > 1 ? s.p + 1 : s.carried,
+                k > 2 ? s.p + 1 : s.carried,
+                k > 3 ? s.p + 1 : s.carried};
+    } else {
+      x = gather_block(s, z, k);
+    }
+
+    PatternEvaluator eval(engine, s.ops, std::move(x), k);
+    // Every pattern ends with the 4 − k carried modes first and the k slots of x⁺ after them.
+    Tensor4 acc;
+    acc.dims = {k < 4 ? s.carried : s.p,
+                k < 3 ? s.carried : s.p,
+                k < 2 ? s.carried : s.p,
+                k < 1 ? s.carried : s.p};
+    if (!engine.count_only) {
+      acc.v = Eigen::VectorXd::Zero(acc.size());
+    }
+    for (std::size_t i = 0; i < shapes().size(); ++i) {
+      const auto& shape = shapes()[i];
+      std::string key;
+      int a = 0;
+      for (const int b : shape) {
+        key += b == 1 ? 'S' : static_cast<char>('0' + b);
+        a += b;
+      }
+      if (a > k) {
+        continue;
+      }
+      key += std::string(static_cast<std::size_t>(k - a), 'B');
+      const Tensor4& r = eval.at(key);
+      if (!engine.count_only) {
+        acc.v += weights[static_cast<std::size_t>(k)][i] * r.v;
+      }
+    }
+    for (int j = k; j < 4; ++j) {
+      acc = engine.rotate(acc);
+    }
+    block[static_cast<std::size_t>(k)] = engine.count_only ? acc : symmetrise_leading(acc, k);
+  }
+  const Eigen::Index dim = s.p + s.carried;
+  Tensor4 out{{}, {dim, dim, dim, dim}};
+  if (engine.count_only) {
+    return out;
+  }
+  // Scatter: each slot of the next state is in x⁺ (index < p) or in r; the block with those of
+  // x⁺ first, in order, holds the value.
+  out.v.resize(out.size());
+  Eigen::Index at = 0;
+  std::array<Eigen::Index, 4> idx{};
+  for (idx[3] = 0; idx[3] < dim; ++idx[3]) {
+    for (idx[2] = 0; idx[2] < dim; ++idx[2]) {
+      for (idx[1] = 0; idx[1] < dim; ++idx[1]) {
+        for (idx[0] = 0; idx[0] < dim; ++idx[0]) {
+          std::array<Eigen::Index, 4> order{};
+          std::size_t k = 0;
+          for (std::size_t i = 0; i < 4; ++i) {
+            if (idx[i] < s.p) {
+              order[k++] = idx[i];
+            }
+          }
+          std::size_t n = k;
+          for (std::size_t i = 0; i < 4; ++i) {
+            if (idx[i] >= s.p) {
+              order[n++] = idx[i] - s.p;
+            }
+          }
+          const Tensor4& b = block[k];
+          out.v(at++) = b.v(order[0] +
+                            b.dims[0] * (order[1] + b.dims[1] * (order[2] + b.dims[2] * order[3])));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+SpreadSetup spread_setup(const LeastSquaresCurveInputs& in) {
+  SpreadSetup s;
+  s.p = in.hessians.front().rows();
+  s.nesterov = in.optimizer == CurveOptimizer::kNesterov;
+  s.carried = s.nesterov ? s.p + 1 : 1;
+  const Eigen::Index p = s.p;
+  s.ops.fixed = 1.0 - in.step * in.l2;
+  s.ops.sum = Eigen::MatrixXd::Zero(p, p + 1);
+  for (std::size_t k = 0; k < in.hessians.size(); ++k) {
+    Eigen::MatrixXd g(p, p + 1);
+    g.leftCols(p) = -in.step * in.hessians[k];
+    g.col(p) = in.step * in.offsets[k];
+    s.ops.sum += g;
+    s.ops.group.push_back(std::move(g));
+  }
+  s.ops.stacked.resize(static_cast<Eigen::Index>(s.ops.group.size()) * p, p + 1);
+  for (std::size_t k = 0; k < s.ops.group.size(); ++k) {
+    s.ops.stacked.middleRows(static_cast<Eigen::Index>(k) * p, p) = s.ops.group[k];
+  }
+  return s;
+}
+
+std::array<std::vector<double>, 5> pattern_weights(const CoverageLaw& law) {
+  std::array<std::vector<double>, 5> out;
+  for (int k = 0; k <= 4; ++k) {
+    for (const auto& shape : shapes()) {
+      int a = 0;
+      for (const int b : shape) {
+        a += b;
+      }
+      out[static_cast<std::size_t>(k)].push_back(
+          a <= k ? shape_count(k, shape) * pattern_coefficient(law, shape) : 0.0);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 double least_squares_gap_spread_flops(const LeastSquaresCurveInputs& in) {
-  STRAGGLERSIM_ASSERT(!in.hessians.empty(), "the gap spread needs at least one group");
-  const auto p = static_cast<double>(in.hessians.front().rows());
-  const double dim = in.optimizer == CurveOptimizer::kNesterov ? 2.0 * p + 1.0 : p + 1.0;
-  return (6.0 * static_cast<double>(in.hessians.size()) + 20.0) * 2.0 * std::pow(dim, 5);
+  STRAGGLERSIM_ASSERT(!in.hessians.empty() && in.hessians.size() == in.offsets.size(),
+                      "the gap spread needs one H_g and h_g per group");
+  const SpreadSetup s = spread_setup(in);
+  Engine engine{true, 0.0};
+  const Eigen::Index dim = s.p + s.carried;
+  // β ≠ 0: the densest change of coordinates.
+  (void)spread_step(engine, s, {}, 0.5, Tensor4{{}, {dim, dim, dim, dim}});
+  return engine.flops;
 }
 
 LeastSquaresGapSpread least_squares_gap_spread(const LeastSquaresCurveInputs& in,
@@ -226,12 +613,10 @@ LeastSquaresGapSpread least_squares_gap_spread(const LeastSquaresCurveInputs& in
                           law.covered.size() == in.hessians.size() + 1 && in.step > 0.0 &&
                           iterations >= 0,
                       "the gap spread needs one H_g, h_g per group and P(N) for K groups");
-  const Eigen::Index p = in.hessians.front().rows();
-  const bool nesterov = in.optimizer == CurveOptimizer::kNesterov;
-  const Eigen::Index dim = nesterov ? 2 * p + 1 : p + 1;  // (x_t[, x_{t−1}], 1)
+  const SpreadSetup setup = spread_setup(in);
+  const Eigen::Index p = setup.p;
+  const Eigen::Index dim = p + setup.carried;  // (x_t[, x_{t−1}], 1)
   const Eigen::Index one = dim - 1;
-  const double g = in.step;
-  const double a0 = 1.0 - g * in.l2;
   Eigen::MatrixXd h = Eigen::MatrixXd::Zero(p, p);
   Eigen::VectorXd b = Eigen::VectorXd::Zero(p);
   for (std::size_t k = 0; k < in.hessians.size(); ++k) {
@@ -248,18 +633,18 @@ LeastSquaresGapSpread least_squares_gap_spread(const LeastSquaresCurveInputs& in
   qt(one, one) = x_star.dot(q * x_star);
   const Eigen::Map<const Eigen::VectorXd> qv(qt.data(), dim * dim);
 
-  const auto groups = static_cast<int>(in.hessians.size());
   const double flops = least_squares_gap_spread_flops(in);
   const int sd_iterations =
       static_cast<int>(std::min<double>(iterations, std::floor(max_work / flops)));
+  const auto weights = pattern_weights(law);
 
   LeastSquaresGapSpread out;
   out.flops_per_iteration = flops;
   const Eigen::Index d2 = dim * dim;
-  Tensor z = Tensor::Zero(d2 * d2);
-  z(one + dim * one + d2 * one + d2 * dim * one) = 1.0;  // x₀ = 0 (and x_{−1} = 0)
+  Tensor4 z{Eigen::VectorXd::Zero(d2 * d2), {dim, dim, dim, dim}};
+  z.v(one + dim * one + d2 * one + d2 * dim * one) = 1.0;  // x₀ = 0 (and x_{−1} = 0)
   auto record = [&] {
-    const Eigen::Map<const Eigen::MatrixXd> zm(z.data(), d2, d2);
+    const Eigen::Map<const Eigen::MatrixXd> zm(z.v.data(), d2, d2);
     // E[zzᵀ] is the slice with the last two indices at the constant coordinate.
     const double mean = 0.5 * qv.dot(zm.col(one + dim * one));
     const double second = 0.25 * qv.dot(zm * qv);
@@ -267,99 +652,10 @@ LeastSquaresGapSpread least_squares_gap_spread(const LeastSquaresCurveInputs& in
     out.sd.push_back(std::sqrt(std::max(0.0, second - mean * mean)));
   };
   record();
-  // Shapes: {block sizes}, count among the 52 slot patterns.
-  const double c0 = pattern_coefficient(law, {});
-  const double c1 = 4.0 * pattern_coefficient(law, {1});
-  const double c11 = 6.0 * pattern_coefficient(law, {1, 1});
-  const double c2 = 6.0 * pattern_coefficient(law, {2});
-  const double c111 = 4.0 * pattern_coefficient(law, {1, 1, 1});
-  const double c21 = 12.0 * pattern_coefficient(law, {2, 1});
-  const double c3 = 4.0 * pattern_coefficient(law, {3});
-  const double c1111 = pattern_coefficient(law, {1, 1, 1, 1});
-  const double c211 = 6.0 * pattern_coefficient(law, {2, 1, 1});
-  const double c22 = 3.0 * pattern_coefficient(law, {2, 2});
-  const double c31 = 4.0 * pattern_coefficient(law, {3, 1});
-  const double c4 = pattern_coefficient(law, {4});
-
-  std::vector<Eigen::MatrixXd> tg(static_cast<std::size_t>(groups));
-  Eigen::MatrixXd t0;
-  Tensor a;
-  Tensor bb;
-  Tensor c;
-  Tensor d;
-  Tensor e;
+  Engine engine;
   for (int t = 0; t < sd_iterations; ++t) {
-    const double beta = nesterov && t >= 1 ? (t - 1.0) / (t + 2.0) : 0.0;
-    // x⁺ = a₀y − γΣ_g α_g (H_g y − h_g), y = (1 + β)x_t − βx_{t−1}.
-    t0 = Eigen::MatrixXd::Zero(dim, dim);
-    t0.topLeftCorner(p, p) = a0 * (1.0 + beta) * Eigen::MatrixXd::Identity(p, p);
-    if (nesterov) {
-      t0.block(0, p, p, p) = -a0 * beta * Eigen::MatrixXd::Identity(p, p);
-      t0.block(p, 0, p, p) = Eigen::MatrixXd::Identity(p, p);
-    }
-    t0(one, one) = 1.0;
-    Eigen::MatrixXd s = Eigen::MatrixXd::Zero(dim, dim);
-    for (int k = 0; k < groups; ++k) {
-      auto& m = tg[static_cast<std::size_t>(k)];
-      m = Eigen::MatrixXd::Zero(dim, dim);
-      const auto& hk = in.hessians[static_cast<std::size_t>(k)];
-      m.topLeftCorner(p, p) = -g * (1.0 + beta) * hk;
-      if (nesterov) {
-        m.block(0, p, p, p) = g * beta * hk;
-      }
-      m.block(0, one, p, 1) = g * in.offsets[static_cast<std::size_t>(k)];
-      s += m;
-    }
-    Tensor acc = Tensor::Zero(z.size());
-    // Shapes of singletons only: S on the first a slots, T₀ on the rest.
-    Tensor prefix = z;
-    const std::array<double, 5> singles{c0, c1, c11, c111, c1111};
-    for (int k = 0; k <= 4; ++k) {
-      Tensor rest = prefix;
-      for (int slot = k; slot < 4; ++slot) {
-        apply_rotate(t0, rest, a, dim);
-        rest.swap(a);
-      }
-      acc += singles[static_cast<std::size_t>(k)] * rest;
-      if (k < 4) {
-        apply_rotate(s, prefix, a, dim);
-        prefix.swap(a);
-      }
-    }
-    // Σ_g T_g on the first two, three, four slots.
-    Tensor p2 = Tensor::Zero(z.size());
-    Tensor p3 = Tensor::Zero(z.size());
-    Tensor p4 = Tensor::Zero(z.size());
-    for (const auto& m : tg) {
-      apply_rotate(m, z, a, dim);
-      apply_rotate(m, a, bb, dim);
-      p2 += bb;
-      apply_rotate(m, bb, c, dim);
-      p3 += c;
-      apply_rotate(m, c, d, dim);
-      p4 += d;
-    }
-    acc += c4 * p4;
-    apply_rotate(t0, p3, a, dim);
-    acc += c3 * a;
-    apply_rotate(s, p3, a, dim);
-    acc += c31 * a;
-    apply_rotate(t0, p2, a, dim);
-    apply_rotate(t0, a, bb, dim);
-    acc += c2 * bb;
-    apply_rotate(s, p2, a, dim);
-    apply_rotate(t0, a, bb, dim);
-    acc += c21 * bb;
-    apply_rotate(s, a, bb, dim);
-    acc += c211 * bb;
-    e = Tensor::Zero(z.size());
-    for (const auto& m : tg) {
-      apply_rotate(m, p2, a, dim);
-      apply_rotate(m, a, bb, dim);
-      e += bb;
-    }
-    acc += c22 * e;
-    z = symmetrise(acc, dim);
+    const double beta = setup.nesterov && t >= 1 ? (t - 1.0) / (t + 2.0) : 0.0;
+    z = spread_step(engine, setup, weights, beta, z);
     record();
   }
   return out;

@@ -43,20 +43,24 @@ struct CoverageLaw {
 };
 
 /// Mean and standard deviation of f(x_t) − f* across runs, from the exact fourth moments of the
-/// state z_t = (x_t, 1) (GD) or (x_t, x_{t−1}, 1) (Nesterov), dimension P. z_{t+1} = T(α)z_t with
-/// T(α) = T₀ + Σ_g α_g T_g, so E[z⁺⊗⁴] = E[T(α)⊗⁴]E[z⊗⁴]; the expectation expands over which of
-/// the four slots take a T_g and the pattern of equal groups, and by Möbius inversion on the set
-/// partitions of the slots it becomes Σ_σ ĉ(σ) Π_{blocks B} (Σ_g T_g on the slots of B), with
-/// ĉ(σ) = Σ_{π ≤ σ} product_moment(a, |π|)·μ(π, σ). The 52 slot patterns fall into 12 shapes up
-/// to permutation; one representative each, weighted by its count, then a symmetrisation.
-/// Cost per iteration about (6K + 20) mode products of 2P⁵ flops each.
+/// state z_t = (x_t, 1) (GD) or (x_t, x_{t−1}, 1) (Nesterov), dimension P. The next state is
+/// (x⁺, r) with r = (1) (GD) or (x_t, 1) (Nesterov) carried over and x⁺ = B(α)w,
+/// w = (y_t, 1) ∈ ℝ^{p+1}, B(α) = B₀ + Σ_g α_g G_g, B₀ = [(1 − γλ₂)I, 0], G_g = γ[−H_g, h_g].
+/// E[z⁺⊗⁴] is symmetric, so only the blocks E[x⁺^{⊗k} ⊗ r^{⊗(4−k)}] = E[B(α)^{⊗k}]
+/// E[w^{⊗k} ⊗ r^{⊗(4−k)}], k = 0..4, are computed, each on a (p + 1)⁴-sized tensor whatever P.
+/// E[B(α)^{⊗k}] expands over which of the k slots take a G_g and the pattern of equal groups; by
+/// Möbius inversion on the set partitions of the slots it becomes Σ_σ ĉ(σ) Π_{blocks B} (Σ_g G_g
+/// on the slots of B), ĉ(σ) = Σ_{π ≤ σ} product_moment(a, |π|)·μ(π, σ). Patterns fall into
+/// shapes up to permutation of the slots: one representative each, weighted by its count, then
+/// a symmetrisation of the k slots. Cost per iteration about 11K + 10 (Nesterov) or 6K + 5 (GD)
+/// mode products of 2p(p + 1)⁴ flops each; least_squares_gap_spread_flops counts them exactly.
 /// `sd` has entries for t = 0..min(iterations, max_work / cost per iteration).
 struct LeastSquaresGapSpread {
   std::vector<double> mean;  ///< E[f(x_t)] − f* (agrees with least_squares_expected_gap)
   std::vector<double> sd;    ///< sd of f(x_t) across runs
   double flops_per_iteration = 0.0;
 };
-/// Flops per iteration of least_squares_gap_spread: (6K + 20)·2P⁵.
+/// Flops per iteration of least_squares_gap_spread (its mode products, counted exactly).
 [[nodiscard]] double least_squares_gap_spread_flops(const LeastSquaresCurveInputs& in);
 [[nodiscard]] LeastSquaresGapSpread least_squares_gap_spread(const LeastSquaresCurveInputs& in,
                                                              const CoverageLaw& law,

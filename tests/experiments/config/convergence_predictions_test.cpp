@@ -114,15 +114,25 @@ TEST_CASE("experiments: the exact least-squares curve matches 200 runs at every 
         CHECK(std::abs(m.sd[t] - p["exact_curve_sd"][t].get<double>()) <= 4.0 * m.sd_se[t]);
       }
     }
-    if (std::string(optimizer) == "gd") {
-      CHECK(p["exact_curve_sd"].size() == m.mean.size());  // GD at this size: every t
-    } else {
-      // Nesterov's state (x_t, x_{t−1}, 1) has P = 41: 28 times GD's work, over the budget.
-      CHECK(p["exact_curve_sd"].is_null());
-      CHECK(p["exact_curve_sd_problem"].get<std::string>().find("fourth moments") !=
-            std::string::npos);
-    }
+    // GD and Nesterov at this size (p = 20, K = 10): the sd at every t within the budget.
+    CHECK(p["exact_curve_sd"].size() == m.mean.size());
+    CHECK_FALSE(p.contains("exact_curve_sd_problem"));
   }
+}
+
+TEST_CASE("experiments: the exact sd beyond its flop budget is null with the cost",
+          "[experiments][theory][convergence]") {
+  // Nesterov at p = 80, K = 10: about 8e11 flops per iteration of the fourth moments, so fewer
+  // than 10 iterations fit in the 5e10 budget.
+  nlohmann::json config = gaussian_least_squares(400, 80, 0.1, 20);
+  config["stopping"] = {{"rule", "first_r"}, {"r", 10}};
+  config["optimizer"]["kind"] = "nesterov";
+  config["optimizer"]["iterations"] = 40;
+  const nlohmann::json p = predictions(plan_run(config, "cfg.json", "."));
+  REQUIRE(p["exact_curve"].is_array());
+  CHECK(p["exact_curve_sd"].is_null());
+  CHECK(p["exact_curve_sd_problem"].get<std::string>().find("fourth moments of the state") !=
+        std::string::npos);
 }
 
 TEST_CASE("experiments: the default ErasureHead config says its bound is vacuous",

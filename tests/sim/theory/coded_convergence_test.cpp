@@ -257,13 +257,18 @@ TEST_CASE("sim: the exact least-squares curve equals the average over every cove
 
 TEST_CASE("sim: the exact standard deviation of f(x_t) equals every coverage path",
           "[sim][theory][convergence]") {
-  // K uncoded groups, first_r r of K: each iteration a uniformly random r-subset of groups is
-  // heard, independently across iterations; every path of T iterations is walked with its
-  // probability and the mean and variance of f(x_t) − f* taken over the paths.
+  // K groups of d workers (FRC; d = 1 is uncoded), first_r r of K·d workers: each iteration a
+  // uniformly random r-subset of workers is heard, independently across iterations; every path of
+  // T iterations is walked with its probability and the mean and variance of f(x_t) − f* taken
+  // over the paths (f(x_t) is a finite mixture: one value per path).
   struct Case {
-    int groups, r, iterations, p;
+    int groups, d, r, iterations, p;
   };
-  for (const Case c : {Case{2, 1, 6, 2}, Case{4, 2, 4, 1}, Case{4, 3, 3, 2}}) {
+  for (const Case c : {Case{2, 1, 1, 6, 2},
+                       Case{4, 1, 2, 4, 1},
+                       Case{4, 1, 3, 3, 2},
+                       Case{2, 2, 2, 5, 2},
+                       Case{3, 2, 3, 3, 1}}) {
     std::vector<Eigen::MatrixXd> h;
     std::vector<Eigen::VectorXd> b;
     for (int g = 0; g < c.groups; ++g) {
@@ -283,12 +288,17 @@ TEST_CASE("sim: the exact standard deviation of f(x_t) equals every coverage pat
       rhs += b[static_cast<std::size_t>(g)];
     }
     const Eigen::VectorXd x_star = q.ldlt().solve(rhs);
-    const std::vector<unsigned> sets = subsets(c.groups, c.r);
-    const double q_erased = 1.0 - static_cast<double>(c.r) / c.groups;
+    const std::vector<unsigned> sets = subsets(c.groups * c.d, c.r);
+    const auto covered = covered_groups_first_r(c.groups, c.d, c.r);
+    double mean_covered = 0.0;
+    for (std::size_t j = 0; j < covered.size(); ++j) {
+      mean_covered += static_cast<double>(j) * covered[j];
+    }
+    const double q_erased = 1.0 - mean_covered / c.groups;
     for (const auto optimizer : {CurveOptimizer::kGd, CurveOptimizer::kNesterov}) {
       for (const auto rescale :
            {codes::Rescale::kNone, codes::Rescale::kExpected, codes::Rescale::kEmpirical}) {
-        INFO("K " << c.groups << " r " << c.r << " nesterov "
+        INFO("K " << c.groups << " d " << c.d << " r " << c.r << " nesterov "
                   << (optimizer == CurveOptimizer::kNesterov) << " rescale "
                   << static_cast<int>(rescale));
         const auto t_max = static_cast<std::size_t>(c.iterations);
@@ -313,7 +323,7 @@ TEST_CASE("sim: the exact standard deviation of f(x_t) equals every coverage pat
             const double momentum =
                 optimizer == CurveOptimizer::kNesterov && t >= 1 ? (td - 1.0) / (td + 2.0) : 0.0;
             const Eigen::VectorXd y = x + momentum * (x - prev);
-            const auto alpha = group_alpha(mask, c.groups, 1, rescale, q_erased);
+            const auto alpha = group_alpha(mask, c.groups, c.d, rescale, q_erased);
             Eigen::VectorXd grad = l2 * y;
             for (int g = 0; g < c.groups; ++g) {
               const auto gi = static_cast<std::size_t>(g);
@@ -329,7 +339,6 @@ TEST_CASE("sim: the exact standard deviation of f(x_t) equals every coverage pat
         in.l2 = l2;
         in.step = step;
         in.optimizer = optimizer;
-        const auto covered = covered_groups_first_r(c.groups, 1, c.r);
         in.moments = coefficient_moments(covered, rescale, q_erased);
         CoverageLaw law{covered, rescale, q_erased};
         const LeastSquaresGapSpread spread = least_squares_gap_spread(in, law, c.iterations, 1e12);
@@ -344,6 +353,48 @@ TEST_CASE("sim: the exact standard deviation of f(x_t) equals every coverage pat
       }
     }
   }
+}
+
+TEST_CASE("sim: the gap spread stops at its flop budget and its mean is the exact curve",
+          "[sim][theory][convergence]") {
+  // Three uncoded groups of p = 3, first_r 2 of 3, Nesterov: the spread's mean must equal the
+  // second-moment recursion at every t it computes, and it computes ⌊max_work / flops⌋ steps.
+  std::vector<Eigen::MatrixXd> h;
+  std::vector<Eigen::VectorXd> b;
+  for (int g = 0; g < 3; ++g) {
+    Eigen::MatrixXd a(4, 3);
+    for (Eigen::Index i = 0; i < a.size(); ++i) {
+      a.data()[i] = std::cos(0.7 * static_cast<double>(i + 5 * g) + 0.1);
+    }
+    h.emplace_back(a.transpose() * a / 3.0);
+    b.emplace_back(a.transpose() * Eigen::VectorXd::LinSpaced(4, -1.0, 1.0 + g) / 3.0);
+  }
+  LeastSquaresCurveInputs in;
+  in.hessians = h;
+  in.offsets = b;
+  in.l2 = 0.1;
+  in.step = 0.4;
+  in.optimizer = CurveOptimizer::kNesterov;
+  const auto covered = covered_groups_first_r(3, 1, 2);
+  in.moments = coefficient_moments(covered, codes::Rescale::kEmpirical, 1.0 / 3.0);
+  const CoverageLaw law{covered, codes::Rescale::kEmpirical, 1.0 / 3.0};
+  const double flops = least_squares_gap_spread_flops(in);
+  REQUIRE(flops > 0.0);
+  const auto mean = least_squares_expected_gap(in, 12);
+  const LeastSquaresGapSpread full = least_squares_gap_spread(in, law, 12, 100.0 * flops);
+  REQUIRE(full.sd.size() == 13);
+  for (std::size_t t = 0; t < mean.size(); ++t) {
+    CHECK(full.mean[t] == Approx(mean[t]).epsilon(1e-10));
+    CHECK(full.sd[t] >= 0.0);
+  }
+  CHECK(full.sd[0] == 0.0);  // x₀ is deterministic
+  CHECK(full.sd[5] > 0.0);
+  const LeastSquaresGapSpread cut = least_squares_gap_spread(in, law, 12, 4.5 * flops);
+  REQUIRE(cut.sd.size() == 5);  // t = 0..4
+  for (std::size_t t = 0; t < cut.sd.size(); ++t) {
+    CHECK(cut.sd[t] == full.sd[t]);
+  }
+  CHECK(full.flops_per_iteration == flops);
 }
 
 TEST_CASE("sim: coverage product moments by hand", "[sim][theory][convergence]") {
