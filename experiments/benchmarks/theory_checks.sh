@@ -34,7 +34,7 @@ for rescale in none expected empirical; do
   cat > "$out/realistic_$rescale.json" <<JSON
 {"name": "realistic-$rescale", "seed": 3, "workers": 60, "partitions": 60,
  "data": {"source": "synthetic", "generator": "linear_regression", "rows": 600, "features": 20,
-          "test_fraction": 0},
+          "test_fraction": 0, "condition": 1},
  "loss": {"kind": "least_squares", "l2": 1}, "code": {"kind": "frc", "d": 2},
  "stopping": {"rule": "first_r", "r": 30}, "rescale": "$rescale",
  "delay": {"kind": "shifted_exponential", "shift": 1.0, "rate": 1.0},

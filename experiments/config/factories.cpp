@@ -15,6 +15,7 @@
 #include "codes/uncoded_code.h"
 #include "experiments/config/config_error.h"
 #include "models/loss_model.h"
+#include "models/synthetic_data.h"
 #include "models/tabular_synthetic_data.h"
 #include "sim/bimodal_delay.h"
 #include "sim/delay_model.h"
@@ -519,6 +520,8 @@ const std::vector<ChoiceDoc>& generator_docs() {
   const models::AmazonLikeOptions amazon;
   const models::CovtypeLikeOptions covtype;
   const models::KcHousingLikeOptions kc;
+  const models::GaussianMixtureOptions mixture;
+  const models::LinearRegressionOptions regression;
   const auto text = [](auto x) { return fmt::format("{}", x); };
   static const std::vector<ChoiceDoc> table = {
       {"amazon_like",
@@ -537,7 +540,11 @@ const std::vector<ChoiceDoc>& generator_docs() {
         {"test_fraction", "0.2"}}},
       {"gaussian_mixture",
        "dense two-class Gaussian mixture (logistic)",
-       {{"rows", ""}, {"features", ""}, {"separation", "1.5"}, {"test_fraction", "0.2"}}},
+       {{"rows", ""},
+        {"features", ""},
+        {"separation", text(mixture.separation)},
+        {"condition", text(mixture.condition)},
+        {"test_fraction", "0.2"}}},
       {"kc_housing_like",
        "sparse one-hot table shaped like KC housing (least squares)",
        {{"rows", text(kc.rows)},
@@ -547,7 +554,11 @@ const std::vector<ChoiceDoc>& generator_docs() {
         {"test_fraction", "0.2"}}},
       {"linear_regression",
        "dense planted linear model plus Gaussian noise (least squares)",
-       {{"rows", ""}, {"features", ""}, {"noise", "0.5"}, {"test_fraction", "0.2"}}},
+       {{"rows", ""},
+        {"features", ""},
+        {"noise", text(regression.noise)},
+        {"condition", text(regression.condition)},
+        {"test_fraction", "0.2"}}},
   };
   return table;
 }

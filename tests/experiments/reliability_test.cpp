@@ -479,7 +479,8 @@ TEST_CASE("reliability: theory cost does not grow with iterations or features",
   const auto dir = scratch("theory_bounded");
   nlohmann::json c = nlohmann::json::parse(R"({
     "name": "t", "seed": 1, "workers": 10,
-    "data": {"source": "synthetic", "generator": "linear_regression", "rows": 200, "features": 5},
+    "data": {"source": "synthetic", "generator": "linear_regression", "rows": 200, "features": 5,
+             "condition": 1},
     "loss": {"kind": "least_squares", "l2": 0.01},
     "code": {"kind": "frc", "d": 2}, "stopping": {"rule": "first_r", "r": 5},
     "delay": {"kind": "shifted_exponential"},

@@ -1,5 +1,6 @@
 #include "models/synthetic_data.h"
 
+#include <Eigen/Eigenvalues>
 #include <Eigen/QR>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -39,7 +40,7 @@ TEST_CASE("models: generator draws are pinned", "[models][synthetic]") {
   // Boost.Random's mt19937_64 and ziggurat normal give the same draws on every platform; these
   // values pin the draw order (model vector first, then row by row).
   const Dataset mixture = make_gaussian_mixture({3, 2, 1.5, 1});
-  const Dataset regression = make_linear_regression({3, 2, 0.5, 1});
+  const Dataset regression = make_linear_regression({3, 2, 0.5, 1, 1.0});
   CAPTURE(features(mixture), mixture.labels, features(regression), regression.labels);
   CHECK(mixture.labels == Eigen::Vector3d(1.0, -1.0, -1.0));
   CHECK(features(mixture)(0, 0) == Approx(-1.0198416377059971).epsilon(1e-14));
@@ -73,7 +74,7 @@ TEST_CASE("models: linear regression residual variance is noise squared", "[mode
   const Eigen::Index m = 20000;
   const Eigen::Index p = 5;
   const double noise = 0.5;
-  const Dataset data = make_linear_regression({m, p, noise, 3});
+  const Dataset data = make_linear_regression({m, p, noise, 3, 1.0});
   const auto& a = features(data);
   const Eigen::VectorXd x_hat = a.colPivHouseholderQr().solve(data.labels);
   const double residual = (a * x_hat - data.labels).squaredNorm() / static_cast<double>(m - p);
@@ -105,9 +106,14 @@ TEST_CASE("models: condition sets the spectrum of the feature covariance", "[mod
   CHECK(feature_scales(3, 1.0) == Eigen::VectorXd::Ones(3));
   CHECK_THROWS_AS(feature_scales(3, 0.5), std::logic_error);
 
-  // Condition 1 leaves the draws as they were (the scale is exactly 1).
-  CHECK(features(make_linear_regression({40, 3, 0.5, 9})) ==
-        features(make_linear_regression({40, 3, 0.5, 9, 1.0})));
+  // The condition only scales the columns: the same normal draws, column k times σ_k exactly
+  // (condition 1 multiplies by exactly 1).
+  const DenseRows unit = features(make_linear_regression({40, 3, 0.5, 9, 1.0}));
+  const DenseRows scaled = features(make_linear_regression({40, 3, 0.5, 9, 100.0}));
+  const Eigen::VectorXd sigma = feature_scales(3, 100.0);
+  for (Eigen::Index k = 0; k < 3; ++k) {
+    CHECK(scaled.col(k) == unit.col(k) * sigma[k]);
+  }
 
   // Sample column variances against σ_k², within 4 standard errors (Var of a sample variance of
   // m normal draws is 2σ⁴/(m − 1)); the labels still follow the planted model.
@@ -127,4 +133,31 @@ TEST_CASE("models: condition sets the spectrum of the feature covariance", "[mod
       CHECK(std::abs(variance - expected) < 4.0 * se);
     }
   }
+}
+
+TEST_CASE("models: the sample covariance has the requested condition number",
+          "[models][synthetic]") {
+  // λ_k of AᵀA/m for m draws of N(0, Σ) with distinct eigenvalues are asymptotically independent
+  // normals with variance 2λ_k²/m (Anderson 1963), so log of λ_max/λ_min has standard error 2/√m;
+  // the O(p/m) bias is 1e-4 here, far below it.
+  const Eigen::Index m = 100'000;
+  const Eigen::Index p = 8;
+  const double se = 2.0 / std::sqrt(static_cast<double>(m));
+  const auto sample_condition = [](const Dataset& data) {
+    const DenseRows& a = features(data);
+    const Eigen::MatrixXd gram = a.transpose() * a / static_cast<double>(a.rows());
+    const Eigen::VectorXd eigenvalues =
+        Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(gram).eigenvalues();
+    return eigenvalues.maxCoeff() / eigenvalues.minCoeff();
+  };
+  // linear_regression at its default condition, and the mixture (separation 0: no class means)
+  // at an explicit one.
+  const LinearRegressionOptions defaults{m, p, 0.5, 11};
+  CHECK(defaults.condition == 100.0);
+  const double regression = sample_condition(make_linear_regression(defaults));
+  CAPTURE(regression);
+  CHECK(std::abs(std::log(regression / defaults.condition)) < 4.0 * se);
+  const double mixture = sample_condition(make_gaussian_mixture({m, p, 0.0, 12, 1000.0}));
+  CAPTURE(mixture);
+  CHECK(std::abs(std::log(mixture / 1000.0)) < 4.0 * se);
 }

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <Eigen/Cholesky>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -65,6 +66,29 @@ std::vector<sim::TraceRow> train_with_test(const RunPlan& plan) {
 bool fashion_mnist_installed() {
   return std::filesystem::exists(std::string(models::kFashionMnistDir) +
                                  "/train-images-idx3-ubyte.gz");
+}
+
+/// Iterations of x ← x − γ∇f(x) from x₀ = 0 (γ = 1/β, "auto") until
+/// (f(x_t) − f*)/(f(x₀) − f*) ≤ 1e-3, f* from the normal equations; −1 past 100 000.
+int gd_iterations_to_1e3(const nlohmann::json& data) {
+  auto config = config_with(data, "least_squares");
+  config["loss"]["l2"] = 0.0;
+  config["optimizer"]["step"] = "auto";
+  const RunPlan plan = plan_run(config, "cfg.json", scratch());
+  const models::Objective& f = *plan.objective;
+  const auto& a = std::get<models::DenseRows>(f.data().features);
+  const Eigen::MatrixXd gram = a.transpose() * a;
+  const Eigen::VectorXd x_star = gram.ldlt().solve(a.transpose() * f.data().labels);
+  const double f_star = f.value(x_star);
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(f.dimension());
+  const double gap0 = f.value(x) - f_star;
+  for (int t = 0; t <= 100'000; ++t) {
+    if (f.value(x) - f_star <= 1e-3 * gap0) {
+      return t;
+    }
+    x -= plan.step * f.gradient(x);
+  }
+  return -1;
 }
 
 }  // namespace
@@ -247,6 +271,26 @@ TEST_CASE("experiments: synthetic condition is read and checked", "[experiments]
                       {"condition", 0.5}};
   CHECK(error_of(config_with(d)) ==
         "cfg.json:/data/condition: out of range; got 0.5; expected a number in [1, 1000000000000]");
+}
+
+TEST_CASE(
+    "experiments: linear_regression's default condition makes GD take tens to hundreds of "
+    "steps",
+    "[experiments][data]") {
+  // 12 000 × 300 (9 600 training rows), noise 0.5, l2 = 0, step 1/β: docs/model.md "Synthetic
+  // data" lists the counts (92 at the default κ = 100, 4 at κ = 1; seed 7 there, 5 here).
+  const nlohmann::json d = {{"source", "synthetic"},
+                            {"generator", "linear_regression"},
+                            {"rows", 12'000},
+                            {"features", 300}};
+  const int at_default = gd_iterations_to_1e3(d);
+  CHECK(at_default >= 10);
+  CHECK(at_default <= 1000);
+  nlohmann::json well_conditioned = d;
+  well_conditioned["condition"] = 1.0;
+  const int at_one = gd_iterations_to_1e3(well_conditioned);
+  CAPTURE(at_default, at_one);
+  CHECK(at_one < 10);
 }
 
 }  // namespace stragglersim::experiments
