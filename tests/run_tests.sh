@@ -62,8 +62,16 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   -E '^(threads timing:|advise: the README example)'
 
 echo "== thread sanitizer (threaded backend; timing-precision assertions excluded)"
-bash "$root/experiments/build.sh" thread stragglersim_tests
-TSAN_OPTIONS=halt_on_error=1 "$root/build/thread/tests/stragglersim_tests" "[threads]~[timing]"
+# stragglersim_thread_tests: the test files that hold [threads] cases (tests/CMakeLists.txt); a
+# check below fails the stage if a [threads] case lives anywhere else.
+bash "$root/experiments/build.sh" thread stragglersim_thread_tests
+TSAN_OPTIONS=halt_on_error=1 "$root/build/thread/tests/stragglersim_thread_tests" "[threads]~[timing]"
+threads_in_suite=$("$root/build/release/tests/stragglersim_tests" "[threads]~[timing]" --list-test-names-only | grep -c .)
+threads_here=$("$root/build/thread/tests/stragglersim_thread_tests" "[threads]~[timing]" --list-test-names-only | grep -c .)
+if [ "$threads_in_suite" != "$threads_here" ]; then
+  echo "error: $threads_in_suite [threads] cases in the suite, $threads_here in stragglersim_thread_tests; add the file to it in tests/CMakeLists.txt" >&2
+  exit 1
+fi
 
 echo "== fuzz targets (clang libFuzzer + ASan/UBSan, 15 s each from the seed corpora)"
 # Long campaigns: bash tests/fuzz/run_fuzzers.sh 600 (experiments/benchmarks/fuzzing.md).
