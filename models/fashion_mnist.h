@@ -49,6 +49,20 @@ struct FashionMnistSets {
 /// rows < 0.
 FashionMnistSets load_fashion_mnist(const FashionMnistOptions& options);
 
+/// A partial load (an MPI worker's rows, docs/mpi_backend.md "Data"): the same files checked
+/// alike, but the training set holds only training rows keep->rows (ascending indices into the
+/// full load's training rows), in that order and bitwise equal to them, and the test set is
+/// checked but kept empty. Only the kept images are read: a plain file by seeking to each
+/// image, a gzip file decompressed in full keeping only them (the label files are read whole).
+/// `label_values` (optional) receives the labels of every training and test row of the full
+/// load, `train_rows` (optional) its training row count. With keep->rows empty the images are
+/// checked before the labels, as in the full load; otherwise (the files read once before) the
+/// labels are read first to pick the images.
+FashionMnistSets load_fashion_mnist(const FashionMnistOptions& options,
+                                    RowKeep& keep,
+                                    LabelValues* label_values,
+                                    Eigen::Index* train_rows);
+
 /// The path of one of the four files: "<dir>/<name>.gz" if it exists, else "<dir>/<name>".
 std::string fashion_mnist_file(const std::string& dir, std::string_view name);
 

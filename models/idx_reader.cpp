@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <array>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string_view>
 
@@ -65,15 +67,42 @@ std::size_t IdxBytes::item_size() const {
   return size;
 }
 
-IdxBytes read_idx_bytes(const std::string& path, int dimensions) {
+namespace {
+
+[[noreturn]] void throw_truncated(const std::string& path,
+                                  std::uint64_t got,
+                                  std::uint64_t total,
+                                  const std::vector<std::uint32_t>& sizes) {
+  throw DataError(fmt::format(
+      "{}: truncated data; got {} bytes; expected {} ({})", path, got, total, shape_of(sizes)));
+}
+
+[[noreturn]] void throw_trailing(const std::string& path,
+                                 std::uint64_t total,
+                                 const std::vector<std::uint32_t>& sizes) {
+  throw DataError(
+      fmt::format("{}: trailing data after {} bytes ({})", path, total, shape_of(sizes)));
+}
+
+// An open IDX file positioned at its data: the sizes read and checked, `total` data bytes due.
+struct IdxStream {
+  GzHandle file;
+  IdxBytes out;
+  std::uint64_t total = 1;
+  std::size_t header_size = 0;
+};
+
+IdxStream open_idx(const std::string& path, int dimensions) {
   STRAGGLERSIM_ASSERT(dimensions >= 1 && dimensions <= 255, "IDX dimensions must be in [1, 255]");
-  const GzHandle file(gzopen(path.c_str(), "rb"));
-  if (!file) {
+  IdxStream in;
+  in.file.reset(gzopen(path.c_str(), "rb"));
+  if (!in.file) {
     throw DataError(fmt::format("{}: cannot open file", path));
   }
   const std::size_t header_size = 4 + 4 * static_cast<std::size_t>(dimensions);
+  in.header_size = header_size;
   std::vector<std::uint8_t> header(header_size);
-  const std::size_t magic_got = read_some(file.get(), path, header.data(), 4);
+  const std::size_t magic_got = read_some(in.file.get(), path, header.data(), 4);
   const std::uint32_t expected_magic =
       (kUnsignedByteType << 8U) | static_cast<std::uint32_t>(dimensions);
   const auto be32 = [&](std::size_t at) {
@@ -93,47 +122,137 @@ IdxBytes read_idx_bytes(const std::string& path, int dimensions) {
         be32(0),
         expected_magic));
   }
-  const std::size_t sizes_got = read_some(file.get(), path, header.data() + 4, header_size - 4);
+  const std::size_t sizes_got = read_some(in.file.get(), path, header.data() + 4, header_size - 4);
   if (sizes_got < header_size - 4) {
     throw DataError(fmt::format(
         "{}: truncated header; got {} bytes; expected {}", path, 4 + sizes_got, header_size));
   }
-  IdxBytes out;
-  std::uint64_t total = 1;
   for (int d = 0; d < dimensions; ++d) {
-    out.sizes.push_back(be32(4 + 4 * static_cast<std::size_t>(d)));
+    in.out.sizes.push_back(be32(4 + 4 * static_cast<std::size_t>(d)));
   }
-  for (const std::uint32_t size : out.sizes) {
+  for (const std::uint32_t size : in.out.sizes) {
     // Checked before multiplying, so the product cannot overflow.
-    if (size != 0 && total > kMaxBytes / size) {
+    if (size != 0 && in.total > kMaxBytes / size) {
       throw DataError(
-          fmt::format("{}: sizes {} exceed {} bytes", path, shape_of(out.sizes), kMaxBytes));
+          fmt::format("{}: sizes {} exceed {} bytes", path, shape_of(in.out.sizes), kMaxBytes));
     }
-    total *= size;
+    in.total *= size;
   }
+  return in;
+}
+
+void require_end(IdxStream& in, const std::string& path) {
+  std::uint8_t extra = 0;
+  if (read_some(in.file.get(), path, &extra, 1) != 0) {
+    throw_trailing(path, in.total, in.out.sizes);
+  }
+}
+
+// A plain file: its size checked as a full read would find it, then each item read in place.
+void read_items_in_place(IdxStream& in,
+                         const std::string& path,
+                         std::span<const std::size_t> items,
+                         std::size_t item) {
+  std::error_code error;
+  const std::uintmax_t size = std::filesystem::file_size(path, error);
+  if (error) {
+    throw DataError(fmt::format("{}: cannot open file", path));
+  }
+  const std::uint64_t data = size - std::min<std::uintmax_t>(size, in.header_size);
+  if (data < in.total) {
+    throw_truncated(path, data, in.total, in.out.sizes);
+  }
+  if (data > in.total) {
+    throw_trailing(path, in.total, in.out.sizes);
+  }
+  std::ifstream file(path, std::ios::binary);
+  for (std::size_t h = 0; h < items.size(); ++h) {
+    file.seekg(static_cast<std::streamoff>(in.header_size + items[h] * item));
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): byte input
+    file.read(reinterpret_cast<char*>(in.out.values.data() + h * item),
+              static_cast<std::streamsize>(item));
+    if (!file) {
+      throw DataError(fmt::format("{}: cannot read item {}", path, items[h]));
+    }
+  }
+}
+
+// A gzip file: every item decompressed in order (whole items per chunk), only `items` kept.
+void stream_items(IdxStream& in,
+                  const std::string& path,
+                  std::span<const std::size_t> items,
+                  std::size_t item) {
+  const std::size_t count = in.out.sizes[0];
+  const std::size_t per_chunk = std::max<std::size_t>(1, kChunkBytes / item);
+  std::vector<std::uint8_t> chunk(std::min(per_chunk, count) * item);
+  std::uint64_t got = 0;
+  std::size_t next = 0;
+  for (std::size_t first = 0; first < count; first += per_chunk) {
+    const std::size_t n = std::min(per_chunk, count - first);
+    const std::size_t read = read_some(in.file.get(), path, chunk.data(), n * item);
+    got += read;
+    if (read < n * item) {
+      throw_truncated(path, got, in.total, in.out.sizes);
+    }
+    for (; next < items.size() && items[next] < first + n; ++next) {
+      std::copy_n(
+          chunk.data() + (items[next] - first) * item, item, in.out.values.data() + next * item);
+    }
+  }
+  require_end(in, path);
+}
+
+}  // namespace
+
+IdxBytes read_idx_bytes(const std::string& path, int dimensions) {
+  IdxStream in = open_idx(path, dimensions);
   // Grown chunk by chunk, so a corrupt header claiming gigabytes costs only what the file holds.
-  const auto expected = static_cast<std::size_t>(total);
+  const auto expected = static_cast<std::size_t>(in.total);
   std::size_t got = 0;
   while (got < expected) {
     const std::size_t chunk = std::min<std::size_t>(expected - got, kChunkBytes);
-    out.values.resize(got + chunk);
-    const std::size_t n = read_some(file.get(), path, out.values.data() + got, chunk);
+    in.out.values.resize(got + chunk);
+    const std::size_t n = read_some(in.file.get(), path, in.out.values.data() + got, chunk);
     got += n;
     if (n < chunk) break;
   }
   if (got < expected) {
-    throw DataError(fmt::format("{}: truncated data; got {} bytes; expected {} ({})",
+    throw_truncated(path, got, in.total, in.out.sizes);
+  }
+  require_end(in, path);
+  return std::move(in.out);
+}
+
+IdxBytes read_idx_items(const std::string& path,
+                        int dimensions,
+                        std::span<const std::size_t> items) {
+  IdxStream in = open_idx(path, dimensions);
+  STRAGGLERSIM_ASSERT(std::is_sorted(items.begin(), items.end()) &&
+                          std::adjacent_find(items.begin(), items.end()) == items.end(),
+                      "IDX items must be ascending and distinct");
+  if (!items.empty() && items.back() >= in.out.sizes[0]) {
+    // The caller chose the items from a file read earlier (this one has changed since).
+    throw DataError(fmt::format("{}: no item {}; got {} items ({})",
                                 path,
-                                got,
-                                total,
-                                shape_of(out.sizes)));
+                                items.back(),
+                                in.out.sizes[0],
+                                shape_of(in.out.sizes)));
   }
-  std::uint8_t extra = 0;
-  if (read_some(file.get(), path, &extra, 1) != 0) {
-    throw DataError(
-        fmt::format("{}: trailing data after {} bytes ({})", path, total, shape_of(out.sizes)));
+  const std::size_t item = in.out.item_size();
+  if (in.total == 0) {
+    // No data section (no item, or items of zero bytes): only the end of the file to check.
+    in.out.values.clear();
+    require_end(in, path);
+    return std::move(in.out);
   }
-  return out;
+  in.out.values.resize(items.size() * item);
+  // gzdirect is reliable once zlib has looked at the start of the file (the header read).
+  if (gzdirect(in.file.get()) != 0) {
+    read_items_in_place(in, path, items, item);
+  } else {
+    stream_items(in, path, items, item);
+  }
+  return std::move(in.out);
 }
 
 }  // namespace stragglersim::models

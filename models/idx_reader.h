@@ -5,6 +5,7 @@
 // gzip-compressed (*.gz) and plain files are both accepted.
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,5 +27,16 @@ struct IdxBytes {
 /// "<path>: trailing data after <m> bytes (a x b x c)", "<path>: gzip error: <zlib's message>".
 /// Illegal: dimensions outside [1, 255].
 IdxBytes read_idx_bytes(const std::string& path, int dimensions);
+
+/// Reads only items `items` (ascending, distinct, each < sizes[0]) of the same file: `values`
+/// holds their bytes in that order, item_size() each; `sizes` are the file's (all items). The
+/// file is checked as read_idx_bytes checks it, with the same errors (its size included, so a
+/// truncated or overlong file is refused even when no item is asked for). A plain file is read
+/// by seeking to each item; a gzip file is decompressed in full, keeping only the items.
+/// An item beyond the file's is a DataError "<path>: no item <i>; got <n> items (a x b x c)".
+/// Illegal: `items` not ascending and distinct.
+IdxBytes read_idx_items(const std::string& path,
+                        int dimensions,
+                        std::span<const std::size_t> items);
 
 }  // namespace stragglersim::models

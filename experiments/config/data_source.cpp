@@ -112,6 +112,12 @@ void require_sparse_memory(const JsonReader& data, std::int64_t rows, int nonzer
                  rows);
 }
 
+// What a loaded data set holds: 8 bytes per dense entry, 16 per sparse non-zero, 8 per label.
+double dataset_bytes(const models::Dataset& d) {
+  const double per_entry = d.is_sparse() ? 16.0 : 8.0;
+  return per_entry * static_cast<double>(d.stored_entries()) + 8.0 * static_cast<double>(d.rows());
+}
+
 /// A source's rows, all or those a RowKeep selects (with every row's distinct labels), and
 /// how many there are: what a full and a partial load share.
 struct Source {
@@ -221,7 +227,9 @@ std::string class_list() {
   return out;
 }
 
-LoadedData load_fashion_mnist(JsonReader& data, const std::filesystem::path& base_dir) {
+// Reads and checks the keys (unknown keys first, then the folder); loads nothing.
+models::FashionMnistOptions read_fashion_mnist_options(JsonReader& data,
+                                                       const std::filesystem::path& base_dir) {
   models::FashionMnistOptions options;
   const std::string dir = data.string("dir", options.dir);
   options.dir = resolve(base_dir, dir).string();
@@ -254,22 +262,45 @@ LoadedData load_fashion_mnist(JsonReader& data, const std::filesystem::path& bas
                     "a folder holding Fashion-MNIST's IDX files (Debian package "
                     "dataset-fashion-mnist)");
   }
+  return options;
+}
+
+// The full load (train and test), or a partial load's survey (every file checked, no image
+// kept): the training set and the source of its rows (a partial load's later reads).
+Source load_fashion_mnist(JsonReader& data,
+                          const std::filesystem::path& base_dir,
+                          bool partial,
+                          models::Dataset& train,
+                          LoadedData& out,
+                          models::LabelValues& surveyed_labels) {
+  const models::FashionMnistOptions options = read_fashion_mnist_options(data, base_dir);
   models::FashionMnistSets sets;
+  Eigen::Index train_rows = 0;
   try {
-    sets = models::load_fashion_mnist(options);
+    if (partial) {
+      models::RowKeep none;
+      sets = models::load_fashion_mnist(options, none, &surveyed_labels, &train_rows);
+    } else {
+      sets = models::load_fashion_mnist(options);
+      train_rows = sets.train.rows();
+    }
   } catch (const models::DataError& e) {
     data.fail("dir", e.what());
   }
-  if (options.rows > sets.train.rows()) {
+  if (options.rows > train_rows) {
     data.fail_value("rows",
                     "more rows than the training file holds for these classes",
                     options.rows,
-                    fmt::format("at most {}", sets.train.rows()));
+                    fmt::format("at most {}", train_rows));
   }
-  LoadedData out;
-  out.train = std::make_shared<models::Dataset>(std::move(sets.train));
-  out.test = std::make_shared<models::Dataset>(std::move(sets.test));
-  return out;
+  train = std::move(sets.train);
+  if (!partial) {
+    out.test = std::make_shared<models::Dataset>(std::move(sets.test));  // t10k, never a split
+  }
+  return {train_rows, [options](models::RowKeep* keep, models::LabelValues* labels) {
+            STRAGGLERSIM_ASSERT(keep != nullptr, "fashion_mnist: a later read keeps some rows");
+            return models::load_fashion_mnist(options, *keep, labels, nullptr).train;
+          }};
 }
 
 models::CsvOptions read_csv_options(JsonReader& data) {
@@ -317,7 +348,8 @@ LoadedData load_data(JsonReader& data,
       all = source.make(nullptr, nullptr);
     }
   } else if (source_name == "fashion_mnist") {
-    return load_fashion_mnist(data, base_dir);  // IDX files: always loaded whole
+    key = "dir";
+    source = load_fashion_mnist(data, base_dir, partial, all, out, surveyed_labels);
   } else if (source_name == "csv") {
     const models::CsvOptions options = read_csv_options(data);
     const FileReader read = [&](const std::string& path) {
@@ -381,6 +413,7 @@ LoadedData load_data(JsonReader& data,
     later.load = [source,
                   fraction,
                   split_seed,
+                  file = source_name != "synthetic",
                   where = fmt::format("{}:{}", data.file(), data.pointer_of(key))](
                      const models::HeldRows& held, models::LabelValues* labels) {
       const std::vector<Eigen::Index> source_of =
@@ -395,7 +428,17 @@ LoadedData load_data(JsonReader& data,
       std::vector<Eigen::Index> kept_rows = keep.rows;
       try {
         const models::Dataset kept = source.make(&keep, labels);
-        return models::arrange_held_rows(kept, kept_rows, source_of, held);
+        models::Dataset rows = models::arrange_held_rows(kept, kept_rows, source_of, held);
+        if (file) {
+          // As a full load notes the file it read, a worker notes the rows it holds (a
+          // generator's whole set was estimated before it was drawn).
+          note_memory(fmt::format("the held rows ({} x {} {})",
+                                  rows.rows(),
+                                  rows.dimension(),
+                                  rows.is_sparse() ? "sparse" : "dense"),
+                      dataset_bytes(rows));
+        }
+        return rows;
       } catch (const models::DataError& e) {
         throw ConfigError(fmt::format("{}: {}", where, e.what()));  // the file changed since
       }
@@ -406,16 +449,11 @@ LoadedData load_data(JsonReader& data,
   if (source_name != "synthetic") {
     // A file's size is known only once read: what it holds now counts against the limit of
     // everything the run allocates next (synthetic sets were estimated before generation).
-    const auto held = [](const models::Dataset& d) {
-      const double per_entry = d.is_sparse() ? 16.0 : 8.0;
-      return per_entry * static_cast<double>(d.stored_entries()) +
-             8.0 * static_cast<double>(d.rows());
-    };
     note_memory(fmt::format("the data set ({} x {} {})",
                             all.rows(),
                             all.dimension(),
                             all.is_sparse() ? "sparse" : "dense"),
-                held(all) + (out.test ? held(*out.test) : 0.0));
+                dataset_bytes(all) + (out.test ? dataset_bytes(*out.test) : 0.0));
   }
   if (out.test == nullptr && test_fraction > 0.0) {
     auto [train, test] = models::split_train_test(all, test_fraction, split_seed);

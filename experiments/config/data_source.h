@@ -38,7 +38,8 @@ struct LoadedData {
 /// Reads the data object; relative paths resolve against `base_dir`. Synthetic data are drawn
 /// from the run's data stream, the split from its split stream. `partial`: validate as a full
 /// load would (a data file is parsed once, keeping nothing) and load no rows yet (`partial`
-/// set, `train` null, the test set empty), except for fashion_mnist, always loaded whole.
+/// set, `train` null, the test set empty). A full load of a data file (csv, libsvm,
+/// fashion_mnist) notes what it holds in the memory ledger (note_memory).
 LoadedData load_data(JsonReader& data,
                      const std::filesystem::path& base_dir,
                      std::uint64_t seed,
@@ -46,7 +47,9 @@ LoadedData load_data(JsonReader& data,
 
 /// Loads the training rows of partitions `held` (ascending) of `partitions` into `data.train`
 /// (models::arrange_held_rows: bitwise the full load's rows, padding aside): the source is read
-/// or generated once more in full, keeping only those rows. Illegal: no partial load pending.
+/// or generated once more in full, keeping only those rows (Fashion-MNIST's plain IDX files are
+/// read by seeking to those images). The rows held from a data file are noted in the memory
+/// ledger. Illegal: no partial load pending.
 void load_held_partitions(LoadedData& data, int partitions, const std::vector<int>& held);
 
 /// Logistic regression needs labels in {−1, +1}. Two other distinct values (e.g. covtype's 1 and

@@ -1,17 +1,17 @@
 #include "models/idx_reader.h"
 
-#include <zlib.h>
-
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "models/dataset.h"
 #include "models/fashion_mnist.h"
+#include "tests/idx_fixture.h"
 #include "tests/test_support.h"
 
 namespace {
@@ -21,6 +21,7 @@ using stragglersim::models::DenseRows;
 using stragglersim::models::FashionMnistOptions;
 using stragglersim::models::load_fashion_mnist;
 using stragglersim::models::read_idx_bytes;
+using stragglersim::models::read_idx_items;
 using Bytes = std::vector<std::uint8_t>;
 
 /// A scratch folder that also writes IDX payloads, gzipped (through zlib) or plain.
@@ -31,38 +32,21 @@ class IdxDir : public stragglersim::testing::TempDir {
   /// Writes `bytes` gzip-compressed (through zlib) and returns the path.
   [[nodiscard]] std::string gzip(const std::string& name, const Bytes& bytes) const {
     const auto file = (TempDir::path() / name).string();
-    gzFile out = gzopen(file.c_str(), "wb");
-    REQUIRE(out != nullptr);
-    if (!bytes.empty()) {
-      REQUIRE(gzwrite(out, bytes.data(), static_cast<unsigned>(bytes.size())) ==
-              static_cast<int>(bytes.size()));
-    }
-    REQUIRE(gzclose(out) == Z_OK);
+    REQUIRE_NOTHROW(stragglersim::testing::write_idx_file(file, bytes, true));
     return file;
   }
   /// Writes `bytes` as they are.
   [[nodiscard]] std::string plain(const std::string& name, const Bytes& bytes) const {
     const auto file = (TempDir::path() / name).string();
-    std::ofstream out(file, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()),  // NOLINT: byte output
-              static_cast<std::streamsize>(bytes.size()));
+    stragglersim::testing::write_idx_file(file, bytes, false);
     return file;
   }
   [[nodiscard]] std::string path() const { return TempDir::path().string(); }
 };
 
-void put_be32(Bytes& out, std::uint32_t v) {
-  for (const unsigned shift : {24U, 16U, 8U, 0U}) {
-    out.push_back(static_cast<std::uint8_t>((v >> shift) & 0xFFU));
-  }
-}
-
 // An IDX file of unsigned bytes with the given sizes and values.
 Bytes idx(const std::vector<std::uint32_t>& sizes, const Bytes& values) {
-  Bytes out = {0, 0, 0x08, static_cast<std::uint8_t>(sizes.size())};
-  for (const auto s : sizes) put_be32(out, s);
-  out.insert(out.end(), values.begin(), values.end());
-  return out;
+  return stragglersim::testing::idx_file(sizes, values);
 }
 
 // n images of 2 × 2 pixels: image i has pixels (i, 2i, 3i, 255); labels `labels`.
@@ -137,6 +121,130 @@ TEST_CASE("models: idx reader rejects malformed files with exact messages", "[mo
   compressed.resize(compressed.size() / 2);
   const auto cut = dir.plain("cut.gz", compressed);
   CHECK(err(cut, 3) == cut + ": gzip error: unexpected end of file");
+}
+
+// The bytes of items `items` of a full read, in that order.
+Bytes items_of(const stragglersim::models::IdxBytes& full, const std::vector<std::size_t>& items) {
+  Bytes out;
+  const std::size_t size = full.item_size();
+  for (const std::size_t i : items) {
+    const auto first = full.values.begin() + static_cast<std::ptrdiff_t>(i * size);
+    out.insert(out.end(), first, first + static_cast<std::ptrdiff_t>(size));
+  }
+  return out;
+}
+
+TEST_CASE("models: idx reader reads only the items asked for, the full read's bytes",
+          "[models][idx]") {
+  const IdxDir dir("idx_items");
+  const Bytes file = images(13);
+  const std::vector<std::vector<std::size_t>> subsets = {
+      {}, {0}, {12}, {1, 4, 5, 11}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}};
+  for (const auto& path : {dir.gzip("i.gz", file), dir.plain("i.idx", file)}) {
+    INFO(path);
+    const auto full = read_idx_bytes(path, 3);
+    for (const auto& items : subsets) {
+      const auto part = read_idx_items(path, 3, items);
+      CHECK(part.sizes == full.sizes);
+      CHECK(part.values == items_of(full, items));
+    }
+    CHECK(message_of([&] {
+            (void)read_idx_items(path, 3, std::vector<std::size_t>{2, 13});
+          }) == path + ": no item 13; got 13 items (13 x 2 x 2)");
+  }
+  // Items of 6 000 000 bytes, two per 16 MiB chunk of the gzip stream: items on both sides of
+  // a chunk boundary come out whole.
+  constexpr std::uint32_t kRows = 3000;
+  constexpr std::uint32_t kCols = 2000;
+  Bytes big(std::size_t{5} * kRows * kCols);
+  for (std::size_t b = 0; b < big.size(); ++b) {
+    big[b] = static_cast<std::uint8_t>((b * 7 + b / 6'000'000) % 251);
+  }
+  const Bytes big_file = idx({5, kRows, kCols}, big);
+  for (const auto& path : {dir.gzip("big.gz", big_file), dir.plain("big.idx", big_file)}) {
+    INFO(path);
+    const auto full = read_idx_bytes(path, 3);
+    for (const std::vector<std::size_t>& items :
+         {std::vector<std::size_t>{1, 2}, std::vector<std::size_t>{0, 3, 4}}) {
+      CHECK(read_idx_items(path, 3, items).values == items_of(full, items));
+    }
+  }
+}
+
+TEST_CASE("models: idx reader refuses a malformed file alike with or without items",
+          "[models][idx]") {
+  const IdxDir dir("idx_items_bad");
+  const Bytes truncated = idx({3, 2, 2}, {1, 2, 3, 4, 5});
+  const Bytes trailing = idx({2, 1, 2}, {1, 2, 3, 4, 5});
+  const Bytes no_data = idx({0, 2, 2}, {7});
+  const std::vector<std::string> paths = {dir.gzip("truncated.gz", truncated),
+                                          dir.plain("truncated.idx", truncated),
+                                          dir.gzip("trailing.gz", trailing),
+                                          dir.plain("trailing.idx", trailing),
+                                          dir.gzip("no_data.gz", no_data),
+                                          dir.plain("no_data.idx", no_data),
+                                          dir.plain("magic.idx", idx({2}, {1, 2}))};
+  for (const auto& path : paths) {
+    INFO(path);
+    const std::string expected = message_of([&] { (void)read_idx_bytes(path, 3); });
+    CHECK(expected != "no error");
+    CHECK(message_of([&] { (void)read_idx_items(path, 3, {}); }) == expected);
+    if (path.find("no_data") == std::string::npos) {  // a file of no item has no item 0
+      CHECK(message_of([&] { (void)read_idx_items(path, 3, std::vector<std::size_t>{0}); }) ==
+            expected);
+    }
+  }
+  CHECK(message_of([&] { (void)read_idx_items(paths[1], 3, {}); }) ==
+        paths[1] + ": truncated data; got 5 bytes; expected 12 (3 x 2 x 2)");
+  CHECK(message_of([&] { (void)read_idx_items(paths[3], 3, {}); }) ==
+        paths[3] + ": trailing data after 4 bytes (2 x 1 x 2)");
+}
+
+TEST_CASE("models: a partial fashion-mnist load holds the full load's rows, bitwise",
+          "[models][idx]") {
+  for (const bool gzip : {true, false}) {
+    INFO((gzip ? "gzip" : "plain"));
+    const IdxDir dir(gzip ? "fashion_partial_gz" : "fashion_partial_plain");
+    stragglersim::testing::write_fashion_fixture(dir.path(), 300, 70, 5, 3, gzip, 11);
+    for (const Eigen::Index limit : {Eigen::Index{0}, Eigen::Index{41}}) {
+      INFO("rows " << limit);
+      FashionMnistOptions options;
+      options.dir = dir.path();
+      options.negative_class = 2;
+      options.positive_class = 7;
+      options.rows = limit;
+      const auto full = load_fashion_mnist(options);
+      const auto& a = std::get<DenseRows>(full.train.features);
+      const Eigen::Index m = full.train.rows();
+      REQUIRE(m > 20);
+      if (limit > 0) CHECK(m == limit);
+      std::set<double> full_labels(full.train.labels.begin(), full.train.labels.end());
+      full_labels.insert(full.test.labels.begin(), full.test.labels.end());
+      std::vector<std::vector<Eigen::Index>> keeps = {{}, {0}, {m - 1}, {3, 4, 5, 17, m - 2}};
+      std::vector<Eigen::Index> evens;
+      for (Eigen::Index t = 0; t < m; t += 2) evens.push_back(t);
+      keeps.push_back(evens);
+      for (const auto& rows : keeps) {
+        INFO("keep " << rows.size() << " rows");
+        stragglersim::models::RowKeep keep;
+        keep.rows = rows;
+        stragglersim::models::LabelValues labels;
+        Eigen::Index train_rows = -1;
+        const auto part = load_fashion_mnist(options, keep, &labels, &train_rows);
+        CHECK(train_rows == m);
+        CHECK(labels.values == std::vector<double>(full_labels.begin(), full_labels.end()));
+        CHECK(part.test.rows() == 0);
+        const auto& b = std::get<DenseRows>(part.train.features);
+        REQUIRE(b.rows() == static_cast<Eigen::Index>(rows.size()));
+        REQUIRE(b.cols() == a.cols());
+        for (std::size_t h = 0; h < rows.size(); ++h) {
+          const auto t = rows[h];
+          CHECK(b.row(static_cast<Eigen::Index>(h)) == a.row(t));
+          CHECK(part.train.labels[static_cast<Eigen::Index>(h)] == full.train.labels[t]);
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("models: fashion-mnist loader keeps two classes and scales pixels", "[models][idx]") {

@@ -13,9 +13,11 @@ JITTER (real seconds), and the raw agreement is printed.
 import argparse
 import copy
 import csv
+import gzip
 import json
 import math
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -59,13 +61,14 @@ class Runner:
         self.mpirun = mpirun
         self.scratch = scratch
 
-    def run(self, name, config, np=None, simulated=False):
-        """Runs `config`; returns (exit status, stderr, output folder)."""
+    def run(self, name, config, np=None, simulated=False, wrapper=()):
+        """Runs `config` (each rank's command prefixed by `wrapper`); returns (exit status,
+        stderr, output folder)."""
         path = os.path.join(self.scratch, f"{name}.json")
         with open(path, "w") as f:
             json.dump(config, f)
         out = os.path.join(self.scratch, name)
-        command = [self.binary, "run", path, "--out", out]
+        command = list(wrapper) + [self.binary, "run", path, "--out", out]
         if not simulated:
             np = np if np is not None else config["workers"] + 1
             command = self.mpirun + ["-np", str(np)] + command
@@ -275,6 +278,92 @@ def case_no_inject(runner):
           "every heard worker's compute time is measured")
 
 
+def write_idx(path, sizes, values, compress):
+    """An IDX file of unsigned bytes (magic 0x0000 08 <dimensions>, big-endian sizes)."""
+    data = bytes([0, 0, 8, len(sizes)]) + b"".join(s.to_bytes(4, "big") for s in sizes) + values
+    with (gzip.open(path, "wb") if compress else open(path, "wb")) as f:
+        f.write(data)
+
+
+def write_fashion(folder, train, test, side, compress, seed, pair):
+    """Fashion-MNIST-shaped IDX files of random side x side images and random labels 0 ... 9;
+    returns how many training and test images are of the classes `pair`."""
+    os.makedirs(folder)
+    rng = random.Random(seed)
+    suffix = ".gz" if compress else ""
+    counts = []
+    for prefix, n in (("train", train), ("t10k", test)):
+        labels = bytes(rng.randrange(10) for _ in range(n))
+        write_idx(os.path.join(folder, f"{prefix}-images-idx3-ubyte{suffix}"), [n, side, side],
+                  rng.randbytes(n * side * side), compress)
+        write_idx(os.path.join(folder, f"{prefix}-labels-idx1-ubyte{suffix}"), [n], labels,
+                  compress)
+        counts.append(sum(label in pair for label in labels))
+    return counts
+
+
+# Runs the command in argv[2:] and writes its peak resident set (KiB) to <argv[1]>.<MPI rank>.
+PEAK_RSS = ("import os, resource, subprocess, sys\n"
+            "status = subprocess.call(sys.argv[2:])\n"
+            "rank = os.environ.get('OMPI_COMM_WORLD_RANK', 'none')\n"
+            "with open(sys.argv[1] + '.' + rank, 'w') as f:\n"
+            "    f.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
+            "sys.exit(status)\n")
+
+
+def case_fashion_idx(runner):
+    """Fashion-MNIST IDX files (gzip, then plain) under the rule `all`: every heard set is the
+    simulated one, so the trace is the simulated backend's byte for byte (but the three real_*
+    columns), and each worker, holding only its partitions' images, peaks well below rank 0."""
+    workers = 8
+    side = 8  # 64 pixels: rank 0's f* (Newton) stays cheap on many rows
+    for compress in (True, False):
+        kind = "gzip" if compress else "plain"
+        folder = os.path.join(runner.scratch, f"fashion-{kind}")
+        # 300 000 images of random classes: about 60 000 rows of the pair [0, 6], 31 MB as
+        # doubles; uncoded, so a worker holds 1/8 of them.
+        pair_rows = write_fashion(folder, 300000, 10000, side, compress, 5, (0, 6))
+        config = config_with(
+            workers=workers, partitions=workers,
+            data={"source": "fashion_mnist", "dir": folder, "classes": [0, 6]},
+            code={"kind": "uncoded"}, stopping={"rule": "all"}, stragglers="drain",
+            optimizer={"iterations": 12},
+            backend={"seconds_per_unit": 0.001, "timeout": 20.0})
+        rss = os.path.join(runner.scratch, f"rss-{kind}")
+        status, err, out = runner.run(f"fashion-{kind}", config,
+                                      wrapper=[sys.executable, "-c", PEAK_RSS, rss])
+        check(status == 0, f"{kind}: mpi run on IDX files exits 0 ({err.strip()[-300:]})")
+        status, err, sim_out = runner.run(f"fashion-{kind}-sim", simulated_twin(config),
+                                          simulated=True)
+        check(status == 0, f"{kind}: simulated run exits 0 ({err.strip()[-300:]})")
+        heard = read_csv(os.path.join(out, "heard.csv"))
+        check(len(heard) == 12 and all(r["same_set"] == "1" for r in heard),
+              f"{kind}: every heard set is the simulated one (rule all)")
+        with open(os.path.join(out, "trace.csv")) as f:
+            lines = f.read().splitlines()
+        real = ",real_time,real_iteration_time,real_wall_time"
+        check(lines[0].endswith(real), f"{kind}: the mpi trace ends with the real_* columns")
+        measured = len(real.split(",")) - 1
+        stripped = "".join(",".join(line.split(",")[:-measured]) + "\n" for line in lines)
+        with open(os.path.join(sim_out, "trace.csv")) as f:
+            check(stripped == f.read(),
+                  f"{kind}: trace.csv but the real_* columns is the simulated one, byte for byte")
+        summary = read_summary(sim_out)
+        check(summary["status"] == "ok", f"{kind}: the simulated run is ok")
+        peaks = {}
+        for rank in range(workers + 1):
+            with open(f"{rss}.{rank}") as f:
+                peaks[rank] = int(f.read()) * 1024
+        # Rank 0 holds the whole training and test sets as doubles (and read the image bytes);
+        # a worker holds 1/8 of the training rows. Half of rank 0's data as the margin.
+        data_bytes = 8 * (side * side + 1) * sum(pair_rows)
+        worst = max(peaks[r] for r in range(1, workers + 1))
+        print(f"  {kind}: peak RSS rank 0 {peaks[0] / 2**20:.1f} MiB, workers at most "
+              f"{worst / 2**20:.1f} MiB (rank 0's data about {data_bytes / 2**20:.1f} MiB)")
+        check(peaks[0] - worst > data_bytes / 2,
+              f"{kind}: every worker's peak RSS is below rank 0's by more than half its data")
+
+
 CASES = {
     "agreement": case_agreement,
     "hang_cancel": lambda r: case_hang(r, "cancel"),
@@ -284,6 +373,7 @@ CASES = {
     "timeout": case_timeout,
     "wrong_np": case_wrong_np,
     "no_inject": case_no_inject,
+    "fashion_idx": case_fashion_idx,
 }
 
 

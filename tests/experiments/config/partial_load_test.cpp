@@ -13,15 +13,20 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <span>
 #include <string>
 
+#include "experiments/config/config_error.h"
 #include "experiments/config/data_source.h"
 #include "experiments/config/json_reader.h"
+#include "experiments/config/memory_budget.h"
 #include "experiments/config/run_plan.h"
 #include "models/loss_model.h"
 #include "models/objective.h"
 #include "sim/mpi_session.h"
 #include "sim/scheme.h"
+#include "tests/idx_fixture.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -88,6 +93,45 @@ void check_partial_equals_full(const nlohmann::json& data, int k, const std::str
       CHECK(g_full.norm() > 0.0);
     }
   }
+}
+
+/// Plans `config` (an mpi run) on rank 0 and as each of its workers: every worker holds at most
+/// the rows of the partitions of its code support plus 7 alignment rows before each, and its
+/// coded message is bitwise rank 0's. Returns the most rows a worker holds.
+Eigen::Index check_worker_plans(const nlohmann::json& config) {
+  const RunPlan master = plan_run(config, "cfg.json", scratch());
+  CHECK_FALSE(master.objective->partial());
+  const Eigen::VectorXd x = point(master.objective->dimension());
+  Eigen::VectorXd y_full(x.size());
+  Eigen::VectorXd y_mine(x.size());
+  const auto gradient_of = [&x](const models::Objective& o) {
+    return [&o, &x](int j) {
+      Eigen::VectorXd g(o.dimension());
+      o.partition_gradient(j, x, g);
+      return g;
+    };
+  };
+  Eigen::Index most = 0;
+  for (int w = 0; w < master.workers; ++w) {
+    INFO("worker " << w);
+    const RunPlan worker = plan_run(config, "cfg.json", scratch(), PlanOptions{.mpi_worker = w});
+    REQUIRE(worker.objective->partial());
+    CHECK(worker.resolved == master.resolved);
+    const std::span<const int> support = master.scheme.code->support(w);
+    const std::set<int> held(support.begin(), support.end());
+    Eigen::Index max_rows_held = 0;
+    for (const int j : held) {
+      max_rows_held += master.objective->partition(j).size() + models::kRowAlignment - 1;
+    }
+    CHECK(worker.objective->rows_held() <= max_rows_held);
+    CHECK(worker.objective->rows_held() < master.objective->rows());
+    most = std::max(most, worker.objective->rows_held());
+    sim::coded_message(*master.scheme.code, w, gradient_of(*master.objective), y_full);
+    sim::coded_message(*worker.scheme.code, w, gradient_of(*worker.objective), y_mine);
+    CHECK(bitwise_equal(y_full, y_mine));
+    CHECK(y_full.norm() > 0.0);
+  }
+  return most;
 }
 
 }  // namespace
@@ -159,6 +203,22 @@ TEST_CASE("data: a partial load holds only its partitions, bitwise the full load
                                 "logistic");
     }
   }
+  SECTION("fashion_mnist IDX files, gzip and plain, all rows or the first 100") {
+    for (const bool gzip : {true, false}) {
+      const auto dir = scratch() / (gzip ? "fashion_gz" : "fashion_plain");
+      std::filesystem::create_directories(dir);
+      testing::write_fashion_fixture(dir, 700, 90, 6, 5, gzip, 21);
+      for (const int rows : {0, 100}) {
+        INFO((gzip ? "gzip" : "plain") << ", rows " << rows);
+        check_partial_equals_full({{"source", "fashion_mnist"},
+                                   {"dir", dir.string()},
+                                   {"classes", {1, 8}},
+                                   {"rows", rows}},
+                                  8,
+                                  "logistic");
+      }
+    }
+  }
   SECTION("csv file with a header, labels 0/1") {
     const auto path = scratch() / "partial.csv";
     {
@@ -228,28 +288,103 @@ TEST_CASE("data: an mpi run's worker plan holds only its code support's partitio
       {"delay", {{"kind", "shifted_exponential"}}},
       {"optimizer", {{"kind", "gd"}, {"step", "auto"}, {"iterations", 3}}},
       {"backend", {{"kind", "mpi"}}}};
-  const RunPlan master = plan_run(config, "cfg.json", scratch());
-  CHECK_FALSE(master.objective->partial());
-  const Eigen::VectorXd x = point(master.objective->dimension());
-  Eigen::VectorXd y_full(x.size());
-  Eigen::VectorXd y_mine(x.size());
-  for (int w = 0; w < 8; ++w) {
-    INFO("worker " << w);
-    const RunPlan worker = plan_run(config, "cfg.json", scratch(), PlanOptions{.mpi_worker = w});
-    REQUIRE(worker.objective->partial());
-    CHECK(worker.resolved == master.resolved);
-    CHECK(worker.objective->rows_held() <= 2 * 180 + 2 * 7);  // 1440 training rows, 8 partitions
-    const auto gradient_of = [&x](const models::Objective& o) {
-      return [&o, &x](int j) {
-        Eigen::VectorXd g(o.dimension());
-        o.partition_gradient(j, x, g);
-        return g;
-      };
+  CHECK(check_worker_plans(config) <= 2 * 180 + 2 * 7);  // FRC d = 2 on 1440 rows, k = 8
+}
+
+TEST_CASE("data: a partial fashion_mnist load refuses bad IDX files as the full load does",
+          "[experiments][data][mpi_data]") {
+  for (const bool gzip : {true, false}) {
+    INFO((gzip ? "gzip" : "plain"));
+    const auto dir = scratch() / (gzip ? "fashion_bad_gz" : "fashion_bad_plain");
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const std::string suffix = gzip ? ".gz" : "";
+    const auto message = [&](bool partial) {
+      try {
+        (void)load({{"source", "fashion_mnist"}, {"dir", dir.string()}}, partial);
+      } catch (const ConfigError& e) {
+        return std::string(e.what());
+      }
+      return std::string("no error");
     };
-    sim::coded_message(*master.scheme.code, w, gradient_of(*master.objective), y_full);
-    sim::coded_message(*worker.scheme.code, w, gradient_of(*worker.objective), y_mine);
-    CHECK(bitwise_equal(y_full, y_mine));
+    const auto same = [&](const std::string& expected_part) {
+      const std::string full = message(false);
+      CHECK(full.find(expected_part) != std::string::npos);
+      CHECK(message(true) == full);
+    };
+    same("train-images-idx3-ubyte: cannot open file");  // an empty folder
+    testing::write_fashion_fixture(dir, 30, 10, 2, 3, gzip, 1);
+    CHECK(message(true) == "no error");
+    const auto images = dir / ("train-images-idx3-ubyte" + suffix);
+    // One image byte too many, then a label file of another count.
+    testing::IdxByteVector pixels(30 * 2 * 3 + 1, 9);
+    testing::write_idx_file(images, testing::idx_file({30, 2, 3}, pixels), gzip);
+    same("trailing data after 180 bytes (30 x 2 x 3)");
+    pixels.resize(29 * 2 * 3);
+    testing::write_idx_file(images, testing::idx_file({29, 2, 3}, pixels), gzip);
+    same("label count differs from the image count; got 30; expected 29");
+    testing::write_fashion_fixture(dir, 30, 10, 2, 2, gzip, 1);
+    testing::write_idx_file(dir / ("t10k-images-idx3-ubyte" + suffix),
+                            testing::idx_file({10, 4, 1}, testing::IdxByteVector(40, 1)),
+                            gzip);
+    same("images are 4 x 1; expected 2 x 2 like the training images");
   }
+}
+
+TEST_CASE("data: a partial load of a data file notes only the rows it holds",
+          "[experiments][data][mpi_data]") {
+  const auto dir = scratch() / "fashion_ledger";
+  std::filesystem::create_directories(dir);
+  testing::write_fashion_fixture(dir, 800, 100, 7, 4, true, 5);
+  const nlohmann::json data = {{"source", "fashion_mnist"}, {"dir", dir.string()}};
+  double full_bytes = 0.0;
+  Eigen::Index m = 0;
+  Eigen::Index p = 0;
+  Eigen::Index test_rows = 0;
+  {
+    const MemoryLedgerScope ledger;
+    const LoadedData full = load(data, false);
+    m = full.train->rows();
+    p = full.train->dimension();
+    test_rows = full.test->rows();
+    full_bytes = memory_planned();
+  }
+  // Train and test: 8 bytes a pixel, 8 a label.
+  CHECK(full_bytes == static_cast<double>(8 * (m + test_rows) * (p + 1)));
+  for (const std::vector<int>& held :
+       {std::vector<int>{0, 1}, std::vector<int>{3}, std::vector<int>{5, 6}}) {
+    INFO("partitions " << held.front() << " to " << held.back());
+    const MemoryLedgerScope ledger;
+    LoadedData part = load(data, true);
+    CHECK(memory_planned() == 0.0);  // the survey keeps no image
+    load_held_partitions(part, 8, held);
+    const Eigen::Index rows_held = part.train->rows();  // the share plus alignment padding
+    CHECK(memory_planned() == static_cast<double>(8 * rows_held * (p + 1)));
+    CHECK(memory_planned() < full_bytes / 3.0);
+  }
+}
+
+TEST_CASE("data: an mpi run's worker plan on fashion_mnist holds only its partitions",
+          "[experiments][data][mpi_data]") {
+  if (!sim::mpi_compiled_in()) {
+    return;  // kind mpi is refused without MPI (tested in mpi_config_test.cpp)
+  }
+  const auto dir = scratch() / "fashion_plan";
+  std::filesystem::create_directories(dir);
+  testing::write_fashion_fixture(dir, 1000, 120, 8, 8, false, 17);
+  const nlohmann::json config = {
+      {"name", "partial"},
+      {"seed", 3},
+      {"workers", 6},
+      {"data", {{"source", "fashion_mnist"}, {"dir", dir.string()}, {"classes", {0, 6}}}},
+      {"loss", {{"kind", "logistic"}, {"l2", 0.001}}},
+      {"code", {{"kind", "cyclic_mds"}, {"s", 2}}},
+      {"stopping", {{"rule", "decodable"}}},
+      {"delay", {{"kind", "shifted_exponential"}}},
+      {"optimizer", {{"kind", "gd"}, {"step", "auto"}, {"iterations", 3}}},
+      {"backend", {{"kind", "mpi"}}}};
+  // 1000 images of 10 random classes: about 200 rows of the pair.
+  CHECK(check_worker_plans(config) > 0);
 }
 
 }  // namespace stragglersim::experiments
