@@ -53,7 +53,7 @@ OptimumReference reference_optimum(const RunPlan& plan) {
     ref.method = "not computed: delay-only run";
     return ref;
   }
-  if (auto problem = convergence_cost_problem(plan)) {
+  if (auto problem = optimum_cost_problem(plan)) {
     ref.method = "not computed: " + *problem;
     return ref;
   }
@@ -74,10 +74,14 @@ OptimumReference reference_optimum(const RunPlan& plan) {
       return it->second.optimum;
     }
   }
-  const models::Optimum opt = models::solve_optimum(*plan.objective);
-  ref.value = opt.value;
+  const models::Optimum opt = models::solve_optimum(*plan.objective, optimum_options(plan));
   ref.gradient_norm = opt.gradient_norm;
-  ref.method = opt.method;
+  if (opt.converged) {
+    ref.value = opt.value;
+    ref.method = opt.method;
+  } else {
+    ref.method = "not computed: " + opt.failure;
+  }
   const std::lock_guard lock(mutex);
   std::erase_if(solved, [](const auto& e) { return e.second.objective.expired(); });
   solved[key] = Entry{plan.objective, ref};
