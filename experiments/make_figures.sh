@@ -56,7 +56,8 @@ data_quick = {
 }
 target_quick = {"wait_fraction": 0.15}
 # Rows of the full-size data sets whose config does not state them (the generator defaults).
-FULL_ROWS = {"amazon_like": 26215, "fashion_mnist": 12000}
+FULL_ROWS = {"amazon_like": 26215, "covtype_like": 396112, "kc_housing_like": 17290,
+             "fashion_mnist": 12000}
 for name in sorted(os.listdir(paper)):
     if name.startswith("base_") or not name.endswith(".json"):
         continue

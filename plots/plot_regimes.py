@@ -107,8 +107,9 @@ def plot_regime(sweeps, regime, title, f_star):
         results[workload] = draw_suboptimality(axes[i][0], axes[i][1], series,
                                                f_star[workload], budget, colors, LEVELS)
         data = config["data"]
-        axes[i][0].set_title(f"{name}, {data['rows']} x {data['features']}, n = 30: "
-                             f"f* = {f_star[workload]:.6g}\n"
+        size = (f", {data['rows']} x {data['features']} before the test split"
+                if "rows" in data and "features" in data else "")
+        axes[i][0].set_title(f"{name}{size}, n = 30: f* = {f_star[workload]:.6g}\n"
                              + describe(config), fontsize=7)
         axes[i][1].set_title("time to relative suboptimality", fontsize=9)
     fig.suptitle(title, fontsize=10)
