@@ -50,7 +50,7 @@ paper, files, quick = os.environ["PAPER"], os.environ["FILES"], os.environ["QUIC
 # --quick: data cut to a size that runs in seconds (same generators, same shape of the problem).
 data_quick = {
     "amazon_like": {"rows": 4000, "features": 20000},
-    "covtype_like": {"rows": 20000, "features": 2000},
+    "covtype_like": {"rows": 8000, "features": 2000},
     "kc_housing_like": {"rows": 4000, "features": 4000},
     "fashion_mnist": {"rows": 3000},
 }
