@@ -7,10 +7,11 @@
 # (sweeps-quick/ for --quick).
 # --quick runs the same sweep files on smaller data (rows and features cut, see data_quick
 # below; the regime sweeps' compute shift scaled with the rows, as it is proportional to the
-# partition's non-zeros), delay-only runs cut to 500 iterations and the wait-fraction target at
-# 0.15; without it the paper's sizes are used (README: measured times). f* of each regime
-# workload comes from `stragglersim theory --json` (f_star), kept in the sweeps folder as
-# f_star.json.
+# partition's non-zeros and the generators keep the non-zeros per row), delay-only runs cut to
+# 500 iterations and the wait-fraction target at 0.15; without it the paper's sizes are used
+# (README: measured times). f* of each regime workload is the f_star of its runs' summary.json
+# (the same in its three regimes, checked), kept in the sweeps folder as f_star.json; that of
+# regime_map_training comes from `stragglersim theory --json`.
 # Sweeps are resumable: rerunning after an interruption skips the runs already complete. After
 # editing a sweep file, delete its output folder (a folder only resumes the sweep that made it).
 # Builds (incrementally) and uses build/release/experiments/stragglersim, or uses $STRAGGLERSIM_BIN.
@@ -49,13 +50,14 @@ paper, files, quick = os.environ["PAPER"], os.environ["FILES"], os.environ["QUIC
 # --quick: data cut to a size that runs in seconds (same generators, same shape of the problem).
 data_quick = {
     "amazon_like": {"rows": 4000, "features": 20000},
-    "covtype_like": {"rows": 20000, "features": 2000},
+    "covtype_like": {"rows": 8000, "features": 2000},
     "kc_housing_like": {"rows": 4000, "features": 4000},
     "fashion_mnist": {"rows": 3000},
 }
 target_quick = {"wait_fraction": 0.15}
 # Rows of the full-size data sets whose config does not state them (the generator defaults).
-FULL_ROWS = {"amazon_like": 26215, "fashion_mnist": 12000}
+FULL_ROWS = {"amazon_like": 26215, "covtype_like": 396112, "kc_housing_like": 17290,
+             "fashion_mnist": 12000}
 for name in sorted(os.listdir(paper)):
     if name.startswith("base_") or not name.endswith(".json"):
         continue
@@ -77,10 +79,7 @@ for name in sorted(os.listdir(paper)):
                     base["delay"]["shift"] *= data_quick[key]["rows"] / full
                     if base["delay"]["tail"] == "load" and "network" in base:
                         base["delay"]["rate"] *= full / data_quick[key]["rows"]
-                    # Their features are already small (f* by Newton): only the rows are cut.
-                    data["rows"] = data_quick[key]["rows"]
-                else:
-                    data.update(data_quick[key])
+                data.update(data_quick[key])
         elif base["optimizer"]["iterations"] > 500:
             base["optimizer"]["iterations"] = 500
         stem = name[:-5]
@@ -96,17 +95,37 @@ for sweep in "$files"/*.json; do
   "$bin" sweep "$sweep" --out "$sweeps/$name" --jobs "$jobs"
 done
 
-echo "== f* of the regime workloads (stragglersim theory --json, key f_star)"
+echo "== f* of the regime workloads (f_star of their runs' summary.json; theory for the map)"
 fstar="$sweeps/f_star.json"
-[ -f "$fstar" ] || echo "{}" > "$fstar"
-for workload in fashion_mnist amazon_like regime_map_training; do
-  FSTAR="$fstar" KEY="$workload" BIN="$bin" FILES="$files" "$python" - <<'EOF'
+FSTAR="$fstar" SWEEPS="$sweeps" "$python" - <<'EOF'
+import csv, json, os, sys
+path, sweeps = os.environ["FSTAR"], os.environ["SWEEPS"]
+known = json.load(open(path)) if os.path.exists(path) else {}
+for workload in ("fashion_mnist", "amazon_like", "covtype_like", "kc_housing_like"):
+    values = {}
+    for regime in ("injected", "cluster", "model_a"):
+        folder = os.path.join(sweeps, f"regime_{regime}_{workload}")
+        with open(os.path.join(folder, "index.csv")) as f:
+            first = next(csv.DictReader(f))
+        with open(os.path.join(folder, first["folder"], "summary.json")) as f:
+            summary = json.load(f)
+        values[regime] = summary["f_star"]
+        if summary["f_star"] is None:
+            print(f"f* {workload} ({regime}): {summary['f_star_method']}", file=sys.stderr)
+    # Same data and loss in every regime: the same f*, to the bit.
+    if len(set(values.values())) != 1:
+        sys.exit(f"f* of {workload} differs between regimes: {values}")
+    known[workload] = values["injected"]
+    print(f"f* {workload}: {known[workload]!r}")
+with open(path, "w") as f:
+    json.dump(known, f, indent=2)
+EOF
+FSTAR="$fstar" BIN="$bin" FILES="$files" "$python" - <<'EOF'
 import json, os, subprocess, tempfile
-path, key, files = os.environ["FSTAR"], os.environ["KEY"], os.environ["FILES"]
+path, files, key = os.environ["FSTAR"], os.environ["FILES"], "regime_map_training"
 known = json.load(open(path))
 if key not in known:
-    sweep = key if key.startswith("regime_map") else f"regime_model_a_{key}"
-    with open(os.path.join(files, sweep + ".json")) as f:
+    with open(os.path.join(files, key + ".json")) as f:
         config = json.load(f)["base"]
     # f* depends on the data and the loss only; one iteration keeps theory's other work (the
     # bound along the run) small.
@@ -122,7 +141,6 @@ if key not in known:
         json.dump(known, f, indent=2)
 print(f"f* {key}: {known[key]!r}")
 EOF
-done
 
 echo "== figures"
 "$python" "$root/plots/plot_paper.py" --sweeps "$sweeps" --out "$out"

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -53,34 +54,50 @@ OptimumReference reference_optimum(const RunPlan& plan) {
     ref.method = "not computed: delay-only run";
     return ref;
   }
-  if (auto problem = convergence_cost_problem(plan)) {
+  if (auto problem = optimum_cost_problem(plan)) {
     ref.method = "not computed: " + *problem;
     return ref;
   }
   // The runs of a sweep over codes or rules share one objective (experiments/sweep.cpp): solve
-  // once per live objective. The weak pointer tells a live entry from a dead objective whose
-  // address was reused.
+  // once per live objective, and runs that ask while the solve is under way (other jobs) wait
+  // for it rather than solve again. The weak pointer tells a live entry from a dead objective
+  // whose address was reused.
   struct Entry {
     std::weak_ptr<const models::Objective> objective;
-    OptimumReference optimum;
+    std::shared_future<OptimumReference> optimum;
   };
   static std::mutex mutex;
   static std::map<const models::Objective*, Entry> solved;
   const models::Objective* key = plan.objective.get();
+  std::promise<OptimumReference> promise;
+  std::shared_future<OptimumReference> earlier;
   {
     const std::lock_guard lock(mutex);
     const auto it = solved.find(key);
     if (it != solved.end() && it->second.objective.lock() == plan.objective) {
-      return it->second.optimum;
+      earlier = it->second.optimum;
+    } else {
+      std::erase_if(solved, [](const auto& e) { return e.second.objective.expired(); });
+      solved[key] = Entry{plan.objective, promise.get_future().share()};
     }
   }
-  const models::Optimum opt = models::solve_optimum(*plan.objective);
-  ref.value = opt.value;
-  ref.gradient_norm = opt.gradient_norm;
-  ref.method = opt.method;
-  const std::lock_guard lock(mutex);
-  std::erase_if(solved, [](const auto& e) { return e.second.objective.expired(); });
-  solved[key] = Entry{plan.objective, ref};
+  if (earlier.valid()) {
+    return earlier.get();  // outside the lock: other objectives' solves go on meanwhile
+  }
+  try {
+    const models::Optimum opt = models::solve_optimum(*plan.objective, optimum_options(plan));
+    ref.gradient_norm = opt.gradient_norm;
+    if (opt.converged) {
+      ref.value = opt.value;
+      ref.method = opt.method;
+    } else {
+      ref.method = "not computed: " + opt.failure;
+    }
+  } catch (...) {
+    promise.set_exception(std::current_exception());
+    throw;
+  }
+  promise.set_value(ref);
   return ref;
 }
 

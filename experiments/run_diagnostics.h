@@ -26,13 +26,14 @@ inline constexpr std::array<const char*, 3> kSuboptimalityKeys = {"1e-1", "1e-2"
 struct OptimumReference {
   std::optional<double> value;  ///< f* = min f (regulariser included); nullopt when not computed
   double gradient_norm = 0.0;   ///< ‖∇f(x*)‖ of the solve, its certificate
-  /// "normal equations (COD)", "newton" or "nesterov" (models::solve_optimum), or
-  /// "not computed: <why>".
+  /// "normal equations (COD)", "newton", "conjugate gradient" or "l-bfgs"
+  /// (models::solve_optimum), or "not computed: <why>" (too costly, or the iterative solve
+  /// missed its certificate within its budget).
   std::string method;
 };
 
-/// f* by models::solve_optimum unless convergence_cost_problem refuses the solve as far more
-/// costly than the run (then value is nullopt and method says why).
+/// f* by models::solve_optimum (optimum_options) unless optimum_cost_problem refuses the solve as
+/// far more costly than the run or the solve fails (then value is nullopt and method says why).
 OptimumReference reference_optimum(const RunPlan& plan);
 
 /// One warning of summary.json: a stable code and a sentence.

@@ -11,6 +11,7 @@
 #include "experiments/config/convergence_predictions.h"
 #include "experiments/config/predictions.h"
 #include "models/optimum.h"
+#include "sim/scheme.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -191,7 +192,11 @@ void set_target(const RunPlan& base,
         fmt::format("{}:/data: advise needs data; got null; expected a data block", file));
   }
   const auto& f = *base.objective;
-  advice.f_star = models::solve_optimum(f).value;
+  const models::Optimum opt = models::solve_optimum(f, optimum_options(base));
+  if (!opt.converged) {
+    throw sim::NumericalError("advise: f* not computed: " + opt.failure);
+  }
+  advice.f_star = opt.value;
   advice.initial_gap = f.value(Eigen::VectorXd::Zero(f.dimension())) - advice.f_star;
   if (options.suboptimality) {
     advice.target_gap = *options.suboptimality * advice.initial_gap;

@@ -8,17 +8,45 @@
 
 namespace stragglersim::models {
 
-struct Optimum {
-  Eigen::VectorXd x;
-  double value = 0.0;          ///< f(x*)
-  double gradient_norm = 0.0;  ///< ‖∇f(x*)‖, the certificate of the solve
-  std::string method;          ///< "normal equations (COD)", "newton" or "nesterov"
+/// How solve_optimum picks its method and when an iterative solve gives up.
+struct OptimumOptions {
+  enum class Solver {
+    kAuto,       ///< exact when the p × p Gram matrix is small (exact_solver_fits), else iterative
+    kExact,      ///< normal equations (COD) or Newton; illegal when the Gram matrix does not fit
+    kIterative,  ///< conjugate gradient (least squares) or L-BFGS (logistic), matrix-free
+  };
+  Solver solver = Solver::kAuto;
+  /// Certificate of the iterative solvers: ‖∇f(x)‖ ≤ relative_tolerance · max(1, ‖∇f(0)‖).
+  double relative_tolerance = 1e-10;
+  /// Iterations (each about one data pass for L-BFGS, two for conjugate gradient) before an
+  /// iterative solve is declared failed. Illegal: < 1.
+  int max_iterations = 10'000;
 };
 
-/// Least squares: the minimum-norm solution of (AᵀA/m + λ₂I)x = Aᵀb/m by a complete orthogonal
-/// decomposition (exact also when m < p and λ₂ = 0). Logistic: Newton's method with backtracking
-/// from x = 0 until ‖∇f‖ ≤ 1e-10·max(1, ‖∇f(0)‖). Both need the p × p Gram matrix: above
-/// p = 4000 features, 20 000 accelerated-gradient steps of size 1/β are used instead.
-Optimum solve_optimum(const Objective& f);
+struct Optimum {
+  Eigen::VectorXd x;
+  double value = 0.0;          ///< f(x*); meaningless unless converged
+  double gradient_norm = 0.0;  ///< ‖∇f(x*)‖ recomputed by Objective::gradient, the certificate
+  /// "normal equations (COD)", "newton", "conjugate gradient" or "l-bfgs".
+  std::string method;
+  int iterations = 0;     ///< Newton, conjugate-gradient or L-BFGS iterations taken
+  bool converged = true;  ///< false: an iterative solve missed its certificate within budget
+  std::string failure;    ///< why it failed (empty when converged)
+};
+
+/// Whether the exact solvers apply: p ≤ 4000 and m·p² ≤ 10¹⁰ (forming the Gram matrix or a
+/// Newton Hessian costs m·p² flops, and p² doubles of memory).
+bool exact_solver_fits(const Objective& f);
+
+/// Exact solvers — least squares: the minimum-norm solution of (AᵀA/m + λ₂I)x = Aᵀb/m by a
+/// complete orthogonal decomposition (exact also when m < p and λ₂ = 0); logistic: Newton's method
+/// with backtracking from x = 0 until ‖∇f‖ ≤ 1e-10·max(1, ‖∇f(0)‖).
+/// Iterative solvers, which never form a p × p matrix — least squares: conjugate gradient on the
+/// normal equations from x = 0 (its iterates stay in the row space of A, so it also reaches the
+/// minimum-norm solution); logistic (any other smooth loss): L-BFGS with 10 pairs and Armijo
+/// backtracking from x = 0, which needs λ₂ > 0 for its curvature pairs. Both stop when
+/// ‖∇f‖ ≤ relative_tolerance·max(1, ‖∇f(0)‖), checked on the gradient recomputed from the data;
+/// when max_iterations pass first, converged is false and failure says why.
+Optimum solve_optimum(const Objective& f, const OptimumOptions& options = {});
 
 }  // namespace stragglersim::models

@@ -4,8 +4,9 @@ time budget, beside the time each scheme takes to reach relative suboptimality 1
 
 usage: plot_regimes.py --sweeps DIR --f-star F_STAR.json --out FIGDIR
 DIR holds the sweeps regime_<regime>_<workload>/ (experiments/paper/regime_*.json, run by
-experiments/make_figures.sh); F_STAR.json maps each workload to its f* (`stragglersim theory
-CONFIG --json`, key f_star). One PNG per regime, paper_regime_<regime>.png, one row per
+experiments/make_figures.sh); F_STAR.json maps each workload to its f* (the f_star of its
+runs' summary.json; null when not computed, and the workload's row is left out). One PNG per
+regime, paper_regime_<regime>.png, one row per
 workload; the caption under each row is the delay model and network of that row's runs, read
 from their summary.json (so it cannot disagree with what ran).
 """
@@ -34,7 +35,9 @@ REGIMES = [
 ]
 WORKLOADS = [
     ("fashion_mnist", "Fashion-MNIST 0 vs 6 (logistic, p = 784)"),
-    ("amazon_like", "Amazon-like 26 215 x 2 000 (logistic, sparse one-hot, 45 non-zeros per row)"),
+    ("amazon_like", "Amazon-like (logistic, sparse one-hot, 45 non-zeros per row)"),
+    ("covtype_like", "covtype-like (logistic, sparse, 88 non-zeros per row)"),
+    ("kc_housing_like", "KC-housing-like (least squares, sparse, 28 non-zeros per row)"),
 ]
 ORDER = ["uncoded", "exact FRC", "ErasureHead", "ignore stragglers"]
 # Logistic regression with l2 = 1e-4 at step 1/beta is slow: within the budgets (about 30
@@ -86,9 +89,13 @@ def regime_series(folder):
 
 
 def plot_regime(sweeps, regime, title, f_star):
-    """One figure for `regime`; returns (figure, {workload: {label: level times}})."""
+    """One figure for `regime`; returns (figure, {workload: {label: level times}}), or (None, {})
+    when no workload has both its sweep and an f*."""
     found = [(w, t) for w, t in WORKLOADS
-             if os.path.exists(os.path.join(sweeps, f"regime_{regime}_{w}", "index.csv"))]
+             if os.path.exists(os.path.join(sweeps, f"regime_{regime}_{w}", "index.csv"))
+             and f_star.get(w) is not None]
+    if not found:
+        return None, {}
     fig, axes = plt.subplots(len(found), 2, figsize=(13, 4.4 * len(found)), squeeze=False,
                              gridspec_kw={"width_ratios": [1.6, 1]})
     results = {}
@@ -99,7 +106,10 @@ def plot_regime(sweeps, regime, title, f_star):
         budget = common_budget(series)
         results[workload] = draw_suboptimality(axes[i][0], axes[i][1], series,
                                                f_star[workload], budget, colors, LEVELS)
-        axes[i][0].set_title(f"{name}, n = 30: f* = {f_star[workload]:.6g}\n"
+        data = config["data"]
+        size = (f", {data['rows']} x {data['features']} before the test split"
+                if "rows" in data and "features" in data else "")
+        axes[i][0].set_title(f"{name}{size}, n = 30: f* = {f_star[workload]:.6g}\n"
                              + describe(config), fontsize=7)
         axes[i][1].set_title("time to relative suboptimality", fontsize=9)
     fig.suptitle(title, fontsize=10)
@@ -116,12 +126,17 @@ def main(argv):
     args = parser.parse_args(argv)
     with open(args.f_star) as f:
         f_star = json.load(f)
+    for workload, value in f_star.items():
+        if value is None:
+            print(f"no regime figure row for {workload}: f* not computed", file=sys.stderr)
     os.makedirs(args.out, exist_ok=True)
     for regime, title in REGIMES:
         if not any(os.path.exists(os.path.join(args.sweeps, f"regime_{regime}_{w}", "index.csv"))
                    for w, _ in WORKLOADS):
             continue
         fig, results = plot_regime(args.sweeps, regime, title, f_star)
+        if fig is None:
+            continue
         path = os.path.join(args.out, f"paper_regime_{regime}.png")
         fig.savefig(path, dpi=100)
         plt.close(fig)

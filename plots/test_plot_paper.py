@@ -97,7 +97,7 @@ def check_regime_figure(tmp):
               "runs/1": "iteration,time,loss\n0,0,0.69\n1,1.25,0.3\n2,2.5,0.2\n3,4,0.19\n"}
     config = {"delay": {"kind": "shifted_exponential", "shift": 0.000627, "rate": 2.0,
                         "tail": "none"},
-              "optimizer": {"time_budget": 4.0}}
+              "optimizer": {"time_budget": 4.0}, "data": {"rows": 3000, "features": 784}}
     rows = [[0, 0, 1, UNCODED, DECODABLE, "ok", 2, 5, 2.5, 0.4, 0.4, "runs/0"],
             [1, 0, 1, frc(2), FIRST_R, "ok", 3, 4, 1.33, 0.19, 0.19, "runs/1"]]
     for run, text in traces.items():
@@ -121,6 +121,9 @@ def check_regime_figure(tmp):
     assert results["fashion_mnist"]["uncoded (wait for all)"][0.5] is None
     title = ax_curve.get_title()
     assert "rate λ = 2/s" in title and "tail none" in title and "time budget 4 s" in title, title
+    assert "3000 x 784" in title, title
+    # A workload whose f* was not computed (null) gets no row.
+    assert plot_regimes.plot_regime(sweeps, "injected", "title", {"fashion_mnist": None}) == (None, {})
 
 
 def check_paper_figures():

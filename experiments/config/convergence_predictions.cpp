@@ -410,7 +410,11 @@ nlohmann::json convergence_predictions(const RunPlan& plan,
   std::string why;
   const auto coefficients = plan_coefficients(plan, scheme, timing, &why);
   const auto mu = f.pl_constant();
-  const models::Optimum opt = models::solve_optimum(f);
+  const models::Optimum opt = models::solve_optimum(f, optimum_options(plan));
+  if (!opt.converged) {
+    out["convergence_problem"] = "f* not computed: " + opt.failure;
+    return out;
+  }
   Eigen::MatrixXd pg;
   const double f0 = f.evaluate(Eigen::VectorXd::Zero(f.dimension()), &pg);
   out["smoothness"] = plan.smoothness;

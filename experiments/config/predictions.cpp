@@ -76,7 +76,11 @@ std::optional<ConvergenceInputs> convergence_inputs(const RunPlan& plan, std::st
   ConvergenceInputs in;
   in.smoothness = plan.smoothness;
   in.pl_constant = *mu;
-  const models::Optimum opt = models::solve_optimum(f);
+  const models::Optimum opt = models::solve_optimum(f, optimum_options(plan));
+  if (!opt.converged) {
+    *why = "f* not computed: " + opt.failure;
+    return std::nullopt;
+  }
   in.f_star = opt.value;
   in.optimum_method = opt.method;
   // ζ² "along the run": the largest Σ_g ‖∇F_g‖² on the exact-gradient GD path of the configured
@@ -224,28 +228,44 @@ std::optional<nlohmann::json> speedup_rows(const sim::SchemeDescription& scheme,
 
 }  // namespace
 
-std::optional<std::string> convergence_cost_problem(const RunPlan& plan) {
+models::OptimumOptions optimum_options(const RunPlan& plan) {
   const auto& f = *plan.objective;
-  try {
-    (void)f.pl_constant();
-  } catch (const std::invalid_argument& e) {  // the Gram matrix is too large to decompose
-    return std::string(e.what());
+  models::OptimumOptions options;
+  if (models::exact_solver_fits(f)) {
+    return options;
   }
-  // Above 4000 features f* takes 20 000 accelerated-gradient steps (a data pass and ~6 vector
-  // operations each): refused when that is far beyond the run it predicts for, so `theory`
-  // stays bounded (10⁶ features would take minutes where the run takes a second).
+  // An iteration of the iterative solve: two data passes (conjugate gradient; L-BFGS mostly one)
+  // and about 50 vector operations of length p (L-BFGS's two-loop recursion over 10 pairs).
   const double p = static_cast<double>(f.dimension());
   const double pass = std::visit([](const auto& a) { return static_cast<double>(a.nonZeros()); },
                                  f.data().features);
   const double run_cost = static_cast<double>(plan.iterations) * (pass + p * f.partitions());
-  const double solve_cost = 20000.0 * (pass + 6.0 * p);
-  if (f.dimension() > 4000 && solve_cost > std::max(10.0 * run_cost, kTheoryWorkBudget)) {
+  const double allowed = std::max(10.0 * run_cost, kTheoryWorkBudget);
+  const double affordable = allowed / (2.0 * pass + 50.0 * p);
+  options.max_iterations =
+      static_cast<int>(std::min(affordable, static_cast<double>(options.max_iterations)));
+  return options;
+}
+
+std::optional<std::string> optimum_cost_problem(const RunPlan& plan) {
+  const int budget = optimum_options(plan).max_iterations;
+  if (budget < kMinOptimumIterations) {
     return fmt::format(
-        "f* not computed: 20000 accelerated-gradient steps over {} features would cost far more "
-        "than the run",
-        f.dimension());
+        "f* not computed: {} iterations of the iterative solve over {} features would cost far "
+        "more than the run",
+        kMinOptimumIterations,
+        plan.objective->dimension());
   }
   return std::nullopt;
+}
+
+std::optional<std::string> convergence_cost_problem(const RunPlan& plan) {
+  try {
+    (void)plan.objective->pl_constant();
+  } catch (const std::invalid_argument& e) {  // the Gram matrix is too large to decompose
+    return std::string(e.what());
+  }
+  return optimum_cost_problem(plan);
 }
 
 nlohmann::json predictions(const RunPlan& plan, bool convergence) {

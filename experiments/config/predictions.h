@@ -9,6 +9,7 @@
 #include <string>
 
 #include "experiments/config/run_plan.h"
+#include "models/optimum.h"
 #include "sim/theory/iteration_time_theory.h"
 
 namespace stragglersim::experiments {
@@ -51,8 +52,20 @@ std::optional<ConvergenceInputs> convergence_inputs(const RunPlan& plan, std::st
 /// the finish/drain simulation: what every summary.json records under "theory".
 nlohmann::json predictions(const RunPlan& plan, bool convergence = true);
 
-/// Why the convergence part would not be computed (f* or μ too costly for this data, far beyond
-/// the run it predicts for), or nullopt. `theory` reports it as a `convergence:` note.
+/// Fewest iterations the iterative f* solve must be allowed before it is attempted.
+inline constexpr int kMinOptimumIterations = 100;
+
+/// The f* solve of a plan (models::solve_optimum): exact when the Gram matrix is small, else
+/// iterative with as many iterations (at most 10 000, each costed as two data passes and 50
+/// vector operations of length p) as fit in max(10 × the run's work, kTheoryWorkBudget).
+models::OptimumOptions optimum_options(const RunPlan& plan);
+
+/// Why f* would not be computed (fewer than kMinOptimumIterations iterations affordable), or
+/// nullopt.
+std::optional<std::string> optimum_cost_problem(const RunPlan& plan);
+
+/// Why the convergence part would not be computed (μ needs a Gram matrix too large to decompose,
+/// or optimum_cost_problem), or nullopt. `theory` reports it as a `convergence:` note.
 std::optional<std::string> convergence_cost_problem(const RunPlan& plan);
 
 }  // namespace stragglersim::experiments
