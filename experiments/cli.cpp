@@ -12,6 +12,7 @@
 #include "experiments/commands.h"
 #include "experiments/config/config_error.h"
 #include "experiments/config/memory_budget.h"
+#include "sim/scheme.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -143,6 +144,9 @@ int run_cli(const std::vector<std::string>& args) {
   } catch (const ConfigError& e) {
     std::cerr << "error: " << e.what() << '\n';
     return 2;
+  } catch (const sim::NumericalError& e) {  // numerical trouble outside a run (advise's f*)
+    std::cerr << "error: " << e.what() << '\n';
+    return 3;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << '\n';
     return 1;
