@@ -134,9 +134,20 @@ class StopDistribution {
 
   void fill(double t) const {
     for (int i = 0; i < scheme_.workers; ++i) {
-      f_[index(i)] = delay_.cdf(i, t);
-      w_[index(i)] = 1.0 - f_[index(i)];
+      set_worker(i, t);
     }
+  }
+
+  /// Worker i's arrival probability becomes P(T_i ≤ t); the others keep theirs.
+  void set_worker(int i, double t) const {
+    f_[index(i)] = delay_.cdf(i, t);
+    w_[index(i)] = 1.0 - f_[index(i)];
+  }
+
+  /// Every worker still waiting (P(T_i ≤ t) = 0 below every worker's support), no CDF read.
+  void set_all_waiting() const {
+    std::fill(f_.begin(), f_.end(), 0.0);
+    std::fill(w_.begin(), w_.end(), 1.0);
   }
 
   [[nodiscard]] StopProbability operator()(double t) const {
@@ -144,6 +155,12 @@ class StopDistribution {
       return {1.0, 0.0};
     }
     fill(t);
+    return evaluate();
+  }
+
+  /// P(Z ≤ t) from the arrival probabilities as they stand (fill or set_worker; no deadline
+  /// check).
+  [[nodiscard]] StopProbability evaluate() const {
     switch (shape_.kind) {
       case StopShape::kOrderStatistic:
         return at_least(f_, w_, {}, shape_.order, p_);
@@ -235,9 +252,6 @@ class StopDistribution {
 
 using Integrand = std::function<double(double t, double lo, double hi)>;
 
-/// Most CDF jumps (DelayModel::atoms) used as integration breaks.
-constexpr std::size_t kMaxAtomBreaks = 20000;
-
 /// Where the iteration time lives: integration starts at `lower`, pieces break at every worker's
 /// lower bound, and the infinite tail is mapped with scale `width`.
 struct Support {
@@ -247,11 +261,16 @@ struct Support {
   double q90 = 0.0;          ///< the 90% quantile of Z
   double width = 1.0;        ///< tail scale, q90 − median (or a fallback)
   std::vector<double> breaks;
-  /// Every worker's marginal is purely atomic and every atom is a break: P(Z ≤ t) is constant on
-  /// each piece, and the integrands (at most linear in t times it) are integrated exactly by the
-  /// two-point Gauss rule, whose nodes lie inside the piece.
-  bool piecewise_constant = false;
 };
+
+/// Whether every worker's marginal is purely discrete (DelayModel::atoms non-empty).
+bool purely_atomic(const DelayModel& delay) {
+  bool atomic = delay.workers() > 0;
+  for (int i = 0; i < delay.workers() && atomic; ++i) {
+    atomic = !delay.atoms(i).empty();
+  }
+  return atomic;
+}
 
 double quantile(const std::function<StopProbability(double)>& dist,
                 double lower,
@@ -281,22 +300,13 @@ Support make_support(const std::function<StopProbability(double)>& dist,
   Support s;
   s.upper = upper;
   s.lower = kInfinity;
-  std::size_t atoms = 0;
   for (int i = 0; i < delay.workers(); ++i) {
     s.lower = std::min(s.lower, delay.lower_bound(i));
     s.breaks.push_back(delay.lower_bound(i));
-    atoms += delay.atoms(i).size();
-  }
-  // Between consecutive atoms of discrete marginals P(Z ≤ t) is constant, so each piece is
-  // integrated exactly; past kMaxAtomBreaks the pieces straddle jumps (accuracy ~1e-5).
-  if (atoms <= kMaxAtomBreaks) {
-    bool all_atomic = delay.workers() > 0;
-    for (int i = 0; i < delay.workers(); ++i) {
-      const auto a = delay.atoms(i);
-      all_atomic = all_atomic && !a.empty();
-      s.breaks.insert(s.breaks.end(), a.begin(), a.end());
-    }
-    s.piecewise_constant = all_atomic;
+    // A model mixing discrete and continuous workers: no quadrature piece straddles a jump.
+    // (Purely discrete models never integrate here: discrete_moments sums over the atoms.)
+    const auto a = delay.atoms(i);
+    s.breaks.insert(s.breaks.end(), a.begin(), a.end());
   }
   s.centre = quantile(dist, s.lower, upper, 0.5);
   s.q90 = quantile(dist, s.lower, upper, 0.9);
@@ -345,19 +355,7 @@ double integrate_range(const Integrand& g,
                        double tolerance = kQuadratureTolerance) {
   double total = 0.0;
   double at = a;
-  const auto piece = [&](double lo, double hi) {
-    if (!s.piecewise_constant) {
-      return integrate_piece(g, lo, hi, tolerance);
-    }
-    if (!(hi > lo)) {
-      return 0.0;
-    }
-    // Two-point Gauss–Legendre: exact for the cubic-or-lower integrands of a constant P(Z ≤ t).
-    const double mid = 0.5 * (lo + hi);
-    const double half = 0.5 * (hi - lo);
-    const double node = half / std::sqrt(3.0);
-    return half * (g(mid - node, lo, hi) + g(mid + node, lo, hi));
-  };
+  const auto piece = [&](double lo, double hi) { return integrate_piece(g, lo, hi, tolerance); };
   for (const double brk : s.breaks) {
     if (brk > at && brk < b) {
       total += piece(at, brk);
@@ -463,6 +461,53 @@ Moments numerical_moments(const std::function<StopProbability(double)>& dist,
   return {c + shift, std::sqrt(std::max(0.0, second - shift * shift))};
 }
 
+/// Every marginal purely discrete: Z is one of the delays (or the deadline), so E[Z] and Var[Z]
+/// are finite sums over the distinct atoms, with P(Z = a) = P(Z ≤ a) − P(Z ≤ a⁻). The sweep
+/// raises t through the distinct atoms of all workers in order and re-reads only the CDFs of the
+/// workers that jump there: Σ_i (distinct atoms of worker i) CDF evaluations in all, and one
+/// evaluation of P(Z ≤ t) (O(n), O(n·r) for first_r) per distinct atom below the deadline.
+Moments discrete_moments(const StopDistribution& stop, const DelayModel& delay, double upper) {
+  std::vector<std::pair<double, int>> jumps;  // (atom, worker), each worker's atoms once
+  for (int i = 0; i < delay.workers(); ++i) {
+    const auto a = delay.atoms(i);
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      if ((k == 0 || a[k] != a[k - 1]) && a[k] < upper) {
+        jumps.emplace_back(a[k], i);
+      }
+    }
+  }
+  std::sort(jumps.begin(), jumps.end());
+  stop.set_all_waiting();
+  std::vector<std::pair<double, double>> masses;  // (value of Z, its probability)
+  StopProbability before{0.0, 1.0};
+  for (std::size_t k = 0; k < jumps.size();) {
+    const double t = jumps[k].first;
+    for (; k < jumps.size() && jumps[k].first == t; ++k) {
+      stop.set_worker(jumps[k].second, t);
+    }
+    const StopProbability now = stop.evaluate();
+    // The difference of the smaller tail: no cancellation against 1 on either side.
+    const double mass =
+        now.stopped <= 0.5 ? now.stopped - before.stopped : before.waiting - now.waiting;
+    if (mass > 0.0) {
+      masses.emplace_back(t, mass);
+    }
+    before = now;
+  }
+  if (std::isfinite(upper) && before.waiting > 0.0) {
+    masses.emplace_back(upper, before.waiting);  // the deadline stops what is still waiting
+  }
+  double mean = 0.0;
+  for (const auto& [value, mass] : masses) {
+    mean += value * mass;
+  }
+  double second = 0.0;
+  for (const auto& [value, mass] : masses) {
+    second += (value - mean) * (value - mean) * mass;
+  }
+  return {mean, std::sqrt(second)};
+}
+
 /// Whether every worker has the same delay distribution (exactly, for the shifted exponential;
 /// by lower bound, moments and CDF at a few points otherwise).
 bool identical_workers(const DelayModel& delay) {
@@ -524,11 +569,7 @@ double first_r_erasure_numerical(const SchemeDescription& scheme,
   // Discrete marginals (a replayed trace) have no density: dF_min is a sum of point masses at
   // the erased workers' atoms and the integral an exact finite sum. A tie between an erased
   // worker and another counts the other as arrived first.
-  bool discrete = true;
-  for (int i = 0; i < n && discrete; ++i) {
-    discrete = !delay.atoms(i).empty();
-  }
-  if (discrete) {
+  if (purely_atomic(delay)) {
     std::vector<double> points;
     for (const int i : erased) {
       const auto a = delay.atoms(i);
@@ -776,9 +817,10 @@ IterationTimePrediction predict_iteration_time(const SchemeDescription& scheme,
     return out;
   }
   // Built only here: its scratch space is O(n).
-  const std::function<StopProbability(double)> dist = StopDistribution(scheme, delay);
+  const StopDistribution stop(scheme, delay);
   const double upper = scheme.rule == RuleKind::kDeadline ? scheme.deadline : kInfinity;
-  const Moments m = numerical_moments(dist, delay, upper);
+  const Moments m = purely_atomic(delay) ? discrete_moments(stop, delay, upper)
+                                         : numerical_moments(stop, delay, upper);
   out.mean = m.mean;
   out.sd = m.sd;
   out.method = "numerical";
