@@ -163,13 +163,22 @@ TEST_CASE("trace delay: discrete theory reads each worker's CDF once per distinc
       const auto a = trace.atoms(i);
       distinct += static_cast<long long>(std::set<double>(a.begin(), a.end()).size());
     }
-    const CountingDelay counting(trace);
-    const auto prediction =
-        predict_iteration_time({.workers = 4, .rule = RuleKind::kAll}, counting);
     INFO("values per worker " << per_worker);
-    CHECK(counting.cdf_calls == distinct);
-    CHECK(prediction.method == "numerical");
-    CHECK(std::isfinite(prediction.mean));
+    // all: the moments only; first_r on FRC: the moments and the group erasures q, q₂ (sums over
+    // the erased groups' atoms) from the same reads.
+    for (const SchemeDescription& scheme : {SchemeDescription{.workers = 4, .rule = RuleKind::kAll},
+                                            SchemeDescription{.workers = 4,
+                                            .code = CodeFamily::kFractionalRepetition,
+                                            .d = 2,
+                                            .rule = RuleKind::kFirstR,
+                                            .r = 2}}) {
+      const CountingDelay counting(trace);
+      const auto prediction = predict_iteration_time(scheme, counting);
+      CHECK(counting.cdf_calls == distinct);
+      CHECK(prediction.method == "numerical");
+      CHECK(std::isfinite(prediction.mean));
+      CHECK(std::isfinite(prediction.q));
+    }
   }
 }
 
