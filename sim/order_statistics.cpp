@@ -463,12 +463,10 @@ OrderStatisticDraw OrderStatisticSampler::draw_decodable(RandomEngine& rng) cons
     // P(H = j | H ≥ j)). The class probabilities depend on this iteration's stop, so they are
     // recomputed, in O(d) divisions (on the stack up to kStackClasses).
     std::array<double, kStackClasses> on_stack{};
-    std::vector<double> on_heap;
-    std::span<double> classes(on_stack.data(), static_cast<std::size_t>(d_));
-    if (d_ > kStackClasses) {
-      on_heap.resize(static_cast<std::size_t>(d_));
-      classes = on_heap;
-    }
+    std::vector<double> on_heap(d_ > kStackClasses ? static_cast<std::size_t>(d_) : 0);
+    const std::span<double> classes =
+        on_heap.empty() ? std::span<double>(on_stack).first(static_cast<std::size_t>(d_))
+                        : std::span<double>(on_heap);
     binomial_class_probabilities(d_, x, classes);
     std::int64_t remaining = others;
     for (int j = 1; j < d_ && remaining > 0; ++j) {

@@ -372,6 +372,9 @@ TEST_CASE("order statistics: the same distributions as the worker sampler (KS, 1
     cases.push_back({"crc first_r 22" + p, crc, std::make_shared<FirstRStopping>(22), policy});
     cases.push_back({"crc deadline" + p, crc, std::make_shared<DeadlineStopping>(4.0, 24), policy});
   }
+  // d = 66 > 64 classes: the decodable class probabilities on the heap, 67 groups.
+  const auto frc66 = std::make_shared<codes::FractionalRepetitionCode>(66 * 67, 66);
+  cases.push_back({"frc66 decodable", frc66, std::make_shared<DecodableStopping>(frc66)});
   cases.push_back({"frc3 first_r 10 model B",
                    frc3,
                    std::make_shared<FirstRStopping>(10),
