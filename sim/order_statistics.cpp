@@ -455,7 +455,6 @@ OrderStatisticDraw OrderStatisticSampler::draw_decodable(RandomEngine& rng) cons
   // The last group contributes its first worker only. Given the maximum, the other n/d − 1
   // groups are i.i.d. conditioned on a first arrival ≤ the stop, so each has
   // H ~ Binomial(d, p) conditioned on H ≥ 1 workers heard, p = P(X ≤ x).
-  const double p = -std::expm1(-x);
   const std::int64_t others = groups_ - 1;
   std::int64_t heard = 1;
   if (others > 0 && d_ <= others) {
@@ -479,6 +478,7 @@ OrderStatisticDraw OrderStatisticSampler::draw_decodable(RandomEngine& rng) cons
     // Per group: the first arrival's position J (truncated geometric, by inversion; log q = −x),
     // then each later worker independently with probability p.
     boost::random::uniform_01<double> u01;
+    const double p = -std::expm1(-x);
     const double all_mass = -std::expm1(-d_ * x);  // 1 − q^d
     for (std::int64_t g = 0; g < others; ++g) {
       const double u = u01(rng);
