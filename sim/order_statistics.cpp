@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <boost/math/distributions/binomial.hpp>
+#include <array>
 #include <boost/random/binomial_distribution.hpp>
 #include <boost/random/exponential_distribution.hpp>
-#include <boost/random/gamma_distribution.hpp>
+#include <boost/random/normal_distribution.hpp>
 #include <boost/random/uniform_01.hpp>
 #include <boost/random/uniform_int_distribution.hpp>
 #include <cmath>
@@ -41,6 +41,85 @@ std::int64_t binomial(std::int64_t trials, double p, RandomEngine& rng) {
 std::uint64_t uniform_below(std::uint64_t bound, RandomEngine& rng) {
   return boost::random::uniform_int_distribution<std::uint64_t>(0, bound - 1)(rng);
 }
+
+/// log k! exactly summed below this, by Stirling's series from it on.
+constexpr std::int64_t kLogFactorialTable = 128;
+
+const std::array<double, kLogFactorialTable>& log_factorial_table() {
+  static const std::array<double, kLogFactorialTable> table = [] {
+    std::array<double, kLogFactorialTable> t{};
+    for (std::size_t k = 2; k < t.size(); ++k) {
+      t[k] = t[k - 1] + std::log(static_cast<double>(k));
+    }
+    return t;
+  }();
+  return table;
+}
+
+/// log k! − ((k + ½) log k − k + ½ log 2π): Stirling's series to 1/k⁵ (next term < 1e-18 for
+/// k ≥ 128).
+double stirling_correction(double k) {
+  const double k2 = k * k;
+  return (1.0 / 12.0 - (1.0 / 360.0 - 1.0 / (1260.0 * k2)) / k2) / k;
+}
+
+double log_factorial(std::int64_t k) {
+  if (k < kLogFactorialTable) {
+    return log_factorial_table()[static_cast<std::size_t>(k)];
+  }
+  const auto x = static_cast<double>(k);
+  constexpr double kHalfLogTwoPi = 0.91893853320467274178;
+  return (x + 0.5) * std::log(x) - x + kHalfLogTwoPi + stirling_correction(x);
+}
+
+/// log a! − log b!, without the cancellation of two values ~a·log a when both are large:
+/// (b + ½)·log1p((a − b)/b) + (a − b)·(log a − 1) + the corrections' difference.
+double log_factorial_ratio(std::int64_t a, std::int64_t b) {
+  if (std::min(a, b) < kLogFactorialTable) {
+    return log_factorial(a) - log_factorial(b);
+  }
+  const auto x = static_cast<double>(a);
+  const auto y = static_cast<double>(b);
+  const auto delta = static_cast<double>(a - b);
+  return (y + 0.5) * std::log1p(delta / y) + delta * (std::log(x) - 1.0) +
+         (stirling_correction(x) - stirling_correction(y));
+}
+
+/// Gamma(alpha, 1) for alpha ≥ 1 (Marsaglia and Tsang 2000): d·v with v = (1 + c·N)³, accepted
+/// with probability min(1, exp(N²/2 + d(1 − v + log v))). The exponent is evaluated from
+/// y = c·N as N²/2 + 3d(log1p(y) − y) − 3d·y² − d·y³, whose terms stay ~N², so it keeps ~1e-11
+/// absolute accuracy at alpha ~ 10⁹ (1 − v + log v in doubles loses it to cancellation).
+double gamma_draw(double alpha, RandomEngine& rng) {
+  const double d = alpha - 1.0 / 3.0;
+  const double c = 1.0 / std::sqrt(9.0 * d);
+  boost::random::normal_distribution<double> normal;
+  boost::random::uniform_01<double> u01;
+  for (;;) {
+    const double x = normal(rng);
+    const double y = c * x;
+    if (!(y > -1.0)) {
+      continue;
+    }
+    const double v = (1.0 + y) * (1.0 + y) * (1.0 + y);
+    const double u = u01(rng);
+    const double x2 = x * x;
+    if (u < 1.0 - 0.0331 * x2 * x2) {
+      return d * v;
+    }
+    const double exponent =
+        0.5 * x2 + 3.0 * d * (std::log1p(y) - y) - 3.0 * d * y * y - d * y * y * y;
+    if (std::log(u) < exponent) {
+      return d * v;
+    }
+  }
+}
+
+/// FRC first_r: the integer chain for groups touched up to this many workers per slot, the
+/// 2d − 1 hypergeometric draws by columns above (each ~10² ns, a chain step ~10 ns).
+constexpr std::int64_t kChainStepsPerSlot = 32;
+
+/// Classes of the decodable multinomial kept on the stack.
+constexpr int kStackClasses = 64;
 
 bool is_identical(const ShiftedExponentialShape& se) {
   for (std::size_t i = 1; i < se.worker_shift.size(); ++i) {
@@ -109,9 +188,95 @@ double exponential_order_statistic(std::uint64_t n, std::uint64_t r, RandomEngin
   }
   // U_(r) ~ Beta(r, n − r + 1) = A/(A + B), A ~ Gamma(r), B ~ Gamma(n − r + 1), and
   // X_(r) = −log(1 − U_(r)) = log1p(A/B): no cancellation whether U_(r) is near 0 or 1.
-  const double a = boost::random::gamma_distribution<double>(static_cast<double>(r))(rng);
-  const double b = boost::random::gamma_distribution<double>(static_cast<double>(n - r + 1))(rng);
+  const double a = gamma_draw(static_cast<double>(r), rng);
+  const double b = gamma_draw(static_cast<double>(n - r + 1), rng);
   return std::log1p(a / b);
+}
+
+std::int64_t hypergeometric(std::int64_t good,
+                            std::int64_t bad,
+                            std::int64_t sample,
+                            RandomEngine& rng) {
+  STRAGGLERSIM_ASSERT(good >= 0 && bad >= 0 && sample >= 0 && sample <= good + bad,
+                      "hypergeometric needs 0 <= sample <= good + bad");
+  const std::int64_t total = good + bad;
+  // Draw the smaller of the sample and its complement, for the smaller of the two colours.
+  const std::int64_t m = std::min(sample, total - sample);
+  const std::int64_t minor = std::min(good, bad);
+  const std::int64_t major = std::max(good, bad);
+  std::int64_t k = 0;  // items of the minor colour among the m drawn
+  if (m <= kHypergeometricSteps) {
+    std::int64_t left = total;
+    std::int64_t minor_left = minor;
+    std::int64_t to_draw = m;
+    while (to_draw > 0 && minor_left > 0 && left > minor_left) {
+      if (uniform_below(static_cast<std::uint64_t>(left), rng) <
+          static_cast<std::uint64_t>(minor_left)) {
+        --minor_left;
+      }
+      --left;
+      --to_draw;
+    }
+    if (left == minor_left) {
+      minor_left -= to_draw;  // only minor items are left
+    }
+    k = minor - minor_left;
+  } else {
+    // HRUA (Stadlober 1989, as in NumPy): X = a + h(V − ½)/U under a table-mountain hat of the
+    // pmf scaled to 1 at its mode; K = ⌊X⌋ is accepted with probability f(K)/f(mode) against the
+    // hat, squeezes first. The support [0, min(m, minor)] is the only truncation.
+    constexpr double kD1 = 1.7155277699214135;  // 2√(2/e)
+    constexpr double kD2 = 0.8989161620588988;  // 3 − 2√(3/e)
+    const auto n_total = static_cast<double>(total);
+    const double p = static_cast<double>(minor) / n_total;
+    const double mean = static_cast<double>(m) * p;
+    const double var = (n_total - static_cast<double>(m)) * static_cast<double>(m) * p * (1.0 - p) /
+                       (n_total - 1.0);
+    const double a = mean + 0.5;
+    const double h = kD1 * std::sqrt(var + 0.5) + kD2;
+    const auto mode = static_cast<std::int64_t>(
+        std::floor(static_cast<double>(m + 1) * static_cast<double>(minor + 1) / (n_total + 2.0)));
+    const auto bound = static_cast<double>(std::min(m, minor) + 1);
+    boost::random::uniform_01<double> u01;
+    for (;;) {
+      const double u = u01(rng);
+      const double v = u01(rng);
+      const double x = a + h * (v - 0.5) / u;
+      if (!(u > 0.0) || !(x >= 0.0 && x < bound)) {
+        continue;
+      }
+      k = static_cast<std::int64_t>(x);
+      // log f(k)/f(mode), f(k) ∝ 1/(k!(minor − k)!(m − k)!(major − m + k)!).
+      const double t = log_factorial_ratio(mode, k) + log_factorial_ratio(minor - mode, minor - k) +
+                       log_factorial_ratio(m - mode, m - k) +
+                       log_factorial_ratio(major - m + mode, major - m + k);
+      if (u * (4.0 - u) - 3.0 <= t) {
+        break;
+      }
+      if (u * (u - t) >= 1.0) {
+        continue;
+      }
+      if (2.0 * std::log(u) <= t) {
+        break;
+      }
+    }
+  }
+  const std::int64_t good_in_drawn = good > bad ? m - k : k;
+  return m == sample ? good_in_drawn : good - good_in_drawn;
+}
+
+void binomial_class_probabilities(int d, double x, std::span<double> out) {
+  STRAGGLERSIM_ASSERT(d >= 1 && x > 0.0 && out.size() >= static_cast<std::size_t>(d),
+                      "class probabilities need d >= 1, x > 0 and d slots");
+  // c_j = P(H = j)/P(H ≥ j) = 1/(1 + Σ_{i>j} P(H = i)/P(H = j)); consecutive binomial terms have
+  // the ratio (d − j)/(j + 1)·p/(1 − p), and p/(1 − p) = e^x − 1.
+  const double odds = std::expm1(x);
+  double c = 1.0;  // c_d
+  for (int j = d - 1; j >= 0; --j) {
+    const double ratio = odds * static_cast<double>(d - j) / static_cast<double>(j + 1);
+    c = c / (c + ratio);
+    out[static_cast<std::size_t>(j)] = c;
+  }
 }
 
 OrderStatisticSampler::OrderStatisticSampler(double shift,
@@ -143,13 +308,8 @@ OrderStatisticSampler::OrderStatisticSampler(double shift,
     // Groups by finisher count: a multinomial over the d + 1 classes when d + 1 ≤ n/d (O(d) per
     // iteration), one binomial per group otherwise (O(n/d)).
     if (groups_ > 0 && d_ > 1 && d_ + 1 <= groups_ && deadline_p_ > 0.0 && deadline_p_ < 1.0) {
-      const boost::math::binomial_distribution<double> h(d_, deadline_p_);
       deadline_class_.resize(static_cast<std::size_t>(d_));
-      for (int j = 0; j < d_; ++j) {
-        const double at_least = j == 0 ? 1.0 : boost::math::cdf(boost::math::complement(h, j - 1));
-        deadline_class_[static_cast<std::size_t>(j)] =
-            at_least > 0.0 ? std::min(1.0, boost::math::pdf(h, j) / at_least) : 1.0;
-      }
+      binomial_class_probabilities(d_, x, deadline_class_);
     }
   }
 }
@@ -166,6 +326,9 @@ double OrderStatisticSampler::wall_after(double stop,
 }
 
 std::int64_t OrderStatisticSampler::groups_hit(std::int64_t r, RandomEngine& rng) const {
+  if (r > kChainStepsPerSlot * static_cast<std::int64_t>(d_)) {
+    return groups_hit_by_columns(r, rng);
+  }
   // The i-th worker of a uniform subset lands in an untouched group with probability
   // d·(untouched groups)/(n − i): the exact chain, in integers.
   std::int64_t untouched = groups_;
@@ -176,6 +339,23 @@ std::int64_t OrderStatisticSampler::groups_hit(std::int64_t r, RandomEngine& rng
     }
   }
   return groups_ - untouched;
+}
+
+std::int64_t OrderStatisticSampler::groups_hit_by_columns(std::int64_t r, RandomEngine& rng) const {
+  // The workers as a grid, n/d groups (rows) × d slots (columns). A uniform r-subset puts
+  // K_c ~ Hypergeometric of its remaining members into column c, and given K_c the rows it picks
+  // in that column are a uniform K_c-subset of the rows, independent of the other columns: of
+  // them, Hypergeometric(untouched rows, touched rows, K_c) are new.
+  std::int64_t later = n_;  // cells in the columns after the current one
+  std::int64_t to_place = r;
+  std::int64_t touched = 0;
+  for (int c = 0; c < d_ && to_place > 0 && touched < groups_; ++c) {
+    later -= groups_;
+    const std::int64_t k = c + 1 == d_ ? to_place : hypergeometric(groups_, later, to_place, rng);
+    to_place -= k;
+    touched += touched == 0 ? k : hypergeometric(groups_ - touched, touched, k, rng);
+  }
+  return touched;
 }
 
 OrderStatisticDraw OrderStatisticSampler::draw(RandomEngine& rng) const {
@@ -275,16 +455,21 @@ OrderStatisticDraw OrderStatisticSampler::draw_decodable(RandomEngine& rng) cons
   // The last group contributes its first worker only. Given the maximum, the other n/d − 1
   // groups are i.i.d. conditioned on a first arrival ≤ the stop, so each has
   // H ~ Binomial(d, p) conditioned on H ≥ 1 workers heard, p = P(X ≤ x).
-  const double p = -std::expm1(-x);
   const std::int64_t others = groups_ - 1;
   std::int64_t heard = 1;
   if (others > 0 && d_ <= others) {
-    const boost::math::binomial_distribution<double> h(d_, p);
+    // Sequential conditional binomials over the classes 1 … d − 1: N_j ~ Bin(remaining,
+    // P(H = j | H ≥ j)). The class probabilities depend on this iteration's stop, so they are
+    // recomputed, in O(d) divisions (on the stack up to kStackClasses).
+    std::array<double, kStackClasses> on_stack{};
+    std::vector<double> on_heap(d_ > kStackClasses ? static_cast<std::size_t>(d_) : 0);
+    const std::span<double> classes =
+        on_heap.empty() ? std::span<double>(on_stack).first(static_cast<std::size_t>(d_))
+                        : std::span<double>(on_heap);
+    binomial_class_probabilities(d_, x, classes);
     std::int64_t remaining = others;
     for (int j = 1; j < d_ && remaining > 0; ++j) {
-      const double at_least = boost::math::cdf(boost::math::complement(h, j - 1));
-      const double pj = at_least > 0.0 ? std::min(1.0, boost::math::pdf(h, j) / at_least) : 1.0;
-      const std::int64_t nj = binomial(remaining, pj, rng);
+      const std::int64_t nj = binomial(remaining, classes[static_cast<std::size_t>(j)], rng);
       heard += j * nj;
       remaining -= nj;
     }
@@ -293,6 +478,7 @@ OrderStatisticDraw OrderStatisticSampler::draw_decodable(RandomEngine& rng) cons
     // Per group: the first arrival's position J (truncated geometric, by inversion; log q = −x),
     // then each later worker independently with probability p.
     boost::random::uniform_01<double> u01;
+    const double p = -std::expm1(-x);
     const double all_mass = -std::expm1(-d_ * x);  // 1 − q^d
     for (std::int64_t g = 0; g < others; ++g) {
       const double u = u01(rng);

@@ -7,22 +7,26 @@
 //   all                  the maximum of n exponentials: one draw, X = −log(1 − e^{−E/n})
 //   first_r              the r-th smallest: Rényi's spacings Σ_{i<r} E_i/(n − i) for r ≤ 32,
 //                        else log1p(G_r / G_{n−r+1}) (the Beta(r, n−r+1) order statistic as a
-//                        ratio of two gamma draws), O(1)
+//                        ratio of two gamma draws), O(1); for FRC the groups touched by the
+//                        uniform r-subset, by an integer chain for small r, else column by
+//                        column of the (group × slot) grid with 2d − 1 hypergeometric draws
 //   deadline τ           finishers ~ Binomial(n, F(τ)); the maximum given all n finished
 //   decodable (groups)   the maximum of n/d group minima, each shift + (scale/d)·Exp(1)
 //   first_r_or_decodable arrivals in time order by their spacings, tracking only the number of
 //                        groups still uncovered: O(min(r, arrivals until covered))
 // Counts (workers heard, groups covered) come from binomials, multinomials over how many of a
-// group's d workers arrived, or that arrival chain; the drain policy's wall time uses the
+// group's d workers arrived (class probabilities by a division-only recursion, no special
+// functions), hypergeometrics, or that arrival chain; the drain policy's wall time uses the
 // memoryless tail (every worker not heard by time t ≥ shift arrives at t + scale·Exp(1)). Cost per
 // iteration: O(1) for all, deadline (uncoded), decodable (uncoded) and first_r (uncoded); O(d)
-// for deadline with FRC; O(min(d, n/d)) for decodable with FRC; O(r) for the groups covered by
-// first_r with FRC (d > 1) and for first_r_or_decodable. Delay-only runs report counts, not
-// heard sets, so the identity of the workers heard (a uniform subset, independent of the times)
-// is never drawn.
+// for deadline with FRC; O(min(d, n/d)) for decodable with FRC; O(min(r, d)) for the groups
+// covered by first_r with FRC (d > 1); O(r) for first_r_or_decodable. Delay-only runs report
+// counts, not heard sets, so the identity of the workers heard (a uniform subset, independent of
+// the times) is never drawn.
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -60,6 +64,24 @@ enum class Sampler { kWorkers, kOrderStatistics };
 /// Orders up to which exponential_order_statistic sums spacings.
 inline constexpr std::uint64_t kSpacingOrders = 32;
 
+/// The number of "good" items in a uniform `sample`-subset of `good` + `bad` items
+/// (hypergeometric), exact in distribution: one step per item for samples up to
+/// kHypergeometricSteps (of the sample or its complement), else Stadlober's ratio-of-uniforms
+/// (HRUA) rejection, O(1) expected, its log-factorial differences evaluated without cancellation
+/// so the acceptance test keeps ~1e-13 absolute accuracy at populations up to 2^62.
+[[nodiscard]] std::int64_t hypergeometric(std::int64_t good,
+                                          std::int64_t bad,
+                                          std::int64_t sample,
+                                          RandomEngine& rng);
+
+/// Sample sizes up to which hypergeometric walks the items one by one.
+inline constexpr std::int64_t kHypergeometricSteps = 16;
+
+/// P(H = j | H ≥ j) for H ~ Binomial(d, p), p = 1 − e^{−x} (x > 0), j = 0 … d − 1, written to
+/// out[0 … d − 1]: the backward recursion c_d = 1, c_j = c_{j+1}/(c_{j+1} + (e^x − 1)(d − j)/(j +
+/// 1)) (ratios of binomial terms; no cancellation, no special function).
+void binomial_class_probabilities(int d, double x, std::span<double> out);
+
 /// One iteration drawn by the sampler, in simulated seconds.
 struct OrderStatisticDraw {
   double stop = 0.0;         ///< iteration time
@@ -90,8 +112,10 @@ class OrderStatisticSampler {
   [[nodiscard]] OrderStatisticDraw draw_deadline(RandomEngine& rng) const;
   [[nodiscard]] OrderStatisticDraw draw_decodable(RandomEngine& rng) const;
   [[nodiscard]] OrderStatisticDraw draw_first_r_or_decodable(RandomEngine& rng) const;
-  /// Groups covered by a uniform `r`-subset of the workers (d > 1), one step per worker.
+  /// Groups covered by a uniform `r`-subset of the workers (d > 1): one step per worker for
+  /// small r, else by columns (see the file comment).
   [[nodiscard]] std::int64_t groups_hit(std::int64_t r, RandomEngine& rng) const;
+  [[nodiscard]] std::int64_t groups_hit_by_columns(std::int64_t r, RandomEngine& rng) const;
   /// Drain's wall time: the stop plus the last of the `unheard` workers, memoryless beyond it.
   [[nodiscard]] double wall_after(double stop, std::int64_t unheard, RandomEngine& rng) const;
 

@@ -86,6 +86,15 @@ MUTATIONS = [
     ("finish policy starts stragglers late", "sim/simulated_cluster.cpp",
      "policy_ == StragglerPolicy::kFinish ? std::max(0.0, busy_until_[w] - time_) : 0.0;",
      "policy_ == StragglerPolicy::kFinish ? std::max(0.0, busy_until_[w] - time_ - 0.5) : 0.0;"),
+    ("order statistics: binomial class ratio", "sim/order_statistics.cpp",
+     "const double ratio = odds * static_cast<double>(d - j) / static_cast<double>(j + 1);",
+     "const double ratio = odds * static_cast<double>(d - j) / static_cast<double>(j + 2);"),
+    ("order statistics: column draws count overlaps", "sim/order_statistics.cpp",
+     "touched += touched == 0 ? k : hypergeometric(groups_ - touched, touched, k, rng);",
+     "touched += k;"),
+    ("trace theory: deadline mass", "sim/theory/iteration_time_theory.cpp",
+     "masses.emplace_back(upper, before.waiting);",
+     "masses.emplace_back(upper, 0.0);"),
 ]
 
 # Every Catch2 case but the real-time threaded ones and the slow end-to-end groups.

@@ -134,9 +134,23 @@ class StopDistribution {
 
   void fill(double t) const {
     for (int i = 0; i < scheme_.workers; ++i) {
-      f_[index(i)] = delay_.cdf(i, t);
-      w_[index(i)] = 1.0 - f_[index(i)];
+      set_worker(i, t);
     }
+  }
+
+  /// Worker i's arrival probability becomes P(T_i ≤ t); the others keep theirs.
+  void set_worker(int i, double t) const { set_arrived(i, delay_.cdf(i, t)); }
+
+  /// Worker i has arrived with probability `f`.
+  void set_arrived(int i, double f) const {
+    f_[index(i)] = f;
+    w_[index(i)] = 1.0 - f;
+  }
+
+  /// Every worker still waiting (P(T_i ≤ t) = 0 below every worker's support), no CDF read.
+  void set_all_waiting() const {
+    std::fill(f_.begin(), f_.end(), 0.0);
+    std::fill(w_.begin(), w_.end(), 1.0);
   }
 
   [[nodiscard]] StopProbability operator()(double t) const {
@@ -144,6 +158,12 @@ class StopDistribution {
       return {1.0, 0.0};
     }
     fill(t);
+    return evaluate();
+  }
+
+  /// P(Z ≤ t) from the arrival probabilities as they stand (fill or set_worker; no deadline
+  /// check).
+  [[nodiscard]] StopProbability evaluate() const {
     switch (shape_.kind) {
       case StopShape::kOrderStatistic:
         return at_least(f_, w_, {}, shape_.order, p_);
@@ -235,9 +255,6 @@ class StopDistribution {
 
 using Integrand = std::function<double(double t, double lo, double hi)>;
 
-/// Most CDF jumps (DelayModel::atoms) used as integration breaks.
-constexpr std::size_t kMaxAtomBreaks = 20000;
-
 /// Where the iteration time lives: integration starts at `lower`, pieces break at every worker's
 /// lower bound, and the infinite tail is mapped with scale `width`.
 struct Support {
@@ -247,11 +264,46 @@ struct Support {
   double q90 = 0.0;          ///< the 90% quantile of Z
   double width = 1.0;        ///< tail scale, q90 − median (or a fallback)
   std::vector<double> breaks;
-  /// Every worker's marginal is purely atomic and every atom is a break: P(Z ≤ t) is constant on
-  /// each piece, and the integrands (at most linear in t times it) are integrated exactly by the
-  /// two-point Gauss rule, whose nodes lie inside the piece.
-  bool piecewise_constant = false;
 };
+
+/// Whether every worker's marginal is purely discrete (DelayModel::atoms non-empty).
+bool purely_atomic(const DelayModel& delay) {
+  bool atomic = delay.workers() > 0;
+  for (int i = 0; i < delay.workers() && atomic; ++i) {
+    atomic = !delay.atoms(i).empty();
+  }
+  return atomic;
+}
+
+/// A jump of a discrete marginal: worker's CDF reaches `cdf` at `at`.
+struct Jump {
+  double at = 0.0;
+  int worker = 0;
+  double cdf = 0.0;
+};
+using Jumps = std::vector<Jump>;
+
+/// Every distinct atom of every worker with the CDF there, in increasing order of the atom (ties
+/// by worker): Σ_i (distinct atoms of worker i) CDF evaluations, the only ones the discrete
+/// theory makes. Empty unless every marginal is purely discrete.
+Jumps distinct_atoms(const DelayModel& delay) {
+  Jumps jumps;
+  if (!purely_atomic(delay)) {
+    return jumps;
+  }
+  for (int i = 0; i < delay.workers(); ++i) {
+    const auto a = delay.atoms(i);
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      if (k == 0 || a[k] != a[k - 1]) {
+        jumps.push_back({a[k], i, delay.cdf(i, a[k])});
+      }
+    }
+  }
+  std::sort(jumps.begin(), jumps.end(), [](const Jump& x, const Jump& y) {
+    return x.at < y.at || (x.at == y.at && x.worker < y.worker);
+  });
+  return jumps;
+}
 
 double quantile(const std::function<StopProbability(double)>& dist,
                 double lower,
@@ -281,22 +333,13 @@ Support make_support(const std::function<StopProbability(double)>& dist,
   Support s;
   s.upper = upper;
   s.lower = kInfinity;
-  std::size_t atoms = 0;
   for (int i = 0; i < delay.workers(); ++i) {
     s.lower = std::min(s.lower, delay.lower_bound(i));
     s.breaks.push_back(delay.lower_bound(i));
-    atoms += delay.atoms(i).size();
-  }
-  // Between consecutive atoms of discrete marginals P(Z ≤ t) is constant, so each piece is
-  // integrated exactly; past kMaxAtomBreaks the pieces straddle jumps (accuracy ~1e-5).
-  if (atoms <= kMaxAtomBreaks) {
-    bool all_atomic = delay.workers() > 0;
-    for (int i = 0; i < delay.workers(); ++i) {
-      const auto a = delay.atoms(i);
-      all_atomic = all_atomic && !a.empty();
-      s.breaks.insert(s.breaks.end(), a.begin(), a.end());
-    }
-    s.piecewise_constant = all_atomic;
+    // A model mixing discrete and continuous workers: no quadrature piece straddles a jump.
+    // (Purely discrete models never integrate here: discrete_moments sums over the atoms.)
+    const auto a = delay.atoms(i);
+    s.breaks.insert(s.breaks.end(), a.begin(), a.end());
   }
   s.centre = quantile(dist, s.lower, upper, 0.5);
   s.q90 = quantile(dist, s.lower, upper, 0.9);
@@ -345,19 +388,7 @@ double integrate_range(const Integrand& g,
                        double tolerance = kQuadratureTolerance) {
   double total = 0.0;
   double at = a;
-  const auto piece = [&](double lo, double hi) {
-    if (!s.piecewise_constant) {
-      return integrate_piece(g, lo, hi, tolerance);
-    }
-    if (!(hi > lo)) {
-      return 0.0;
-    }
-    // Two-point Gauss–Legendre: exact for the cubic-or-lower integrands of a constant P(Z ≤ t).
-    const double mid = 0.5 * (lo + hi);
-    const double half = 0.5 * (hi - lo);
-    const double node = half / std::sqrt(3.0);
-    return half * (g(mid - node, lo, hi) + g(mid + node, lo, hi));
-  };
+  const auto piece = [&](double lo, double hi) { return integrate_piece(g, lo, hi, tolerance); };
   for (const double brk : s.breaks) {
     if (brk > at && brk < b) {
       total += piece(at, brk);
@@ -463,6 +494,42 @@ Moments numerical_moments(const std::function<StopProbability(double)>& dist,
   return {c + shift, std::sqrt(std::max(0.0, second - shift * shift))};
 }
 
+/// Every marginal purely discrete: Z is one of the delays (or the deadline), so E[Z] and Var[Z]
+/// are finite sums over the distinct atoms, with P(Z = a) = P(Z ≤ a) − P(Z ≤ a⁻). The sweep
+/// raises t through `jumps` (distinct_atoms) and changes only the workers that jump there: one
+/// evaluation of P(Z ≤ t) (O(n), O(n·r) for first_r) per distinct atom below the deadline.
+Moments discrete_moments(const StopDistribution& stop, const Jumps& jumps, double upper) {
+  stop.set_all_waiting();
+  std::vector<std::pair<double, double>> masses;  // (value of Z, its probability)
+  StopProbability before{0.0, 1.0};
+  for (std::size_t k = 0; k < jumps.size() && jumps[k].at < upper;) {
+    const double t = jumps[k].at;
+    for (; k < jumps.size() && jumps[k].at == t; ++k) {
+      stop.set_arrived(jumps[k].worker, jumps[k].cdf);
+    }
+    const StopProbability now = stop.evaluate();
+    // The difference of the smaller tail: no cancellation against 1 on either side.
+    const double mass =
+        now.stopped <= 0.5 ? now.stopped - before.stopped : before.waiting - now.waiting;
+    if (mass > 0.0) {
+      masses.emplace_back(t, mass);
+    }
+    before = now;
+  }
+  if (std::isfinite(upper) && before.waiting > 0.0) {
+    masses.emplace_back(upper, before.waiting);  // the deadline stops what is still waiting
+  }
+  double mean = 0.0;
+  for (const auto& [value, mass] : masses) {
+    mean += value * mass;
+  }
+  double second = 0.0;
+  for (const auto& [value, mass] : masses) {
+    second += (value - mean) * (value - mean) * mass;
+  }
+  return {mean, std::sqrt(second)};
+}
+
 /// Whether every worker has the same delay distribution (exactly, for the shifted exponential;
 /// by lower bound, moments and CDF at a few points otherwise).
 bool identical_workers(const DelayModel& delay) {
@@ -505,6 +572,7 @@ struct Groups {
 double first_r_erasure_numerical(const SchemeDescription& scheme,
                                  const DelayModel& delay,
                                  const Support& s,
+                                 const Jumps& jumps,
                                  std::span<const int> erased) {
   const int n = scheme.workers;
   std::vector<char> skip(index(n), 0);
@@ -522,32 +590,34 @@ double first_r_erasure_numerical(const SchemeDescription& scheme,
     return product;
   };
   // Discrete marginals (a replayed trace) have no density: dF_min is a sum of point masses at
-  // the erased workers' atoms and the integral an exact finite sum. A tie between an erased
-  // worker and another counts the other as arrived first.
-  bool discrete = true;
-  for (int i = 0; i < n && discrete; ++i) {
-    discrete = !delay.atoms(i).empty();
-  }
-  if (discrete) {
-    std::vector<double> points;
-    for (const int i : erased) {
-      const auto a = delay.atoms(i);
-      points.insert(points.end(), a.begin(), a.end());
-    }
-    std::sort(points.begin(), points.end());
-    points.erase(std::unique(points.begin(), points.end()), points.end());
+  // the erased workers' atoms and the integral an exact finite sum, swept through the distinct
+  // atoms in order with only the jumping workers' CDFs re-read. A tie between an erased worker
+  // and another counts the other as arrived first (every jump at t is applied before the sum).
+  if (!jumps.empty()) {
+    std::fill(f.begin(), f.end(), 0.0);
+    std::fill(w.begin(), w.end(), 1.0);
+    const auto waiting = [&] {
+      double product = 1.0;
+      for (const int i : erased) {
+        product *= w[index(i)];
+      }
+      return product;
+    };
     double total = 0.0;
-    for (const double a : points) {
-      const double mass =
-          all_waiting(std::nextafter(a, -std::numeric_limits<double>::infinity())) - all_waiting(a);
-      if (!(mass > 0.0)) {
-        continue;
-      }
-      for (int i = 0; i < n; ++i) {
-        f[index(i)] = delay.cdf(i, a);
+    for (std::size_t k = 0; k < jumps.size();) {
+      const double t = jumps[k].at;
+      const double before = waiting();
+      bool erased_jump = false;
+      for (; k < jumps.size() && jumps[k].at == t; ++k) {
+        const int i = jumps[k].worker;
+        f[index(i)] = jumps[k].cdf;
         w[index(i)] = 1.0 - f[index(i)];
+        erased_jump = erased_jump || skip[index(i)] != 0;
       }
-      total += at_least(f, w, skip, scheme.r, p).stopped * mass;
+      const double mass = erased_jump ? before - waiting() : 0.0;
+      if (mass > 0.0) {
+        total += at_least(f, w, skip, scheme.r, p).stopped * mass;
+      }
     }
     return total;
   }
@@ -611,7 +681,11 @@ std::vector<std::pair<int, int>> group_pairs(int count) {
   return pairs;
 }
 
-Erasure erasure(const SchemeDescription& scheme, const DelayModel& delay, PredictionMethod method) {
+/// `jumps`: distinct_atoms(delay), empty unless every marginal is discrete.
+Erasure erasure(const SchemeDescription& scheme,
+                const DelayModel& delay,
+                PredictionMethod method,
+                const Jumps& jumps) {
   const int n = scheme.workers;
   if (scheme.rule == RuleKind::kAll || scheme.rule == RuleKind::kDecodable) {
     return {0.0, 0.0};
@@ -656,12 +730,13 @@ Erasure erasure(const SchemeDescription& scheme, const DelayModel& delay, Predic
   SchemeDescription first_r = scheme;
   first_r.rule = RuleKind::kFirstR;
   const std::function<StopProbability(double)> first_r_dist = StopDistribution(first_r, delay);
-  const Support s = make_support(first_r_dist, delay, kInfinity);
+  // Discrete marginals sum over their atoms and need no integration support.
+  const Support s = jumps.empty() ? make_support(first_r_dist, delay, kInfinity) : Support{};
   Erasure e;
   const int distinct_groups = identical ? 1 : groups.count;
   for (int g = 0; g < distinct_groups; ++g) {
-    e.q +=
-        first_r_erasure_numerical(scheme, delay, s, group_members(groups, {g})) / distinct_groups;
+    e.q += first_r_erasure_numerical(scheme, delay, s, jumps, group_members(groups, {g})) /
+           distinct_groups;
   }
   if (groups.count < 2) {
     e.q2 = kNaN;
@@ -670,7 +745,7 @@ Erasure erasure(const SchemeDescription& scheme, const DelayModel& delay, Predic
   const auto pairs =
       identical ? std::vector<std::pair<int, int>>{{0, 1}} : group_pairs(groups.count);
   for (const auto& [g, h] : pairs) {
-    e.q2 += first_r_erasure_numerical(scheme, delay, s, group_members(groups, {g, h})) /
+    e.q2 += first_r_erasure_numerical(scheme, delay, s, jumps, group_members(groups, {g, h})) /
             static_cast<double>(pairs.size());
   }
   return e;
@@ -753,7 +828,9 @@ IterationTimePrediction predict_iteration_time(const SchemeDescription& scheme,
   validate(scheme);
   STRAGGLERSIM_ASSERT(delay.workers() == scheme.workers, "delay model and scheme disagree on n");
   IterationTimePrediction out;
-  const Erasure e = erasure(scheme, delay, method);
+  // Discrete marginals: their CDF at every jump, read once for the erasures and the moments.
+  const Jumps jumps = distinct_atoms(delay);
+  const Erasure e = erasure(scheme, delay, method, jumps);
   out.q = e.q;
   out.q2 = e.q2;
 
@@ -776,9 +853,10 @@ IterationTimePrediction predict_iteration_time(const SchemeDescription& scheme,
     return out;
   }
   // Built only here: its scratch space is O(n).
-  const std::function<StopProbability(double)> dist = StopDistribution(scheme, delay);
+  const StopDistribution stop(scheme, delay);
   const double upper = scheme.rule == RuleKind::kDeadline ? scheme.deadline : kInfinity;
-  const Moments m = numerical_moments(dist, delay, upper);
+  const Moments m =
+      jumps.empty() ? numerical_moments(stop, delay, upper) : discrete_moments(stop, jumps, upper);
   out.mean = m.mean;
   out.sd = m.sd;
   out.method = "numerical";

@@ -24,8 +24,13 @@
 //   E[(Z − c)²] = 2∫_c^∞ (t − c) P(Z > t) dt + 2∫_L^c (c − t) P(Z ≤ t) dt,
 // centred at the median c (so the variance does not cancel), L = min_i lower_bound(i), with
 // adaptive Gauss–Kronrod on finite pieces split at every worker's lower bound (and at the CDF
-// jumps of discrete marginals, DelayModel::atoms, up to 20 000 of them: a replayed trace is then
-// integrated exactly) and exp-sinh on the tail after the substitution t = c + w·(e^v − 1).
+// jumps of any discrete marginal, DelayModel::atoms) and exp-sinh on the tail after the
+// substitution t = c + w·(e^v − 1). When every worker's marginal is purely discrete (a replayed
+// trace) nothing is integrated: Z is one of the atoms (or the deadline), and E[Z], Var[Z] are
+// exact finite sums Σ_a a·P(Z = a) over the distinct atoms a of all workers, swept in increasing
+// order with only the jumping workers updated (each worker's CDF read once per distinct atom of
+// its own, shared with the erasure sums below; one evaluation of P(Z ≤ a) per distinct atom; no
+// limit on their number).
 // P(Z ≤ t) comes from the per-worker CDFs:
 // a product for all, the Poisson-binomial distribution of the number arrived for first_r (a DP
 // over workers), Π_g (1 − Π_{i∈g} (1 − F_i)) for FRC decodable, and for FRC
@@ -53,7 +58,8 @@
 // With non-identical workers the closed forms become averages over groups (pairs of groups) of
 // P(g erased) = ∫ P(≥ r of the workers outside g arrived by t) dF_{min_{i∈g} T_i}(t), integrated
 // numerically with a central-difference density (for discrete marginals, DelayModel::atoms, an
-// exact sum over the atoms of min_{i∈g} T_i, ties counting the others as arrived first);
+// exact sum over the atoms of min_{i∈g} T_i, ties counting the others as arrived first, by the
+// same sweep);
 // deadline rules use Π_{i∈g} P(T_i > τ) exactly.
 // Cyclic codes whose rule can stop before n − s arrivals (first_r with r < n − s, deadline) decode
 // by least squares, not by groups: q and q₂ are NaN there. q₂ is NaN when there is one group.

@@ -76,6 +76,7 @@ void bm_os_frc2_decodable(benchmark::State& state) {
 void bm_os_frc2_deadline(benchmark::State& state) {
   run_order_statistics(state, Rule::kDeadline, 2);
 }
+void bm_os_frc2_first_r(benchmark::State& state) { run_order_statistics(state, Rule::kFirstR, 2); }
 
 // Args: {n, r}.
 BENCHMARK(bm_os_uncoded_all)->Args({65536, 0})->Args({1'000'000, 0})->Args({1'000'000'000, 0});
@@ -87,6 +88,10 @@ BENCHMARK(bm_os_uncoded_first_r)
 BENCHMARK(bm_os_uncoded_deadline)->Args({1'000'000'000, 0});
 BENCHMARK(bm_os_frc2_decodable)->Args({1'000'000'000, 0});
 BENCHMARK(bm_os_frc2_deadline)->Args({1'000'000'000, 0});
+BENCHMARK(bm_os_frc2_first_r)
+    ->Args({1'000'000'000, 16})
+    ->Args({1'000'000'000, 1000})
+    ->Args({1'000'000'000, 500'000'000});
 
 }  // namespace
 }  // namespace stragglersim::sim

@@ -102,6 +102,22 @@ TEST_CASE("order statistics: maxima and r-th order statistics at n up to 2^40",
       CHECK(mean > 0.0);
     }
   }
+  SECTION("the Marsaglia-Tsang gamma ratio against Boost's gamma draws") {
+    // r = 33 and r = n − 40 use the sampler's own gamma draws; Boost.Random's gamma
+    // distribution (a different algorithm) is the reference.
+    for (const double r : {33.0, 960.0}) {
+      std::vector<double> own;
+      std::vector<double> boost_ratio;
+      for (int i = 0; i < draws; ++i) {
+        own.push_back(exponential_order_statistic(1000, static_cast<std::uint64_t>(r), rng));
+        const double a = boost::random::gamma_distribution<double>(r)(rng);
+        const double b = boost::random::gamma_distribution<double>(1000.0 - r + 1.0)(rng);
+        boost_ratio.push_back(std::log1p(a / b));
+      }
+      INFO("r = " << r);
+      CHECK(two_sample_ks(own, boost_ratio).p_value > 0.001);
+    }
+  }
   SECTION("the two methods agree in distribution at the switch") {
     std::vector<double> spacing;
     std::vector<double> gamma;
@@ -113,6 +129,156 @@ TEST_CASE("order statistics: maxima and r-th order statistics at n up to 2^40",
       gamma.push_back(std::log1p(a / b));
     }
     CHECK(two_sample_ks(spacing, gamma).p_value > 0.001);
+  }
+}
+
+TEST_CASE("order statistics: hypergeometric draws against the exact pmf", "[order_statistics]") {
+  // Stepwise (sample or complement ≤ 16) and ratio-of-uniforms, both colour orders: every
+  // value's frequency within 4 s.e. of C(good, k)·C(bad, s − k)/C(good + bad, s).
+  RandomEngine rng(11);
+  const int draws = 100000;
+  struct Params {
+    std::int64_t good;
+    std::int64_t bad;
+    std::int64_t sample;
+  };
+  for (const Params& c : {Params{7, 13, 9},
+                          Params{13, 7, 15},
+                          Params{40, 60, 50},
+                          Params{60, 40, 70},
+                          Params{5, 995, 300},
+                          Params{900, 300, 1100}}) {
+    std::vector<int> count(static_cast<std::size_t>(c.sample + 1), 0);
+    for (int i = 0; i < draws; ++i) {
+      const std::int64_t k = hypergeometric(c.good, c.bad, c.sample, rng);
+      REQUIRE(k >= std::max<std::int64_t>(0, c.sample - c.bad));
+      REQUIRE(k <= std::min(c.good, c.sample));
+      ++count[static_cast<std::size_t>(k)];
+    }
+    const auto log_choose = [](double a, double b) {
+      return std::lgamma(a + 1.0) - std::lgamma(b + 1.0) - std::lgamma(a - b + 1.0);
+    };
+    for (std::int64_t k = std::max<std::int64_t>(0, c.sample - c.bad);
+         k <= std::min(c.good, c.sample);
+         ++k) {
+      const double pmf =
+          std::exp(log_choose(static_cast<double>(c.good), static_cast<double>(k)) +
+                   log_choose(static_cast<double>(c.bad), static_cast<double>(c.sample - k)) -
+                   log_choose(static_cast<double>(c.good + c.bad), static_cast<double>(c.sample)));
+      const double frequency = count[static_cast<std::size_t>(k)] / static_cast<double>(draws);
+      INFO("good " << c.good << " bad " << c.bad << " sample " << c.sample << " k " << k);
+      CHECK(std::abs(frequency - pmf) <= 4.0 * std::sqrt(pmf * (1.0 - pmf) / draws));
+    }
+  }
+}
+
+TEST_CASE("order statistics: hypergeometric moments at populations near 2^40",
+          "[order_statistics]") {
+  RandomEngine rng(12);
+  const int draws = 20000;
+  struct Params {
+    double good;
+    double bad;
+    double sample;
+  };
+  for (const Params& c : {Params{0x1p39, 0x1p39 + 12345.0, 0x1p38},
+                          Params{1000.0, 0x1p40, 0x1p39},
+                          Params{0x1p40, 3.0e5, 0x1p40 - 7.0}}) {
+    const double total = c.good + c.bad;
+    const double expected = c.sample * c.good / total;
+    // Deviations from an integer offset: a sum of 2·10^4 values ~2^40 would round.
+    const auto offset = static_cast<std::int64_t>(expected);
+    double mean = 0.0;
+    for (int i = 0; i < draws; ++i) {
+      mean += static_cast<double>(hypergeometric(static_cast<std::int64_t>(c.good),
+                                                 static_cast<std::int64_t>(c.bad),
+                                                 static_cast<std::int64_t>(c.sample),
+                                                 rng) -
+                                  offset);
+    }
+    mean = mean / draws + static_cast<double>(offset);
+    const double variance =
+        c.sample * (c.good / total) * (c.bad / total) * (total - c.sample) / (total - 1.0);
+    INFO("good " << c.good << " bad " << c.bad << " sample " << c.sample);
+    CHECK(std::abs(mean - expected) < 4.0 * std::sqrt(variance / draws));
+  }
+}
+
+TEST_CASE("order statistics: binomial class probabilities against the pmf", "[order_statistics]") {
+  // P(H = j | H ≥ j) for H ~ Binomial(d, 1 − e^{−x}), from the pmf summed in long double.
+  for (const int d : {1, 2, 5, 12}) {
+    for (const double x : {0.01, 0.7, 5.0, 40.0}) {
+      std::vector<double> c(static_cast<std::size_t>(d));
+      binomial_class_probabilities(d, x, c);
+      const long double p = -std::expm1(static_cast<long double>(-x));
+      const long double q = std::exp(static_cast<long double>(-x));
+      std::vector<long double> pmf(static_cast<std::size_t>(d + 1));
+      for (int j = 0; j <= d; ++j) {
+        long double choose = 1.0L;
+        for (int i = 0; i < j; ++i) {
+          choose = choose * (d - i) / (i + 1);
+        }
+        pmf[static_cast<std::size_t>(j)] = choose * std::pow(p, j) * std::pow(q, d - j);
+      }
+      for (int j = 0; j < d; ++j) {
+        long double tail = 0.0L;
+        for (int i = d; i >= j; --i) {
+          tail += pmf[static_cast<std::size_t>(i)];
+        }
+        INFO("d " << d << " x " << x << " j " << j);
+        CHECK(c[static_cast<std::size_t>(j)] ==
+              Approx(static_cast<double>(pmf[static_cast<std::size_t>(j)] / tail)).epsilon(1e-12));
+      }
+    }
+  }
+}
+
+TEST_CASE("order statistics: groups covered by first_r at n = 2^30 (chain and columns)",
+          "[order_statistics]") {
+  // E[covered] = (n/d)·(1 − q), q = C(n − d, r)/C(n, r), within 4 s.e. of 10^4 iterations, on
+  // the column draws (the integer chain for r ≤ 32·d is checked against the worker sampler
+  // below; at this n its groups almost never collide).
+  const int n = 1 << 30;
+  for (const int d : {2, 3}) {
+    const int workers = n / d * d;
+    const auto code = std::make_shared<codes::FractionalRepetitionCode>(
+        codes::FractionalRepetitionCode::Options{workers, 0, d}, codes::CompactTag{});
+    for (const int r : {1000, workers / 2, workers - 5}) {
+      DelayOnlySimulator s(
+          std::make_unique<ShiftedExponentialDelay>(
+              workers, static_cast<double>(d), ShiftedExponentialDelay::Options{.shift = 1.0}),
+          std::make_shared<FirstRStopping>(r),
+          code,
+          StragglerPolicy::kCancel,
+          5,
+          NetworkOptions{},
+          Sampler::kOrderStatistics);
+      std::vector<double> covered;
+      bool heard_r = true;
+      s.run(10000, [&](const DelayOnlyIteration& it) {
+        covered.push_back(it.groups_covered);
+        heard_r = heard_r && it.workers_heard == r;
+      });
+      double mean = 0.0;
+      for (const double c : covered) {
+        mean += c / static_cast<double>(covered.size());
+      }
+      double m2 = 0.0;
+      for (const double c : covered) {
+        m2 += (c - mean) * (c - mean);
+      }
+      const double se = std::sqrt(m2 / static_cast<double>(covered.size() - 1) /
+                                  static_cast<double>(covered.size()));
+      double q = 1.0;
+      for (int j = 0; j < d; ++j) {
+        q *= static_cast<double>(workers - r - j) / static_cast<double>(workers - j);
+      }
+      const double expected = (workers / d) * (1.0 - q);
+      INFO("d " << d << " r " << r << ": mean " << mean << " expected " << expected << " se "
+                << se);
+      CHECK(heard_r);
+      CHECK(std::abs(mean - expected) <= 4.0 * se + 1e-9 * expected);
+    }
   }
 }
 
@@ -159,6 +325,9 @@ TEST_CASE("order statistics: the same distributions as the worker sampler (KS, 1
   const auto frc3 = std::make_shared<codes::FractionalRepetitionCode>(24, 3);  // 8 groups of 3
   const auto frc6 = std::make_shared<codes::FractionalRepetitionCode>(12, 6);  // 2 groups of 6
   const auto crc = std::make_shared<codes::CyclicRepetitionCode>(24, 2, 1);
+  // first_r on FRC above 32·d workers draws the groups covered by columns (hypergeometrics).
+  const auto frc2_wide = std::make_shared<codes::FractionalRepetitionCode>(400, 2);
+  const auto frc3_wide = std::make_shared<codes::FractionalRepetitionCode>(600, 3);
   std::vector<Case> cases;
   for (const auto policy : {StragglerPolicy::kCancel, StragglerPolicy::kDrain}) {
     const std::string p = policy == StragglerPolicy::kDrain ? " drain" : "";
@@ -175,6 +344,10 @@ TEST_CASE("order statistics: the same distributions as the worker sampler (KS, 1
                      policy});
     cases.push_back({"frc3 all" + p, frc3, std::make_shared<AllStopping>(24), policy});
     cases.push_back({"frc3 first_r 10" + p, frc3, std::make_shared<FirstRStopping>(10), policy});
+    cases.push_back(
+        {"frc2 n=400 first_r 250" + p, frc2_wide, std::make_shared<FirstRStopping>(250), policy});
+    cases.push_back(
+        {"frc3 n=600 first_r 200" + p, frc3_wide, std::make_shared<FirstRStopping>(200), policy});
     cases.push_back(
         {"frc3 deadline" + p, frc3, std::make_shared<DeadlineStopping>(4.5, 24), policy});
     cases.push_back(
@@ -199,6 +372,9 @@ TEST_CASE("order statistics: the same distributions as the worker sampler (KS, 1
     cases.push_back({"crc first_r 22" + p, crc, std::make_shared<FirstRStopping>(22), policy});
     cases.push_back({"crc deadline" + p, crc, std::make_shared<DeadlineStopping>(4.0, 24), policy});
   }
+  // d = 66 > 64 classes: the decodable class probabilities on the heap, 67 groups.
+  const auto frc66 = std::make_shared<codes::FractionalRepetitionCode>(66 * 67, 66);
+  cases.push_back({"frc66 decodable", frc66, std::make_shared<DecodableStopping>(frc66)});
   cases.push_back({"frc3 first_r 10 model B",
                    frc3,
                    std::make_shared<FirstRStopping>(10),
