@@ -61,10 +61,8 @@ class RowwiseLoss : public LossModel {
   }
 
   /// Default block kernel: the scalar loss row by row (inlined; Derived may vectorise instead).
-  static void block_loss(const internal::BlockArray& z,
-                         const internal::BlockArray& b,
-                         internal::BlockArray& loss,
-                         internal::BlockArray& slope) {
+  template <class Block>
+  static void block_loss(const Block& z, const Block& b, Block& loss, Block& slope) {
     for (Eigen::Index r = 0; r < z.size(); ++r) {
       loss[r] = Derived::loss(z[r], b[r], slope[r]);
     }
@@ -85,10 +83,9 @@ class RowwiseLoss : public LossModel {
 
  private:
   static auto block_kernel() {
-    return [](const internal::BlockArray& z,
-              const internal::BlockArray& b,
-              internal::BlockArray& loss,
-              internal::BlockArray& slope) { Derived::block_loss(z, b, loss, slope); };
+    return [](const auto& z, const auto& b, auto& loss, auto& slope) {
+      Derived::block_loss(z, b, loss, slope);
+    };
   }
 };
 
@@ -104,10 +101,8 @@ class LeastSquaresLoss final : public RowwiseLoss<LeastSquaresLoss> {
     slope = r;
     return 0.5 * r * r;
   }
-  static void block_loss(const internal::BlockArray& z,
-                         const internal::BlockArray& b,
-                         internal::BlockArray& loss,
-                         internal::BlockArray& slope) {
+  template <class Block>
+  static void block_loss(const Block& z, const Block& b, Block& loss, Block& slope) {
     slope = z - b;
     loss = 0.5 * slope.square();
   }
@@ -133,14 +128,12 @@ class LogisticLoss final : public RowwiseLoss<LogisticLoss> {
   // The same formulas on a block, so Eigen vectorises exp and log. Eigen has no vectorised
   // double log1p, so log1p(e) = log(u) + (e − (u − 1))/u with u = fl(1 + e): the second term
   // restores what rounding 1 + e lost (for e < 2⁻⁵³ it is e itself), accurate to a few ulps.
-  static void block_loss(const internal::BlockArray& z,
-                         const internal::BlockArray& b,
-                         internal::BlockArray& loss,
-                         internal::BlockArray& slope) {
-    const internal::BlockArray t = b * z;
-    const internal::BlockArray e = (-t.abs()).exp();
-    const internal::BlockArray u = 1.0 + e;
-    const internal::BlockArray inverse_u = u.inverse();
+  template <class Block>
+  static void block_loss(const Block& z, const Block& b, Block& loss, Block& slope) {
+    const Block t = b * z;
+    const Block e = (-t.abs()).exp();
+    const Block u = 1.0 + e;
+    const Block inverse_u = u.inverse();
     slope = -b * (t >= 0.0).select(e, 1.0) * inverse_u;
     loss = (-t).max(0.0) + u.log() + (e - (u - 1.0)) * inverse_u;
   }

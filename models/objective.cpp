@@ -44,10 +44,7 @@ void apply_gram(const Dataset& data,
                          partition_rows(data.rows(), chunks, c),
                          v,
                          partial.col(c),
-                         [](const internal::BlockArray& z,
-                            const internal::BlockArray& /*b*/,
-                            internal::BlockArray& loss,
-                            internal::BlockArray& slope) {
+                         [](const auto& z, const auto& /*b*/, auto& loss, auto& slope) {
                            loss.setZero();
                            slope = z;
                          });

@@ -12,12 +12,14 @@ medians (the machine is shared: the load average is printed before every job).
 2. Dense logistic gradient replay, m = 50 000, p = 200, n = 32 (FRC d = 2, first 16), per
    iteration: the Google Benchmark `bm_dense_iteration/<threads>` (one trace row: delays, decode,
    f(x) and all 32 partition gradients in one pass, the update) at 1 and 2 threads, one
-   streaming read of the 80 MB matrix (`bm_dense_stream_read`, the memory floor), and numpy
-   (z = Ax, the logistic loss, g = Aᵀs: the full gradient only).
+   streaming read of the 80 MB matrix at 1 and 2 threads (`bm_dense_stream_read/<threads>`,
+   the memory floor), and numpy (z = Ax, the logistic loss, g = Aᵀs: the full gradient only).
 3. Sparse covtype-like logistic replay, 396 112 × 15 509, 88 non-zeros per row (10 numeric
    columns, 78 one-hot), n = 30 (FRC d = 2, first 15): `bm_sparse_iteration/<threads>`, one
-   streaming read of the CSR arrays (`bm_sparse_stream_read`), and scipy.sparse on a CSR matrix
-   of the same shape and sparsity pattern (z = Az, g = Aᵀs).
+   streaming read of the CSR arrays (`bm_sparse_stream_read/<threads>`), the margins z = Ax
+   alone (`bm_sparse_margins`: the stream plus one gather per non-zero, the floor of the access
+   pattern), and scipy.sparse on a CSR matrix of the same shape and sparsity pattern
+   (z = Az, g = Aᵀs).
 
 Writes the table to experiments/benchmarks/peers.md (or --table) with the machine described.
 """
@@ -199,21 +201,34 @@ def machine():
 
 
 def replay_job(row, shape, floor_name, peer_name, peer, reps, loads):
-    """One replay shape: the streaming-read floor, 1 and 2 threads (wall and CPU) and the peer.
-    Returns (floor, 1 thread, 2 threads, peer, CPU floor, CPU 1 thread, CPU 2 threads), in ms."""
+    """One replay shape: the streaming-read floor at 1 and 2 threads, the replay at 1 and 2
+    threads (wall and CPU) and the peer. Returns a dict of medians in ms; the sparse shape adds
+    "margins", the product z = Ax alone."""
     loads.append(load())
     print(f"load average {loads[-1]:.2f}")
     wall_ms, cpu_ms = google_benchmark(f"bm_{shape}_", reps)
     job = f"{shape} replay"
-    names = [f"bm_{shape}_stream_read", f"bm_{shape}_iteration/1/real_time",
-             f"bm_{shape}_iteration/2/real_time"]
-    labels = [f"{floor_name} (floor)", "stragglersim, 1 thread", "stragglersim, 2 threads"]
-    walls = [row(job, label, wall_ms[name], "ms") for name, label in zip(names, labels)]
-    cpu_labels = [f"{floor_name} (floor), CPU", "stragglersim, 1 thread, CPU",
-                  "stragglersim, 2 threads, CPU of the main thread"]
-    cpus = [row(job, label, cpu_ms[name], "ms") for name, label in zip(names, cpu_labels)]
-    peer_ms = row(job, peer_name, peer(reps), "ms")
-    return (*walls, peer_ms, *cpus)
+    out = {}
+    measures = [
+        ("floor", f"bm_{shape}_stream_read/1/real_time", f"{floor_name} (floor)"),
+        ("floor2", f"bm_{shape}_stream_read/2/real_time", f"{floor_name} on 2 threads (floor)"),
+        ("one", f"bm_{shape}_iteration/1/real_time", "stragglersim, 1 thread"),
+        ("two", f"bm_{shape}_iteration/2/real_time", "stragglersim, 2 threads"),
+    ]
+    if f"bm_{shape}_margins" in wall_ms:
+        measures.append(("margins", f"bm_{shape}_margins", "margins alone, z = Ax (1 thread)"))
+    for key, name, label in measures:
+        out[key] = row(job, label, wall_ms[name], "ms")
+    cpu_measures = [
+        ("cpu_floor", f"bm_{shape}_stream_read/1/real_time", f"{floor_name} (floor), CPU"),
+        ("cpu_one", f"bm_{shape}_iteration/1/real_time", "stragglersim, 1 thread, CPU"),
+        ("cpu_two", f"bm_{shape}_iteration/2/real_time",
+         "stragglersim, 2 threads, CPU of the main thread"),
+    ]
+    for key, name, label in cpu_measures:
+        out[key] = row(job, label, cpu_ms[name], "ms")
+    out["peer"] = row(job, peer_name, peer(reps), "ms")
+    return out
 
 
 def main():
@@ -243,29 +258,39 @@ def main():
     delay_ratio = numpy_med / ours_med
     print(f"  delay-only: stragglersim {delay_ratio:.2f}x numpy")
 
-    dense = replay_job(row, "dense", "one streaming read", "numpy (full gradient)", dense_peer,
-                       reps, loads)
-    floor, d1, d2, dn, cfloor, c1, c2 = dense
-    sparse = replay_job(row, "sparse", "one streaming read of CSR", "scipy.sparse (full gradient)",
-                        sparse_peer, reps, loads)
-    sfloor, s1, s2, sn, csfloor, cs1, cs2 = sparse
-    print(f"  dense: {d1 / floor:.2f}x the floor at 1 thread; 2 threads {d1 / d2:.2f}x faster "
-          f"than 1; numpy / stragglersim {dn / d1:.2f}x (1 thread), {dn / d2:.2f}x (2 threads)")
-    print(f"  sparse: {s1 / sfloor:.2f}x the floor at 1 thread; 2 threads {s1 / s2:.2f}x faster "
-          f"than 1; scipy / stragglersim {sn / s1:.2f}x (1 thread), {sn / s2:.2f}x (2 threads)")
+    d = replay_job(row, "dense", "one streaming read", "numpy (full gradient)", dense_peer,
+                   reps, loads)
+    s = replay_job(row, "sparse", "one streaming read of CSR", "scipy.sparse (full gradient)",
+                   sparse_peer, reps, loads)
+    for name, r, peer in (("dense", d, "numpy"), ("sparse", s, "scipy")):
+        print(f"  {name}: {r['one'] / r['floor']:.2f}x the floor at 1 thread; 2 threads "
+              f"{r['one'] / r['two']:.2f}x faster than 1 (memory bandwidth "
+              f"{r['floor'] / r['floor2']:.2f}x); {peer} / stragglersim {r['peer'] / r['one']:.2f}x "
+              f"(1 thread), {r['peer'] / r['two']:.2f}x (2 threads)")
 
     ratios = [
         ("delay-only uncoded n = 65 536, T = 2 000: numpy / stragglersim", delay_ratio, "≥ 5"),
-        ("dense replay: 1 thread / streaming read", d1 / floor, "≤ 1.3"),
-        ("dense replay: 1 thread / 2 threads", d1 / d2, "≥ 1.7"),
-        ("dense replay: numpy / stragglersim 2 threads", dn / d2, ""),
-        ("sparse replay: 1 thread / streaming read of CSR", s1 / sfloor, "≤ 1.3"),
-        ("sparse replay: 1 thread / 2 threads", s1 / s2, "≥ 1.7"),
-        ("sparse replay: scipy / stragglersim 2 threads", sn / s2, "≥ 2"),
-        ("CPU time: dense 1 thread / streaming read", c1 / cfloor, "≤ 1.3"),
-        ("CPU time: dense main thread, 1 thread / 2 threads (work split)", c1 / c2, "≈ 2"),
-        ("CPU time: sparse 1 thread / streaming read of CSR", cs1 / csfloor, "≤ 1.3"),
-        ("CPU time: sparse main thread, 1 thread / 2 threads (work split)", cs1 / cs2, "≈ 2"),
+        ("dense replay: 1 thread / streaming read", d["one"] / d["floor"], "≤ 1.3"),
+        ("dense replay: 1 thread / 2 threads", d["one"] / d["two"], "≥ 1.7"),
+        ("dense streaming read: 1 thread / 2 threads (memory bandwidth, the bound on the line "
+         "above for a pass at its floor)", d["floor"] / d["floor2"], ""),
+        ("dense replay: 2 threads / streaming read on 2 threads", d["two"] / d["floor2"], ""),
+        ("dense replay: numpy / stragglersim 2 threads", d["peer"] / d["two"], ""),
+        ("sparse replay: 1 thread / streaming read of CSR", s["one"] / s["floor"], "≤ 1.3"),
+        ("sparse margins alone (z = Ax) / streaming read of CSR (the gathers' floor)",
+         s["margins"] / s["floor"], ""),
+        ("sparse replay: 1 thread / margins alone", s["one"] / s["margins"], ""),
+        ("sparse replay: 1 thread / 2 threads", s["one"] / s["two"], "≥ 1.7"),
+        ("sparse streaming read: 1 thread / 2 threads (memory bandwidth)",
+         s["floor"] / s["floor2"], ""),
+        ("sparse replay: scipy / stragglersim 2 threads", s["peer"] / s["two"], "≥ 2"),
+        ("CPU time: dense 1 thread / streaming read", d["cpu_one"] / d["cpu_floor"], "≤ 1.3"),
+        ("CPU time: dense main thread, 1 thread / 2 threads (work split)",
+         d["cpu_one"] / d["cpu_two"], "≈ 2"),
+        ("CPU time: sparse 1 thread / streaming read of CSR", s["cpu_one"] / s["cpu_floor"],
+         "≤ 1.3"),
+        ("CPU time: sparse main thread, 1 thread / 2 threads (work split)",
+         s["cpu_one"] / s["cpu_two"], "≈ 2"),
     ]
     lines = [
         "# stragglersim beside numpy and scipy.sparse",
@@ -277,7 +302,8 @@ def main():
         f"Load average (1 min) before each job: {', '.join(f'{l:.2f}' for l in loads)} "
         "(the machine is shared; medians decide the ratios). Wall time over CPU time of the "
         "one-thread streaming read, a measure of how much of a core the process got: "
-        f"dense {floor / cfloor:.1f}, sparse {sfloor / csfloor:.1f} (1.0 on an idle machine).",
+        f"dense {d['floor'] / d['cpu_floor']:.1f}, sparse {s['floor'] / s['cpu_floor']:.1f} "
+        "(1.0 on an idle machine).",
         "",
         "| job | measure | min | median |",
         "|---|---|---:|---:|",
