@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "models/dataset.h"
+#include "models/dense_kernels.h"
 
 namespace stragglersim::models::internal {
 
@@ -45,10 +46,10 @@ double fused_pass(const DenseRows& a,
                   const Eigen::VectorXd& x,
                   Eigen::Ref<Eigen::VectorXd> sum,
                   Kernel kernel) {
-  using Row = Eigen::Map<const Eigen::VectorXd>;
   const Eigen::Index p = a.cols();
   double total = 0.0;
   using Rows = Block<kDenseBlock>;
+  static_assert(kDenseBlock == 4, "the dense kernels are written out for four rows");
   Rows z;
   Rows b;
   Rows loss;
@@ -58,19 +59,17 @@ double fused_pass(const DenseRows& a,
     const double* first = a.data() + begin * p;
     z.setZero();
     for (Eigen::Index r = 0; r < n; ++r) {
-      z[r] = Row(first + r * p, p).dot(x);
+      z[r] = dense_dot(first + r * p, p, x.data());
     }
     load_labels(labels, begin, n, b);
     kernel(static_cast<const Rows&>(z), static_cast<const Rows&>(b), loss, w);
     for (Eigen::Index r = 0; r < n; ++r) total += loss[r];
     if constexpr (kWithSum) {
       if (n == kDenseBlock) {
-        static_assert(kDenseBlock == 4, "the fused update below is written out for four rows");
-        sum.noalias() += w[0] * Row(first, p) + w[1] * Row(first + p, p) +
-                         w[2] * Row(first + 2 * p, p) + w[3] * Row(first + 3 * p, p);
+        dense_update4(first, p, w.data(), sum.data());
       } else {
         for (Eigen::Index r = 0; r < n; ++r) {
-          sum.noalias() += w[r] * Row(first + r * p, p);
+          dense_update(first + r * p, p, w[r], sum.data());
         }
       }
     }
