@@ -14,6 +14,7 @@
 #include "experiments/config/predictions.h"
 #include "experiments/config/run_plan.h"
 #include "experiments/run_output.h"
+#include "tests/experiments/config/plan_support.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -41,12 +42,7 @@ nlohmann::json data_config() {
 }
 
 std::string error_of(const nlohmann::json& config) {
-  try {
-    (void)plan_run(config, "cfg.json", std::filesystem::temp_directory_path());
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "no error";
+  return testing::plan_error(config, std::filesystem::temp_directory_path());
 }
 
 double harmonic(int m) {

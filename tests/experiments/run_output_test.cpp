@@ -13,24 +13,13 @@
 #include "experiments/config/run_plan.h"
 #include "sim/simulated_backend.h"
 #include "sim/training_loop.h"
+#include "tests/experiments/config/plan_support.h"
 #include "tests/test_support.h"
 
 namespace stragglersim::experiments {
 namespace {
 
-nlohmann::json config_with(const nlohmann::json& data, const std::string& loss = "logistic") {
-  auto c = nlohmann::json::parse(R"({
-    "name": "data", "seed": 5, "workers": 6,
-    "loss": {"kind": "logistic", "l2": 0.001},
-    "code": {"kind": "frc", "d": 2},
-    "stopping": {"rule": "first_r", "r": 3},
-    "delay": {"kind": "shifted_exponential", "shift": 1.0, "rate": 1.0, "tail": "load"},
-    "optimizer": {"kind": "gd", "step": 0.5, "iterations": 5}
-  })");
-  c["data"] = data;
-  c["loss"]["kind"] = loss;
-  return c;
-}
+using testing::config_with_data;
 
 std::filesystem::path scratch() {
   const auto dir = std::filesystem::temp_directory_path() /
@@ -66,7 +55,7 @@ std::string first_line(const std::filesystem::path& file) {
 TEST_CASE("experiments: logistic traces carry test auc and least-squares traces do not",
           "[experiments][data]") {
   const auto dir = scratch();
-  const auto logistic_config = config_with(
+  const auto logistic_config = config_with_data(
       {{"source", "synthetic"}, {"generator", "amazon_like"}, {"rows", 600}, {"features", 2000}});
   const RunPlan logistic = plan_run(logistic_config, "cfg.json", dir);
   const RunOutcome outcome = execute_run(logistic, dir / "logistic");
@@ -80,11 +69,11 @@ TEST_CASE("experiments: logistic traces carry test auc and least-squares traces 
   CHECK(*rows.front().test_auc == 0.5);
   CHECK(*rows.back().test_auc > 0.5);
 
-  const RunPlan squares = plan_run(config_with({{"source", "synthetic"},
-                                                {"generator", "kc_housing_like"},
-                                                {"rows", 300},
-                                                {"features", 100}},
-                                               "least_squares"),
+  const RunPlan squares = plan_run(config_with_data({{"source", "synthetic"},
+                                                     {"generator", "kc_housing_like"},
+                                                     {"rows", 300},
+                                                     {"features", 100}},
+                                                    "least_squares"),
                                    "cfg.json",
                                    dir);
   const RunOutcome squares_outcome = execute_run(squares, dir / "squares");
@@ -107,7 +96,7 @@ TEST_CASE("experiments: threads 1, 2 and 3 write the same trace and summary byte
       {{"source", "synthetic"}, {"generator", "amazon_like"}, {"rows", 600}, {"features", 2000}}};
   for (const auto& data : datasets) {
     for (const std::string kind : {"gd", "nesterov"}) {
-      auto config = config_with(data);
+      auto config = config_with_data(data);
       config["workers"] = 10;
       config["stopping"]["r"] = 4;
       config["optimizer"] = {{"kind", kind}, {"step", "auto"}, {"iterations", 12}};
@@ -140,7 +129,7 @@ TEST_CASE("experiments: threads 1, 2 and 3 write the same trace and summary byte
 }
 
 TEST_CASE("experiments: plan_run caps threads at max_threads", "[experiments][threads]") {
-  auto config = config_with(
+  auto config = config_with_data(
       {{"source", "synthetic"}, {"generator", "gaussian_mixture"}, {"rows", 60}, {"features", 3}});
   config["threads"] = 8;
   CHECK(plan_run(config, "cfg.json", scratch(), {.max_threads = 3}).threads == 3);

@@ -14,23 +14,12 @@
 #include "models/fashion_mnist.h"
 #include "sim/simulated_backend.h"
 #include "sim/training_loop.h"
+#include "tests/experiments/config/plan_support.h"
 
 namespace stragglersim::experiments {
 namespace {
 
-nlohmann::json config_with(const nlohmann::json& data, const std::string& loss = "logistic") {
-  auto c = nlohmann::json::parse(R"({
-    "name": "data", "seed": 5, "workers": 6,
-    "loss": {"kind": "logistic", "l2": 0.001},
-    "code": {"kind": "frc", "d": 2},
-    "stopping": {"rule": "first_r", "r": 3},
-    "delay": {"kind": "shifted_exponential", "shift": 1.0, "rate": 1.0, "tail": "load"},
-    "optimizer": {"kind": "gd", "step": 0.5, "iterations": 5}
-  })");
-  c["data"] = data;
-  c["loss"]["kind"] = loss;
-  return c;
-}
+using testing::config_with_data;
 
 std::filesystem::path scratch() {
   const auto dir = std::filesystem::temp_directory_path() /
@@ -40,12 +29,7 @@ std::filesystem::path scratch() {
 }
 
 std::string error_of(const nlohmann::json& config) {
-  try {
-    (void)plan_run(config, "cfg.json", scratch());
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "no error";
+  return testing::plan_error(config, scratch());
 }
 
 std::vector<sim::TraceRow> train_with_test(const RunPlan& plan) {
@@ -71,7 +55,7 @@ bool fashion_mnist_installed() {
 /// Iterations of x ← x − γ∇f(x) from x₀ = 0 (γ = 1/β, "auto") until
 /// (f(x_t) − f*)/(f(x₀) − f*) ≤ 1e-3, f* from the normal equations; −1 past 100 000.
 int gd_iterations_to_1e3(const nlohmann::json& data) {
-  auto config = config_with(data, "least_squares");
+  auto config = config_with_data(data, "least_squares");
   config["loss"]["l2"] = 0.0;
   config["optimizer"]["step"] = "auto";
   const RunPlan plan = plan_run(config, "cfg.json", scratch());
@@ -95,8 +79,10 @@ int gd_iterations_to_1e3(const nlohmann::json& data) {
 
 TEST_CASE("experiments: paper-shaped generators default to the paper sizes and sparse storage",
           "[experiments][data]") {
-  const RunPlan amazon = plan_run(
-      config_with({{"source", "synthetic"}, {"generator", "amazon_like"}}), "cfg.json", scratch());
+  const RunPlan amazon =
+      plan_run(config_with_data({{"source", "synthetic"}, {"generator", "amazon_like"}}),
+               "cfg.json",
+               scratch());
   CHECK(amazon.objective->data().is_sparse());
   CHECK(amazon.objective->rows() + amazon.test_objective->rows() == 26'215);
   CHECK(amazon.test_objective->rows() == 5243);  // round(0.2 · 26 215)
@@ -107,10 +93,10 @@ TEST_CASE("experiments: paper-shaped generators default to the paper sizes and s
   CHECK(amazon.resolved["data"]["storage"] == "sparse");
   CHECK(amazon.resolved["data"]["positive_fraction"] == 0.942);
 
-  const RunPlan covtype = plan_run(config_with({{"source", "synthetic"},
-                                                {"generator", "covtype_like"},
-                                                {"rows", 500},
-                                                {"features", 300}}),
+  const RunPlan covtype = plan_run(config_with_data({{"source", "synthetic"},
+                                                     {"generator", "covtype_like"},
+                                                     {"rows", 500},
+                                                     {"features", 300}}),
                                    "cfg.json",
                                    scratch());
   CHECK(covtype.objective->rows() == 400);
@@ -122,7 +108,7 @@ TEST_CASE("experiments: paper-shaped generators default to the paper sizes and s
                                       {"rows", 300},
                                       {"features", 100},
                                       {"test_fraction", 0.0}};
-  const RunPlan kc = plan_run(config_with(kc_data, "least_squares"), "cfg.json", scratch());
+  const RunPlan kc = plan_run(config_with_data(kc_data, "least_squares"), "cfg.json", scratch());
   CHECK(kc.test_objective == nullptr);
   CHECK(kc.objective->data().stored_entries() == 300 * 28);
   CHECK(kc.resolved["data"]["noise"] == 0.5);
@@ -130,7 +116,8 @@ TEST_CASE("experiments: paper-shaped generators default to the paper sizes and s
   // Dense storage holds the same numbers.
   auto dense_data = kc_data;
   dense_data["storage"] = "dense";
-  const RunPlan dense = plan_run(config_with(dense_data, "least_squares"), "cfg.json", scratch());
+  const RunPlan dense =
+      plan_run(config_with_data(dense_data, "least_squares"), "cfg.json", scratch());
   REQUIRE_FALSE(dense.objective->data().is_sparse());
   CHECK(std::get<models::DenseRows>(dense.objective->data().features) ==
         models::DenseRows(std::get<models::SparseRows>(kc.objective->data().features)));
@@ -142,7 +129,7 @@ TEST_CASE("experiments: data source errors name the key and the accepted values"
   const auto synthetic = [](const nlohmann::json& extra) {
     nlohmann::json d = {{"source", "synthetic"}};
     d.update(extra);
-    return error_of(config_with(d));
+    return error_of(config_with_data(d));
   };
   CHECK(synthetic({{"generator", "amazon"}}) ==
         "cfg.json:/data/generator: unknown generator 'amazon'; valid values are: amazon_like, "
@@ -166,7 +153,7 @@ TEST_CASE("experiments: data source errors name the key and the accepted values"
   const auto fashion = [](const nlohmann::json& extra) {
     nlohmann::json d = {{"source", "fashion_mnist"}};
     d.update(extra);
-    return error_of(config_with(d));
+    return error_of(config_with_data(d));
   };
   CHECK(fashion({{"classes", {3, 3}}}) ==
         "cfg.json:/data/classes: invalid class pair; got [3,3]; expected [negative, positive], "
@@ -193,7 +180,7 @@ TEST_CASE("experiments: data source errors name the key and the accepted values"
   const auto csv = [](const nlohmann::json& extra) {
     nlohmann::json d = {{"source", "csv"}, {"path", "t.csv"}};
     d.update(extra);
-    return error_of(config_with(d));
+    return error_of(config_with_data(d));
   };
   CHECK(csv({{"header", false}, {"label_column", "y"}}) ==
         "cfg.json:/data/label_column: a column name needs a header; got \"y\"; expected a "
@@ -217,10 +204,10 @@ TEST_CASE("experiments: csv data plans with a label column and a test file",
   const auto dir = scratch();
   std::ofstream(dir / "train.csv") << "y,a,b\n1,1,2\n0,3,4\n1,5,6\n0,7,8\n1,9,1\n0,2,3\n";
   std::ofstream(dir / "test.csv") << "y,a,b\n1,0,1\n0,1,0\n";
-  const RunPlan plan = plan_run(config_with({{"source", "csv"},
-                                             {"path", "train.csv"},
-                                             {"test_path", "test.csv"},
-                                             {"label_column", "y"}}),
+  const RunPlan plan = plan_run(config_with_data({{"source", "csv"},
+                                                  {"path", "train.csv"},
+                                                  {"test_path", "test.csv"},
+                                                  {"label_column", "y"}}),
                                 "cfg.json",
                                 dir);
   CHECK(plan.objective->rows() == 6);
@@ -236,7 +223,7 @@ TEST_CASE("experiments: a small fashion-mnist run learns t-shirt against shirt",
   // The test command installs the data set (experiments/install_dependencies.sh): its absence
   // is a failure, not a skip.
   REQUIRE(fashion_mnist_installed());
-  auto c = config_with({{"source", "fashion_mnist"}, {"rows", 2000}});
+  auto c = config_with_data({{"source", "fashion_mnist"}, {"rows", 2000}});
   c["workers"] = 10;
   c["stopping"]["r"] = 5;
   c["optimizer"] = {{"kind", "gd"}, {"step", "auto"}, {"iterations", 30}};
@@ -269,7 +256,7 @@ TEST_CASE("experiments: synthetic condition is read and checked", "[experiments]
                       {"rows", 10},
                       {"features", 3},
                       {"condition", 0.5}};
-  CHECK(error_of(config_with(d)) ==
+  CHECK(error_of(config_with_data(d)) ==
         "cfg.json:/data/condition: out of range; got 0.5; expected a number in [1, 1000000000000]");
 }
 

@@ -7,6 +7,7 @@
 
 #include "experiments/config/config_error.h"
 #include "experiments/config/run_plan.h"
+#include "tests/experiments/config/plan_support.h"
 #include "tests/test_support.h"
 
 namespace stragglersim::experiments {
@@ -42,14 +43,7 @@ std::string four_worker_trace(const testing::TempDir& dir) {
   return dir.write("times.csv", "worker,seconds\n0,1\n1,2\n2,3\n3,4\n");
 }
 
-std::string error_of(const nlohmann::json& config) {
-  try {
-    (void)plan_run(config, "cfg.json", ".");
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "no error";
-}
+std::string error_of(const nlohmann::json& config) { return testing::plan_error(config, "."); }
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include "experiments/config/config_error.h"
 #include "experiments/config/run_plan.h"
 #include "sim/mpi_session.h"
+#include "tests/experiments/config/plan_support.h"
 #include "tests/test_support.h"
 
 namespace stragglersim::experiments {
@@ -31,12 +32,7 @@ nlohmann::json mpi_config() {
 }
 
 std::string error_of(const nlohmann::json& c) {
-  try {
-    (void)plan_run(c, "cfg.json", testing::scratch_dir("mpi_config_test", "plans"));
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "no error";
+  return testing::plan_error(c, testing::scratch_dir("mpi_config_test", "plans"));
 }
 
 }  // namespace

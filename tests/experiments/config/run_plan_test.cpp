@@ -8,6 +8,7 @@
 #include "experiments/config/config_error.h"
 #include "sim/simulated_backend.h"
 #include "sim/training_loop.h"
+#include "tests/experiments/config/plan_support.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -32,12 +33,7 @@ std::filesystem::path temp_dir() {
 }
 
 std::string error_of(const nlohmann::json& config) {
-  try {
-    (void)plan_run(config, "cfg.json", temp_dir());
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "no error";
+  return testing::plan_error(config, temp_dir());
 }
 
 }  // namespace
