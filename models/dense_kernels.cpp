@@ -2,56 +2,82 @@
 
 #include "models/dense_kernels_body.h"
 
-// One clone per instruction set, chosen once when the program is loaded (an ifunc); without x86,
-// the single baseline version. The clones are file-local functions behind the declared ones:
-// GCC keeps a clone local to the file that defines it, and Clang ignores the attribute on a
-// definition whose earlier declaration lacks it, so neither may appear on the header's.
+// Each kernel is compiled twice from its body: for the baseline instruction set, and with
+// target("avx") where the compiler targets x86. The version is chosen on first use from the
+// CPU's flags and kept in a function-local static. (Not an ifunc through target_clones: its
+// resolver runs while the program is being relocated, before a sanitizer runtime is ready, and
+// Clang and GCC disagree on where the attribute may be declared.)
 #if defined(__x86_64__) || defined(__i386__)
-#define STRAGGLERSIM_CLONES __attribute__((target_clones("avx", "default")))
+#define STRAGGLERSIM_HAVE_AVX_VERSION 1
+#define STRAGGLERSIM_AVX __attribute__((target("avx")))
 #else
-#define STRAGGLERSIM_CLONES
+#define STRAGGLERSIM_HAVE_AVX_VERSION 0
 #endif
 
 namespace stragglersim::models::internal {
 namespace {
 
-STRAGGLERSIM_CLONES double cloned_dot(const double* row, Eigen::Index p, const double* x) {
+struct Kernels {
+  double (*dot)(const double*, Eigen::Index, const double*);
+  void (*update4)(const double*, Eigen::Index, const double*, double*);
+  void (*update)(const double*, Eigen::Index, double, double*);
+  std::string_view isa;
+};
+
+double baseline_dot(const double* row, Eigen::Index p, const double* x) {
   return body::dot(row, p, x);
 }
-
-STRAGGLERSIM_CLONES void cloned_update4(const double* rows,
-                                        Eigen::Index p,
-                                        const double* w,
-                                        double* sum) {
+void baseline_update4(const double* rows, Eigen::Index p, const double* w, double* sum) {
   body::update4(rows, p, w, sum);
 }
-
-STRAGGLERSIM_CLONES void cloned_update(const double* row, Eigen::Index p, double w, double* sum) {
+void baseline_update(const double* row, Eigen::Index p, double w, double* sum) {
   body::update(row, p, w, sum);
+}
+
+#if STRAGGLERSIM_HAVE_AVX_VERSION
+STRAGGLERSIM_AVX double avx_dot(const double* row, Eigen::Index p, const double* x) {
+  return body::dot(row, p, x);
+}
+STRAGGLERSIM_AVX void avx_update4(const double* rows,
+                                  Eigen::Index p,
+                                  const double* w,
+                                  double* sum) {
+  body::update4(rows, p, w, sum);
+}
+STRAGGLERSIM_AVX void avx_update(const double* row, Eigen::Index p, double w, double* sum) {
+  body::update(row, p, w, sum);
+}
+#endif
+
+Kernels choose() {
+#if STRAGGLERSIM_HAVE_AVX_VERSION
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx")) {
+    return {avx_dot, avx_update4, avx_update, "avx"};
+  }
+#endif
+  return {baseline_dot, baseline_update4, baseline_update, "baseline"};
+}
+
+const Kernels& kernels() {
+  static const Kernels chosen = choose();
+  return chosen;
 }
 
 }  // namespace
 
 double dense_dot(const double* row, Eigen::Index p, const double* x) {
-  return cloned_dot(row, p, x);
+  return kernels().dot(row, p, x);
 }
 
 void dense_update4(const double* rows, Eigen::Index p, const double* w, double* sum) {
-  cloned_update4(rows, p, w, sum);
+  kernels().update4(rows, p, w, sum);
 }
 
 void dense_update(const double* row, Eigen::Index p, double w, double* sum) {
-  cloned_update(row, p, w, sum);
+  kernels().update(row, p, w, sum);
 }
 
-std::string_view dense_kernel_isa() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx")) {
-    return "avx";
-  }
-#endif
-  return "baseline";
-}
+std::string_view dense_kernel_isa() { return kernels().isa; }
 
 }  // namespace stragglersim::models::internal

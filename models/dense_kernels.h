@@ -1,6 +1,6 @@
 #pragma once
 // Internal to models/: the dense rows' inner loops of the fused pass (models/row_kernels.h), with
-// a version for CPUs with AVX chosen at load time (GCC/Clang function multiversioning), so an
+// a version for CPUs with AVX chosen on first use from the CPU flags (runtime dispatch), so an
 // ordinary x86-64 build uses 256-bit arithmetic where the CPU has it without -march=native.
 //
 // Both versions run the same source on four-lane vectors (two SSE2 registers or one AVX

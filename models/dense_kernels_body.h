@@ -1,45 +1,42 @@
 #pragma once
 // Internal to models/dense_kernels.cpp (and its test): the bodies of the dense kernels, always
-// inlined into each instruction-set clone. A test compiles them for the baseline instruction set
-// and compares them bit for bit with the clone this CPU runs.
+// inlined into each instruction-set version. A test compiles them for the baseline instruction
+// set and compares them bit for bit with the version this CPU runs.
 
 #include <Eigen/Core>
 #include <cstring>
 
-// The helpers take and return four-double vectors by value; they are always inlined, so no call
-// crosses the ABI that -Wpsabi warns about (it differs with and without AVX). GCC reports it
-// at the end of the including file, so the warning stays off there (only the kernels' .cpp and
-// their test include this header).
-#if defined(__GNUC__)
-#pragma GCC diagnostic ignored "-Wpsabi"
-#endif
-
 namespace stragglersim::models::internal::body {
 
-// Four doubles: one AVX register, or two SSE2 registers where the clone has no AVX. The
-// operations below are lane-wise IEEE operations without fused multiply-add, so both lowerings
-// give the same bytes.
+// Four doubles: one AVX register, or two SSE2 registers in the baseline version. The operations
+// below are lane-wise IEEE operations without fused multiply-add, so both give the same bytes.
+// Vectors are passed by reference only (by value, their calling convention differs with and
+// without AVX).
 using Vec4 = double __attribute__((vector_size(32)));
 inline constexpr Eigen::Index kLanes = 4;
 inline constexpr Eigen::Index kStep = 2 * kLanes;  // two running vectors: eight sums
 
-[[gnu::always_inline]] inline Vec4 load(const double* at) {
-  Vec4 v;
+[[gnu::always_inline]] inline void load(Vec4& v, const double* at) {
   std::memcpy(&v, at, sizeof v);
-  return v;
 }
 
-[[gnu::always_inline]] inline void store(double* at, Vec4 v) { std::memcpy(at, &v, sizeof v); }
-
-[[gnu::always_inline]] inline Vec4 broadcast(double w) { return Vec4{w, w, w, w}; }
+[[gnu::always_inline]] inline void store(double* at, const Vec4& v) {
+  std::memcpy(at, &v, sizeof v);
+}
 
 [[gnu::always_inline]] inline double dot(const double* row, Eigen::Index p, const double* x) {
-  Vec4 low = broadcast(0.0);
+  Vec4 low = {0.0, 0.0, 0.0, 0.0};
   Vec4 high = low;
+  Vec4 a;
+  Vec4 b;
   const Eigen::Index body = p - p % kStep;
   for (Eigen::Index j = 0; j < body; j += kStep) {
-    low += load(row + j) * load(x + j);
-    high += load(row + j + kLanes) * load(x + j + kLanes);
+    load(a, row + j);
+    load(b, x + j);
+    low += a * b;
+    load(a, row + j + kLanes);
+    load(b, x + j + kLanes);
+    high += a * b;
   }
   // ((s₀ + s₄) + (s₁ + s₅)) + ((s₂ + s₆) + (s₃ + s₇)), s₀..s₃ in `low` and s₄..s₇ in `high`.
   const Vec4 pair = low + high;
@@ -58,15 +55,24 @@ inline constexpr Eigen::Index kStep = 2 * kLanes;  // two running vectors: eight
   const double* a1 = rows + p;
   const double* a2 = rows + 2 * p;
   const double* a3 = rows + 3 * p;
-  const Vec4 w0 = broadcast(w[0]);
-  const Vec4 w1 = broadcast(w[1]);
-  const Vec4 w2 = broadcast(w[2]);
-  const Vec4 w3 = broadcast(w[3]);
+  const Vec4 w0 = {w[0], w[0], w[0], w[0]};
+  const Vec4 w1 = {w[1], w[1], w[1], w[1]};
+  const Vec4 w2 = {w[2], w[2], w[2], w[2]};
+  const Vec4 w3 = {w[3], w[3], w[3], w[3]};
+  Vec4 r0;
+  Vec4 r1;
+  Vec4 r2;
+  Vec4 r3;
+  Vec4 s;
   const Eigen::Index body = p - p % kLanes;
   for (Eigen::Index j = 0; j < body; j += kLanes) {
-    const Vec4 terms =
-        ((w0 * load(a0 + j) + w1 * load(a1 + j)) + w2 * load(a2 + j)) + w3 * load(a3 + j);
-    store(sum + j, load(sum + j) + terms);
+    load(r0, a0 + j);
+    load(r1, a1 + j);
+    load(r2, a2 + j);
+    load(r3, a3 + j);
+    load(s, sum + j);
+    s += ((w0 * r0 + w1 * r1) + w2 * r2) + w3 * r3;
+    store(sum + j, s);
   }
   for (Eigen::Index j = body; j < p; ++j) {
     sum[j] += ((w[0] * a0[j] + w[1] * a1[j]) + w[2] * a2[j]) + w[3] * a3[j];
@@ -77,10 +83,15 @@ inline constexpr Eigen::Index kStep = 2 * kLanes;  // two running vectors: eight
                                           Eigen::Index p,
                                           double w,
                                           double* sum) {
-  const Vec4 weight = broadcast(w);
+  const Vec4 weight = {w, w, w, w};
+  Vec4 a;
+  Vec4 s;
   const Eigen::Index body = p - p % kLanes;
   for (Eigen::Index j = 0; j < body; j += kLanes) {
-    store(sum + j, load(sum + j) + weight * load(row + j));
+    load(a, row + j);
+    load(s, sum + j);
+    s += weight * a;
+    store(sum + j, s);
   }
   for (Eigen::Index j = body; j < p; ++j) {
     sum[j] += w * row[j];

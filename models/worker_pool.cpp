@@ -1,6 +1,7 @@
 #include "models/worker_pool.h"
 
 #include <exception>
+#include <thread>
 
 #include "models/base/invariant.h"
 
@@ -23,6 +24,22 @@ WorkerPool::~WorkerPool() {
   for (std::thread& helper : helpers_) {
     helper.join();
   }
+}
+
+template <class Ready>
+bool WorkerPool::poll(Ready ready) {
+  const auto until = std::chrono::steady_clock::now() + kPollLimit;
+  while (!ready()) {
+    for (int i = 0; i < 64; ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    if (std::chrono::steady_clock::now() >= until) {
+      return ready();
+    }
+  }
+  return true;
 }
 
 void WorkerPool::work_through() {
@@ -49,19 +66,27 @@ void WorkerPool::work_through() {
 
 void WorkerPool::help() {
   std::unique_lock lock(mutex_);
-  std::uint64_t seen = generation_;
+  std::uint64_t seen = generation_.load();
   while (true) {
-    wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-    if (stop_) {
+    const auto woken = [&] { return stop_.load() || generation_.load() != seen; };
+    if (!woken()) {
+      lock.unlock();
+      poll(woken);
+      lock.lock();
+      wake_.wait(lock, woken);
+    }
+    if (stop_.load()) {
       return;
     }
-    seen = generation_;
+    seen = generation_.load();
     ++busy_helpers_;
+    quiet_.store(false);
     lock.release();
     work_through();
     lock = std::unique_lock(mutex_, std::adopt_lock);
     --busy_helpers_;
     if (unfinished_ == 0 && busy_helpers_ == 0) {
+      quiet_.store(true);
       done_.notify_all();
     }
   }
@@ -77,16 +102,23 @@ void WorkerPool::run(int count, const std::function<void(int)>& task) {
   count_ = count;
   next_ = 0;
   unfinished_ = count;
+  quiet_.store(false);
   error_ = nullptr;
-  ++generation_;
+  generation_.fetch_add(1);
   if (!helpers_.empty() && count > 1) {
     wake_.notify_all();
   }
   lock.release();
   work_through();
-  lock = std::unique_lock(mutex_, std::adopt_lock);
   // Helpers still inside work_through hold a reference to `task`: wait for them to leave too.
-  done_.wait(lock, [&] { return unfinished_ == 0 && busy_helpers_ == 0; });
+  const auto finished = [&] { return unfinished_ == 0 && busy_helpers_ == 0; };
+  if (!finished()) {
+    mutex_.unlock();
+    poll([&] { return quiet_.load(); });
+    mutex_.lock();
+  }
+  lock = std::unique_lock(mutex_, std::adopt_lock);
+  done_.wait(lock, finished);
   task_ = nullptr;
   count_ = 0;
   std::exception_ptr failure = error_;

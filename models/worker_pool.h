@@ -5,6 +5,8 @@
 // count. Not to be confused with the "threads" backend (sim/threaded_backend.h), whose threads
 // play workers with injected delays.
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -32,9 +34,20 @@ class WorkerPool {
   /// throws is rethrown here after every task has finished. One run() at a time.
   void run(int count, const std::function<void(int)>& task);
 
+  /// How long a thread that runs out of work polls before it sleeps: a helper, for the next
+  /// run(); the caller, for the helpers' last tasks. A training loop calls run() every few
+  /// milliseconds with microseconds of serial work between, and waking a sleeping thread
+  /// costs tens of microseconds (more in a virtual machine): polling keeps both threads on
+  /// the pass. Past the limit the thread sleeps on a condition variable, so an idle pool
+  /// (between runs of a sweep, say) costs no CPU.
+  static constexpr std::chrono::microseconds kPollLimit{200};
+
  private:
   void help();
   void work_through();
+  /// Polls `ready` for up to kPollLimit; true as soon as it holds.
+  template <class Ready>
+  static bool poll(Ready ready);
 
   std::vector<std::thread> helpers_;
   std::mutex mutex_;
@@ -45,9 +58,11 @@ class WorkerPool {
   int next_ = 0;
   int unfinished_ = 0;
   int busy_helpers_ = 0;
-  std::uint64_t generation_ = 0;
+  // Written under mutex_; atomic so that a polling thread may read them without it.
+  std::atomic<std::uint64_t> generation_{0};
+  std::atomic<bool> quiet_{true};  ///< unfinished_ == 0 && busy_helpers_ == 0
+  std::atomic<bool> stop_{false};
   std::exception_ptr error_;
-  bool stop_ = false;
 };
 
 /// Runs task(i) for i in [0, count) on `pool`, or inline in order when `pool` is null.
