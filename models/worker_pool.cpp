@@ -1,7 +1,6 @@
 #include "models/worker_pool.h"
 
 #include <exception>
-#include <thread>
 
 #include "models/base/invariant.h"
 
@@ -27,19 +26,15 @@ WorkerPool::~WorkerPool() {
 }
 
 template <class Ready>
-bool WorkerPool::poll(Ready ready) {
+void WorkerPool::poll(Ready ready) {
   const auto until = std::chrono::steady_clock::now() + kPollLimit;
-  while (!ready()) {
+  while (!ready() && std::chrono::steady_clock::now() < until) {
     for (int i = 0; i < 64; ++i) {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #endif
     }
-    if (std::chrono::steady_clock::now() >= until) {
-      return ready();
-    }
   }
-  return true;
 }
 
 void WorkerPool::work_through() {
@@ -80,7 +75,6 @@ void WorkerPool::help() {
     }
     seen = generation_.load();
     ++busy_helpers_;
-    quiet_.store(false);
     lock.release();
     work_through();
     lock = std::unique_lock(mutex_, std::adopt_lock);

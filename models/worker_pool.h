@@ -45,9 +45,9 @@ class WorkerPool {
  private:
   void help();
   void work_through();
-  /// Polls `ready` for up to kPollLimit; true as soon as it holds.
+  /// Polls `ready` until it holds or kPollLimit has passed (the caller re-checks under the lock).
   template <class Ready>
-  static bool poll(Ready ready);
+  static void poll(Ready ready);
 
   std::vector<std::thread> helpers_;
   std::mutex mutex_;

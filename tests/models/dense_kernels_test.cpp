@@ -57,7 +57,7 @@ TEST_CASE("dense kernels: the dispatched dot is the documented order, bit for bi
     const auto row = random_values(static_cast<std::size_t>(p), 1);
     const auto x = random_values(static_cast<std::size_t>(p), 2);
     const double got = dense_dot(row.data(), p, x.data());
-    INFO("p = " << p << ", clone " << dense_kernel_isa());
+    INFO("p = " << p << ", version " << dense_kernel_isa());
     CHECK(same_bits(got, reference_dot(row.data(), p, x.data())));
     // The baseline compilation of the same body (this file is built without AVX) agrees too.
     CHECK(same_bits(got, body::dot(row.data(), p, x.data())));
@@ -82,7 +82,7 @@ TEST_CASE("dense kernels: the updates add w·a in the documented order, bit for 
     body::update4(rows.data(), p, w.data(), four_body.data());
     std::vector<double> one = start;
     dense_update(rows.data() + size, p, w[1], one.data());
-    INFO("p = " << p << ", clone " << dense_kernel_isa());
+    INFO("p = " << p << ", version " << dense_kernel_isa());
     for (std::size_t j = 0; j < size; ++j) {
       const double terms = ((w[0] * rows[j] + w[1] * rows[size + j]) + w[2] * rows[2 * size + j]) +
                            w[3] * rows[3 * size + j];
@@ -93,7 +93,7 @@ TEST_CASE("dense kernels: the updates add w·a in the documented order, bit for 
   }
 }
 
-TEST_CASE("dense kernels: the clone matches the CPU's instruction set", "[dense]") {
+TEST_CASE("dense kernels: the version run matches the CPU's instruction set", "[dense]") {
 #if defined(__x86_64__) || defined(__i386__)
   CHECK(dense_kernel_isa() == (cpu_has_avx() ? "avx" : "baseline"));
 #else
