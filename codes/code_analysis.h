@@ -81,7 +81,7 @@ bool for_each_straggler_pattern(int workers,
 /// C(n, m), saturating at INT64_MAX.
 [[nodiscard]] std::int64_t binomial(int n, int m);
 
-/// Numerical stability of exact decoding for one code (experiments/benchmarks/code_stability.md).
+/// Numerical stability of exact decoding for one code (benchmarks/code_stability.md).
 struct StabilityRow {
   std::string code;
   int workers = 0;

@@ -14,7 +14,7 @@ namespace stragglersim::codes {
 /// H_{:, i+1…i+s} x = −H_{:, i}, so every row lies in null(H), a space of dimension n − s that
 /// contains 1. With probability one any n − s rows of B are a basis of null(H), hence any n − s
 /// distinct workers decode exactly. Numerically the decode degrades as n grows (see
-/// experiments/benchmarks/code_stability.md); decode_exact checks residual and condition number.
+/// benchmarks/code_stability.md); decode_exact checks residual and condition number.
 ///
 /// Illegal: workers < 1, s < 0, s ≥ workers.
 class CyclicRepetitionCode final : public GradientCode {

@@ -8,7 +8,7 @@
 #include "experiments/config/factories.h"
 #include "experiments/config/json_reader.h"
 #include "experiments/config/memory_budget.h"
-#include "experiments/config/predictions.h"
+#include "experiments/predict/predictions.h"
 #include "experiments/run_diagnostics.h"
 #include "models/base/random_stream.h"
 

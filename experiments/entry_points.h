@@ -1,6 +1,6 @@
 #pragma once
 // Operations behind the subcommands, shared by the command line and the Python module
-// (experiments/python) so that both print and write the same bytes for the same input.
+// (bindings/python) so that both print and write the same bytes for the same input.
 
 #include <cstdint>
 #include <nlohmann/json.hpp>

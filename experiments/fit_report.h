@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "sim/delay_fit.h"
+#include "fit/delay_fit.h"
 
 namespace stragglersim::experiments {
 

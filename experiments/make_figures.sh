@@ -32,7 +32,7 @@ done
 if [ -n "${STRAGGLERSIM_BIN:-}" ]; then
   bin="$STRAGGLERSIM_BIN"
 else
-  bash "$root/experiments/build.sh" release stragglersim
+  bash "$root/tools/build.sh" release stragglersim
   bin="$root/build/release/experiments/stragglersim"
 fi
 python=/usr/bin/python3

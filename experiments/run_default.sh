@@ -6,8 +6,8 @@
 #   Output: out/default/<scheme>/{trace.csv,summary.json} and out/default/loss_vs_time.png
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bash "$root/experiments/install_dependencies.sh"
-bash "$root/experiments/build.sh" release stragglersim
+bash "$root/tools/install_dependencies.sh"
+bash "$root/tools/build.sh" release stragglersim
 bin="$root/build/release/experiments/stragglersim"
 out="${STRAGGLERSIM_OUT:-$root/out/default}"
 mkdir -p "$out"

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <utility>
 
-#include "experiments/config/predictions.h"
+#include "experiments/predict/predictions.h"
 #include "models/optimum.h"
 
 namespace stragglersim::experiments {

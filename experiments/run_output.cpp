@@ -16,14 +16,14 @@
 
 #include "experiments/build_info.h"
 #include "experiments/config/config_error.h"
-#include "experiments/config/predictions.h"
+#include "experiments/predict/predictions.h"
 #include "experiments/run_diagnostics.h"
 #include "models/metrics.h"
 #include "models/worker_pool.h"
-#include "sim/delay_only.h"
-#include "sim/mpi_backend.h"
-#include "sim/simulated_backend.h"
-#include "sim/threaded_backend.h"
+#include "sim/backends/mpi_backend.h"
+#include "sim/backends/simulated_backend.h"
+#include "sim/backends/threaded_backend.h"
+#include "sim/fastpath/delay_only.h"
 #include "sim/training_loop.h"
 
 namespace stragglersim::experiments {

@@ -17,7 +17,7 @@
 
 #include "experiments/config/run_plan.h"
 #include "experiments/progress_line.h"
-#include "sim/mpi_backend.h"
+#include "sim/backends/mpi_backend.h"
 
 namespace stragglersim::experiments {
 

@@ -8,8 +8,8 @@
 #include <memory>
 
 #include "experiments/config/config_error.h"
-#include "experiments/config/convergence_predictions.h"
-#include "experiments/config/predictions.h"
+#include "experiments/predict/convergence_predictions.h"
+#include "experiments/predict/predictions.h"
 #include "models/optimum.h"
 #include "sim/scheme.h"
 
@@ -58,7 +58,7 @@ bool independent_workers(const nlohmann::json& config) {
 void predict_iteration_time(const RunPlan& plan, bool theory_applies, SchemeCandidate& c) {
   std::string why;
   if (theory_applies) {
-    if (const auto scheme = describe_scheme(plan, &why)) {
+    if (const auto scheme = sim::describe_scheme(plan.scheme, &why)) {
       const auto delays = plan.make_delays();
       const sim::IterationTimePrediction p = sim::predict_iteration_time(*scheme, *delays);
       if (std::isfinite(p.mean)) {
@@ -83,7 +83,7 @@ void predict_iterations(const RunPlan& plan,
                         SchemeCandidate& c) {
   std::string why;
   if (theory_applies && plan.objective->loss().name() == "least_squares") {
-    if (const auto scheme = describe_scheme(plan, &why)) {
+    if (const auto scheme = sim::describe_scheme(plan.scheme, &why)) {
       const auto delays = plan.make_delays();
       const sim::IterationTimePrediction timing = sim::predict_iteration_time(*scheme, *delays);
       const nlohmann::json p = convergence_predictions(plan, &*scheme, &timing);

@@ -2,8 +2,8 @@
 // A small pool of threads for one run's data-parallel passes (partition gradients, the power
 // iteration). Tasks are numbered 0 … count − 1 and each writes only its own output, so the
 // caller sums the outputs in task order and the result is the same bytes for every thread
-// count. Not to be confused with the "threads" backend (sim/threaded_backend.h), whose threads
-// play workers with injected delays.
+// count. Not to be confused with the "threads" backend (sim/backends/threaded_backend.h), whose
+// threads play workers with injected delays.
 
 #include <atomic>
 #include <chrono>

@@ -15,7 +15,7 @@
 #include <span>
 #include <vector>
 
-#include "sim/delay_model.h"
+#include "sim/delays/delay_model.h"
 #include "sim/event_queue.h"
 #include "sim/network.h"
 #include "sim/stopping_rule.h"

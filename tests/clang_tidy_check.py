@@ -3,7 +3,7 @@
 
     /usr/bin/python3 tests/clang_tidy_check.py [--build build/release] [-j N] [--no-cache]
 
-Checks every .cpp of models/, codes/, sim/ and experiments/ listed in the build's
+Checks every .cpp of models/, codes/, fit/, sim/, experiments/ and bindings/ listed in the build's
 compile_commands.json (headers through HeaderFilterRegex in .clang-tidy); every warning is an
 error. A translation unit found clean is remembered under ~/.cache/stragglersim-clang-tidy (or
 $STRAGGLERSIM_TIDY_CACHE) by a key over the clang-tidy version, .clang-tidy, its compile command,
@@ -20,7 +20,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FOLDERS = ("models/", "codes/", "sim/", "experiments/")
+FOLDERS = ("models/", "codes/", "fit/", "sim/", "experiments/", "bindings/")
 
 
 def project_deps(build, obj):

@@ -20,7 +20,7 @@ timed() {
 
 # The project's C++ sources: the four library/application folders and the tests (git-tracked,
 # so build folders and generated files are never included).
-sources() { git ls-files -- 'models/*' 'codes/*' 'sim/*' 'experiments/*' 'tests/*' | grep -E '\.(cpp|h)$'; }
+sources() { git ls-files -- 'models/*' 'codes/*' 'fit/*' 'sim/*' 'experiments/*' 'bindings/*' 'benchmarks/*' 'tests/*' | grep -E '\.(cpp|h)$'; }
 
 format_check() {
   sources | xargs -P "$jobs" -n 20 clang-format --dry-run -Werror

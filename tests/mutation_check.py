@@ -5,7 +5,7 @@
 
 The tree (tracked and untracked-but-not-ignored files) is copied to a scratch folder
 (default /tmp/stragglersim_mutation/src; the real tree is never modified) and built there with
-experiments/build.sh into its own build/release, which is kept between runs so every rebuild
+tools/build.sh into its own build/release, which is kept between runs so every rebuild
 is incremental (ccache hits for the unmutated files). For each mutation the script replaces the
 original text (which must occur exactly once in the file), rebuilds, runs the quick tests and
 restores the file:
@@ -64,20 +64,20 @@ MUTATIONS = [
     ("expander bipartite component error", "codes/expander_graph_code.cpp",
      "error += diff * diff / static_cast<double>(count[0] + count[1]);",
      "error += diff * diff / static_cast<double>(count[0] + count[1] + 1);"),
-    ("Model A/B tail scaling", "sim/delay_model.cpp",
+    ("Model A/B tail scaling", "sim/delays/delay_model.cpp",
      "worker_scale_.push_back((tail_ == TailScaling::kLoad ? l : 1.0) / rate_);",
      "worker_scale_.push_back((tail_ == TailScaling::kLoad ? 1.0 : l) / rate_);"),
-    ("shift scales with the load", "sim/delay_model.cpp",
+    ("shift scales with the load", "sim/delays/delay_model.cpp",
      "worker_shift_.push_back(l * shift_);", "worker_shift_.push_back(shift_);"),
-    ("Pareto tail exponent", "sim/pareto_delay.cpp",
+    ("Pareto tail exponent", "sim/delays/pareto_delay.cpp",
      "std::exp(exp1(rng) / shape_)", "std::exp(exp1(rng) * shape_)"),
-    ("bimodal slow branch", "sim/bimodal_delay.cpp",
+    ("bimodal slow branch", "sim/delays/bimodal_delay.cpp",
      "const double factor = slow(rng) ? slowdown_ : 1.0;",
      "const double factor = slow(rng) ? 1.0 : slowdown_;"),
     ("first_r stops at the r-th arrival", "sim/stopping_rule.cpp",
      "return static_cast<int>(heard.size()) >= r_;",
      "return static_cast<int>(heard.size()) > r_;"),
-    ("delay-only first_r selection rank", "sim/delay_only.cpp",
+    ("delay-only first_r selection rank", "sim/fastpath/delay_only.cpp",
      "const auto rank = static_cast<std::size_t>(r - 1);",
      "const auto rank = static_cast<std::size_t>(r > 1 ? r - 2 : 0);"),
     ("event queue FIFO among equal times", "sim/event_queue.h",
@@ -86,10 +86,10 @@ MUTATIONS = [
     ("finish policy starts stragglers late", "sim/simulated_cluster.cpp",
      "policy_ == StragglerPolicy::kFinish ? std::max(0.0, busy_until_[w] - time_) : 0.0;",
      "policy_ == StragglerPolicy::kFinish ? std::max(0.0, busy_until_[w] - time_ - 0.5) : 0.0;"),
-    ("order statistics: binomial class ratio", "sim/order_statistics.cpp",
+    ("order statistics: binomial class ratio", "sim/fastpath/order_statistics.cpp",
      "const double ratio = odds * static_cast<double>(d - j) / static_cast<double>(j + 1);",
      "const double ratio = odds * static_cast<double>(d - j) / static_cast<double>(j + 2);"),
-    ("order statistics: column draws count overlaps", "sim/order_statistics.cpp",
+    ("order statistics: column draws count overlaps", "sim/fastpath/order_statistics.cpp",
      "touched += touched == 0 ? k : hypergeometric(groups_ - touched, touched, k, rng);",
      "touched += k;"),
     ("trace theory: deadline mass", "sim/theory/iteration_time_theory.cpp",
@@ -128,7 +128,7 @@ def sync_tree(src):
 
 
 def build(src):
-    return subprocess.run(["bash", "experiments/build.sh", "release", "stragglersim_tests",
+    return subprocess.run(["bash", "tools/build.sh", "release", "stragglersim_tests",
                            "stragglersim"], cwd=src, capture_output=True, text=True)
 
 

@@ -4,10 +4,10 @@
 # undefined and thread sanitizers. CI runs exactly this (.ci/run).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bash "$root/experiments/install_dependencies.sh"
+bash "$root/tools/install_dependencies.sh"
 
 echo "== release build and tests"
-bash "$root/experiments/build.sh" release
+bash "$root/tools/build.sh" release
 # Every Catch2 test case must be its own CTest test: a name with '[', ']', ',' or ';' would be
 # merged or split by catch_discover_tests and silently run as something else.
 # (Catch2 v2 exits with the number of cases listed, hence the `|| true`.)
@@ -53,7 +53,7 @@ echo "== theory self-check (stragglersim check: every claim within 4 standard er
 "$root/build/release/experiments/stragglersim" check
 
 echo "== address + undefined sanitizers"
-bash "$root/experiments/build.sh" address stragglersim_tests stragglersim
+bash "$root/tools/build.sh" address stragglersim_tests stragglersim
 # Left out here: the timing assertions, and the advise README example, which repeats under the
 # sanitizers (about 40x its release time) the code paths of "advise: the recommendation holds
 # against seeded runs" and of the fit tests, and which the release stage above runs.
@@ -64,7 +64,7 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 echo "== thread sanitizer (threaded backend; timing-precision assertions excluded)"
 # stragglersim_thread_tests: the test files that hold [threads] cases (tests/CMakeLists.txt); a
 # check below fails the stage if a [threads] case lives anywhere else.
-bash "$root/experiments/build.sh" thread stragglersim_thread_tests
+bash "$root/tools/build.sh" thread stragglersim_thread_tests
 TSAN_OPTIONS=halt_on_error=1 "$root/build/thread/tests/stragglersim_thread_tests" "[threads]~[timing]"
 # Catch2 2's listing exits with the number of cases it lists: its status is not an error here.
 count_threads_cases() { { "$1" "[threads]~[timing]" --list-test-names-only || true; } | grep -c .; }
@@ -76,7 +76,7 @@ if [ "$threads_in_suite" != "$threads_here" ]; then
 fi
 
 echo "== fuzz targets (clang libFuzzer + ASan/UBSan, 15 s each from the seed corpora)"
-# Long campaigns: bash tests/fuzz/run_fuzzers.sh 600 (experiments/benchmarks/fuzzing.md).
+# Long campaigns: bash tests/fuzz/run_fuzzers.sh 600 (benchmarks/fuzzing.md).
 bash "$root/tests/fuzz/run_fuzzers.sh" 15
 
 echo "== plots"
@@ -84,7 +84,7 @@ echo "== plots"
 
 # Optional (STRAGGLERSIM_MUTATION=1): every one-line mutation of a critical formula or decoder
 # must make a test fail. It rebuilds a scratch copy once per mutation; see
-# experiments/benchmarks/mutation.md for the list, the kill rate and the time.
+# benchmarks/mutation.md for the list, the kill rate and the time.
 if [ "${STRAGGLERSIM_MUTATION:-0}" = 1 ]; then
   echo "== mutation check (tests/mutation_check.py)"
   /usr/bin/python3 "$root/tests/mutation_check.py"

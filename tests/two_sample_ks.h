@@ -1,7 +1,7 @@
 #pragma once
 // Two-sample Kolmogorov–Smirnov test for the sampler-agreement tests (Boost 1.74 has no
 // Kolmogorov distribution). Header-only, tests only; checked against SciPy's values in
-// tests/sim/order_statistics_test.cpp.
+// tests/sim/fastpath/order_statistics_test.cpp.
 
 #include <algorithm>
 #include <cmath>

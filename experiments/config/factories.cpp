@@ -17,12 +17,12 @@
 #include "models/loss_model.h"
 #include "models/synthetic_data.h"
 #include "models/tabular_synthetic_data.h"
-#include "sim/bimodal_delay.h"
-#include "sim/delay_model.h"
-#include "sim/heterogeneous_delay.h"
-#include "sim/markov_delay.h"
-#include "sim/pareto_delay.h"
-#include "sim/trace_delay.h"
+#include "sim/delays/bimodal_delay.h"
+#include "sim/delays/delay_model.h"
+#include "sim/delays/heterogeneous_delay.h"
+#include "sim/delays/markov_delay.h"
+#include "sim/delays/pareto_delay.h"
+#include "sim/delays/trace_delay.h"
 
 namespace stragglersim::experiments {
 

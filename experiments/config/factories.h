@@ -13,7 +13,7 @@
 #include "experiments/config/json_reader.h"
 #include "models/base/options_check.h"
 #include "models/loss_model.h"
-#include "sim/delay_model.h"
+#include "sim/delays/delay_model.h"
 #include "sim/stopping_rule.h"
 
 namespace stragglersim::experiments {

@@ -13,10 +13,10 @@
 #include "experiments/config/data_source.h"
 #include "experiments/config/factories.h"
 #include "experiments/config/memory_budget.h"
-#include "experiments/config/predictions.h"
 #include "models/base/random_stream.h"
 #include "models/worker_pool.h"
-#include "sim/mpi_session.h"
+#include "sim/backends/mpi_session.h"
+#include "sim/theory/iteration_time_theory.h"
 
 namespace stragglersim::experiments {
 
@@ -107,7 +107,7 @@ sim::DecoderKind default_decoder(const sim::StoppingRule& rule, const codes::Gra
 /// models). Nullopt where q is undefined (codes that do not decode by groups).
 std::optional<double> scheme_erasure_probability(const RunPlan& plan) {
   std::string why;
-  const auto scheme = describe_scheme(plan, &why);
+  const auto scheme = sim::describe_scheme(plan.scheme, &why);
   if (!scheme || scheme->code == sim::CodeFamily::kCyclic) {
     return std::nullopt;
   }

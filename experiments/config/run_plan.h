@@ -15,14 +15,14 @@
 #include <string>
 
 #include "models/objective.h"
-#include "sim/delay_model.h"
-#include "sim/mpi_backend.h"
+#include "sim/backends/mpi_backend.h"
+#include "sim/backends/threaded_backend.h"
+#include "sim/delays/delay_model.h"
+#include "sim/fastpath/order_statistics.h"
 #include "sim/network.h"
 #include "sim/optimizer.h"
-#include "sim/order_statistics.h"
 #include "sim/scheme.h"
 #include "sim/simulated_cluster.h"
-#include "sim/threaded_backend.h"
 
 namespace stragglersim::experiments {
 

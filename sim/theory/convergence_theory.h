@@ -13,7 +13,7 @@
 #include <span>
 #include <vector>
 
-#include "sim/delay_model.h"
+#include "sim/delays/delay_model.h"
 
 namespace stragglersim::sim {
 

@@ -1,5 +1,7 @@
 #include "sim/theory/iteration_time_theory.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <boost/math/constants/constants.hpp>
 #include <boost/math/quadrature/exp_sinh.hpp>
@@ -861,6 +863,42 @@ IterationTimePrediction predict_iteration_time(const SchemeDescription& scheme,
   out.sd = m.sd;
   out.method = "numerical";
   return out;
+}
+
+std::optional<SchemeDescription> describe_scheme(const Scheme& scheme, std::string* why) {
+  const auto& code = *scheme.code;
+  const auto& rule = *scheme.rule;
+  SchemeDescription s;
+  s.workers = code.workers();
+  const codes::CodeStructure structure = code.structure();
+  switch (structure.layout) {
+    case codes::CodeLayout::kGroups:
+      // Groups of one worker are the uncoded scheme, whatever code built them.
+      s.code = structure.group_size == 1 ? CodeFamily::kUncoded : CodeFamily::kFractionalRepetition;
+      s.d = structure.group_size;
+      break;
+    case codes::CodeLayout::kCyclic:
+      s.code = CodeFamily::kCyclic;
+      s.d = structure.group_size;
+      break;
+    case codes::CodeLayout::kIrregular:
+      *why = fmt::format("no timing model for code '{}' (random or non-uniform supports)",
+                         code.name());
+      return std::nullopt;
+  }
+  const std::optional<StoppingShape> shape = rule.shape();
+  if (!shape) {
+    *why = fmt::format("no timing model for rule '{}'", rule.name());
+    return std::nullopt;
+  }
+  s.rule = shape->kind;
+  if (s.rule == RuleKind::kFirstR || s.rule == RuleKind::kFirstROrDecodable) {
+    s.r = shape->r;
+  }
+  if (s.rule == RuleKind::kDeadline) {
+    s.deadline = shape->deadline;
+  }
+  return s;
 }
 
 }  // namespace stragglersim::sim

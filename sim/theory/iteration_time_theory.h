@@ -64,10 +64,12 @@
 // Cyclic codes whose rule can stop before n − s arrivals (first_r with r < n − s, deadline) decode
 // by least squares, not by groups: q and q₂ are NaN there. q₂ is NaN when there is one group.
 
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "sim/delay_model.h"
+#include "sim/delays/delay_model.h"
+#include "sim/scheme.h"
 #include "sim/stopping_rule.h"
 
 namespace stragglersim::sim {
@@ -87,6 +89,12 @@ struct SchemeDescription {
   int r = 1;              ///< first_r and first_r_or_decodable
   double deadline = 0.0;  ///< seconds after the broadcast, deadline rules
 };
+
+/// The theory's view of a scheme's code and rule: the one description the fast path, the
+/// predictions and the advice share. Nullopt (with `why`) for codes whose timing the theory does
+/// not model (BGC, expander and SGC have random or non-uniform supports) and rules without a shape.
+[[nodiscard]] std::optional<SchemeDescription> describe_scheme(const Scheme& scheme,
+                                                               std::string* why);
 
 /// Per-worker normalised loads of the scheme's code (d for coded workers, 1 when uncoded): build
 /// the delay model passed to predict_iteration_time with these.

@@ -1,5 +1,5 @@
 // Numerical stability of the exact real-valued codes (CRC, cyclic MDS) as n grows. The table
-// recorded in experiments/benchmarks/code_stability.md is printed by the hidden case
+// recorded in benchmarks/code_stability.md is printed by the hidden case
 // "[.stability]" in tests/experiments/code_report_test.cpp.
 #include <algorithm>
 #include <catch2/catch.hpp>

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "experiments/config/config_error.h"
-#include "experiments/config/convergence_predictions.h"
-#include "experiments/config/predictions.h"
 #include "experiments/config/run_plan.h"
+#include "experiments/predict/convergence_predictions.h"
+#include "experiments/predict/predictions.h"
 #include "experiments/run_output.h"
 #include "tests/experiments/config/plan_support.h"
 

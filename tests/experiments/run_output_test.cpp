@@ -11,7 +11,7 @@
 #include <string>
 
 #include "experiments/config/run_plan.h"
-#include "sim/simulated_backend.h"
+#include "sim/backends/simulated_backend.h"
 #include "sim/training_loop.h"
 #include "tests/experiments/config/plan_support.h"
 #include "tests/test_support.h"

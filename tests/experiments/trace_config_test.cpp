@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "experiments/run_output.h"
+#include "fit/delay_trace.h"
 #include "models/base/random_stream.h"
-#include "sim/delay_trace.h"
 #include "tests/test_support.h"
 
 namespace stragglersim::experiments {

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "experiments/cli.h"
+#include "experiments/cli/cli.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace {

@@ -4,7 +4,7 @@
 # repository's). Stops with exit 1 at the first finding (crash, leak, sanitizer report, timeout
 # or out-of-memory); the reproducer is kept in the artifacts folder. Prints one summary line per
 # target: executions, executions per second, coverage (edges) and features.
-#   tests/fuzz/run_fuzzers.sh SECONDS [target...]     (builds with experiments/build.sh fuzz)
+#   tests/fuzz/run_fuzzers.sh SECONDS [target...]     (builds with tools/build.sh fuzz)
 # Environment: FUZZ_OUT (default build/fuzz/campaign), FUZZ_NO_BUILD=1 to skip the build,
 # FUZZ_TIMEOUT (seconds of wall time one input may take, default 20; raise it on a loaded machine).
 set -euo pipefail
@@ -16,7 +16,7 @@ if [ ${#targets[@]} -eq 0 ]; then
   targets=(config run libsvm csv idx sweep codes_args)
 fi
 if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
-  bash "$root/experiments/build.sh" fuzz "${targets[@]/#/fuzz_}"
+  bash "$root/tools/build.sh" fuzz "${targets[@]/#/fuzz_}"
 fi
 out="${FUZZ_OUT:-$root/build/fuzz/campaign}"
 mkdir -p "$out"

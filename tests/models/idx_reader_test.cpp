@@ -303,7 +303,7 @@ TEST_CASE("models: fashion-mnist loader names the file of a mismatch", "[models]
 
 TEST_CASE("models: the installed fashion-mnist files load as 12000 and 2000 images",
           "[models][idx][fashion_mnist]") {
-  // The test command installs the data set (experiments/install_dependencies.sh): its absence
+  // The test command installs the data set (tools/install_dependencies.sh): its absence
   // is a failure, not a skip.
   REQUIRE(std::filesystem::exists(std::string(stragglersim::models::kFashionMnistDir) +
                                   "/train-images-idx3-ubyte.gz"));

@@ -368,7 +368,7 @@ def test_the_gil_is_released_while_a_run_executes():
 def test_two_threads_calling_at_once_get_the_sequential_results():
     """Concurrent calls share nothing: each thread gets the bytes it gets alone. (That they
     run in parallel follows from the GIL test above; the speed-up on two cores is measured by
-    experiments/benchmarks/python_vs_numpy.py, not asserted in a timed test.)"""
+    benchmarks/python_vs_numpy.py, not asserted in a timed test.)"""
     configs = [delay_only(workers=4096, seed=s) for s in (1, 2)]
     sequential = [stragglersim.run(c).trace for c in configs]
     barrier = threading.Barrier(2)

@@ -9,7 +9,7 @@
 
 #include "codes/fractional_repetition_code.h"
 #include "codes/uncoded_code.h"
-#include "sim/delay_only.h"
+#include "sim/fastpath/delay_only.h"
 
 namespace stragglersim::sim {
 namespace {

@@ -13,7 +13,7 @@
 #include "codes/uncoded_code.h"
 #include "models/base/random_stream.h"
 #include "models/libsvm_reader.h"
-#include "sim/simulated_backend.h"
+#include "sim/backends/simulated_backend.h"
 
 namespace stragglersim::sim {
 namespace {

@@ -12,7 +12,7 @@
 #include "experiments/config/config_error.h"
 #include "experiments/config/run_plan.h"
 #include "models/fashion_mnist.h"
-#include "sim/simulated_backend.h"
+#include "sim/backends/simulated_backend.h"
 #include "sim/training_loop.h"
 #include "tests/experiments/config/plan_support.h"
 
@@ -220,7 +220,7 @@ TEST_CASE("experiments: csv data plans with a label column and a test file",
 
 TEST_CASE("experiments: a small fashion-mnist run learns t-shirt against shirt",
           "[experiments][data][fashion_mnist]") {
-  // The test command installs the data set (experiments/install_dependencies.sh): its absence
+  // The test command installs the data set (tools/install_dependencies.sh): its absence
   // is a failure, not a skip.
   REQUIRE(fashion_mnist_installed());
   auto c = config_with_data({{"source", "fashion_mnist"}, {"rows", 2000}});

@@ -8,7 +8,7 @@
 
 #include "experiments/config/config_error.h"
 #include "experiments/config/run_plan.h"
-#include "sim/mpi_session.h"
+#include "sim/backends/mpi_session.h"
 #include "tests/experiments/config/plan_support.h"
 #include "tests/test_support.h"
 

@@ -24,7 +24,7 @@
 #include "experiments/config/run_plan.h"
 #include "models/loss_model.h"
 #include "models/objective.h"
-#include "sim/mpi_session.h"
+#include "sim/backends/mpi_session.h"
 #include "sim/scheme.h"
 #include "tests/idx_fixture.h"
 

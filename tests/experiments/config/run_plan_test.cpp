@@ -6,7 +6,7 @@
 #include <string>
 
 #include "experiments/config/config_error.h"
-#include "sim/simulated_backend.h"
+#include "sim/backends/simulated_backend.h"
 #include "sim/training_loop.h"
 #include "tests/experiments/config/plan_support.h"
 

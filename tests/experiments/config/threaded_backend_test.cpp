@@ -19,9 +19,9 @@
 // much measured lateness (the iteration's own jitter), and if the real set is a strict subset
 // (decodable rules only) it must still hold the simulated stopper and be decodable. Precision
 // figures (agreement, real/simulated time) are printed, and measured in
-// tests/benchmarks/threaded_backend_benchmark.cpp, never asserted here.
+// benchmarks/threaded_backend_benchmark.cpp, never asserted here.
 
-#include "sim/threaded_backend.h"
+#include "sim/backends/threaded_backend.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -36,7 +36,7 @@
 #include <numeric>
 
 #include "experiments/config/run_plan.h"
-#include "sim/simulated_backend.h"
+#include "sim/backends/simulated_backend.h"
 #include "sim/training_loop.h"
 
 namespace stragglersim::sim {

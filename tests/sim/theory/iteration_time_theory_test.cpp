@@ -15,10 +15,10 @@
 #include "codes/fractional_repetition_code.h"
 #include "codes/uncoded_code.h"
 #include "models/base/random_stream.h"
-#include "sim/bimodal_delay.h"
-#include "sim/delay_model.h"
-#include "sim/heterogeneous_delay.h"
-#include "sim/pareto_delay.h"
+#include "sim/delays/bimodal_delay.h"
+#include "sim/delays/delay_model.h"
+#include "sim/delays/heterogeneous_delay.h"
+#include "sim/delays/pareto_delay.h"
 #include "sim/stopping_rule.h"
 
 namespace stragglersim::sim {

@@ -1,5 +1,6 @@
 // The numerical theory (sim/theory/iteration_time_theory.h) on the empirical marginals of a
-// replayed trace (sim/trace_delay.h) against exact enumeration of the pool bootstrap's draws.
+// replayed trace (sim/delays/trace_delay.h) against exact enumeration of the pool bootstrap's
+// draws.
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -11,9 +12,9 @@
 #include <vector>
 
 #include "codes/uncoded_code.h"
-#include "sim/delay_only.h"
+#include "sim/delays/trace_delay.h"
+#include "sim/fastpath/delay_only.h"
 #include "sim/theory/iteration_time_theory.h"
-#include "sim/trace_delay.h"
 
 namespace stragglersim::sim {
 namespace {

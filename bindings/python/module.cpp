@@ -1,0 +1,362 @@
+// The native half of the `stragglersim` Python package (the Python half is
+// stragglersim/__init__.py: the public API, docstrings, Run and the exceptions).
+//
+// Every function goes through the same entry points as the command line (plan_run_file /
+// plan_run, execute_run, theory_report, inspect_code, expand_sweep + run_sweep), so a run from
+// Python writes the bytes `stragglersim run` writes. A config is given either as JSON text (a
+// Python dict serialised by the package; errors name it "<dict>", relative paths resolve against
+// the current directory) or as a file path (read exactly as the CLI reads it).
+//
+// Long calls run on a worker thread while the calling thread waits with the GIL released, so
+// other Python threads run; every 50 ms the waiting thread takes the GIL to run Python's signal
+// handlers, and a KeyboardInterrupt (or any exception a handler raises) sets the stop flag that
+// the run polls after each iteration: the run is abandoned, nothing is written, the exception
+// propagates.
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "experiments/config/config_error.h"
+#include "experiments/config/run_plan.h"
+#include "experiments/entry_points.h"
+#include "experiments/run_output.h"
+#include "experiments/sweep.h"
+#include "sim/fastpath/delay_only.h"
+
+namespace py = pybind11;
+
+namespace stragglersim::experiments {
+namespace {
+
+constexpr const char* kDictSource = "<dict>";
+
+/// A config from Python: JSON text of a dict, or a file path.
+struct Input {
+  std::optional<std::string> text;
+  std::string path;
+};
+
+nlohmann::json parse_dict(const std::string& text) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(std::string(kDictSource) + ": invalid JSON: " + e.what());
+  }
+}
+
+/// The JSON, its name in messages and the folder relative paths resolve against.
+struct Loaded {
+  nlohmann::json json;
+  std::string source;
+  std::filesystem::path base_dir;
+};
+
+Loaded load(const Input& input) {
+  if (input.text) {
+    return {parse_dict(*input.text), kDictSource, std::filesystem::current_path()};
+  }
+  const std::filesystem::path path(input.path);
+  return {read_json_file(path), path.string(), path.parent_path()};
+}
+
+RunPlan plan(const Input& input) {
+  if (!input.text) {
+    return plan_run_file(input.path);  // exactly the CLI's path
+  }
+  const Loaded l = load(input);
+  return plan_run(l.json, l.source, l.base_dir);
+}
+
+/// Runs `job(stop)` on a worker thread; the caller waits with the GIL released and checks
+/// Python's signals every 50 ms (see the file comment). Rethrows the job's exception.
+template <typename Result, typename Job>
+Result call_interruptible(Job job) {
+  std::atomic<bool> stop{false};
+  std::optional<Result> result;
+  std::exception_ptr error;
+  bool interrupted = false;
+  {
+    const py::gil_scoped_release release;
+    std::mutex mutex;
+    std::condition_variable done_cv;
+    bool done = false;
+    std::thread worker([&] {
+      try {
+        result.emplace(job(stop));
+      } catch (...) {
+        error = std::current_exception();
+      }
+      const std::lock_guard lock(mutex);
+      done = true;
+      done_cv.notify_all();
+    });
+    std::unique_lock lock(mutex);
+    while (!done_cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; })) {
+      if (interrupted) {
+        continue;
+      }
+      lock.unlock();
+      {
+        const py::gil_scoped_acquire acquire;
+        if (PyErr_CheckSignals() != 0) {
+          interrupted = true;
+          stop.store(true);
+        }
+      }
+      lock.lock();
+    }
+    lock.unlock();
+    worker.join();
+  }
+  if (interrupted) {
+    throw py::error_already_set();  // the handler's exception, usually KeyboardInterrupt
+  }
+  if (error) {
+    std::rethrow_exception(error);
+  }
+  return std::move(*result);
+}
+
+/// Columns holding counts (int64 in Python); every other column is float64.
+bool is_count_column(const std::string& name) {
+  return name == "iteration" || name == "workers_heard" || name == "partitions_covered";
+}
+
+std::vector<std::string> split_fields(const std::string& line) {
+  std::vector<std::string> fields;
+  std::stringstream stream(line);
+  std::string field;
+  while (std::getline(stream, field, ',')) {
+    fields.push_back(field);
+  }
+  if (!line.empty() && line.back() == ',') {
+    fields.emplace_back();
+  }
+  return fields;
+}
+
+template <typename T>
+T parse_number(const std::string& text, const std::string& path) {
+  // An empty cell is a value the run does not have (e.g. the gradient error of row 0): NaN.
+  if constexpr (std::is_floating_point_v<T>) {
+    if (text.empty()) {
+      return std::numeric_limits<T>::quiet_NaN();
+    }
+  }
+  T value{};
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end) {
+    throw std::runtime_error(path + ": not a number in the trace: '" + text + "'");
+  }
+  return value;
+}
+
+/// trace.csv as (column, numpy array) pairs in the file's column order. The CLI writes doubles
+/// in their shortest round-trip form, so from_chars gives back the exact values.
+py::list read_trace(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw std::runtime_error(path + ": cannot open trace");
+  }
+  std::string line;
+  std::getline(in, line);
+  const std::vector<std::string> names = split_fields(line);
+  std::vector<std::vector<std::string>> cells(names.size());
+  while (std::getline(in, line)) {
+    const auto fields = split_fields(line);
+    if (fields.size() != names.size()) {
+      throw std::runtime_error(path + ": a row has a different number of fields than the header");
+    }
+    for (std::size_t c = 0; c < fields.size(); ++c) {
+      cells[c].push_back(fields[c]);
+    }
+  }
+  py::list columns;
+  for (std::size_t c = 0; c < names.size(); ++c) {
+    const auto rows = static_cast<py::ssize_t>(cells[c].size());
+    if (is_count_column(names[c])) {
+      py::array_t<std::int64_t> column(rows);
+      auto* data = column.mutable_data();
+      for (py::ssize_t i = 0; i < rows; ++i) {
+        data[i] = parse_number<std::int64_t>(cells[c][static_cast<std::size_t>(i)], path);
+      }
+      columns.append(py::make_tuple(names[c], column));
+    } else {
+      py::array_t<double> column(rows);
+      auto* data = column.mutable_data();
+      for (py::ssize_t i = 0; i < rows; ++i) {
+        data[i] = parse_number<double>(cells[c][static_cast<std::size_t>(i)], path);
+      }
+      columns.append(py::make_tuple(names[c], column));
+    }
+  }
+  return columns;
+}
+
+/// `stragglersim run`: (status, error) of the run written into out_dir.
+py::tuple run(const Input& input, const std::string& out_dir) {
+  const auto outcome = call_interruptible<RunOutcome>([&](const std::atomic<bool>& stop) {
+    const RunPlan p = plan(input);
+    return execute_run(p, out_dir, [&stop] { return stop.load(std::memory_order_relaxed); });
+  });
+  return py::make_tuple(outcome.status, outcome.error);
+}
+
+/// `stragglersim theory --json` as JSON text.
+std::string theory(const Input& input) {
+  return call_interruptible<std::string>(
+      [&](const std::atomic<bool>& /*stop*/) { return theory_report(plan(input)).dump(2); });
+}
+
+/// `stragglersim codes --json` as JSON text.
+std::string code(int workers,
+                 const std::string& code_text,
+                 int partitions,
+                 std::uint64_t seed,
+                 int stragglers,
+                 int wait_for,
+                 int samples) {
+  CodeRequest request;
+  request.source = kDictSource;
+  request.code = parse_dict(code_text);
+  request.workers = workers;
+  request.partitions = partitions;
+  request.seed = seed;
+  request.stragglers = stragglers;
+  request.wait_for = wait_for;
+  request.samples = samples;
+  return call_interruptible<std::string>([&](const std::atomic<bool>& /*stop*/) {
+    return code_report_json(inspect_code(request)).dump(2);
+  });
+}
+
+/// `stragglersim sweep`: runs the sweep into out_dir; returns the number of failed runs.
+std::size_t sweep(const Input& input, const std::string& out_dir, int jobs) {
+  if (jobs < 1) {
+    throw ConfigError("jobs must be at least 1; got " + std::to_string(jobs));
+  }
+  const auto result = call_interruptible<SweepResult>([&](const std::atomic<bool>& stop) {
+    const SweepSpec spec = [&] {
+      if (!input.text) {
+        return expand_sweep_file(input.path);
+      }
+      const Loaded l = load(input);
+      return expand_sweep(l.json, l.source, l.base_dir);
+    }();
+    SweepOptions options;
+    options.jobs = jobs;
+    options.stop = &stop;
+    return run_sweep(spec, out_dir, options);
+  });
+  return result.failed;
+}
+
+/// The iteration times of the config's cluster (workers, code, stopping, delay, stragglers,
+/// seed) on the delay-only path: data, loss, optimizer and backend are replaced by a delay-only
+/// run of `iterations` iterations, so the result equals trace["iteration_time"][1:] of that run.
+py::array_t<double> iteration_times(const Input& input, std::uint64_t iterations) {
+  auto times = call_interruptible<std::vector<double>>([&](const std::atomic<bool>& stop) {
+    Loaded l = load(input);
+    if (l.json.is_object()) {
+      // The run of a config with data draws every worker: so do its iteration times.
+      if (!l.json.contains("data") || !l.json["data"].is_null()) {
+        l.json["sampler"] = "workers";
+      }
+      l.json["data"] = nullptr;
+      l.json.erase("loss");
+      l.json.erase("backend");
+      l.json["optimizer"] = {{"iterations", iterations}};
+    }
+    const RunPlan p = plan_run(l.json, l.source, l.base_dir);
+    sim::DelayOnlySimulator simulator(
+        p.make_delays(), p.scheme.rule, p.scheme.code, p.stragglers, p.seed, p.network, p.sampler);
+    std::vector<double> out;
+    out.reserve(iterations);
+    simulator.run(iterations, [&](const sim::DelayOnlyIteration& it) {
+      if (stop.load(std::memory_order_relaxed)) {
+        throw RunInterrupted();
+      }
+      out.push_back(it.iteration_time);
+    });
+    return out;
+  });
+  py::array_t<double> result(static_cast<py::ssize_t>(times.size()));
+  std::copy(times.begin(), times.end(), result.mutable_data());
+  return result;
+}
+
+Input input_of(const std::optional<std::string>& text, const std::optional<std::string>& path) {
+  return {text, path.value_or("")};
+}
+
+}  // namespace
+}  // namespace stragglersim::experiments
+
+PYBIND11_MODULE(_stragglersim, m) {
+  namespace ex = stragglersim::experiments;
+  m.doc() = "native part of stragglersim; use the stragglersim package";
+  py::register_exception<ex::ConfigError>(m, "ConfigError", PyExc_ValueError);
+  m.def(
+      "run",
+      [](const std::optional<std::string>& text,
+         const std::optional<std::string>& path,
+         const std::string& out) { return ex::run(ex::input_of(text, path), out); },
+      py::arg("text"),
+      py::arg("path"),
+      py::arg("out"));
+  m.def(
+      "theory",
+      [](const std::optional<std::string>& text, const std::optional<std::string>& path) {
+        return ex::theory(ex::input_of(text, path));
+      },
+      py::arg("text"),
+      py::arg("path"));
+  m.def("code",
+        &ex::code,
+        py::arg("workers"),
+        py::arg("code"),
+        py::arg("partitions"),
+        py::arg("seed"),
+        py::arg("stragglers"),
+        py::arg("wait_for"),
+        py::arg("samples"));
+  m.def(
+      "sweep",
+      [](const std::optional<std::string>& text,
+         const std::optional<std::string>& path,
+         const std::string& out,
+         int jobs) { return ex::sweep(ex::input_of(text, path), out, jobs); },
+      py::arg("text"),
+      py::arg("path"),
+      py::arg("out"),
+      py::arg("jobs"));
+  m.def(
+      "iteration_times",
+      [](const std::optional<std::string>& text,
+         const std::optional<std::string>& path,
+         std::uint64_t iterations) {
+        return ex::iteration_times(ex::input_of(text, path), iterations);
+      },
+      py::arg("text"),
+      py::arg("path"),
+      py::arg("iterations"));
+  m.def("read_trace", &ex::read_trace, py::arg("path"));
+}

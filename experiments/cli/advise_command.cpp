@@ -1,0 +1,142 @@
+// `stragglersim advise CONFIG.json [--json] [--fit TIMES.csv] [--suboptimality
+// S]
+// [--repetitions R] [--measure N] [--write FILE]`: schemes ranked by predicted
+// time to target (docs/advise.md).
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <iostream>
+#include <memory>
+
+#include "experiments/cli/commands.h"
+#include "experiments/config/run_plan.h"
+#include "experiments/fit_report.h"
+#include "experiments/run_output.h"
+#include "experiments/scheme_advice.h"
+
+namespace stragglersim::experiments {
+namespace {
+
+struct AdviseArguments {
+  std::string config;
+  bool json = false;
+  std::string fit;
+  double suboptimality = 0.0;
+  int repetitions = 10;
+  int measure = 0;
+  std::string write;
+};
+
+std::string cell(double v, const char* format = "{:.4f}") {
+  return std::isfinite(v) ? fmt::format(fmt::runtime(format), v) : std::string("-");
+}
+
+void print_table(const Advice& advice, const std::string& config_path) {
+  std::cout << fmt::format(
+      "{}: target loss {:.6g} (f* = {:.6g}, f - f* <= {:.4g} = {:.3g} of f(x0) "
+      "- f*), horizon {} "
+      "iterations\n",
+      config_path,
+      advice.target_loss,
+      advice.f_star,
+      advice.target_gap,
+      advice.target_gap / advice.initial_gap,
+      advice.horizon);
+  const bool measured = !advice.ranked.empty() && advice.ranked.front().measured_runs > 0;
+  std::cout << fmt::format("{:>4} {:<36} {:>10} {:>10} {:>11}{}  {}\n",
+                           "rank",
+                           "scheme",
+                           "iter time",
+                           "iterations",
+                           "total",
+                           measured ? fmt::format(" {:>20}", "measured ± s.e.") : "",
+                           "methods (iteration time; iterations)");
+  int rank = 0;
+  for (const auto& c : advice.ranked) {
+    ++rank;
+    if (!c.problem.empty()) {
+      std::cout << fmt::format("{:>4} {:<36} not predicted: {}\n", rank, c.label, c.problem);
+      continue;
+    }
+    const std::string its = c.iterations ? fmt::format("{:.4g}", *c.iterations) : "not reached";
+    const std::string m =
+        measured
+            ? fmt::format(" {:>20}",
+                          c.measured_reached == c.measured_runs
+                              ? fmt::format("{:.3f} ± {:.3f}", c.measured_mean, c.measured_se)
+                              : fmt::format("{}/{} reached", c.measured_reached, c.measured_runs))
+            : "";
+    std::cout << fmt::format("{:>4} {:<36} {:>10} {:>10} {:>11}{}  {}; {}\n",
+                             rank,
+                             c.label,
+                             cell(c.iteration_time),
+                             its,
+                             cell(c.total, "{:.3f}"),
+                             m,
+                             c.iteration_time_method,
+                             c.iterations_method);
+  }
+}
+
+int command_advise(const AdviseArguments& a) {
+  const nlohmann::json config = read_json_file(a.config);
+  AdviceOptions options;
+  if (!a.fit.empty()) {
+    options.predicted_delay = best_delay_block(fit_trace_file(a.fit, false));
+  }
+  if (a.suboptimality > 0.0) {
+    options.suboptimality = a.suboptimality;
+  }
+  options.repetitions = a.repetitions;
+  options.measure = a.measure;
+  const std::filesystem::path base_dir = std::filesystem::path(a.config).parent_path();
+  const Advice advice = advise(config, a.config, base_dir, options);
+  const nlohmann::json j = advice_json(advice);
+  if (!a.write.empty() && !j["recommended_config"].is_null()) {
+    write_file_atomically(a.write, j["recommended_config"].dump(2) + "\n");
+  }
+  if (a.json) {
+    std::cout << j.dump(2) << '\n';
+    return 0;
+  }
+  print_table(advice, a.config);
+  if (j["recommended"].is_null()) {
+    std::cout << "no scheme reaches the target within the horizon\n";
+    return 0;
+  }
+  const auto& best = advice.ranked.front();
+  std::cout << fmt::format("recommended: {} (predicted {:.3f} s to target)\nconfig block: {}\n",
+                           best.label,
+                           best.total,
+                           best.block.dump());
+  if (!a.fit.empty()) {
+    std::cout << fmt::format(
+        "predicted with the delay fitted to {}: {}\n", a.fit, advice.predicted_delay.dump());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_advise_command(CLI::App& app) {
+  auto a = std::make_shared<AdviseArguments>();
+  auto* cmd =
+      app.add_subcommand("advise", "rank coding schemes by predicted time to a target loss");
+  cmd->add_option("config", a->config, "config file (JSON) with data and target_loss")->required();
+  cmd->add_flag("--json", a->json, "print JSON");
+  cmd->add_option("--fit", a->fit, "replace the config's delay by the best fit to this CSV");
+  cmd->add_option("--suboptimality",
+                  a->suboptimality,
+                  "target f - f* <= S (f(x0) - f*) instead of target_loss")
+      ->check(CLI::Range(1e-12, 0.999999));
+  cmd->add_option("--repetitions", a->repetitions, "simulated runs per scheme (default 10)")
+      ->check(CLI::Range(1, 10000));
+  cmd->add_option("--measure", a->measure, "also measure each scheme over N seeded runs")
+      ->check(CLI::Range(1, 10000));
+  cmd->add_option("--write", a->write, "write the recommended config here");
+  add_max_memory_option(*cmd);
+  return {cmd, [a] { return command_advise(*a); }};
+}
+
+}  // namespace stragglersim::experiments

@@ -1,0 +1,194 @@
+// `stragglersim run`: one experiment from a JSON config.
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <system_error>
+
+#include "experiments/cli/commands.h"
+#include "experiments/config/config_error.h"
+#include "experiments/config/run_plan.h"
+#include "experiments/interrupt.h"
+#include "experiments/run_diagnostics.h"
+#include "experiments/run_output.h"
+#include "sim/backends/mpi_backend.h"
+#include "sim/backends/mpi_session.h"
+
+namespace stragglersim::experiments {
+namespace {
+
+/// What in `out_dir` belongs to another run than `plan` ("" when nothing does): a summary of
+/// another config, a trace without summary, or a sweep. Rerunning the same config is allowed.
+std::string other_run_in(const std::filesystem::path& out_dir, const RunPlan& plan) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(out_dir / "sweep_spec.json", ec)) {
+    return "a sweep folder (sweep_spec.json)";
+  }
+  if (fs::exists(out_dir / "summary.json", ec)) {
+    std::ifstream in(out_dir / "summary.json", std::ios::binary);
+    const auto summary = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (summary.is_object() && summary.contains("config") && summary["config"] == plan.resolved) {
+      return "";
+    }
+    const std::string name = summary.is_object() ? summary.value("name", "?") : "?";
+    return fmt::format("run {} (summary.json of another config)", nlohmann::json(name).dump());
+  }
+  if (fs::exists(out_dir / "trace.csv", ec)) {
+    return "trace.csv of an unfinished run";
+  }
+  return "";
+}
+
+/// Creates the output folder before the run starts, so a folder that cannot be made costs no
+/// compute.
+void make_output_folder(const std::string& out_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) {
+    throw ConfigError(
+        fmt::format("--out: cannot create the folder ({}); got \"{}\"; expected a "
+                    "folder this user may create",
+                    ec.message(),
+                    out_dir));
+  }
+}
+
+int report_run(const RunPlan& plan,
+               const RunOutcome& outcome,
+               const std::string& config,
+               const std::string& out_dir) {
+  // The outcome's own line first (scripts read the first line of stderr), then the warnings.
+  if (outcome.status == "interrupted") {
+    const int signal = interrupt_flag().load();
+    std::cerr << fmt::format(
+        "{}: interrupted by signal {} after iteration {}; trace and summary are in {}\n",
+        config,
+        signal,
+        outcome.summary["iterations"].get<std::uint64_t>(),
+        out_dir);
+    print_warnings(outcome.summary);
+    return 128 + signal;
+  }
+  if (outcome.status != "ok") {
+    std::cerr << fmt::format("error: {}: {}\n", config, outcome.error);
+    std::cerr << fmt::format("the trace up to the last good iteration is in {}\n", out_dir);
+    print_warnings(outcome.summary);
+    return 3;
+  }
+  print_warnings(outcome.summary);
+  const auto& s = outcome.summary;
+  if (plan.delay_only()) {
+    std::cout << fmt::format(
+        "{}: {} iterations, mean iteration time {:.6g} ± {:.2g} (s.e.), total {:.6g} s\n",
+        plan.name,
+        s["iterations"].get<std::uint64_t>(),
+        s["mean_iteration_time"].get<double>(),
+        s["iteration_time_standard_error"].get<double>(),
+        s["total_time"].get<double>());
+  } else {
+    std::cout << fmt::format("{}: {} iterations in {:.6g} simulated s, final loss {:.6g}",
+                             plan.name,
+                             s["iterations"].get<std::uint64_t>(),
+                             s["total_time"].get<double>(),
+                             s["final_loss"].get<double>());
+    if (s.contains("final_test_metric")) {
+      std::cout << fmt::format(", test {} {:.4g}",
+                               s["test_metric"].get<std::string>(),
+                               s["final_test_metric"].get<double>());
+    }
+    std::cout << '\n';
+  }
+  std::cout << fmt::format("wrote {}/trace.csv and {}/summary.json\n", out_dir, out_dir);
+  if (!outcome.worker_times_csv.empty()) {
+    std::cout << fmt::format("wrote {}/worker_times.csv\n", out_dir);
+  }
+  return 0;
+}
+
+/// `mpirun -np n+1 stragglersim run`: rank 0 runs the master and writes the outputs, ranks
+/// 1..n are the workers. Every rank planned the same run from the same config, so every rank
+/// refuses a wrong -np by itself (exit 2); they wait (a bounded time) until rank 0 has said why,
+/// since mpirun ends the job at the first non-zero exit.
+int command_run_mpi(const RunPlan& plan, const std::string& config, const std::string& out_dir) {
+  sim::MpiSession session;
+  const int expected = plan.workers + 1;
+  if (session.size() != expected) {
+    if (session.rank() == 0) {
+      std::cerr << fmt::format(
+          "error: {}:/backend/kind: the mpi backend needs one process per worker and one "
+          "master; got mpirun -np {}; expected mpirun -np {} ({} workers + 1)\n",
+          config,
+          session.size(),
+          expected,
+          plan.workers);
+    }
+    session.meet(std::chrono::seconds(10));
+    return 2;
+  }
+  if (session.rank() != 0) {
+    sim::run_mpi_worker(*plan.objective, plan.scheme, plan.mpi, session.rank() - 1);
+    return 0;
+  }
+  make_output_folder(out_dir);
+  const RunOutcome outcome = execute_run(plan, out_dir);
+  return report_run(plan, outcome, config, out_dir);
+}
+
+int command_run(const std::string& config, const std::string& out_dir, bool force) {
+  check_output_folder(out_dir, "--out");
+  // Under mpirun, rank i + 1 is worker i of an mpi run: it loads only its own partitions.
+  std::optional<int> mpi_worker;
+  if (const auto rank = sim::launched_by_mpi() ? sim::launcher_rank() : std::nullopt;
+      rank && *rank > 0) {
+    mpi_worker = *rank - 1;
+  }
+  const RunPlan plan = plan_run_file(config, mpi_worker);
+  if (const std::string other = other_run_in(out_dir, plan); !force && !other.empty()) {
+    throw ConfigError(fmt::format(
+        "{}: holds another run; got {}; expected an empty or new --out folder, or --force to "
+        "replace its trace.csv and summary.json",
+        out_dir,
+        other));
+  }
+  if (plan.backend == BackendKind::kMpi) {
+    return command_run_mpi(plan, config, out_dir);
+  }
+  make_output_folder(out_dir);
+  const InterruptGuard guard;
+  // A progress line only where someone watches: stderr on a terminal.
+  std::optional<ProgressLine> line;
+  ProgressHook progress;
+  if (::isatty(STDERR_FILENO) != 0) {
+    line.emplace(std::cerr);
+    progress = [&line](const RunProgress& p) { line->update(p); };
+  }
+  const RunOutcome outcome = execute_run(
+      plan, out_dir, [] { return interrupt_flag().load() != 0; }, progress);
+  if (line) {
+    line->finish();
+  }
+  return report_run(plan, outcome, config, out_dir);
+}
+
+}  // namespace
+
+Subcommand add_run_command(CLI::App& app) {
+  auto config = std::make_shared<std::string>();
+  auto out_dir = std::make_shared<std::string>();
+  auto force = std::make_shared<bool>(false);
+  auto* run = app.add_subcommand("run", "run one experiment from a JSON config");
+  run->add_option("config", *config, "config file (JSON)")->required();
+  run->add_option("--out", *out_dir, "output folder for trace.csv and summary.json")->required();
+  run->add_flag("--force", *force, "write into --out even when it holds another run's output");
+  add_max_memory_option(*run);
+  return {run, [config, out_dir, force] { return command_run(*config, *out_dir, *force); }};
+}
+
+}  // namespace stragglersim::experiments

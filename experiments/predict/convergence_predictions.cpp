@@ -1,0 +1,554 @@
+#include "experiments/predict/convergence_predictions.h"
+
+#include <fmt/format.h>
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <variant>
+
+#include "experiments/predict/predictions.h"
+#include "models/base/random_stream.h"
+#include "models/optimum.h"
+#include "sim/backends/simulated_backend.h"
+#include "sim/fastpath/delay_only.h"
+#include "sim/simulated_cluster.h"
+#include "sim/theory/coded_convergence.h"
+#include "sim/theory/least_squares_curve.h"
+#include "sim/training_loop.h"
+
+namespace stragglersim::experiments {
+namespace {
+
+/// Largest partition count whose k × k coefficient moments are computed.
+constexpr int kMaxMomentPartitions = 1000;
+/// Largest number of heard sets decoded, and sets·k², for decoders not linear in the heard set.
+constexpr double kMaxEnumeratedSets = 200000;
+constexpr double kMaxEnumerationWork = 2e9;
+/// Largest feature count, and K·p², of the exact least-squares curve.
+constexpr Eigen::Index kMaxCurveFeatures = 200;
+constexpr double kMaxCurveWork = 4e6;
+/// Flops spent on the fourth moments behind the standard deviation of the exact curve (a few
+/// seconds: Nesterov at p = 20, K = 10 needs 9.2e8 per iteration, 40 iterations 3.7e10).
+constexpr double kMaxSpreadWork = 5e10;
+/// Largest n for moments under a deadline with non-identical workers (O(n⁴) pair laws).
+constexpr int kMaxHeterogeneousWorkers = 200;
+/// Fewer affordable iterations than this (or than the run has) and the sd is not computed.
+constexpr int kMinSpreadIterations = 10;
+
+/// What the bound needs of the coefficients, at the level of `group` partitions per group.
+struct Coefficients {
+  int group = 1;
+  double mean = 1.0;
+  double bias = 0.0;
+  double variance = 0.0;
+  std::optional<sim::CoefficientMoments> exchangeable;  ///< exact moments (FRC, uncoded, exact)
+  std::vector<double> covered;  ///< P(N = j) behind `exchangeable`; empty for α = 1
+  std::string method;
+};
+
+bool identical_delays(const sim::DelayModel& delay) {
+  for (int i = 1; i < delay.workers(); ++i) {
+    if (delay.mean(i) != delay.mean(0) || delay.variance(i) != delay.variance(0) ||
+        delay.lower_bound(i) != delay.lower_bound(0)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Exact moments: FRC or uncoded with identical workers (exchangeable groups), or any exact
+/// scheme (α = 1). nullopt when neither applies.
+std::optional<Coefficients> exact_coefficients(const RunPlan& plan,
+                                               const sim::SchemeDescription& s,
+                                               const sim::IterationTimePrediction& timing) {
+  const bool grouped =
+      s.code == sim::CodeFamily::kUncoded || s.code == sim::CodeFamily::kFractionalRepetition;
+  const bool exact_rule = s.rule == sim::RuleKind::kAll || s.rule == sim::RuleKind::kDecodable ||
+                          (s.code == sim::CodeFamily::kCyclic && s.rule == sim::RuleKind::kFirstR &&
+                           s.r >= s.workers - s.d + 1);
+  Coefficients c;
+  if (exact_rule && plan.scheme.rescale != codes::Rescale::kExpected) {
+    c.exchangeable = sim::CoefficientMoments{1, 1.0, 1.0, 1.0};
+    c.method = "exact scheme (alpha = 1)";
+    return c;
+  }
+  if (!grouped || !identical_delays(*plan.make_delays())) {
+    return std::nullopt;
+  }
+  const int groups = s.workers / s.d;
+  std::vector<double> covered;
+  if (exact_rule) {
+    covered.assign(static_cast<std::size_t>(groups) + 1, 0.0);
+    covered.back() = 1.0;
+  } else if (s.rule == sim::RuleKind::kDeadline) {
+    covered = sim::covered_groups_independent(groups, timing.q);
+  } else {
+    // first_r_or_decodable covers exactly what the first r arrivals cover (see
+    // iteration_time_theory.h), so both rules share the distribution.
+    covered = sim::covered_groups_first_r(groups, s.d, s.r);
+  }
+  c.group = s.d;
+  c.covered = covered;
+  c.exchangeable =
+      sim::coefficient_moments(covered, plan.scheme.rescale, plan.scheme.erasure_probability);
+  c.mean = c.exchangeable->mean;
+  c.variance = sim::covariance_top_eigenvalue(*c.exchangeable);
+  c.method = "exact (exchangeable groups)";
+  return c;
+}
+
+/// The law of the heard set for a code without exchangeable groups: nullopt (with `why`) where
+/// the heard set is not a uniform subset or independent across workers.
+std::optional<sim::HeardSetLaw> heard_set_law(const RunPlan& plan, std::string* why) {
+  const std::optional<sim::StoppingShape> shape = plan.scheme.rule->shape();
+  const int n = plan.scheme.code->workers();
+  if (!shape) {
+    *why = "the stopping rule has no shape the theory knows; no coefficient moments";
+    return std::nullopt;
+  }
+  if (shape->kind == sim::RuleKind::kAll) {
+    return sim::HeardSetLaw::everyone(n);
+  }
+  if (shape->kind == sim::RuleKind::kDecodable ||
+      shape->kind == sim::RuleKind::kFirstROrDecodable) {
+    *why = fmt::format(
+        "rule '{}' on code '{}': the heard set depends on the arrival order through "
+        "decodability, so its law has no closed form; no coefficient moments, no bound derived",
+        plan.scheme.rule->name(),
+        plan.scheme.code->name());
+    return std::nullopt;
+  }
+  const auto delays = plan.make_delays();
+  const bool identical = identical_delays(*delays);
+  if (shape->kind == sim::RuleKind::kFirstR) {
+    if (!identical) {
+      *why = fmt::format(
+          "rule first_r with workers of different delay distributions (code '{}' gives them "
+          "different loads): the first r arrivals are not a uniform subset; no exact coefficient "
+          "moments, no bound derived (a deadline rule has them)",
+          plan.scheme.code->name());
+      return std::nullopt;
+    }
+    return sim::HeardSetLaw::uniform_subset(n, shape->r);
+  }
+  // Deadline τ: worker i is heard iff T_i ≤ τ, independently with probability F_i(τ).
+  auto law = sim::HeardSetLaw::independent(n, delays->cdf(0, shape->deadline));
+  if (!identical) {
+    if (n > kMaxHeterogeneousWorkers) {
+      *why = fmt::format(
+          "deadline with {} > {} workers of different delay distributions: no exact coefficient "
+          "moments computed",
+          n,
+          kMaxHeterogeneousWorkers);
+      return std::nullopt;
+    }
+    for (int i = 0; i < n; ++i) {
+      law.heard_probability.push_back(delays->cdf(i, shape->deadline));
+    }
+  }
+  return law;
+}
+
+/// Exact partition-level moments of α: closed form for the one-step decoder (α linear in the
+/// heard set), otherwise every heard set decoded with its probability (at most
+/// kMaxEnumeratedSets of them); nullopt with the reason beyond.
+std::optional<Coefficients> heard_set_coefficients(const RunPlan& plan, std::string* why) {
+  const auto& code = *plan.scheme.code;
+  const int k = code.partitions();
+  if (k > kMaxMomentPartitions) {
+    *why = fmt::format("no coefficient moments for {} > {} partitions", k, kMaxMomentPartitions);
+    return std::nullopt;
+  }
+  const auto law = heard_set_law(plan, why);
+  if (!law) {
+    return std::nullopt;
+  }
+  sim::PartitionMoments moments;
+  Coefficients c;
+  const bool linear = plan.scheme.decoder == sim::DecoderKind::kOneStep &&
+                      code.one_step_weight(1).has_value() &&
+                      plan.scheme.rescale != codes::Rescale::kEmpirical;
+  if (linear) {
+    const double scale = plan.scheme.rescale == codes::Rescale::kExpected
+                             ? 1.0 / (1.0 - plan.scheme.erasure_probability)
+                             : 1.0;
+    moments = sim::one_step_moments(code, *law, scale);
+    c.method = "exact (one-step decoder: alpha is linear in the heard set)";
+  } else {
+    const double sets = law->support_size();
+    const char* decoder = plan.scheme.decoder == sim::DecoderKind::kExact     ? "exact"
+                          : plan.scheme.decoder == sim::DecoderKind::kOneStep ? "one_step"
+                                                                              : "optimal";
+    if (sets > kMaxEnumeratedSets || sets * k * k > kMaxEnumerationWork) {
+      *why = fmt::format(
+          "the {} decoder{} is not linear in the heard set: exact coefficient moments need all "
+          "{:.6g} heard sets of {} partitions, more than this program enumerates ({:g} sets, "
+          "sets*k^2 <= {:g}); no bound derived",
+          decoder,
+          plan.scheme.rescale == codes::Rescale::kEmpirical ? " with empirical rescale" : "",
+          sets,
+          k,
+          kMaxEnumeratedSets,
+          kMaxEnumerationWork);
+      return std::nullopt;
+    }
+    try {
+      moments = sim::enumerated_moments(
+          *law, k, [&](std::span<const int> heard) { return plan.scheme.decode(heard, 0).alpha; });
+    } catch (const sim::NumericalError& e) {
+      *why = fmt::format("decoding fails on some heard sets: {}", e.what());
+      return std::nullopt;
+    }
+    c.method = fmt::format("exact (every one of the {:.0f} heard sets decoded)", sets);
+  }
+  const sim::MomentSummary summary = sim::summarize_moments(moments);
+  c.mean = summary.mean;
+  c.bias = summary.bias;
+  c.variance = summary.variance;
+  return c;
+}
+
+/// Σ_g ‖∇F_g(x)‖² for groups of `d` consecutive partitions.
+double group_gradient_squared(const Eigen::MatrixXd& pg, int d) {
+  double s = 0.0;
+  for (Eigen::Index g = 0; g < pg.cols(); g += d) {
+    s += pg.middleCols(g, std::min<Eigen::Index>(d, pg.cols() - g)).rowwise().sum().squaredNorm();
+  }
+  return s;
+}
+
+/// Rows of group g (partitions g·d .. g·d + d − 1).
+std::vector<Eigen::Index> group_rows(const models::Objective& f, int g, int d) {
+  std::vector<Eigen::Index> rows;
+  for (int j = g * d; j < std::min(f.partitions(), (g + 1) * d); ++j) {
+    const auto range = f.partition(j);
+    for (Eigen::Index i = range.begin; i < range.end; ++i) {
+      rows.push_back(i);
+    }
+  }
+  return rows;
+}
+
+struct GroupConstants {
+  double smoothness_squared = 0.0;  ///< L² = Σ_g β_g², β_g = curvature · λ_max(A_gᵀA_g)/m
+  /// Σ_g ((1/m) Σ_{i∈g} |b_i|·‖a_i‖)²: sup_x Σ_g ‖∇F_g(x)‖² when |ℓ'(z; b)| ≤ |b| (logistic).
+  double gradient_sup_squared = 0.0;
+};
+
+GroupConstants group_constants(const models::Objective& f, int d) {
+  GroupConstants out;
+  const auto m = static_cast<double>(f.rows());
+  for (int g = 0; g * d < f.partitions(); ++g) {
+    const auto rows = group_rows(f, g, d);
+    if (rows.empty()) {
+      continue;
+    }
+    const models::Dataset sub = f.data().select_rows(rows);
+    // Power iteration approaches λ_max from below; 1e-8 covers its 1e-10 tolerance.
+    const double beta_g = f.loss().curvature_bound() * models::largest_gram_eigenvalue(sub) *
+                          (1.0 + 1e-8) * static_cast<double>(rows.size()) / m;
+    out.smoothness_squared += beta_g * beta_g;
+    const Eigen::VectorXd norms = std::visit(
+        [](const auto& a) {
+          Eigen::VectorXd n(a.rows());
+          for (Eigen::Index i = 0; i < a.rows(); ++i) {
+            n(i) = a.row(i).norm();
+          }
+          return n;
+        },
+        sub.features);
+    const double sup_g = (norms.array() * sub.labels.array().abs()).sum() / m;
+    out.gradient_sup_squared += sup_g * sup_g;
+  }
+  return out;
+}
+
+/// ∇F_g(x) = H_g x − h_g read off p + 1 gradient passes (least squares is exactly affine).
+void least_squares_groups(const models::Objective& f,
+                          int d,
+                          std::vector<Eigen::MatrixXd>& hessians,
+                          std::vector<Eigen::VectorXd>& offsets) {
+  const Eigen::Index p = f.dimension();
+  const int groups = (f.partitions() + d - 1) / d;
+  auto grouped = [&](const Eigen::VectorXd& x) {
+    Eigen::MatrixXd pg;
+    f.evaluate(x, &pg);
+    Eigen::MatrixXd out(p, groups);
+    for (int g = 0; g < groups; ++g) {
+      const Eigen::Index first = static_cast<Eigen::Index>(g) * d;
+      const Eigen::Index width = std::min<Eigen::Index>(d, pg.cols() - first);
+      out.col(g) = pg.middleCols(first, width).rowwise().sum();
+    }
+    return out;
+  };
+  const Eigen::MatrixXd at_zero = grouped(Eigen::VectorXd::Zero(p));
+  hessians.assign(static_cast<std::size_t>(groups), Eigen::MatrixXd(p, p));
+  offsets.clear();
+  for (int g = 0; g < groups; ++g) {
+    offsets.emplace_back(-at_zero.col(g));
+  }
+  for (Eigen::Index i = 0; i < p; ++i) {
+    const Eigen::MatrixXd at_unit = grouped(Eigen::VectorXd::Unit(p, i)) - at_zero;
+    for (int g = 0; g < groups; ++g) {
+      hessians[static_cast<std::size_t>(g)].col(i) = at_unit.col(g);
+    }
+  }
+  for (auto& h : hessians) {
+    h = 0.5 * (h + h.transpose()).eval();
+  }
+}
+
+void exact_curve(const RunPlan& plan, const Coefficients& c, nlohmann::json& out) {
+  const auto& f = *plan.objective;
+  const int groups = (f.partitions() + c.group - 1) / c.group;
+  const double work = static_cast<double>(groups) * static_cast<double>(f.dimension()) *
+                      static_cast<double>(f.dimension());
+  std::string why;
+  if (f.loss().name() != "least_squares") {
+    why = "the exact curve is for least squares";
+  } else if (!c.exchangeable) {
+    why = "the exact curve needs exact coefficient moments (FRC or uncoded, identical workers)";
+  } else if (f.dimension() > kMaxCurveFeatures || work > kMaxCurveWork) {
+    why = fmt::format("the exact curve is limited to p <= {} and K*p^2 <= {:g}; got p = {}, K = {}",
+                      kMaxCurveFeatures,
+                      kMaxCurveWork,
+                      f.dimension(),
+                      groups);
+  }
+  if (!why.empty()) {
+    out["exact_curve"] = nullptr;
+    out["exact_curve_problem"] = why;
+    return;
+  }
+  sim::LeastSquaresCurveInputs in;
+  least_squares_groups(f, c.group, in.hessians, in.offsets);
+  in.l2 = f.l2();
+  in.step = plan.step;
+  in.optimizer = plan.optimizer == OptimizerKind::kNesterov ? sim::CurveOptimizer::kNesterov
+                                                            : sim::CurveOptimizer::kGd;
+  in.moments = *c.exchangeable;
+  if (in.moments.groups == 1 && groups > 1) {
+    // α = 1 for an exact scheme: every group has the same (deterministic) coefficient.
+    in.moments.groups = groups;
+  }
+  // Like the bound, the curve stops at kMaxTheoryIterations: theory's cost must not grow with
+  // the iterations it predicts for.
+  const int iterations = static_cast<int>(std::min(plan.iterations, kMaxTheoryIterations));
+  out["exact_curve"] = sim::least_squares_expected_gap(in, iterations);
+  sim::CoverageLaw law;
+  law.covered = c.covered;
+  if (law.covered.empty()) {  // α = 1: every group covered
+    law.covered.assign(static_cast<std::size_t>(groups) + 1, 0.0);
+    law.covered.back() = 1.0;
+  } else {
+    law.rescale = plan.scheme.rescale;
+    law.expected_q = plan.scheme.erasure_probability;
+  }
+  const double flops = sim::least_squares_gap_spread_flops(in);
+  const int affordable = static_cast<int>(std::min<double>(iterations, kMaxSpreadWork / flops));
+  if (affordable < std::min(iterations, kMinSpreadIterations)) {
+    out["exact_curve_sd"] = nullptr;
+    out["exact_curve_sd_problem"] = fmt::format(
+        "the standard deviation needs fourth moments of the state at {:.3g} flops per iteration; "
+        "fewer than {} iterations fit in {:g} flops",
+        flops,
+        kMinSpreadIterations,
+        kMaxSpreadWork);
+    return;
+  }
+  const sim::LeastSquaresGapSpread spread =
+      sim::least_squares_gap_spread(in, law, iterations, kMaxSpreadWork);
+  const auto computed = static_cast<int>(spread.sd.size()) - 1;
+  out["exact_curve_sd"] = spread.sd;
+  if (computed < iterations) {
+    out["exact_curve_sd_problem"] = fmt::format(
+        "the standard deviation needs fourth moments of the state at {:.3g} flops per iteration; "
+        "computed for t <= {} of {} within {:g} flops",
+        flops,
+        computed,
+        iterations,
+        kMaxSpreadWork);
+  }
+}
+
+std::optional<Coefficients> plan_coefficients(const RunPlan& plan,
+                                              const sim::SchemeDescription* scheme,
+                                              const sim::IterationTimePrediction* timing,
+                                              std::string* why) {
+  if (plan.stragglers != sim::StragglerPolicy::kCancel) {
+    *why =
+        "stragglers finish/drain: which workers are heard depends on earlier iterations, so the "
+        "coefficients are not independent across iterations; no bound derived";
+    return std::nullopt;
+  }
+  if (plan.scheme.decoder == sim::DecoderKind::kExact && scheme != nullptr && timing != nullptr &&
+      timing->q > 0.0) {
+    *why = "the exact decoder stops the run at the first non-decodable iteration";
+    return std::nullopt;
+  }
+  if (scheme != nullptr && timing != nullptr) {
+    if (auto c = exact_coefficients(plan, *scheme, *timing)) {
+      return c;
+    }
+  }
+  return heard_set_coefficients(plan, why);
+}
+
+}  // namespace
+
+nlohmann::json convergence_predictions(const RunPlan& plan,
+                                       const sim::SchemeDescription* scheme,
+                                       const sim::IterationTimePrediction* timing) {
+  nlohmann::json out;
+  if (auto problem = convergence_cost_problem(plan)) {
+    out["convergence_problem"] = *problem;
+    return out;
+  }
+  const auto& f = *plan.objective;
+  std::string why;
+  const auto coefficients = plan_coefficients(plan, scheme, timing, &why);
+  const auto mu = f.pl_constant();
+  const models::Optimum opt = models::solve_optimum(f, optimum_options(plan));
+  if (!opt.converged) {
+    out["convergence_problem"] = "f* not computed: " + opt.failure;
+    return out;
+  }
+  Eigen::MatrixXd pg;
+  const double f0 = f.evaluate(Eigen::VectorXd::Zero(f.dimension()), &pg);
+  out["smoothness"] = plan.smoothness;
+  out["pl_constant"] = mu ? nlohmann::json(*mu) : nlohmann::json();
+  out["f_star"] = opt.value;
+  out["f_star_method"] = opt.method;
+  out["initial_gap"] = f0 - opt.value;
+  out["step"] = plan.step;
+  if (coefficients) {
+    out["coefficient_moments"] = {{"method", coefficients->method},
+                                  {"group_size", coefficients->group},
+                                  {"mean", coefficients->mean},
+                                  {"variance", coefficients->variance},
+                                  {"bias", coefficients->bias}};
+    exact_curve(plan, *coefficients, out);
+  } else {
+    out["exact_curve"] = nullptr;
+    out["exact_curve_problem"] = why;
+  }
+  if (!coefficients) {
+  } else if (!mu || *mu <= 0.0) {
+    why = "no PL constant: logistic regression needs l2 > 0";
+  } else if (plan.optimizer != OptimizerKind::kGd) {
+    why = "the bound is derived for gradient descent only (see exact_curve for least squares)";
+  } else {
+    sim::CodedBoundInputs in;
+    in.smoothness = plan.smoothness;
+    in.pl_constant = std::min(*mu, plan.smoothness);
+    in.l2 = f.l2();
+    in.step = plan.step;
+    in.mean = coefficients->mean;
+    in.bias = coefficients->bias;
+    in.variance = coefficients->variance;
+    Eigen::MatrixXd at_star;
+    f.evaluate(opt.x, &at_star);
+    in.zeta_star_squared = group_gradient_squared(at_star, coefficients->group);
+    const GroupConstants groups = group_constants(f, coefficients->group);
+    in.group_smoothness_squared = groups.smoothness_squared;
+    if (f.loss().traits().bounded_derivative) {
+      // |ℓ'(z; b)| = |b|σ(−bz) ≤ |b|: a supremum of ζ² over every x.
+      in.zeta_sup_squared = groups.gradient_sup_squared;
+      out["zeta_sup_squared"] = in.zeta_sup_squared;
+    }
+    in.x_star_norm = opt.x.norm();
+    in.initial_gap = std::max(0.0, f0 - opt.value);
+    in.initial_data_gradient_squared = pg.rowwise().sum().squaredNorm();
+    out["zeta_star_squared"] = in.zeta_star_squared;
+    out["group_smoothness_squared"] = in.group_smoothness_squared;
+    const auto bound_iterations = std::min(plan.iterations, kMaxTheoryIterations);
+    out["bound_iterations"] = bound_iterations;
+    if (const auto b = sim::coded_pl_bound(in, static_cast<int>(bound_iterations), &why)) {
+      out["bound"] = b->bound;
+      out["contraction"] = b->contraction;
+      out["noise_floor"] = b->floor;
+      out["bound_vacuous"] = b->vacuous;
+      out["mean_coefficient"] = b->mean;
+      out["minimiser_shift"] = b->minimiser_shift;
+      return out;
+    }
+  }
+  out["bound"] = nullptr;
+  out["bound_problem"] = why;
+  return out;
+}
+
+nlohmann::json simulated_iteration_time(const RunPlan& plan, std::uint64_t draws) {
+  sim::DelayOnlySimulator s(plan.make_delays(),
+                            plan.scheme.rule,
+                            plan.scheme.code,
+                            plan.stragglers,
+                            derive_seed(plan.seed, 0x7e0b),
+                            plan.network);
+  double wall = 0.0;
+  const sim::DelayOnlyStatistics stats =
+      s.run(draws, [&](const sim::DelayOnlyIteration& it) { wall += it.wall_time; });
+  // Under finish/drain the cancel-policy q does not apply: report the simulated erased fraction.
+  return {{"method", "simulation"},
+          {"draws", draws},
+          {"group_erasure_probability",
+           stats.groups > 0 ? nlohmann::json(stats.erasure_fraction()) : nlohmann::json()},
+          {"q2", nullptr},
+          {"expected_iteration_time", stats.mean},
+          {"iteration_time_se", stats.standard_error()},
+          {"iteration_time_sd", std::sqrt(stats.variance())},
+          {"expected_wall_time", wall / static_cast<double>(draws)}};
+}
+
+void simulate_training(const RunPlan& plan,
+                       std::uint64_t delay_seed,
+                       const std::function<void(const sim::TraceRow&)>& on_row) {
+  auto cluster = std::make_unique<sim::SimulatedCluster>(
+      plan.make_delays(), plan.scheme.rule, plan.stragglers, delay_seed, plan.network);
+  sim::SimulatedBackend backend(plan.objective, plan.scheme, std::move(cluster));
+  auto optimizer = plan.make_optimizer();
+  sim::train(
+      *plan.objective, nullptr, *optimizer, backend, sim::TrainingOptions{plan.iterations}, on_row);
+}
+
+MeasuredGap measure_gap(const RunPlan& plan, int repetitions, std::uint64_t seed, double f_star) {
+  const auto size = static_cast<std::size_t>(plan.iterations) + 1;
+  std::vector<std::vector<double>> gaps(size);  // gaps[t][run]
+  for (int rep = 0; rep < repetitions; ++rep) {
+    simulate_training(
+        plan, derive_seed(seed, static_cast<std::uint64_t>(rep)), [&](const sim::TraceRow& row) {
+          gaps[row.iteration].push_back(row.loss - f_star);
+        });
+  }
+  MeasuredGap out;
+  for (const auto& g : gaps) {
+    const auto n = static_cast<double>(g.size());
+    // Two passes, centred on the first run: the gaps of different runs can agree to many digits,
+    // and identical gaps (t = 0) then give their value exactly.
+    double shift = 0.0;
+    for (const double v : g) {
+      shift += v - g.front();
+    }
+    const double mean = g.front() + shift / n;
+    double m2 = 0.0;
+    double m4 = 0.0;
+    for (const double v : g) {
+      const double d2 = (v - mean) * (v - mean);
+      m2 += d2;
+      m4 += d2 * d2;
+    }
+    const double var = n > 1 ? m2 / (n - 1.0) : 0.0;
+    const double sd = std::sqrt(var);
+    // Var(s²) ≈ (μ₄ − σ⁴)/n, and s has standard error se(s²)/(2s) (delta method).
+    const double var_se = std::sqrt(std::max(0.0, m4 / n - var * var) / n);
+    out.mean.push_back(mean);
+    out.se.push_back(std::sqrt(var / n));
+    out.sd.push_back(sd);
+    out.sd_se.push_back(sd > 0.0 ? var_se / (2.0 * sd) : 0.0);
+  }
+  return out;
+}
+
+}  // namespace stragglersim::experiments

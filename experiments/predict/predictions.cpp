@@ -1,0 +1,283 @@
+#include "experiments/predict/predictions.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <variant>
+
+#include "experiments/predict/convergence_predictions.h"
+#include "models/optimum.h"
+#include "sim/stopping_rule.h"
+#include "sim/theory/convergence_theory.h"
+
+namespace stragglersim::experiments {
+namespace {
+/// Workers above which the O(n)-per-point numerical iteration-time prediction is skipped.
+constexpr int kNumericalPredictionWorkers = 10'000'000;
+/// The speedup-against-n table runs over n = 8, 16, …, 2^30 (closed forms: microseconds each).
+constexpr int kSpeedupMaxWorkers = 1 << 30;
+}  // namespace
+
+int group_size(const RunPlan& plan) {
+  const codes::CodeStructure structure = plan.scheme.code->structure();
+  return structure.layout == codes::CodeLayout::kGroups ? structure.group_size : 1;
+}
+
+std::optional<ConvergenceInputs> convergence_inputs(const RunPlan& plan, std::string* why) {
+  const auto& f = *plan.objective;
+  if (auto problem = convergence_cost_problem(plan)) {
+    *why = *problem;
+    return std::nullopt;
+  }
+  const std::optional<double> mu = f.pl_constant();
+  if (!mu || *mu <= 0.0) {
+    *why = "no PL constant: logistic regression needs l2 > 0";
+    return std::nullopt;
+  }
+  ConvergenceInputs in;
+  in.smoothness = plan.smoothness;
+  in.pl_constant = *mu;
+  const models::Optimum opt = models::solve_optimum(f, optimum_options(plan));
+  if (!opt.converged) {
+    *why = "f* not computed: " + opt.failure;
+    return std::nullopt;
+  }
+  in.f_star = opt.value;
+  in.optimum_method = opt.method;
+  // ζ² "along the run": the largest Σ_g ‖∇F_g‖² on the exact-gradient GD path of the configured
+  // step and length (the estimator's iterates stay near it; check reports the noisy runs' own).
+  const int d = group_size(plan);
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(f.dimension());
+  Eigen::MatrixXd pg;
+  const double f0 = f.evaluate(x, &pg);
+  in.initial_gap = f0 - in.f_star;
+  // The path's first kMaxTheoryIterations steps: theory's cost must not grow with iterations.
+  for (std::uint64_t t = 0; t <= std::min(plan.iterations, kMaxTheoryIterations); ++t) {
+    if (t > 0) {
+      f.evaluate(x, &pg);
+    }
+    double zeta = 0.0;
+    for (Eigen::Index g = 0; g < pg.cols(); g += d) {
+      zeta +=
+          pg.middleCols(g, std::min<Eigen::Index>(d, pg.cols() - g)).rowwise().sum().squaredNorm();
+    }
+    in.zeta_squared = std::max(in.zeta_squared, zeta);
+    x -= plan.step * (pg.rowwise().sum() + f.l2() * x);
+  }
+  return in;
+}
+
+namespace {
+
+/// Iterations of the delay-only simulation behind finish/drain predictions.
+constexpr std::uint64_t kPolicyDraws = 20000;
+
+nlohmann::json number_or_null(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
+
+/// The closed forms assume every worker starts each iteration afresh (cancel) and that messages
+/// do not queue: under finish and drain, or with a serial link, the iteration time is simulated
+/// (`theory`) or left out (summary.json).
+void add_policy_prediction(const RunPlan& plan, bool convergence, nlohmann::json& out) {
+  const bool serial = plan.network.serial && !plan.network.is_free();
+  if (plan.stragglers == sim::StragglerPolicy::kCancel && !serial) {
+    return;
+  }
+  if (plan.stragglers != sim::StragglerPolicy::kCancel) {
+    out["policy_note"] =
+        "stragglers finish/drain: the closed forms assume cancel; the iteration time is simulated";
+  }
+  if (serial) {
+    out["network_note"] =
+        "serial link: the closed forms do not cover messages queueing at the master; the "
+        "iteration time is simulated";
+  }
+  if (convergence) {
+    out.update(simulated_iteration_time(plan, kPolicyDraws));
+  } else {
+    out["expected_iteration_time"] = nullptr;
+    out["iteration_time_sd"] = nullptr;
+    out["method"] = "none (run `theory` for a simulated prediction)";
+  }
+}
+
+/// The iteration time with the network's parallel links: every arrival moves by the constant
+/// c = L + S/B, so the stop of `all`, `first_r` and `decodable` rules moves by c, and a deadline τ
+/// on arrivals is the deadline τ − c on compute ends plus c (exact; nobody is heard when τ ≤ c).
+/// A serial link is left to add_policy_prediction (simulated).
+sim::IterationTimePrediction predict_with_network(const RunPlan& plan,
+                                                  sim::SchemeDescription scheme,
+                                                  const sim::DelayModel& delays) {
+  const sim::NetworkOptions& net = plan.network;
+  if (net.is_free()) {
+    return sim::predict_iteration_time(scheme, delays);
+  }
+  const double c = net.latency + net.transfer_time();
+  const bool deadline = scheme.rule == sim::RuleKind::kDeadline;
+  sim::IterationTimePrediction p;
+  if (deadline && scheme.deadline <= c) {
+    p.mean = scheme.deadline;
+    p.sd = 0.0;
+    p.q = scheme.code == sim::CodeFamily::kCyclic ? std::nan("") : 1.0;
+    p.q2 = p.q;
+    p.method = "exact (the deadline is at most the communication time: nobody is heard)";
+    return p;
+  }
+  if (deadline) {
+    scheme.deadline -= c;
+  }
+  p = sim::predict_iteration_time(scheme, delays);
+  p.mean += c;
+  p.method += fmt::format(" + communication latency + size/bandwidth = {} s (exact shift)", c);
+  return p;
+}
+
+/// iterations_to_target / time_to_target: the first t within the horizon whose bound reaches
+/// the target.
+void add_target(const RunPlan& plan, nlohmann::json& out) {
+  if (!plan.target_loss || !out["bound"].is_array()) {
+    return;
+  }
+  const double epsilon = *plan.target_loss - out["f_star"].get<double>();
+  nlohmann::json its;
+  for (std::size_t t = 0; t < out["bound"].size() && epsilon > 0.0; ++t) {
+    if (out["bound"][t].get<double>() <= epsilon) {
+      its = t;
+      break;
+    }
+  }
+  out["iterations_to_target"] = its;
+  out["time_to_target"] =
+      its.is_null() || out["expected_iteration_time"].is_null()
+          ? nlohmann::json()
+          : nlohmann::json(its.get<double>() * out["expected_iteration_time"].get<double>());
+}
+
+/// The predicted speedup against n for ErasureHead (FRC under first_r at the plan's fraction
+/// r/n) under an i.i.d. shifted exponential; nullopt for other schemes and delay models.
+std::optional<nlohmann::json> speedup_rows(const sim::SchemeDescription& scheme,
+                                           const sim::DelayModel& delays) {
+  const auto base = delays.shifted_exponential();
+  if (scheme.code != sim::CodeFamily::kFractionalRepetition ||
+      scheme.rule != sim::RuleKind::kFirstR || !base) {
+    return std::nullopt;
+  }
+  std::vector<int> ns;
+  for (std::int64_t n = 8; n <= kSpeedupMaxWorkers; n *= 2) {
+    if (n % scheme.d == 0 && n != scheme.workers) {
+      ns.push_back(static_cast<int>(n));
+    }
+  }
+  // The config's own n is always in the table.
+  ns.insert(std::upper_bound(ns.begin(), ns.end(), scheme.workers), scheme.workers);
+  const double fraction = static_cast<double>(scheme.r) / scheme.workers;
+  const auto points =
+      sim::predicted_speedup(ns, {scheme.d, fraction}, base->shift, base->rate, base->tail);
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& pt : points) {
+    rows.push_back({{"workers", pt.workers},
+                    {"r", pt.r},
+                    {"uncoded", pt.uncoded},
+                    {"frc", pt.frc},
+                    {"erasurehead", pt.erasurehead},
+                    {"speedup_vs_uncoded", pt.speedup_vs_uncoded},
+                    {"speedup_vs_frc", pt.speedup_vs_frc}});
+  }
+  return rows;
+}
+
+}  // namespace
+
+models::OptimumOptions optimum_options(const RunPlan& plan) {
+  const auto& f = *plan.objective;
+  models::OptimumOptions options;
+  if (models::exact_solver_fits(f)) {
+    return options;
+  }
+  // An iteration of the iterative solve: two data passes (conjugate gradient; L-BFGS mostly one)
+  // and about 50 vector operations of length p (L-BFGS's two-loop recursion over 10 pairs).
+  const double p = static_cast<double>(f.dimension());
+  const double pass = std::visit([](const auto& a) { return static_cast<double>(a.nonZeros()); },
+                                 f.data().features);
+  const double run_cost = static_cast<double>(plan.iterations) * (pass + p * f.partitions());
+  const double allowed = std::max(10.0 * run_cost, kTheoryWorkBudget);
+  const double affordable = allowed / (2.0 * pass + 50.0 * p);
+  options.max_iterations =
+      static_cast<int>(std::min(affordable, static_cast<double>(options.max_iterations)));
+  return options;
+}
+
+std::optional<std::string> optimum_cost_problem(const RunPlan& plan) {
+  const int budget = optimum_options(plan).max_iterations;
+  if (budget < kMinOptimumIterations) {
+    return fmt::format(
+        "f* not computed: {} iterations of the iterative solve over {} features would cost far "
+        "more than the run",
+        kMinOptimumIterations,
+        plan.objective->dimension());
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> convergence_cost_problem(const RunPlan& plan) {
+  try {
+    (void)plan.objective->pl_constant();
+  } catch (const std::invalid_argument& e) {  // the Gram matrix is too large to decompose
+    return std::string(e.what());
+  }
+  return optimum_cost_problem(plan);
+}
+
+nlohmann::json predictions(const RunPlan& plan, bool convergence) {
+  nlohmann::json out;
+  std::string why;
+  const auto scheme = sim::describe_scheme(plan.scheme, &why);
+  if (!scheme) {
+    out["iteration_time_problem"] = why;
+    if (convergence && !plan.delay_only()) {
+      out.update(convergence_predictions(plan, nullptr, nullptr));
+    }
+    return out;
+  }
+  const auto delays = plan.make_delays();
+  if (scheme->workers > kNumericalPredictionWorkers && !sim::has_closed_form(*scheme, *delays)) {
+    // The numerical path evaluates an O(n) distribution at thousands of points.
+    out["iteration_time_problem"] = fmt::format(
+        "no closed form for this delay model and rule, and the numerical prediction costs O(n) "
+        "per point: skipped above {} workers",
+        kNumericalPredictionWorkers);
+    return out;
+  }
+  const sim::IterationTimePrediction p = predict_with_network(plan, *scheme, *delays);
+  out["expected_iteration_time"] = number_or_null(p.mean);
+  out["iteration_time_sd"] = number_or_null(p.sd);
+  out["group_erasure_probability"] = number_or_null(p.q);
+  out["q2"] = number_or_null(p.q2);
+  out["method"] = p.method;
+  add_policy_prediction(plan, convergence, out);
+
+  if (!convergence) {
+    return out;
+  }
+  // The speedup table is the closed forms' without communication.
+  if (auto rows = plan.network.is_free() ? speedup_rows(*scheme, *delays) : std::nullopt) {
+    for (const auto& row : *rows) {
+      if (row["workers"] == scheme->workers) {
+        out["speedup_at_config_n"] = row;
+      }
+    }
+    out["speedup_vs_n"] = std::move(*rows);
+  }
+
+  if (plan.delay_only()) {
+    return out;
+  }
+  out.update(convergence_predictions(plan, &*scheme, &p));
+  add_target(plan, out);
+  return out;
+}
+
+}  // namespace stragglersim::experiments

@@ -1,0 +1,265 @@
+#include "fit/delay_trace.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <string_view>
+#include <system_error>
+
+namespace stragglersim::sim {
+
+namespace {
+
+constexpr std::string_view kExpectedHeader =
+    "expected a header with columns iteration,worker,seconds or worker,seconds";
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+/// Splits a line at commas; a field in double quotes may hold commas ("" is a quote).
+std::vector<std::string> split(std::string_view line) {
+  std::vector<std::string> fields;
+  std::string field;
+  bool quoted = false;
+  for (std::size_t k = 0; k < line.size(); ++k) {
+    const char c = line[k];
+    if (quoted) {
+      if (c == '"' && k + 1 < line.size() && line[k + 1] == '"') {
+        field += '"';
+        ++k;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      fields.emplace_back(trim(field));
+      field.clear();
+    } else {
+      field += c;
+    }
+  }
+  fields.emplace_back(trim(field));
+  return fields;
+}
+
+std::optional<std::int64_t> parse_index(std::string_view token) {
+  std::int64_t value = 0;
+  const char* end = token.data() + token.size();
+  const auto [ptr, ec] = std::from_chars(token.data(), end, value);
+  if (token.empty() || ec != std::errc() || ptr != end || value < 0) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+/// A double as from_chars reads it, also with a leading '+'.
+std::optional<double> parse_number(std::string_view token) {
+  if (!token.empty() && token.front() == '+') {
+    token.remove_prefix(1);
+    if (!token.empty() && (token.front() == '-' || token.front() == '+')) return std::nullopt;
+  }
+  if (token.empty()) return std::nullopt;
+  double value = 0.0;
+  const char* end = token.data() + token.size();
+  const auto [ptr, ec] = std::from_chars(token.data(), end, value);
+  if (ec != std::errc() || ptr != end) return std::nullopt;
+  return value;
+}
+
+struct Row {
+  std::int64_t iteration = 0;
+  std::int64_t worker = 0;
+  double seconds = 0.0;
+  std::int64_t line = 0;
+};
+
+[[noreturn]] void fail(const std::string& path, std::int64_t line, const std::string& message) {
+  throw TraceFileError(fmt::format("{}:{}: {}", path, line, message));
+}
+
+}  // namespace
+
+DelayTrace read_delay_trace(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    fail(path, 0, "cannot open file (expected a readable CSV file of measured times)");
+  }
+  DelayTrace trace;
+  trace.path = path;
+  std::string line;
+  std::int64_t line_number = 0;
+  std::int64_t header_line = 0;
+  std::optional<std::size_t> iteration_column;
+  std::size_t worker_column = 0;
+  std::size_t seconds_column = 0;
+  std::size_t needed_fields = 0;
+  std::vector<Row> rows;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (trim(line).empty()) continue;
+    const std::vector<std::string> fields = split(line);
+    if (header_line == 0) {
+      header_line = line_number;
+      std::optional<std::size_t> worker;
+      std::optional<std::size_t> seconds;
+      for (std::size_t j = 0; j < fields.size(); ++j) {
+        if (fields[j] == "iteration") iteration_column = j;
+        if (fields[j] == "worker") worker = j;
+        if (fields[j] == "seconds") seconds = j;
+      }
+      if (!worker || !seconds) {
+        fail(path,
+             line_number,
+             fmt::format("header has no '{}' column; got '{}' ({})",
+                         worker ? "seconds" : "worker",
+                         trim(line),
+                         kExpectedHeader));
+      }
+      worker_column = *worker;
+      seconds_column = *seconds;
+      needed_fields = 1 + std::max({worker_column, seconds_column, iteration_column.value_or(0)});
+      trace.has_iterations = iteration_column.has_value();
+      continue;
+    }
+    if (fields.size() < needed_fields) {
+      fail(path,
+           line_number,
+           fmt::format("too few fields; got {} (expected at least {}, as the header names)",
+                       fields.size(),
+                       needed_fields));
+    }
+    Row row;
+    row.line = line_number;
+    if (iteration_column) {
+      const auto iteration = parse_index(fields[*iteration_column]);
+      if (!iteration) {
+        fail(path,
+             line_number,
+             fmt::format("malformed iteration; got '{}' (expected an integer ≥ 0)",
+                         fields[*iteration_column]));
+      }
+      row.iteration = *iteration;
+    }
+    const auto worker = parse_index(fields[worker_column]);
+    if (!worker || *worker > std::numeric_limits<int>::max() - 1) {
+      fail(path,
+           line_number,
+           fmt::format("malformed worker; got '{}' (expected an integer ≥ 0 numbering workers "
+                       "from 0)",
+                       fields[worker_column]));
+    }
+    row.worker = *worker;
+    const std::string& seconds = fields[seconds_column];
+    if (seconds.empty()) {
+      row.seconds = std::numeric_limits<double>::infinity();
+      trace.censored_lines.push_back(line_number);
+    } else {
+      const auto value = parse_number(seconds);
+      if (!value) {
+        fail(path,
+             line_number,
+             fmt::format("malformed seconds; got '{}' (expected a number ≥ 0, or an empty field "
+                         "for a censored time)",
+                         seconds));
+      }
+      if (!std::isfinite(*value) || *value < 0.0) {
+        fail(path,
+             line_number,
+             fmt::format("seconds must be finite and ≥ 0; got {} (expected a measured time)",
+                         seconds));
+      }
+      row.seconds = *value;
+    }
+    rows.push_back(row);
+  }
+  if (header_line == 0) {
+    fail(path, 1, fmt::format("empty file ({})", kExpectedHeader));
+  }
+  if (rows.empty()) {
+    fail(path, header_line, "no data rows after the header (expected at least one row per worker)");
+  }
+
+  // Workers 0..n−1, each with at least one row.
+  const Row& largest = *std::max_element(
+      rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.worker < b.worker; });
+  const auto n = static_cast<std::size_t>(largest.worker) + 1;
+  std::vector<bool> seen(n, false);
+  for (const Row& r : rows) {
+    seen[static_cast<std::size_t>(r.worker)] = true;
+  }
+  for (std::size_t w = 0; w < n; ++w) {
+    if (!seen[w]) {
+      fail(path,
+           largest.line,
+           fmt::format("no row for worker {} below worker {} on this line (expected workers "
+                       "numbered 0..n-1 without gaps)",
+                       w,
+                       largest.worker));
+    }
+  }
+  trace.workers = static_cast<int>(n);
+  trace.per_worker.assign(n, {});
+  for (const Row& r : rows) {
+    trace.per_worker[static_cast<std::size_t>(r.worker)].push_back(r.seconds);
+  }
+  if (!trace.has_iterations) {
+    return trace;
+  }
+
+  std::vector<Row> sorted = rows;
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Row& a, const Row& b) {
+    return a.iteration != b.iteration ? a.iteration < b.iteration : a.worker < b.worker;
+  });
+  for (std::size_t k = 0; k < sorted.size();) {
+    std::size_t end = k;
+    while (end < sorted.size() && sorted[end].iteration == sorted[k].iteration) ++end;
+    std::int64_t first_line = sorted[k].line;
+    for (std::size_t j = k; j < end; ++j) first_line = std::min(first_line, sorted[j].line);
+    std::vector<double> times(n, 0.0);
+    std::size_t expected = 0;
+    for (std::size_t j = k; j < end; ++j) {
+      const Row& r = sorted[j];
+      if (j > k && sorted[j - 1].worker == r.worker) {
+        fail(path,
+             std::max(r.line, sorted[j - 1].line),
+             fmt::format("duplicate row for iteration {} and worker {}, first on line {} "
+                         "(expected one row per worker per iteration)",
+                         r.iteration,
+                         r.worker,
+                         std::min(r.line, sorted[j - 1].line)));
+      }
+      if (static_cast<std::size_t>(r.worker) != expected) {
+        break;  // a missing worker: reported below
+      }
+      times[expected++] = r.seconds;
+    }
+    if (expected != n) {
+      fail(path,
+           first_line,
+           fmt::format("iteration {} (first row on this line) has no row for worker {} "
+                       "(expected one row for each worker 0..{})",
+                       sorted[k].iteration,
+                       expected,
+                       n - 1));
+    }
+    trace.iterations.push_back(sorted[k].iteration);
+    trace.per_iteration.push_back(std::move(times));
+    k = end;
+  }
+  return trace;
+}
+
+}  // namespace stragglersim::sim

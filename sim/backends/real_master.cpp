@@ -1,0 +1,326 @@
+#include "sim/backends/real_master.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "models/base/invariant.h"
+
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+namespace stragglersim::sim {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+/// Longest wait ever scheduled (real seconds); keeps time_point arithmetic far from overflow.
+constexpr double kLongestWait = 1.0e6;
+
+double seconds_between(std::chrono::steady_clock::time_point from,
+                       std::chrono::steady_clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+/// The run's delay model with faulty workers' delays replaced from their first faulty iteration
+/// by +inf (crash, hang) or T_i · factor (slow): the inner model still draws every worker, so
+/// the stream is consumed exactly as in a fault-free run.
+class FaultyDelay final : public DelayModel {
+ public:
+  FaultyDelay(std::unique_ptr<DelayModel> inner, std::vector<WorkerFault> faults)
+      : inner_(std::move(inner)), faults_(std::move(faults)) {}
+  [[nodiscard]] std::string name() const override { return inner_->name(); }
+  [[nodiscard]] int workers() const override { return inner_->workers(); }
+  void sample(std::uint64_t iteration, RandomEngine& rng, std::span<double> out) override {
+    inner_->sample(iteration, rng, out);
+    for (const auto& f : faults_) {
+      if (iteration >= f.from_iteration) {
+        double& t = out[static_cast<std::size_t>(f.worker)];
+        t = f.kind == FaultKind::kSlow ? t * f.factor : kInfinity;
+      }
+    }
+  }
+  [[nodiscard]] double cdf(int worker, double t) const override { return inner_->cdf(worker, t); }
+  [[nodiscard]] double mean(int worker) const override { return inner_->mean(worker); }
+  [[nodiscard]] double variance(int worker) const override { return inner_->variance(worker); }
+  [[nodiscard]] double lower_bound(int worker) const override {
+    return inner_->lower_bound(worker);
+  }
+
+ private:
+  std::unique_ptr<DelayModel> inner_;
+  std::vector<WorkerFault> faults_;
+};
+
+bool same_set(std::vector<int> a, std::vector<int> b) {
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  return a == b;
+}
+
+std::string list_workers(const std::vector<int>& workers) {
+  constexpr std::size_t kShown = 20;
+  std::string out;
+  for (std::size_t i = 0; i < workers.size() && i < kShown; ++i) {
+    out += (i == 0 ? "" : ", ") + std::to_string(workers[i]);
+  }
+  if (workers.size() > kShown) {
+    out += fmt::format(", ... ({} in all)", workers.size());
+  }
+  return out;
+}
+
+}  // namespace
+
+void tighten_timer_slack() {
+#ifdef __linux__
+  (void)::prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+#endif
+}
+
+std::chrono::steady_clock::duration real_duration(double seconds) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(std::clamp(seconds, 0.0, kLongestWait)));
+}
+
+RealMaster::RealMaster(Scheme scheme,
+                       Eigen::Index dimension,
+                       std::unique_ptr<DelayModel> delays,
+                       std::uint64_t seed,
+                       ThreadedOptions options)
+    : scheme_(std::move(scheme)), dimension_(dimension), options_(std::move(options)) {
+  STRAGGLERSIM_ASSERT(scheme_.code != nullptr && scheme_.rule != nullptr,
+                      "the master needs a code and a rule");
+  STRAGGLERSIM_ASSERT(delays != nullptr, "the master needs a delay model");
+  STRAGGLERSIM_ASSERT(delays->workers() == scheme_.code->workers(),
+                      "code and delays must have the same workers");
+  STRAGGLERSIM_ASSERT(options_.seconds_per_unit > 0.0 && options_.timeout > 0.0,
+                      "seconds_per_unit and timeout must be positive");
+  n_ = scheme_.code->workers();
+  for (const auto& f : options_.faults) {
+    STRAGGLERSIM_ASSERT(f.worker >= 0 && f.worker < n_ && f.from_iteration >= 1,
+                        "a fault must name a worker and an iteration >= 1");
+    STRAGGLERSIM_ASSERT(
+        f.kind != FaultKind::kSlow || (f.factor >= 1.0 && f.factor <= kMaxSlowFactor),
+        "a slow worker's factor must be in [1, 1e6]");
+  }
+  cluster_ = std::make_unique<SimulatedCluster>(
+      std::make_unique<FaultyDelay>(std::move(delays), options_.faults),
+      scheme_.rule,
+      options_.policy,
+      seed);
+  const auto n = static_cast<std::size_t>(n_);
+  sim_busy_until_.assign(n, 0.0);
+  sim_arrivals_.assign(n, 0.0);
+  received_.resize(n);
+  batch_.reserve(n);
+}
+
+const WorkerFault* RealMaster::fault_of(int worker, std::uint64_t iteration) const {
+  for (const auto& f : options_.faults) {
+    if (f.worker == worker && iteration >= f.from_iteration) {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
+double RealMaster::near_tie_gap(const IterationTiming& timing,
+                                std::span<const double> arrivals) const {
+  // Only arrivals within ε of the stop can change the heard set when every arrival is moved by
+  // at most ε (a swap of two arrivals well before the stop leaves the first stopping set
+  // unchanged for monotone rules); under first_r only the arrivals after the stop count.
+  const std::optional<StoppingShape> shape = scheme_.rule->shape();
+  if (shape && shape->kind == RuleKind::kAll) {
+    return kInfinity;
+  }
+  const bool first_r = shape && shape->kind == RuleKind::kFirstR;
+  const double stop = timing.iteration_time;
+  const int stopper = timing.heard.empty() ? -1 : timing.heard.back();
+  double gap = kInfinity;
+  for (std::size_t i = 0; i < arrivals.size(); ++i) {
+    const double a = arrivals[i];
+    if (!std::isfinite(a) || (static_cast<int>(i) == stopper && a == stop) ||
+        (first_r && a < stop)) {
+      continue;
+    }
+    gap = std::min(gap, std::abs(a - stop));
+  }
+  return gap;
+}
+
+void RealMaster::simulate_arrivals(const IterationTiming& timing) {
+  const bool finish = options_.policy == StragglerPolicy::kFinish;
+  for (std::size_t i = 0; i < sim_arrivals_.size(); ++i) {
+    const double start = finish ? std::max(0.0, sim_busy_until_[i] - timing.broadcast) : 0.0;
+    sim_arrivals_[i] = start + timing.delays[i];
+  }
+}
+
+void RealMaster::accept(Round& round, WorkerMessage& m) {
+  if (m.iteration != round.iteration) {
+    ++round.record.late_dropped;  // tagged with an older iteration: never used
+    return;
+  }
+  ++round.answered;
+  if (round.stopped) {
+    return;
+  }
+  if (round.deadline_at && m.delivered > *round.deadline_at) {
+    round.stopped = true;
+    round.stop_at = *round.deadline_at;
+    return;
+  }
+  std::vector<int>& heard = round.record.heard;
+  heard.push_back(m.worker);
+  received_[static_cast<std::size_t>(m.worker)] = std::move(m.y);
+  if (heard.size() >= static_cast<std::size_t>(scheme_.rule->minimum_arrivals()) &&
+      scheme_.rule->stop_after(heard)) {
+    round.stopped = true;
+    round.stop_at = Clock::now();
+  }
+}
+
+void RealMaster::fail_timeout(const Round& round) const {
+  const std::vector<int>& heard = round.record.heard;
+  std::vector<int> missing;
+  for (int i = 0; i < n_; ++i) {
+    if (std::find(heard.begin(), heard.end(), i) == heard.end()) {
+      missing.push_back(i);
+    }
+  }
+  throw BackendTimeout(
+      fmt::format("iteration {}: timeout: the {} rule was not satisfied {} s after the broadcast; "
+                  "heard {} of {} workers; not heard: {}",
+                  round.iteration,
+                  scheme_.rule->name(),
+                  options_.timeout,
+                  heard.size(),
+                  n_,
+                  list_workers(missing)));
+}
+
+void RealMaster::collect(Round& round, MasterTransport& transport) {
+  const Clock::time_point wake =
+      round.deadline_at ? std::min(*round.deadline_at, round.timeout_at) : round.timeout_at;
+  while (!round.stopped) {
+    batch_.clear();
+    transport.receive(wake, batch_);
+    for (WorkerMessage& m : batch_) {
+      accept(round, m);
+    }
+    batch_.clear();
+    if (round.stopped) {
+      break;
+    }
+    const Clock::time_point now = Clock::now();
+    if (round.deadline_at && now >= *round.deadline_at) {
+      round.stopped = true;
+      round.stop_at = now;
+    } else if (now >= round.timeout_at) {
+      fail_timeout(round);
+    }
+  }
+}
+
+void RealMaster::drain(Round& round, MasterTransport& transport) {
+  // The next broadcast waits for every worker (a crashed or hung one only until the timeout).
+  while (round.answered < n_ && Clock::now() < round.timeout_at) {
+    batch_.clear();
+    transport.receive(round.timeout_at, batch_);
+    for (const WorkerMessage& m : batch_) {
+      if (m.iteration == round.iteration) {
+        ++round.answered;
+      } else {
+        ++round.record.late_dropped;
+      }
+    }
+  }
+  batch_.clear();
+}
+
+BackendIteration RealMaster::decode(const Round& round, const IterationTiming& timing) {
+  BackendIteration out;
+  out.iteration_time = timing.iteration_time;
+  out.wall_time = timing.wall_time;
+  if (!std::isfinite(out.wall_time)) {
+    // Drain with a faulty worker: the simulated master waits for every worker that answers.
+    out.wall_time = timing.iteration_time;
+    for (const double a : sim_arrivals_) {
+      if (std::isfinite(a)) {
+        out.wall_time = std::max(out.wall_time, a);
+      }
+    }
+  }
+  out.heard = round.record.heard;
+  out.decoding = scheme_.decode(out.heard, round.iteration);
+  // Worker order, not arrival order: the same heard set gives the simulated backend's bytes.
+  out.estimate = combine_messages(out.decoding, dimension_, [&](int i) -> const Eigen::VectorXd& {
+    return received_[static_cast<std::size_t>(i)];
+  });
+  return out;
+}
+
+void RealMaster::update_finish_bookkeeping(const IterationTiming& timing) {
+  // Mirror of the cluster's bookkeeping: workers not heard in the simulation stay busy.
+  std::fill(sim_busy_until_.begin(), sim_busy_until_.end(), 0.0);
+  for (std::size_t i = 0; i < sim_arrivals_.size(); ++i) {
+    if (std::find(timing.heard.begin(), timing.heard.end(), static_cast<int>(i)) ==
+        timing.heard.end()) {
+      sim_busy_until_[i] = timing.broadcast + sim_arrivals_[i];
+    }
+  }
+}
+
+BackendIteration RealMaster::iterate(std::uint64_t iteration,
+                                     const Eigen::VectorXd& query,
+                                     MasterTransport& transport) {
+  STRAGGLERSIM_ASSERT(iteration > last_iteration_, "iterations must increase");
+  STRAGGLERSIM_ASSERT(query.size() == dimension_, "query has the wrong dimension");
+  if (records_.empty()) {
+    tighten_timer_slack();
+  }
+  last_iteration_ = iteration;
+  const IterationTiming& timing = cluster_->next_iteration();
+  simulate_arrivals(timing);
+
+  Round round;
+  round.iteration = iteration;
+  round.start = transport.broadcast(iteration, query, timing.delays);
+  round.stop_at = round.start;
+  round.timeout_at = round.start + real_duration(options_.timeout);
+  if (const auto after = scheme_.rule->deadline()) {
+    round.deadline_at = round.start + real_duration(*after * options_.seconds_per_unit);
+  }
+  round.record.iteration = iteration;
+  round.record.heard.reserve(static_cast<std::size_t>(n_));
+  collect(round, transport);
+  round.record.real_stop_seconds = seconds_between(round.start, round.stop_at);
+
+  BackendIteration out = decode(round, timing);
+  if (options_.policy == StragglerPolicy::kDrain) {
+    drain(round, transport);
+  }
+  if (options_.policy == StragglerPolicy::kFinish) {
+    update_finish_bookkeeping(timing);
+  }
+
+  ThreadedIterationRecord& record = round.record;
+  record.simulated_stop = timing.iteration_time;
+  record.simulated_heard = timing.heard;
+  record.same_set = same_set(record.heard, timing.heard);
+  record.near_tie_gap = near_tie_gap(timing, sim_arrivals_);
+  const Clock::time_point now = Clock::now();
+  record.real_seconds = seconds_between(round.start, now);
+  record.real_wall_seconds = seconds_between(last_return_.value_or(round.start), now);
+  last_return_ = now;
+  out.real_seconds = record.real_seconds;
+  records_.push_back(std::move(record));
+  return out;
+}
+
+}  // namespace stragglersim::sim

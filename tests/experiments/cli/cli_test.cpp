@@ -1,0 +1,391 @@
+// End-to-end tests of the stragglersim executable: exit statuses, outputs, determinism.
+
+#include "experiments/cli/cli.h"
+
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/version.hpp>
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "tests/test_support.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using stragglersim::testing::slurp;
+using Result = stragglersim::testing::CommandResult;
+
+fs::path scratch(const std::string& name) {
+  return stragglersim::testing::scratch_dir("cli_test", name);
+}
+
+Result run(const std::string& args, const fs::path& dir) {
+  return stragglersim::testing::run_stragglersim(args, dir);
+}
+
+nlohmann::json config() { return stragglersim::testing::small_least_squares_config(); }
+
+fs::path write_config(const fs::path& dir,
+                      const nlohmann::json& c,
+                      const std::string& name = "cfg.json") {
+  const auto p = dir / name;
+  std::ofstream(p) << c.dump(2);
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("cli: run writes trace.csv and summary.json", "[experiments][cli]") {
+  const auto dir = scratch("run");
+  const auto cfg = write_config(dir, config());
+  const Result r =
+      run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir);
+  REQUIRE(r.status == 0);
+  const std::string trace = slurp(dir / "out" / "trace.csv");
+  CHECK(trace.rfind("iteration,time,iteration_time,loss,grad_norm,decoding_error,gradient_error,"
+                    "gradient_error_relative,workers_heard,"
+                    "partitions_covered,test_loss,test_metric\n0,0,0,",
+                    0) == 0);
+  CHECK(std::count(trace.begin(), trace.end(), '\n') == 32);
+  const auto summary = nlohmann::json::parse(slurp(dir / "out" / "summary.json"));
+  CHECK(summary["status"] == "ok");
+  CHECK(summary["seed"] == 3);
+  CHECK(summary["config"]["stragglers"] == "cancel");
+  CHECK(summary["build"].contains("git_revision"));
+  // The Boost the binary was built with: BOOST_LIB_VERSION ("1_74") of the same headers, then
+  // the patch number.
+  std::string boost_lib = BOOST_LIB_VERSION;
+  std::replace(boost_lib.begin(), boost_lib.end(), '_', '.');
+  const std::string boost = summary["build"]["boost"];
+  CHECK(std::regex_match(boost, std::regex(R"(\d+\.\d+\.\d+)")));
+  CHECK(boost.rfind(boost_lib + ".", 0) == 0);
+  // Nothing but the two outputs is left behind (temporary names are renamed away).
+  int files = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir / "out")) {
+    ++files;
+  }
+  CHECK(files == 2);
+}
+
+TEST_CASE("cli: summary records the git revision of the build", "[experiments][cli]") {
+  // Taken at build time (tools/git_revision.cmake): after a commit, a rebuild records the
+  // new HEAD without a reconfigure. The test binary is built with the executable, so HEAD now
+  // is HEAD at that build unless someone committed since.
+  const auto dir = scratch("revision");
+  const auto cfg = write_config(dir, config());
+  REQUIRE(
+      run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir).status ==
+      0);
+  const auto summary = nlohmann::json::parse(slurp(dir / "out" / "summary.json"));
+  const std::string recorded = summary["build"]["git_revision"];
+  const auto head = dir / "head.txt";
+  const int status = stragglersim::testing::exit_status(
+      std::system(fmt::format("git -C '{}' rev-parse --short=12 HEAD > '{}' 2> /dev/null",
+                              STRAGGLERSIM_SOURCE_DIR,
+                              head.string())
+                      .c_str()));
+  if (status != 0) {
+    // Not a git checkout (a source archive): the build says so.
+    CHECK(recorded == "unknown");
+    return;
+  }
+  std::string expected = slurp(head);
+  expected.erase(expected.find_last_not_of('\n') + 1);
+  INFO("a commit after the last build makes the binaries stale: rebuild, then rerun");
+  CHECK(recorded == expected);
+  const Result version = run("--version", dir);
+  CHECK(version.out.find("(" + expected + ")") != std::string::npos);
+}
+
+TEST_CASE("cli: same seed gives the same bytes and another seed other times",
+          "[experiments][cli]") {
+  const auto dir = scratch("determinism");
+  const auto cfg = write_config(dir, config());
+  auto c2 = config();
+  c2["seed"] = 4;
+  const auto cfg2 = write_config(dir, c2, "cfg2.json");
+  REQUIRE(run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "a").string()), dir).status ==
+          0);
+  REQUIRE(run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "b").string()), dir).status ==
+          0);
+  REQUIRE(
+      run(fmt::format("run '{}' --out '{}'", cfg2.string(), (dir / "c").string()), dir).status ==
+      0);
+  const std::string a = slurp(dir / "a" / "trace.csv");
+  CHECK(a == slurp(dir / "b" / "trace.csv"));
+  CHECK(a != slurp(dir / "c" / "trace.csv"));
+  // The seed changes the data too; the delays alone must differ: compare the time column.
+  auto times = [](const std::string& csv) {
+    std::vector<std::string> out;
+    std::stringstream s(csv);
+    std::string line;
+    std::getline(s, line);
+    while (std::getline(s, line)) {
+      const auto first = line.find(',');
+      out.push_back(line.substr(first + 1, line.find(',', first + 1) - first - 1));
+    }
+    return out;
+  };
+  CHECK(times(a) != times(slurp(dir / "c" / "trace.csv")));
+}
+
+TEST_CASE("cli: bad input exits 2 with the message and leaves no output", "[experiments][cli]") {
+  const auto dir = scratch("bad");
+  auto c = config();
+  c["code"]["d"] = 3;
+  const auto cfg = write_config(dir, c);
+  const auto out = dir / "out";
+  const Result r = run(fmt::format("run '{}' --out '{}'", cfg.string(), out.string()), dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == fmt::format("error: {}:/code/d: replication must divide the workers; got 3; "
+                             "expected a divisor of workers = 8\n",
+                             cfg.string()));
+  CHECK_FALSE(fs::exists(out));
+
+  const auto broken = dir / "broken.json";
+  std::ofstream(broken) << "{\"workers\": 8,";
+  const Result b = run(fmt::format("run '{}' --out '{}'", broken.string(), out.string()), dir);
+  CHECK(b.status == 2);
+  CHECK(b.err.rfind(fmt::format("error: {}: invalid JSON:", broken.string()), 0) == 0);
+  CHECK_FALSE(fs::exists(out));
+
+  const Result missing =
+      run(fmt::format("run '{}' --out '{}'", (dir / "nope.json").string(), out.string()), dir);
+  CHECK(missing.status == 2);
+  CHECK(missing.err ==
+        fmt::format("error: {}: cannot open config file\n", (dir / "nope.json").string()));
+
+  const Result usage = run("run", dir);
+  CHECK(usage.status == 2);
+  CHECK_FALSE(fs::exists(out));
+}
+
+TEST_CASE("cli: a diverging run exits 3 and its trace holds only finite rows",
+          "[experiments][cli]") {
+  const auto dir = scratch("diverge");
+  auto c = config();
+  c["optimizer"]["step"] = 50.0;
+  c["optimizer"]["iterations"] = 3000;
+  const auto cfg = write_config(dir, c);
+  const Result r =
+      run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir);
+  CHECK(r.status == 3);
+  CHECK(r.err.find("non-finite loss") != std::string::npos);
+  const std::string trace = slurp(dir / "out" / "trace.csv");
+  CHECK(trace.find("nan") == std::string::npos);
+  CHECK(trace.find("inf") == std::string::npos);
+  const auto summary = nlohmann::json::parse(slurp(dir / "out" / "summary.json"));
+  CHECK(summary["status"] == "failed");
+}
+
+TEST_CASE("cli: delay-only runs with a million workers", "[experiments][cli]") {
+  const auto dir = scratch("delay_only");
+  const Result r =
+      run(fmt::format("run '{}/experiments/examples/delay_only_million.json' --out '{}'",
+                      STRAGGLERSIM_SOURCE_DIR,
+                      (dir / "out").string()),
+          dir);
+  REQUIRE(r.status == 0);
+  const auto summary = nlohmann::json::parse(slurp(dir / "out" / "summary.json"));
+  CHECK(summary["iterations"] == 200);
+  CHECK(summary["fast_path"] == true);
+  // ErasureHead, d = 2, r = n/2, Model A: 2(1 + H_n − H_{n/2}) → 2(1 + ln 2) as n grows.
+  CHECK(summary["mean_iteration_time"].get<double>() ==
+        Approx(2.0 * (1.0 + std::log(2.0)))
+            .margin(4.0 * summary["iteration_time_standard_error"].get<double>() + 1e-6));
+}
+
+TEST_CASE("cli: --version and --help", "[experiments][cli]") {
+  const auto dir = scratch("version");
+  const Result v = run("--version", dir);
+  CHECK(v.status == 0);
+  CHECK(v.out.rfind("stragglersim 0.1.0", 0) == 0);
+  const Result h = run("run --help", dir);
+  CHECK(h.status == 0);
+  CHECK(h.out.find("--out") != std::string::npos);
+}
+
+TEST_CASE("cli: run refuses an --out folder holding another run unless --force",
+          "[experiments][cli]") {
+  const auto dir = scratch("force");
+  const auto cfg = write_config(dir, config());
+  auto other = config();
+  other["seed"] = 4;
+  const auto cfg2 = write_config(dir, other, "other.json");
+  const auto out = dir / "out";
+  REQUIRE(run(fmt::format("run '{}' --out '{}'", cfg.string(), out.string()), dir).status == 0);
+  const std::string trace = slurp(out / "trace.csv");
+  // The same config again is the same run: allowed, same bytes (but the measured wall clock).
+  const std::string first_summary = slurp(out / "summary.json");
+  REQUIRE(run(fmt::format("run '{}' --out '{}'", cfg.string(), out.string()), dir).status == 0);
+  CHECK(slurp(out / "trace.csv") == trace);
+  const std::string summary = slurp(out / "summary.json");
+  CHECK(stragglersim::testing::mask_wall_clock(summary) ==
+        stragglersim::testing::mask_wall_clock(first_summary));
+
+  const Result refused = run(fmt::format("run '{}' --out '{}'", cfg2.string(), out.string()), dir);
+  CHECK(refused.status == 2);
+  CHECK(refused.err ==
+        fmt::format("error: {}: holds another run; got run \"cfg\" (summary.json of another "
+                    "config); expected an empty or new --out folder, or --force to replace its "
+                    "trace.csv and summary.json\n",
+                    out.string()));
+  CHECK(slurp(out / "trace.csv") == trace);
+  CHECK(slurp(out / "summary.json") == summary);
+
+  const Result forced =
+      run(fmt::format("run '{}' --out '{}' --force", cfg2.string(), out.string()), dir);
+  CHECK(forced.status == 0);
+  CHECK(slurp(out / "trace.csv") != trace);
+  CHECK(nlohmann::json::parse(slurp(out / "summary.json"))["seed"] == 4);
+
+  // A trace without summary (an unfinished run) cannot be told apart: refused too.
+  fs::remove(out / "summary.json");
+  CHECK(run(fmt::format("run '{}' --out '{}'", cfg.string(), out.string()), dir).status == 2);
+}
+
+TEST_CASE("cli: an unknown command names the nearest one", "[experiments][cli]") {
+  const auto dir = scratch("unknown_command");
+  const Result typo = run("runn x.json", dir);
+  CHECK(typo.status == 2);
+  CHECK(typo.err ==
+        "error: unknown command 'runn'; did you mean 'run'? valid commands are: advise, check, "
+        "codes, fit, list, run, sweep, theory\n");
+  CHECK(typo.out.empty());
+  const Result swap = run("thoery", dir);
+  CHECK(swap.err ==
+        "error: unknown command 'thoery'; did you mean 'theory'? valid commands are: advise, "
+        "check, codes, fit, list, run, sweep, theory\n");
+  const Result far = run("simulate", dir);
+  CHECK(far.status == 2);
+  CHECK(far.err ==
+        "error: unknown command 'simulate'; valid commands are: advise, check, codes, fit, list, "
+        "run, sweep, theory\n");
+  // Levenshtein distances by hand: one deletion, a transposition (two substitutions), and
+  // every byte different.
+  CHECK(stragglersim::experiments::edit_distance("runn", "run") == 1);
+  CHECK(stragglersim::experiments::edit_distance("thoery", "theory") == 2);
+  CHECK(stragglersim::experiments::edit_distance("", "list") == 4);
+  CHECK(stragglersim::experiments::edit_distance("kitten", "sitting") == 3);
+}
+
+TEST_CASE("cli: --help shows defaults and points to the docs", "[experiments][cli]") {
+  const auto dir = scratch("help");
+  const Result top = run("--help", dir);
+  CHECK(top.status == 0);
+  CHECK(top.out.find("docs/model.md") != std::string::npos);
+  const Result codes = run("codes --help", dir);
+  CHECK(codes.status == 0);
+  // CLI11 prints a captured default after the type; required options show none.
+  CHECK(codes.out.find("--samples INT:INT in [1 - 10000000]=200") != std::string::npos);
+  CHECK(codes.out.find("--seed UINT=1 ") != std::string::npos);
+  CHECK(codes.out.find("--workers INT:INT in [1 - 100000] REQUIRED") != std::string::npos);
+  CHECK(codes.out.find("docs/model.md") != std::string::npos);
+}
+
+TEST_CASE("cli: codes names the accepted range of --wait-for and --stragglers",
+          "[experiments][cli]") {
+  const auto dir = scratch("codes_range");
+  const Result w = run(R"(codes --workers 10 --code '{"kind": "frc", "d": 2}' --wait-for 13)", dir);
+  CHECK(w.status == 2);
+  CHECK(w.err ==
+        "error: <command line>: --wait-for out of range; got 13; expected an integer in [1, 10] "
+        "(at most --workers = 10)\n");
+  const Result s =
+      run(R"(codes --workers 10 --code '{"kind": "frc", "d": 2}' --stragglers 11)", dir);
+  CHECK(s.status == 2);
+  CHECK(s.err ==
+        "error: <command line>: --stragglers out of range; got 11; expected an integer in [0, 10] "
+        "(at most --workers = 10)\n");
+}
+
+TEST_CASE("cli: the codes table shows only the refusal count of a decoder that refused all",
+          "[experiments][cli]") {
+  const auto dir = scratch("codes_refused");
+  // CRC with s = 2 and 3 stragglers: the exact decoder refuses each of the C(8, 3) = 56 patterns.
+  const Result r = run(R"(codes --workers 8 --code '{"kind": "crc", "s": 2}' --wait-for 5)", dir);
+  REQUIRE(r.status == 0);
+  std::istringstream lines(r.out);
+  std::string line;
+  std::string exact_row;
+  while (std::getline(lines, line)) {
+    if (line.rfind("exact    ", 0) == 0) {  // the table row, not the refusal line
+      exact_row = line;
+    }
+  }
+  CHECK(exact_row == "exact            56         0 refused all 56 patterns");
+  CHECK(r.out.find("exact decoder refused 56 of 56 patterns; first: ") != std::string::npos);
+}
+
+TEST_CASE("cli: the unknown-key list names target_loss and backend", "[experiments][cli]") {
+  const auto dir = scratch("unknown_key");
+  auto c = config();
+  c["targetloss"] = 0.1;
+  const auto cfg = write_config(dir, c);
+  const Result r = run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "o").string()), dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == fmt::format("error: {}:/targetloss: unknown key; valid keys are: backend, code, "
+                             "data, delay, loss, name, network, optimizer, partitions, rescale, "
+                             "sampler, seed, stopping, stragglers, target_loss, threads, workers\n",
+                             cfg.string()));
+}
+
+TEST_CASE("cli: unusable output files and folders exit 2 before any compute",
+          "[experiments][cli]") {
+  const auto dir = scratch("out_files");
+  const auto cfg = write_config(dir, config());
+  const auto file = dir / "file.txt";
+  std::ofstream(file) << "x";
+  const std::string code = R"(--workers 4 --code '{"kind": "frc", "d": 2}')";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"codes " + code + " --csv '" + dir.string() + "'",
+       "--csv: is a folder; got \"" + dir.string() + "\"; expected a file name"},
+      {"codes " + code + " --csv /dev/null",
+       "--csv: exists and is not a regular file; got \"/dev/null\"; expected a new or existing "
+       "regular file"},
+      {"codes " + code + " --csv '" + (file / "b.csv").string() + "'",
+       "--csv: " + file.string() + " is not a folder; got \"" + (file / "b.csv").string() +
+           "\"; expected a file in an existing folder"},
+      {"theory '" + cfg.string() + "' --measure 2 --csv '" + dir.string() + "'",
+       "--csv: is a folder; got \"" + dir.string() + "\"; expected a file name"},
+      {"check --quick --out '" + file.string() + "'",
+       "--out: exists and is not a folder; got \"" + file.string() +
+           "\"; expected a new or existing folder"},
+  };
+  for (const auto& [args, message] : cases) {
+    INFO(args);
+    const Result r = run(args, dir);
+    CHECK(r.status == 2);
+    CHECK(r.err == "error: " + message + "\n");
+  }
+  const auto sweep = dir / "sweep.json";
+  std::ofstream(sweep) << nlohmann::json{{"base", config()}, {"grid", {{"/seed", {1, 2}}}}}.dump();
+  const Result s = run(fmt::format("sweep '{}' --out '{}'", sweep.string(), file.string()), dir);
+  CHECK(s.status == 2);
+  CHECK(s.err ==
+        "sweep sweep: 2 runs, checking every config first\nerror: --out: exists and is "
+        "not a folder; got \"" +
+            file.string() + "\"; expected a new or existing folder\n");
+  CHECK(slurp(file) == "x");
+  if (::geteuid() != 0) {  // root writes anywhere: a read-only folder refuses only other users
+    const auto locked = dir / "locked";
+    fs::create_directories(locked);
+    fs::permissions(locked, fs::perms::owner_read | fs::perms::owner_exec);
+    const Result ro =
+        run(fmt::format("run '{}' --out '{}'", cfg.string(), (locked / "o").string()), dir);
+    fs::permissions(locked, fs::perms::owner_all);
+    CHECK(ro.status == 2);
+    CHECK(ro.err == "error: --out: " + locked.string() + " is not writable; got \"" +
+                        (locked / "o").string() + "\"; expected a folder this user may write\n");
+  }
+}

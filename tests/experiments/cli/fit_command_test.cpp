@@ -1,0 +1,100 @@
+// `stragglersim fit` (experiments/cli/fit_command.cpp, docs/fit.md): the command line around
+// fit/delay_fit.h: bad trace files exit 2 naming file:line and write nothing, --out writes the
+// block that --json reports as best, and the worked example's trace is fitted as documented.
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "experiments/config/config_error.h"
+#include "experiments/fit_report.h"
+#include "tests/test_support.h"
+
+namespace stragglersim::experiments {
+namespace {
+
+using testing::run_stragglersim;
+using testing::slurp;
+using testing::TempDir;
+
+const std::string kExampleTrace =
+    std::string(STRAGGLERSIM_SOURCE_DIR) + "/experiments/examples/persistent_stragglers.csv";
+
+TEST_CASE("cli: fit refuses malformed traces with exit 2 naming file:line", "[fit][cli]") {
+  const TempDir dir("fit_cli");
+  const auto check = [&](const std::string& contents, const std::string& message) {
+    const std::string path = dir.write("bad.csv", contents);
+    const std::string out = (dir.path() / "delay.json").string();
+    const auto r = run_stragglersim("fit " + path + " --out " + out, dir.path());
+    CHECK(r.status == 2);
+    CHECK(r.err == "error: " + path + message + "\n");
+    CHECK(r.out.empty());
+    CHECK_FALSE(std::filesystem::exists(out));
+  };
+  check("",
+        ":1: empty file (expected a header with columns iteration,worker,seconds or "
+        "worker,seconds)");
+  check("iteration,worker,seconds\n1,0,1\n1,1,1\n2,0,1\n3,0,1\n3,1,1\n",
+        ":4: iteration 2 (first row on this line) has no row for worker 1 (expected one row for "
+        "each worker 0..1)");
+  check("iteration,worker,seconds\n1,0,-0.5\n",
+        ":2: seconds must be finite and ≥ 0; got -0.5 (expected a measured time)");
+  check("worker,seconds\n0,1\n0,1\n0,1\n",
+        ": no delay family could be fitted; got 3 times; expected at least five distinct times");
+}
+
+TEST_CASE("cli: fit --out writes the best block that --json reports", "[fit][cli]") {
+  const TempDir dir("fit_cli_out");
+  const std::string out = (dir.path() / "delay.json").string();
+  const auto r = run_stragglersim("fit " + kExampleTrace + " --json --out " + out, dir.path());
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  const auto written = nlohmann::json::parse(slurp(out));
+  CHECK(written == j["delay"]);
+  CHECK(j["best"] == "markov");
+  CHECK(written["kind"] == "markov");
+  CHECK(j["workers"] == 24);
+  CHECK(j["observations"] == 12000);
+  CHECK(j["iterations"] == 500);
+  CHECK(j["ordered"] == true);
+  CHECK(j["censored"] == 0);
+  // The generator's model (experiments/examples/make_persistent_trace.py): chains with
+  // p = 0.03, q = 0.15 and workers 0..5 1.6 times slower; the fit sees both.
+  CHECK(j["heterogeneity"]["heterogeneous"] == true);
+  CHECK(written["to_slow"].get<double>() == Approx(0.03).margin(4 * 0.0019));
+  CHECK(written["to_normal"].get<double>() == Approx(0.15).margin(4 * 0.009));
+  CHECK(written["slow_shift"].get<double>() == Approx(2.0).margin(0.05));
+  CHECK(written["shift"].get<double>() == Approx(0.5).margin(0.01));
+  for (const auto& f : j["fits"]) {
+    if (f["family"] == "heterogeneous") {
+      for (int w = 0; w < 24; ++w) {
+        CHECK(f["factors"][w].get<double>() == Approx(w < 6 ? 1.6 : 1.0).epsilon(0.03));
+      }
+    }
+  }
+}
+
+TEST_CASE("cli: fit text output and per-worker tables", "[fit][cli]") {
+  const TempDir dir("fit_cli_text");
+  const std::string path = dir.write("pool.csv",
+                                     "worker,seconds\n0,1.0\n0,1.5\n0,2.5\n0,1.2\n0,3.0\n0,1.1\n"
+                                     "1,1.3\n1,1.9\n1,1.0\n1,2.2\n1,1.4\n1,4.0\n");
+  const auto r = run_stragglersim("fit " + path + " --per-worker", dir.path());
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find(path + ": 2 workers, 12 times, no iteration order (per-worker pools)\n") == 0);
+  CHECK(
+      r.out.find("markov               not fitted: needs iteration order (an iteration column)") !=
+      std::string::npos);
+  CHECK(r.out.find("\nworker 0: 6 times\n") != std::string::npos);
+  CHECK(r.out.find("\nworker 1: 6 times\n") != std::string::npos);
+  CHECK(r.out.find("best by AIC: ") != std::string::npos);
+  // The library's view of the same file, for the JSON.
+  const TraceFit fit = fit_trace_file(path, true);
+  CHECK(fit.per_worker.size() == 2);
+  CHECK(fit.report.observations == 12);
+  CHECK_THROWS_AS(fit_trace_file((dir.path() / "absent.csv").string(), false), ConfigError);
+}
+
+}  // namespace
+}  // namespace stragglersim::experiments

@@ -1,0 +1,215 @@
+// Fitting delay models (fit/delay_fit.h) and the goodness-of-fit statistics
+// (fit/goodness_of_fit.h): parameters recovered from 20 000 draws of the simulator's own delay
+// models (fixed seeds, 4 standard errors), the family picked by AIC, the Kolmogorov tail against
+// published values, and the test of equal rates.
+
+#include "fit/delay_fit.h"
+
+#include <boost/random/bernoulli_distribution.hpp>
+#include <boost/random/exponential_distribution.hpp>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <vector>
+
+#include "fit/goodness_of_fit.h"
+#include "models/base/random_stream.h"
+#include "sim/delays/bimodal_delay.h"
+#include "sim/delays/delay_model.h"
+#include "sim/delays/heterogeneous_delay.h"
+#include "sim/delays/pareto_delay.h"
+
+namespace stragglersim::sim {
+namespace {
+
+/// `iterations` draws of every worker of `delay` at load 1: [worker][iteration].
+std::vector<std::vector<double>> draw(DelayModel& delay, int iterations, std::uint64_t seed) {
+  RandomEngine rng = make_engine(seed, Stream::kDelays);
+  const auto n = static_cast<std::size_t>(delay.workers());
+  std::vector<std::vector<double>> out(n);
+  std::vector<double> row(n);
+  for (int t = 0; t < iterations; ++t) {
+    delay.sample(static_cast<std::uint64_t>(t), rng, row);
+    for (std::size_t i = 0; i < n; ++i) {
+      out[i].push_back(row[i]);
+    }
+  }
+  return out;
+}
+
+/// The persistent-straggler model written out here (independently of the simulator): each
+/// worker a two-state chain started from its stationary law, shifted exponential per state.
+std::vector<std::vector<double>> markov_sample(int workers, int iterations, std::uint64_t seed) {
+  RandomEngine rng(seed);
+  boost::random::exponential_distribution<double> exp1(1.0);
+  const double to_slow = 0.05;
+  const double to_normal = 0.2;
+  std::vector<std::vector<double>> out(static_cast<std::size_t>(workers));
+  for (auto& seq : out) {
+    bool slow = boost::random::bernoulli_distribution<double>(to_slow / (to_slow + to_normal))(rng);
+    for (int t = 0; t < iterations; ++t) {
+      if (t > 0) {
+        slow = boost::random::bernoulli_distribution<double>(slow ? 1.0 - to_normal : to_slow)(rng);
+      }
+      seq.push_back(slow ? 3.0 + exp1(rng) / 0.5 : 0.7 + exp1(rng) / 1.9);
+    }
+  }
+  return out;
+}
+
+const FamilyFit& family(const DelayFitReport& r, const std::string& name) {
+  for (const auto& f : r.fits) {
+    if (f.family == name) {
+      return f;
+    }
+  }
+  FAIL("no family " << name);
+  return r.fits.front();
+}
+
+/// |estimate − truth| ≤ 4 s.e. of the fitted parameter.
+void check_parameter(const FamilyFit& fit, const std::string& name, double truth) {
+  for (const auto& p : fit.parameters) {
+    if (p.name == name) {
+      INFO(fit.family << " " << name << " = " << p.value << ", truth " << truth);
+      REQUIRE(p.standard_error.has_value());
+      CHECK(std::abs(p.value - truth) <= 4.0 * *p.standard_error);
+      return;
+    }
+  }
+  FAIL("no parameter " << name);
+}
+
+TEST_CASE("fit: kolmogorov tail matches published values", "[fit]") {
+  // scipy.special.kolmogorov (Marsaglia, Tsang & Wang 2003 / Simard & L'Ecuyer 2011).
+  CHECK(kolmogorov_tail(0.3) == Approx(0.9999906941986655).epsilon(1e-12));
+  CHECK(kolmogorov_tail(0.5) == Approx(0.9639452436648751).epsilon(1e-12));
+  CHECK(kolmogorov_tail(1.0) == Approx(0.26999967167735456).epsilon(1e-12));
+  CHECK(kolmogorov_tail(1.17) == Approx(0.12939004218561884).epsilon(1e-12));
+  CHECK(kolmogorov_tail(1.19) == Approx(0.11774229287977166).epsilon(1e-12));
+  CHECK(kolmogorov_tail(1.36) == Approx(0.049485876755377876).epsilon(1e-12));
+  CHECK(kolmogorov_tail(1.63) == Approx(0.009846364888486529).epsilon(1e-12));
+  CHECK(kolmogorov_tail(2.0) == Approx(0.0006709252557796953).epsilon(1e-10));
+  CHECK(kolmogorov_tail(0.0) == 1.0);
+}
+
+TEST_CASE("fit: kolmogorov-smirnov statistic of a small sample", "[fit]") {
+  // Against U(0, 1): the gaps are 0.1, 1/3 − 0.1, 0.4 − 1/3, 2/3 − 0.4, 0.7 − 2/3, 1 − 0.7.
+  const std::vector<double> x = {0.1, 0.4, 0.7};
+  const KolmogorovSmirnov ks = kolmogorov_smirnov(x, [](double t) { return t; });
+  CHECK(ks.statistic == Approx(0.3));
+  const double root = std::sqrt(3.0);
+  CHECK(ks.p_value == Approx(kolmogorov_tail((root + 0.12 + 0.11 / root) * 0.3)));
+}
+
+TEST_CASE("fit: shifted exponential recovers a and lambda and wins by AIC", "[fit]") {
+  ShiftedExponentialDelay delay(std::vector<double>(20, 1.0), {0.7, 1.9, TailScaling::kLoad});
+  const auto sample = draw(delay, 1000, 11);  // 20 000 draws
+  const DelayFitReport r = fit_delay_models(sample, true);
+  const FamilyFit& f = family(r, "shifted_exponential");
+  CHECK(std::abs(f.value("shift") - 0.7) < 0.01);
+  CHECK(std::abs(f.value("rate") / 1.9 - 1.0) < 0.03);
+  // The observed information of λ is n/λ²: s.e. λ/√n.
+  CHECK(*f.parameters[1].standard_error ==
+        Approx(f.value("rate") / std::sqrt(20000.0)).epsilon(1e-3));
+  REQUIRE(r.best.has_value());
+  CHECK(r.fits[*r.best].family == "shifted_exponential");
+  CHECK(f.ks.p_value > 0.01);
+  CHECK(f.aic == Approx(2.0 * 2 - 2.0 * f.log_likelihood));
+  CHECK_FALSE(r.heterogeneity.heterogeneous());
+}
+
+TEST_CASE("fit: pareto recovers shift scale and shape and wins by AIC", "[fit]") {
+  ParetoDelay delay(std::vector<double>(20, 1.0), {0.7, 1.0, 2.5, TailScaling::kLoad});
+  const auto sample = draw(delay, 1000, 12);
+  const DelayFitReport r = fit_delay_models(sample, true);
+  const FamilyFit& f = family(r, "pareto");
+  check_parameter(f, "shift", 0.7);
+  check_parameter(f, "scale", 1.0);
+  check_parameter(f, "shape", 2.5);
+  REQUIRE(r.best.has_value());
+  CHECK(r.fits[*r.best].family == "pareto");
+  CHECK(f.ks.p_value > 0.01);
+}
+
+TEST_CASE("fit: bimodal recovers the mixture by EM and wins by AIC", "[fit]") {
+  BimodalDelay delay(std::vector<double>(20, 1.0), {0.7, 1.9, TailScaling::kLoad, 0.1, 5.0});
+  const auto sample = draw(delay, 1000, 13);
+  const DelayFitReport r = fit_delay_models(sample, true);
+  const FamilyFit& f = family(r, "bimodal");
+  CHECK(std::abs(f.value("shift") - 0.7) < 0.01);
+  check_parameter(f, "rate", 1.9);
+  check_parameter(f, "slow_probability", 0.1);
+  // κ sets where the slow support starts (κa), a boundary estimate: within 1%.
+  CHECK(std::abs(f.value("slowdown") / 5.0 - 1.0) < 0.01);
+  REQUIRE(r.best.has_value());
+  CHECK(r.fits[*r.best].family == "bimodal");
+  CHECK(f.ks.p_value > 0.01);
+  CHECK_FALSE(r.heterogeneity.heterogeneous());
+}
+
+TEST_CASE("fit: markov recovers persistent stragglers by baum-welch", "[fit]") {
+  const auto sample = markov_sample(20, 1000, 14);
+  const DelayFitReport r = fit_delay_models(sample, true);
+  const FamilyFit& f = family(r, "markov");
+  CHECK(std::abs(f.value("shift") - 0.7) < 0.01);
+  // b is a boundary estimate like a: within 0.05 s of the truth at this sample size.
+  CHECK(std::abs(f.value("slow_shift") - 3.0) < 0.05);
+  check_parameter(f, "rate", 1.9);
+  check_parameter(f, "slow_rate", 0.5);
+  check_parameter(f, "to_slow", 0.05);
+  check_parameter(f, "to_normal", 0.2);
+  REQUIRE(r.best.has_value());
+  CHECK(r.fits[*r.best].family == "markov");
+  // Without iteration order the same times cannot be told from a mixture.
+  const DelayFitReport unordered = fit_delay_models(sample, false);
+  CHECK_FALSE(family(unordered, "markov").fitted());
+  CHECK(family(unordered, "markov").problem == "needs iteration order (an iteration column)");
+  // Persistence inflates per-worker means; the batch-means dispersion absorbs it.
+  CHECK(r.heterogeneity.dispersion > 2.0);
+  CHECK_FALSE(r.heterogeneity.heterogeneous());
+}
+
+TEST_CASE("fit: heterogeneous workers are flagged and their factors recovered", "[fit]") {
+  std::vector<double> factors(20, 1.0);
+  for (std::size_t i = 0; i < 20; i += 5) {
+    factors[i] = 1.5;
+  }
+  HeterogeneousDelay delay(std::vector<double>(20, 1.0), {0.7, 1.9, TailScaling::kLoad, factors});
+  const auto sample = draw(delay, 1000, 15);
+  const DelayFitReport r = fit_delay_models(sample, true);
+  CHECK(r.heterogeneity.heterogeneous());
+  CHECK(r.heterogeneity.p_value < 1e-12);
+  CHECK(r.heterogeneity.degrees_of_freedom == 19);
+  const FamilyFit& f = family(r, "heterogeneous");
+  REQUIRE(f.fitted());
+  // Each factor is a ratio of means of 1000 draws: relative s.e. ≈ (1/λ)/(a + 1/λ)/√1000.
+  const double relative_se = (1.0 / 1.9) / (0.7 + 1.0 / 1.9) / std::sqrt(1000.0) * std::sqrt(2.0);
+  for (std::size_t i = 0; i < 20; ++i) {
+    INFO("worker " << i);
+    CHECK(std::abs(f.factors[i] / factors[i] - 1.0) < 4.0 * relative_se + 0.01);
+  }
+  REQUIRE(r.best.has_value());
+  CHECK(r.fits[*r.best].family == "heterogeneous");
+}
+
+TEST_CASE("fit: the test of equal rates against its formula", "[fit]") {
+  // Two workers, excess over the common minimum 0: ū₁ = 1, ū₂ = 3, ū = 2.
+  const std::vector<std::vector<double>> s = {{0.0, 1.0, 2.0, 1.0}, {2.0, 4.0, 3.0, 3.0}};
+  const HeterogeneityTest t = test_equal_rates(s);
+  CHECK(t.statistic ==
+        Approx(2.0 * (8.0 * std::log(2.0) - 4.0 * std::log(1.0) - 4.0 * std::log(3.0))));
+  // Batches of 2: worker 1 batch means 0.5, 1.5; worker 2 3, 3 → within = 2·0.5, df 2.
+  CHECK(t.dispersion == Approx((2.0 * 0.5 / 2.0) / 4.0));
+  CHECK(t.degrees_of_freedom == 1);
+}
+
+TEST_CASE("fit: degenerate samples are refused with a reason", "[fit]") {
+  const std::vector<double> same = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0};
+  CHECK(fit_shifted_exponential(same).problem == "needs at least two distinct times");
+  CHECK(fit_bimodal(same).problem == "needs at least five distinct times");
+  const std::vector<double> zero = {0.0, 1.0, 2.0};
+  CHECK(fit_pareto(zero).problem == "needs every time > 0 (the Pareto scale is positive)");
+}
+
+}  // namespace
+}  // namespace stragglersim::sim
