@@ -14,6 +14,7 @@
 #include "codes/stochastic_gradient_code.h"
 #include "codes/uncoded_code.h"
 #include "experiments/config/config_error.h"
+#include "models/fashion_mnist.h"
 #include "models/loss_model.h"
 #include "models/synthetic_data.h"
 #include "models/tabular_synthetic_data.h"
@@ -559,6 +560,34 @@ const std::vector<ChoiceDoc>& generator_docs() {
         {"noise", text(regression.noise)},
         {"condition", text(regression.condition)},
         {"test_fraction", "0.2"}}},
+  };
+  return table;
+}
+
+const std::vector<ChoiceDoc>& data_source_docs() {
+  const models::FashionMnistOptions fashion;
+  static const std::vector<ChoiceDoc> table = {
+      {"csv",
+       "a CSV file with a header line; the label in the last column (label_column: a name or an "
+       "index, negative from the end)",
+       {{"path", ""},
+        {"test_path", ""},
+        {"test_fraction", "0.2"},
+        {"header", "true"},
+        {"label_column", "-1"}}},
+      {"fashion_mnist",
+       "two classes of Fashion-MNIST's IDX files (Debian package dataset-fashion-mnist)",
+       {{"dir", fashion.dir},
+        {"classes", fmt::format("[{}, {}]", fashion.negative_class, fashion.positive_class)},
+        {"scale", "true"},
+        {"rows", "0"}}},
+      {"libsvm",
+       "a LIBSVM file (label index:value ...); features 0 takes the file's largest index",
+       {{"path", ""},
+        {"test_path", ""},
+        {"test_fraction", "0.2"},
+        {"features", "0"},
+        {"storage", "dense"}}},
   };
   return table;
 }
