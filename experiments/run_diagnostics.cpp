@@ -153,6 +153,44 @@ void print_warnings(const nlohmann::json& summary, std::string_view prefix) {
   }
 }
 
+void count_warnings(const nlohmann::json& summary,
+                    const std::string& folder,
+                    std::vector<WarningCount>& counts) {
+  if (!summary.contains("warnings")) {
+    return;
+  }
+  std::vector<std::string> seen;
+  for (const auto& w : summary["warnings"]) {
+    const std::string code = w["code"].get<std::string>();
+    if (std::find(seen.begin(), seen.end(), code) != seen.end()) {
+      continue;
+    }
+    seen.push_back(code);
+    auto it =
+        std::lower_bound(counts.begin(), counts.end(), code, [](const auto& c, const auto& k) {
+          return c.code < k;
+        });
+    if (it == counts.end() || it->code != code) {
+      it = counts.insert(it, WarningCount{code, 0, folder, w["message"].get<std::string>()});
+    } else if (folder < it->first_run) {
+      it->first_run = folder;
+      it->message = w["message"].get<std::string>();
+    }
+    ++it->runs;
+  }
+}
+
+void print_warning_counts(std::span<const WarningCount> counts, std::size_t total) {
+  for (const auto& c : counts) {
+    std::cerr << fmt::format("warning: {}: {} of {} runs; first {}: {}\n",
+                             c.code,
+                             c.runs,
+                             total,
+                             c.first_run,
+                             c.message);
+  }
+}
+
 nlohmann::json warnings_json(std::span<const RunWarning> warnings) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& w : warnings) {

@@ -102,6 +102,24 @@ void print_warnings(std::span<const RunWarning> warnings);
 /// The same for the "warnings" array of a summary (what `run` and `sweep` print).
 void print_warnings(const nlohmann::json& summary, std::string_view prefix = {});
 
+/// One warning code over the runs of a sweep: how many runs had it, and the first of them (by
+/// folder name, so the line does not depend on the order runs finish in) with its message.
+struct WarningCount {
+  std::string code;
+  std::size_t runs = 0;
+  std::string first_run;
+  std::string message;
+};
+
+/// Adds the "warnings" of `summary` (the run in `folder`) to `counts`: one entry per code,
+/// sorted by code; a code counts once per run.
+void count_warnings(const nlohmann::json& summary,
+                    const std::string& folder,
+                    std::vector<WarningCount>& counts);
+
+/// "warning: <code>: <runs> of <total> runs; first <first_run>: <message>" per entry, on stderr.
+void print_warning_counts(std::span<const WarningCount> counts, std::size_t total);
+
 /// The "warnings" array of summary.json.
 nlohmann::json warnings_json(std::span<const RunWarning> warnings);
 

@@ -821,7 +821,8 @@ std::size_t execute_runs(const SweepSpec& spec,
                          ObjectiveCache& cache,
                          std::vector<std::unique_ptr<RunPlan>>& plans,
                          std::size_t skipped,
-                         std::size_t total) {
+                         std::size_t total,
+                         std::vector<WarningCount>& warnings) {
   const int threads = threads_per_run(options.jobs, todo.size());
   std::mutex mutex;
   std::shared_mutex cores;
@@ -857,11 +858,9 @@ std::size_t execute_runs(const SweepSpec& spec,
         const std::shared_lock shared(cores);
         outcome = execute_run(*plans[run.index], dir);
       }
-      if (options.print_warnings) {
-        print_warnings(outcome.summary, run.folder + ": ");
-      }
       plans[run.index].reset();
       const std::lock_guard lock(mutex);
+      count_warnings(outcome.summary, run.folder, warnings);
       ++ran;
       if (options.progress) {
         options.progress(skipped + ran, skipped, total);
@@ -905,7 +904,8 @@ SweepResult run_sweep(const SweepSpec& spec,
   if (options.progress) {
     options.progress(result.skipped, result.skipped, share);
   }
-  result.ran = execute_runs(spec, out_dir, todo, options, cache, plans, result.skipped, share);
+  result.ran = execute_runs(
+      spec, out_dir, todo, options, cache, plans, result.skipped, share, result.warnings);
   if (result.ran + result.skipped < share) {
     result.interrupted = true;
     return result;

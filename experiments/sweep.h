@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "experiments/run_diagnostics.h"
 namespace stragglersim::experiments {
 
 /// One expanded run of a sweep.
@@ -95,9 +96,6 @@ struct SweepOptions {
   std::function<void(std::size_t done, std::size_t skipped, std::size_t total)> progress;
   /// When set becomes true, no new run is started (SIGINT).
   const std::atomic<bool>* stop = nullptr;
-  /// Print each run's warnings on stderr, prefixed with its folder (the CLI; the Python module
-  /// leaves them in the summaries).
-  bool print_warnings = false;
 };
 
 struct SweepResult {
@@ -111,6 +109,9 @@ struct SweepResult {
   /// Run folders of an earlier sweep into the same folder that are not part of this one (kept
   /// on disk, not in index.csv), relative to the output folder.
   std::vector<std::string> stale;
+  /// The warnings of the runs run now, one entry per code (the CLI prints them once each; the
+  /// Python module leaves them in the summaries).
+  std::vector<WarningCount> warnings;
 };
 
 /// Validates every run config not yet complete in `out_dir` (plan_run on `jobs` threads;

@@ -95,7 +95,9 @@ struct Row {
 DelayTrace read_delay_trace(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    fail(path, 0, "cannot open file (expected a readable CSV file of measured times)");
+    // The file as a whole, no line: "<path>: cannot open file ...".
+    throw TraceFileError(
+        fmt::format("{}: cannot open file (expected a readable CSV file of measured times)", path));
   }
   DelayTrace trace;
   trace.path = path;

@@ -63,7 +63,8 @@ void make_output_folder(const std::string& out_dir) {
 int report_run(const RunPlan& plan,
                const RunOutcome& outcome,
                const std::string& config,
-               const std::string& out_dir) {
+               const std::string& out_dir,
+               bool quiet) {
   // The outcome's own line first (scripts read the first line of stderr), then the warnings.
   if (outcome.status == "interrupted") {
     const int signal = interrupt_flag().load();
@@ -73,14 +74,21 @@ int report_run(const RunPlan& plan,
         signal,
         outcome.summary["iterations"].get<std::uint64_t>(),
         out_dir);
-    print_warnings(outcome.summary);
+    if (!quiet) {
+      print_warnings(outcome.summary);
+    }
     return 128 + signal;
   }
   if (outcome.status != "ok") {
     std::cerr << fmt::format("error: {}: {}\n", config, outcome.error);
     std::cerr << fmt::format("the trace up to the last good iteration is in {}\n", out_dir);
-    print_warnings(outcome.summary);
+    if (!quiet) {
+      print_warnings(outcome.summary);
+    }
     return 3;
+  }
+  if (quiet) {
+    return 0;
   }
   print_warnings(outcome.summary);
   const auto& s = outcome.summary;
@@ -116,7 +124,10 @@ int report_run(const RunPlan& plan,
 /// 1..n are the workers. Every rank planned the same run from the same config, so every rank
 /// refuses a wrong -np by itself (exit 2); they wait (a bounded time) until rank 0 has said why,
 /// since mpirun ends the job at the first non-zero exit.
-int command_run_mpi(const RunPlan& plan, const std::string& config, const std::string& out_dir) {
+int command_run_mpi(const RunPlan& plan,
+                    const std::string& config,
+                    const std::string& out_dir,
+                    bool quiet) {
   sim::MpiSession session;
   const int expected = plan.workers + 1;
   if (session.size() != expected) {
@@ -138,10 +149,10 @@ int command_run_mpi(const RunPlan& plan, const std::string& config, const std::s
   }
   make_output_folder(out_dir);
   const RunOutcome outcome = execute_run(plan, out_dir);
-  return report_run(plan, outcome, config, out_dir);
+  return report_run(plan, outcome, config, out_dir, quiet);
 }
 
-int command_run(const std::string& config, const std::string& out_dir, bool force) {
+int command_run(const std::string& config, const std::string& out_dir, bool force, bool quiet) {
   check_output_folder(out_dir, "--out");
   // Under mpirun, rank i + 1 is worker i of an mpi run: it loads only its own partitions.
   std::optional<int> mpi_worker;
@@ -158,14 +169,14 @@ int command_run(const std::string& config, const std::string& out_dir, bool forc
         other));
   }
   if (plan.backend == BackendKind::kMpi) {
-    return command_run_mpi(plan, config, out_dir);
+    return command_run_mpi(plan, config, out_dir, quiet);
   }
   make_output_folder(out_dir);
   const InterruptGuard guard;
   // A progress line only where someone watches: stderr on a terminal.
   std::optional<ProgressLine> line;
   ProgressHook progress;
-  if (::isatty(STDERR_FILENO) != 0) {
+  if (!quiet && ::isatty(STDERR_FILENO) != 0) {
     line.emplace(std::cerr);
     progress = [&line](const RunProgress& p) { line->update(p); };
   }
@@ -174,7 +185,7 @@ int command_run(const std::string& config, const std::string& out_dir, bool forc
   if (line) {
     line->finish();
   }
-  return report_run(plan, outcome, config, out_dir);
+  return report_run(plan, outcome, config, out_dir, quiet);
 }
 
 }  // namespace
@@ -183,12 +194,16 @@ Subcommand add_run_command(CLI::App& app) {
   auto config = std::make_shared<std::string>();
   auto out_dir = std::make_shared<std::string>();
   auto force = std::make_shared<bool>(false);
+  auto quiet = std::make_shared<bool>(false);
   auto* run = app.add_subcommand("run", "run one experiment from a JSON config");
   run->add_option("config", *config, "config file (JSON)")->required();
-  run->add_option("--out", *out_dir, "output folder for trace.csv and summary.json")->required();
+  run->add_option("-o,--out", *out_dir, "output folder for trace.csv and summary.json")->required();
   run->add_flag("--force", *force, "write into --out even when it holds another run's output");
+  add_quiet_flag(*run, *quiet);
   add_max_memory_option(*run);
-  return {run, [config, out_dir, force] { return command_run(*config, *out_dir, *force); }};
+  return {run, [config, out_dir, force, quiet] {
+            return command_run(*config, *out_dir, *force, *quiet);
+          }};
 }
 
 }  // namespace stragglersim::experiments

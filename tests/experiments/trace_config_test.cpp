@@ -229,7 +229,7 @@ TEST_CASE("trace delay: bad trace files exit 2 naming the config key and file:li
   const Result res = run_stragglersim(
       fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir);
   CHECK(res.status == 2);
-  CHECK(res.err == fmt::format("error: {}:/delay/path: {}:0: cannot open file (expected a "
+  CHECK(res.err == fmt::format("error: {}:/delay/path: {}: cannot open file (expected a "
                                "readable CSV file of measured times)\n",
                                cfg.string(),
                                (dir / "nope.csv").string()));
