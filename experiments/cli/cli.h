@@ -1,5 +1,6 @@
 #pragma once
-// The command line (docs/model.md §7): subcommands run, theory, check, codes, sweep.
+// The command line (docs/model.md §7, docs/cli.md): run, sweep, theory, codes, check, fit, advise,
+// list and init.
 // Exit status: 0 success, 2 bad input (ConfigError: "error: <file>:<pointer>: ..."),
 // 3 a run that stopped on numerical trouble (its trace ends at the last good row).
 

@@ -20,7 +20,22 @@ import stragglersim
 
 from test_stragglersim import delay_only, read_csv_columns, training, write_json
 
-TIMES = os.path.join(ROOT, "experiments", "examples", "persistent_stragglers.csv")
+
+
+@pytest.fixture
+def times(tmp_path):
+    """A small times file: 4 workers, 30 iterations, 1 s plus an exponential of rate 1 + 0.3 w
+    (fixed seed): every family fits it within a second."""
+    import random
+
+    draw = random.Random(3)
+    path = tmp_path / "times.csv"
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("iteration,worker,seconds\n")
+        for i in range(1, 31):
+            for w in range(4):
+                f.write("{},{},{:.6f}\n".format(i, w, 1.0 + draw.expovariate(1.0 + 0.3 * w)))
+    return str(path)
 
 
 def cli(*args):
@@ -84,19 +99,19 @@ def test_load_sweep_gives_the_index_and_the_tidy_traces(tmp_path):
         assert column(long, "seed")[part] == [row["seed"]] * 8
 
 
-def test_fit_is_the_table_fit_json_prints():
-    result = cli("fit", TIMES, "--json")
+def test_fit_is_the_table_fit_json_prints(times):
+    result = cli("fit", times, "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    rows = stragglersim.fit(TIMES)
+    rows = stragglersim.fit(times)
     assert [r["family"] for r in rows] == [f["family"] for f in report["fits"]]
     for row, expected in zip(rows, report["fits"]):
         assert {k: v for k, v in row.items() if k not in ("best", "delay")} == expected
         assert row["best"] == (row["family"] == report["best"])
     best = [r for r in rows if r["best"]]
     assert len(best) == 1 and best[0]["delay"] == report["delay"]
-    assert stragglersim.fit_report(TIMES, per_worker=True) == json.loads(
-        cli("fit", TIMES, "--json", "--per-worker").stdout)
+    assert stragglersim.fit_report(times, per_worker=True) == json.loads(
+        cli("fit", times, "--json", "--per-worker").stdout)
 
 
 def test_fit_of_a_missing_file_raises_the_cli_message(tmp_path):
@@ -107,20 +122,20 @@ def test_fit_of_a_missing_file_raises_the_cli_message(tmp_path):
     assert str(e.value) == missing + ": cannot open file (expected a readable CSV file of measured times)"
 
 
-def test_advise_is_what_advise_json_prints(tmp_path):
+def test_advise_is_what_advise_json_prints(tmp_path, times):
     config = training(target_loss=0.45)
     path = write_json(tmp_path / "cfg.json", config)
     result = cli("advise", path, "--json", "--repetitions", 2)
     assert result.returncode == 0, result.stderr
     assert stragglersim.advise(path, repetitions=2) == json.loads(result.stdout)
     # With a fitted delay: the same advice, or the same refusal.
-    fitted = cli("advise", path, "--json", "--repetitions", 2, "--fit", TIMES)
+    fitted = cli("advise", path, "--json", "--repetitions", 2, "--fit", times)
     if fitted.returncode == 0:
-        assert stragglersim.advise(path, repetitions=2, fit=TIMES) == json.loads(fitted.stdout)
+        assert stragglersim.advise(path, repetitions=2, fit=times) == json.loads(fitted.stdout)
     else:
         assert fitted.returncode == 2, fitted.stderr
         with pytest.raises(stragglersim.ConfigError) as e:
-            stragglersim.advise(path, repetitions=2, fit=TIMES)
+            stragglersim.advise(path, repetitions=2, fit=times)
         assert "error: " + str(e.value) == fitted.stderr.splitlines()[0]
     with pytest.raises(stragglersim.ConfigError, match="advise needs data"):
         stragglersim.advise(delay_only())

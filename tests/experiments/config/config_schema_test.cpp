@@ -14,8 +14,9 @@ namespace {
 
 /// The "valid keys are: a, b, ..." list of the plan reader's unknown-key error.
 std::vector<std::string> plan_reader_keys() {
-  auto c = testing::config_with_data(nullptr);
-  c.erase("loss");
+  // A run with data: its reader reads every top-level key (a delay-only run has no loss).
+  auto c = testing::config_with_data(
+      {{"source", "synthetic"}, {"generator", "gaussian_mixture"}, {"rows", 60}, {"features", 3}});
   c["zzz_not_a_key"] = 1;
   const std::string message = testing::plan_error(c, ".");
   const std::string marker = "valid keys are: ";

@@ -66,6 +66,7 @@ TEST_CASE("json reader: unknown keys and kinds name the nearest valid one",
   // A whole config: the top-level reader (finish() over the keys it read) and a kind.
   auto c = stragglersim::testing::config_with_data(nullptr);
   c.erase("loss");
+  c["optimizer"] = {{"iterations", 5}};  // a delay-only run reads only the iteration count
   c["seeds"] = 3;
   CHECK(stragglersim::testing::plan_error(c, ".") ==
         "cfg.json:/seeds: unknown key 'seeds'; did you mean 'seed'? valid keys are: backend, "
