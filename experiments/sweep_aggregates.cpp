@@ -83,6 +83,12 @@ std::string mean_cells(const std::vector<double>& values) {
   if (n == 0) {
     return ",0,,,,";
   }
+  if (n > 1 &&
+      std::all_of(values.begin(), values.end(), [&](double v) { return v == values[0]; })) {
+    // A constant sample (f* of runs over one data set): its mean exactly, no spread.
+    const std::string v = number(values[0]);
+    return fmt::format(",{},{},0,{},{}", n, v, v, v);
+  }
   double mean = 0.0;
   for (const double v : values) {
     mean += v;

@@ -121,7 +121,7 @@ def check_summary(out, groups):
             half = stats.t.ppf(0.975, len(x) - 1) * se
             assert int(row[f"{metric}_n"]) == 5
             assert np.isclose(float(row[f"{metric}_mean"]), x.mean(), rtol=1e-13, atol=0)
-            assert np.isclose(float(row[f"{metric}_se"]), se, rtol=1e-9, atol=1e-300)
+            assert np.isclose(float(row[f"{metric}_se"]), se, rtol=1e-9, atol=1e-15)
             assert np.isclose(float(row[f"{metric}_ci_low"]), x.mean() - half, rtol=1e-12)
             assert np.isclose(float(row[f"{metric}_ci_high"]), x.mean() + half, rtol=1e-12)
         # The ratio of mean total times against uncoded and its delta-method interval, paired

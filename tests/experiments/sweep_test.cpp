@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -832,7 +833,7 @@ TEST_CASE("sweep: summary.csv holds the mean and t interval of each point and it
       const std::string m = metric;
       CHECK(row.at(m + "_n") == "5");
       CHECK(cell_number(row, m + "_mean") == Approx(mean).epsilon(1e-13));
-      CHECK(cell_number(row, m + "_se") == Approx(se).epsilon(1e-9).margin(1e-300));
+      CHECK(cell_number(row, m + "_se") == Approx(se).epsilon(1e-9).margin(1e-15));
       CHECK(cell_number(row, m + "_ci_low") == Approx(mean - t4 * se).epsilon(1e-12));
       CHECK(cell_number(row, m + "_ci_high") == Approx(mean + t4 * se).epsilon(1e-12));
     }
