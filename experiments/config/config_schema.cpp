@@ -118,6 +118,7 @@ json properties() {
   return {
       {"name", {{"type", "string"}}},
       {"seed", integer_at_least(0)},
+      {"data_seed", integer_at_least(0)},
       {"workers", integer_at_least(1)},
       {"partitions", integer_at_least(1)},
       {"threads", integer_at_least(1)},
