@@ -71,6 +71,7 @@ int run_cli(const std::vector<std::string>& args) {
       add_sweep_command(app),
       add_list_command(app),
       add_fit_command(app),
+      add_trace_command(app),
       add_advise_command(app),
       add_init_command(app),
   };

@@ -33,6 +33,8 @@ Subcommand add_check_command(CLI::App& app);
 Subcommand add_sweep_command(CLI::App& app);
 /// `stragglersim fit TIMES.csv [--json] [--per-worker] [--out FILE]`.
 Subcommand add_fit_command(CLI::App& app);
+/// `stragglersim trace import FILE --format csv|chrome ... --out TIMES.csv`.
+Subcommand add_trace_command(CLI::App& app);
 /// `stragglersim advise CONFIG.json [--json] [--fit TIMES.csv] ...`.
 Subcommand add_advise_command(CLI::App& app);
 /// `stragglersim list [codes|delays|rules|losses|backends|optimizers|generators] [--json]` and
