@@ -97,6 +97,7 @@ int run_cli(const std::vector<std::string>& args) {
       add_list_command(app),
       add_fit_command(app),
       add_advise_command(app),
+      add_validate_command(app),
   };
 
   for (const auto& command : commands) {
