@@ -10,6 +10,7 @@
 #include <boost/random/mersenne_twister.hpp>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
