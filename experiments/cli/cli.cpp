@@ -74,6 +74,7 @@ int run_cli(const std::vector<std::string>& args) {
       add_trace_command(app),
       add_advise_command(app),
       add_init_command(app),
+      add_validate_command(app),
   };
 
   for (const auto& command : commands) {

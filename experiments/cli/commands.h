@@ -37,6 +37,8 @@ Subcommand add_fit_command(CLI::App& app);
 Subcommand add_trace_command(CLI::App& app);
 /// `stragglersim advise CONFIG.json [--json] [--fit TIMES.csv] ...`.
 Subcommand add_advise_command(CLI::App& app);
+/// `stragglersim validate CONFIG.json --trace TIMES.csv [--holdout H] [--json]`.
+Subcommand add_validate_command(CLI::App& app);
 /// `stragglersim list [codes|delays|rules|losses|backends|optimizers|generators] [--json]` and
 /// `stragglersim list --schema` (the config's JSON Schema).
 Subcommand add_list_command(CLI::App& app);
