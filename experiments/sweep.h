@@ -98,6 +98,9 @@ struct SweepOptions {
   /// Print each run's warnings on stderr, prefixed with its folder (the CLI; the Python module
   /// leaves them in the summaries).
   bool print_warnings = false;
+  /// Folder of the f* cache the runs share (experiments/predict/plan_optimum.h; empty: none).
+  /// The CLI uses <out>/f_star_cache unless --no-cache.
+  std::filesystem::path f_star_cache;
 };
 
 struct SweepResult {
@@ -162,7 +165,8 @@ RunCheck check_run(const SweepSpec& spec, const SweepRun& run, int ranks);
 /// whether the run failed numerically. Exceptions propagate.
 bool execute_sweep_run(const SweepSpec& spec,
                        const SweepRun& run,
-                       const std::filesystem::path& out_dir);
+                       const std::filesystem::path& out_dir,
+                       const std::filesystem::path& f_star_cache = {});
 
 /// The index.csv text of a finished sweep, built from the runs' summary.json files.
 std::string index_csv(const SweepSpec& spec, const std::filesystem::path& out_dir);

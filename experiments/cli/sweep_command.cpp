@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -106,6 +107,16 @@ struct SweepArgs {
   int jobs = 1;
   std::string shard;
   bool merge = false;
+  bool no_cache = false;
+  std::string cache;  ///< --f-star-cache
+  /// --f-star-cache, else <out>/f_star_cache; empty with --no-cache.
+  [[nodiscard]] std::filesystem::path f_star_cache() const {
+    if (no_cache) {
+      return {};
+    }
+    return cache.empty() ? std::filesystem::path(out) / "f_star_cache"
+                         : std::filesystem::path(cache);
+  }
 };
 
 /// "i/N" with 0 <= i < N.
@@ -246,6 +257,7 @@ int command_sweep_mpi(const SweepArgs& args) {
     SweepOptions options;
     options.stop = &g_interrupted;
     options.print_warnings = true;
+    options.f_star_cache = args.f_star_cache();
     if (rank == 0) {
       options.progress = [&progress](std::size_t done, std::size_t skipped, std::size_t total) {
         progress.update(done, skipped, total);
@@ -315,6 +327,7 @@ int command_sweep(const SweepArgs& args) {
   Progress progress;
   SweepOptions options;
   options.jobs = args.jobs;
+  options.f_star_cache = args.f_star_cache();
   options.stop = &g_interrupted;
   options.print_warnings = true;
   if (!args.shard.empty()) {
@@ -354,6 +367,12 @@ Subcommand add_sweep_command(CLI::App& app) {
   cmd->add_flag("--merge",
                 args->merge,
                 "run nothing: write index.csv once every run is complete (after --shard)");
+  cmd->add_flag("--no-cache",
+                args->no_cache,
+                "solve every data set's f* afresh instead of sharing <out>/f_star_cache");
+  cmd->add_option("--f-star-cache",
+                  args->cache,
+                  "folder of the f* cache, shared with other sweeps (default: <out>/f_star_cache)");
   add_max_memory_option(*cmd);
   return {cmd, [args] { return command_sweep(*args); }};
 }
