@@ -86,8 +86,7 @@ nlohmann::json entry_json(const std::string& key, const RunPlan& plan, const Pla
                       {"iterations", o.iterations},
                       {"iteration_limit", o.iteration_limit},
                       {"data_passes", o.data_passes},
-                      {"stop", o.stop},
-                      {"seconds", p.seconds}};
+                      {"stop", o.stop}};
   e["checksum"] = checksum(e);
   return e;
 }
@@ -130,7 +129,6 @@ std::variant<PlanOptimum, std::string> read_entry(const std::filesystem::path& p
     o.iteration_limit = e.at("iteration_limit").get<int>();
     o.data_passes = e.at("data_passes").get<int>();
     o.stop = e.at("stop").get<std::string>();
-    p.seconds = e.at("seconds").get<double>();
     return p;
   } catch (const nlohmann::json::exception& ex) {
     return std::string(ex.what());
@@ -188,8 +186,11 @@ PlanOptimum cached_or_solved(const RunPlan& plan, models::WorkerPool* pool) {
   const auto path = plan.f_star_cache / (key + ".json");
   std::error_code ec;
   if (std::filesystem::exists(path, ec)) {
+    const auto started = std::chrono::steady_clock::now();
     auto read = read_entry(path, key, plan);
     if (auto* hit = std::get_if<PlanOptimum>(&read)) {
+      hit->seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
       return std::move(*hit);
     }
     std::cerr << fmt::format("warning: f* cache: ignoring {} ({}); solving again\n",
@@ -236,8 +237,11 @@ PlanOptimum plan_optimum(const RunPlan& plan, models::WorkerPool* pool) {
     }
   }
   if (earlier.valid()) {
+    const auto started = std::chrono::steady_clock::now();
     PlanOptimum shared = earlier.get();  // outside the lock: other solves go on meanwhile
-    shared.source = "cache";             // this caller did not solve
+    shared.source = "cache";             // this caller did not solve, it waited
+    shared.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     return shared;
   }
   try {

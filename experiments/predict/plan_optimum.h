@@ -18,7 +18,8 @@ struct PlanOptimum {
   models::Optimum optimum;
   /// "solved" (this process solved it) or "cache" (read from the plan's f* cache folder).
   std::string source = "solved";
-  /// Seconds of the solve that produced it (the original solve's, for a cache hit).
+  /// Real seconds this caller spent: the solve, or reading the cache entry (an entry holds no
+  /// time, so that it is the same bytes whoever solved it).
   double seconds = 0.0;
 };
 

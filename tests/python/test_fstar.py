@@ -62,7 +62,7 @@ def test_f_star_equals_scipy_lbfgs(tmp_path):
                header=header, comments="")
     config = {
         "name": "fstar", "seed": 3, "workers": 10,
-        "data": {"source": "csv", "path": str(path)},
+        "data": {"source": "csv", "path": str(path), "test_fraction": 0.0},
         "loss": {"kind": "logistic", "l2": l2},
         "code": {"kind": "frc", "d": 2},
         "stopping": {"rule": "first_r", "r": 5},
