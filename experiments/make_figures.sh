@@ -92,8 +92,23 @@ EOF
 for sweep in "$files"/*.json; do
   name="$(basename "$sweep" .json)"
   echo "== sweep $name"
-  "$bin" sweep "$sweep" --out "$sweeps/$name" --jobs "$jobs"
+  # One f* cache for every sweep of the tree: each workload's f* is solved once.
+  "$bin" sweep "$sweep" --out "$sweeps/$name" --jobs "$jobs" --f-star-cache "$sweeps/f_star_cache"
 done
+
+echo "== f* solves (f_star_source of every run's summary.json)"
+SWEEPS="$sweeps" "$python" - <<'EOF'
+import glob, json, os
+solved, cached = 0, 0
+for path in glob.glob(os.path.join(os.environ["SWEEPS"], "*", "runs", "*", "summary.json")):
+    with open(path) as f:
+        source = json.load(f).get("f_star_source")
+    solved += source == "solved"
+    cached += source == "cache"
+entries = glob.glob(os.path.join(os.environ["SWEEPS"], "f_star_cache", "*.json"))
+print(f"f* solved {solved} times, read from the cache by {cached} runs; "
+      f"{len(entries)} data sets and objectives in the cache")
+EOF
 
 echo "== f* of the regime workloads (f_star of their runs' summary.json; theory for the map)"
 fstar="$sweeps/f_star.json"

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "experiments/config/run_plan.h"
+#include "models/worker_pool.h"
 #include "sim/training_loop.h"
 
 namespace stragglersim::experiments {
@@ -30,11 +31,21 @@ struct OptimumReference {
   /// (models::solve_optimum), or "not computed: <why>" (too costly, or the iterative solve
   /// missed its certificate within its budget).
   std::string method;
+  /// The certificate and cost of the solve (models::Optimum), set when a solve was attempted.
+  std::optional<double> newton_decrement;
+  int iterations = 0;
+  int iteration_limit = 0;
+  int data_passes = 0;
+  std::string stop;
+  double seconds = 0.0;
+  /// "solved" or "cache" (plan_optimum); nullopt when no solve was attempted.
+  std::optional<std::string> source;
 };
 
-/// f* by models::solve_optimum (optimum_options) unless optimum_cost_problem refuses the solve as
-/// far more costly than the run or the solve fails (then value is nullopt and method says why).
-OptimumReference reference_optimum(const RunPlan& plan);
+/// f* by plan_optimum (models::solve_optimum with optimum_options, on `pool`) unless
+/// optimum_cost_problem refuses the solve as far more costly than the run or the solve fails
+/// (then value is nullopt and method says why).
+OptimumReference reference_optimum(const RunPlan& plan, models::WorkerPool* pool = nullptr);
 
 /// One warning of summary.json: a stable code and a sentence.
 struct RunWarning {

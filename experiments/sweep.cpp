@@ -18,6 +18,7 @@
 #include "experiments/config/run_plan.h"
 #include "experiments/run_diagnostics.h"
 #include "experiments/run_output.h"
+#include "models/base/fnv1a.h"
 #include "models/base/random_stream.h"
 
 namespace stragglersim::experiments {
@@ -52,15 +53,8 @@ std::string clean_text(std::string_view text, std::size_t limit) {
   return out;
 }
 
-/// FNV-1a, 64 bits: a stable hash of bytes (folder names and the folder's identity).
-std::uint64_t fnv1a(std::string_view text) {
-  std::uint64_t h = 14695981039346656037ULL;
-  for (const char c : text) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
+/// FNV-1a (models/base/fnv1a.h): folder names and the folder's identity.
+using models::fnv1a;
 
 std::string hex(std::uint64_t h) { return fmt::format("{:016x}", h); }
 
@@ -901,15 +895,16 @@ RunCheck check_run(const SweepSpec& spec, const SweepRun& run, int ranks) {
 
 bool execute_sweep_run(const SweepSpec& spec,
                        const SweepRun& run,
-                       const std::filesystem::path& out_dir) {
+                       const std::filesystem::path& out_dir,
+                       const std::filesystem::path& f_star_cache) {
   const fs::path dir = out_dir / run.folder;
   fs::create_directories(dir);
   // Only the process running this run writes into its folder: temporaries are a killed one's.
   remove_stale_temporaries(dir);
   write_file_atomically(dir / "config.json", config_text(run));
   // Ranks may share a node's cores: each run computes on one thread, as --jobs N would.
-  const RunPlan plan =
-      plan_run(run.config, run_label(spec, run), spec.base_dir, {.max_threads = 1});
+  RunPlan plan = plan_run(run.config, run_label(spec, run), spec.base_dir, {.max_threads = 1});
+  plan.f_star_cache = f_star_cache;
   const RunOutcome outcome = execute_run(plan, dir);
   print_warnings(outcome.summary, run.folder + ": ");
   return outcome.status != "ok";
@@ -1007,6 +1002,7 @@ std::size_t execute_runs(const SweepSpec& spec,
         (void)cache.share(*plan, spec.base_dir);
         plans[run.index] = std::move(plan);
       }
+      plans[run.index]->f_star_cache = options.f_star_cache;
       RunOutcome outcome;
       if (plans[run.index]->backend == BackendKind::kThreads) {
         const std::unique_lock alone(cores);

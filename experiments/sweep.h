@@ -108,6 +108,9 @@ struct SweepOptions {
   std::function<void(std::size_t done, std::size_t skipped, std::size_t total)> progress;
   /// When set becomes true, no new run is started (SIGINT).
   const std::atomic<bool>* stop = nullptr;
+  /// Folder of the f* cache the runs share (experiments/predict/plan_optimum.h; empty: none).
+  /// The CLI uses <out>/f_star_cache unless --no-cache.
+  std::filesystem::path f_star_cache;
 };
 
 struct SweepResult {
@@ -175,7 +178,8 @@ RunCheck check_run(const SweepSpec& spec, const SweepRun& run, int ranks);
 /// whether the run failed numerically. Exceptions propagate.
 bool execute_sweep_run(const SweepSpec& spec,
                        const SweepRun& run,
-                       const std::filesystem::path& out_dir);
+                       const std::filesystem::path& out_dir,
+                       const std::filesystem::path& f_star_cache = {});
 
 /// "/stopping/r" → "stopping.r": a grid key as a plain column name (summary.csv, traces.csv).
 std::string plain_name(const std::string& pointer);

@@ -17,6 +17,7 @@
 #include "experiments/interrupt.h"
 #include "experiments/run_diagnostics.h"
 #include "experiments/run_output.h"
+#include "models/base/stop_request.h"
 #include "sim/backends/mpi_backend.h"
 #include "sim/backends/mpi_session.h"
 
@@ -152,15 +153,12 @@ int command_run_mpi(const RunPlan& plan,
   return report_run(plan, outcome, config, out_dir, quiet);
 }
 
-int command_run(const std::string& config, const std::string& out_dir, bool force, bool quiet) {
-  check_output_folder(out_dir, "--out");
-  // Under mpirun, rank i + 1 is worker i of an mpi run: it loads only its own partitions.
-  std::optional<int> mpi_worker;
-  if (const auto rank = sim::launched_by_mpi() ? sim::launcher_rank() : std::nullopt;
-      rank && *rank > 0) {
-    mpi_worker = *rank - 1;
-  }
-  const RunPlan plan = plan_run_file(config, mpi_worker);
+/// The run after its plan: the folder checks, then execute_run (or the mpi path).
+int run_planned(const RunPlan& plan,
+                const std::string& config,
+                const std::string& out_dir,
+                bool force,
+                bool quiet) {
   if (const std::string other = other_run_in(out_dir, plan); !force && !other.empty()) {
     throw ConfigError(fmt::format(
         "{}: holds another run; got {}; expected an empty or new --out folder, or --force to "
@@ -172,7 +170,6 @@ int command_run(const std::string& config, const std::string& out_dir, bool forc
     return command_run_mpi(plan, config, out_dir, quiet);
   }
   make_output_folder(out_dir);
-  const InterruptGuard guard;
   // A progress line only where someone watches: stderr on a terminal.
   std::optional<ProgressLine> line;
   ProgressHook progress;
@@ -188,6 +185,39 @@ int command_run(const std::string& config, const std::string& out_dir, bool forc
   return report_run(plan, outcome, config, out_dir, quiet);
 }
 
+int command_run(const std::string& config,
+                const std::string& out_dir,
+                bool force,
+                bool quiet,
+                const std::string& f_star_cache) {
+  check_output_folder(out_dir, "--out");
+  // Under mpirun, rank i + 1 is worker i of an mpi run: it loads only its own partitions.
+  std::optional<int> mpi_worker;
+  if (const auto rank = sim::launched_by_mpi() ? sim::launcher_rank() : std::nullopt;
+      rank && *rank > 0) {
+    mpi_worker = *rank - 1;
+  }
+  // Signals are honoured from here on: in set-up (data, f*, predictions) the first one ends the
+  // command with nothing written (models/base/stop_request.h); in the iterations, after the row.
+  std::optional<InterruptGuard> guard;
+  guard.emplace();
+  try {
+    RunPlan plan = [&] {
+      const models::StopScope scope;
+      return plan_run_file(config, mpi_worker);
+    }();
+    plan.f_star_cache = f_star_cache;
+    if (plan.backend == BackendKind::kMpi) {
+      guard.reset();  // mpirun forwards signals to every rank: the default action ends them
+    }
+    return run_planned(plan, config, out_dir, force, quiet);
+  } catch (const models::StopRequested& stop) {
+    std::cerr << fmt::format(
+        "{}: interrupted by signal {} during set-up; nothing written\n", config, stop.signal());
+    return 128 + stop.signal();
+  }
+}
+
 }  // namespace
 
 Subcommand add_run_command(CLI::App& app) {
@@ -195,14 +225,18 @@ Subcommand add_run_command(CLI::App& app) {
   auto out_dir = std::make_shared<std::string>();
   auto force = std::make_shared<bool>(false);
   auto quiet = std::make_shared<bool>(false);
+  auto f_star_cache = std::make_shared<std::string>();
   auto* run = app.add_subcommand("run", "run one experiment from a JSON config");
   run->add_option("config", *config, "config file (JSON)")->required();
   run->add_option("-o,--out", *out_dir, "output folder for trace.csv and summary.json")->required();
   run->add_flag("--force", *force, "write into --out even when it holds another run's output");
+  run->add_option("--f-star-cache",
+                  *f_star_cache,
+                  "folder of the f* cache shared with other runs and sweeps (default: none)");
   add_quiet_flag(*run, *quiet);
   add_max_memory_option(*run);
-  return {run, [config, out_dir, force, quiet] {
-            return command_run(*config, *out_dir, *force, *quiet);
+  return {run, [config, out_dir, force, quiet, f_star_cache] {
+            return command_run(*config, *out_dir, *force, *quiet, *f_star_cache);
           }};
 }
 

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -113,6 +114,16 @@ struct SweepArgs {
   std::string shard;
   bool merge = false;
   bool quiet = false;
+  bool no_cache = false;
+  std::string cache;  ///< --f-star-cache
+  /// --f-star-cache, else <out>/f_star_cache; empty with --no-cache.
+  [[nodiscard]] std::filesystem::path f_star_cache() const {
+    if (no_cache) {
+      return {};
+    }
+    return cache.empty() ? std::filesystem::path(out) / "f_star_cache"
+                         : std::filesystem::path(cache);
+  }
 };
 
 /// "i/N" with 0 <= i < N.
@@ -262,6 +273,7 @@ int command_sweep_mpi(const SweepArgs& args) {
     Progress progress(args.quiet);
     SweepOptions options;
     options.stop = &g_interrupted;
+    options.f_star_cache = args.f_star_cache();
     if (rank == 0 && !args.quiet) {
       options.progress = [&progress](std::size_t done, std::size_t skipped, std::size_t total) {
         progress.update(done, skipped, total);
@@ -331,6 +343,7 @@ int command_sweep(const SweepArgs& args) {
   Progress progress(args.quiet);
   SweepOptions options;
   options.jobs = args.jobs;
+  options.f_star_cache = args.f_star_cache();
   options.stop = &g_interrupted;
   if (!args.shard.empty()) {
     options.shard = parse_shard(args.shard);
@@ -375,6 +388,12 @@ Subcommand add_sweep_command(CLI::App& app) {
                 args->merge,
                 "run nothing: write index.csv once every run is complete (after --shard)");
   add_quiet_flag(*cmd, args->quiet);
+  cmd->add_flag("--no-cache",
+                args->no_cache,
+                "solve every data set's f* afresh instead of sharing <out>/f_star_cache");
+  cmd->add_option("--f-star-cache",
+                  args->cache,
+                  "folder of the f* cache, shared with other sweeps (default: <out>/f_star_cache)");
   add_max_memory_option(*cmd);
   return {cmd, [args] { return command_sweep(*args); }};
 }

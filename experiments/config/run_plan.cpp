@@ -639,6 +639,7 @@ RunPlan plan_run(const nlohmann::json& config,
   }
   LoadedData data =
       read_header_and_data(root, plan, file, base_dir, cached, mpi_worker, backend_is_mpi(config));
+  plan.f_star_cache = options.f_star_cache;
   if (options.max_threads > 0) {
     plan.threads = std::min(plan.threads, options.max_threads);
   }

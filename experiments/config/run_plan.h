@@ -73,6 +73,10 @@ struct RunPlan {
   /// Options of the mpi backend (inject; the threads keys in `master`).
   sim::MpiOptions mpi;
 
+  /// Folder of the f* cache (experiments/predict/plan_optimum.h); empty: no cache. Not in
+  /// `resolved`: f* is the same either way.
+  std::filesystem::path f_star_cache;
+
   [[nodiscard]] bool delay_only() const { return objective == nullptr; }
   /// A fresh optimiser at x₀ = 0.
   [[nodiscard]] std::unique_ptr<sim::Optimizer> make_optimizer() const;
@@ -113,6 +117,8 @@ struct PlanOptions {
   SetupCache* setup = nullptr;
   /// This process is worker i of an mpi run (rank i + 1): see plan_run.
   std::optional<int> mpi_worker = std::nullopt;
+  /// plan.f_star_cache (empty: none).
+  std::filesystem::path f_star_cache = {};
 };
 
 /// Validates `config` (read from `file`; relative data paths resolve against `base_dir`) and
