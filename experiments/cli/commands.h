@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
 
 namespace stragglersim::experiments {
 
@@ -16,6 +17,14 @@ struct Subcommand {
 /// Adds `--max-memory SIZE` (e.g. 2G) to a subcommand: sets the process-wide memory limit
 /// (experiments/config/memory_budget.h) when given.
 void add_max_memory_option(CLI::App& command);
+
+/// Adds an output path option (a file when `folder` is false) whose value may not be empty:
+/// "--out: empty path; got ""; expected a file to write" (exit 2), as the output writer says.
+CLI::Option* add_output_option(CLI::App& command,
+                               const std::string& name,
+                               std::string& path,
+                               const std::string& description,
+                               bool folder);
 
 /// `stragglersim run CONFIG.json --out DIR`.
 Subcommand add_run_command(CLI::App& app);
