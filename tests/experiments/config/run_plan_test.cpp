@@ -128,8 +128,9 @@ TEST_CASE("experiments: bad configs name the file and JSON pointer and the accep
   CHECK(with([](auto& c) { c["threads"] = 0; }) ==
         fmt::format("cfg.json:/threads: out of range; got 0; expected an integer in [1, {}]", cap));
   CHECK(with([cap](auto& c) { c["threads"] = cap + 1; }) ==
-        fmt::format(
-            "cfg.json:/threads: out of range; got {}; expected an integer <= {}", cap + 1, cap));
+        fmt::format("cfg.json:/threads: out of range; got {}; expected an integer in [1, {}]",
+                    cap + 1,
+                    cap));
   CHECK(with([](auto& c) { c["threads"] = "all"; }) ==
         "cfg.json:/threads: wrong type; got \"all\"; expected an integer");
   CHECK(with([](auto& c) {
