@@ -639,8 +639,12 @@ struct FileCommand {
 };
 
 std::vector<FileCommand> file_commands(const fs::path& dir) {
-  const auto times =
-      fs::path(STRAGGLERSIM_SOURCE_DIR) / "experiments/examples/persistent_stragglers.csv";
+  // Small inputs: each command runs eight times.
+  std::string csv = "worker,seconds\n";
+  for (int i = 0; i < 40; ++i) {
+    csv += fmt::format("{},{}\n", i % 4, 1.0 + 0.37 * (i % 7) + 0.05 * i);
+  }
+  const auto times = write(dir, "times.csv", csv);
   nlohmann::json advise = stragglersim::testing::small_least_squares_config();
   advise["target_loss"] = 1.0;
   advise["optimizer"]["iterations"] = 10;
