@@ -1,17 +1,16 @@
 #include "experiments/run_output.h"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <Eigen/Core>
 #include <boost/version.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
-#include <system_error>
 #include <utility>
 
 #include "experiments/build_info.h"
@@ -28,76 +27,6 @@
 #include "sim/training_loop.h"
 
 namespace stragglersim::experiments {
-
-void write_file_atomically(const std::filesystem::path& path, const std::string& text) {
-  const auto tmp =
-      path.parent_path() /
-      fmt::format(".{}.tmp-{}", path.filename().string(), static_cast<long>(::getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(tmp, ignored);
-      throw std::runtime_error(fmt::format("{}: cannot write file", path.string()));
-    }
-  }
-  std::filesystem::rename(tmp, path);
-}
-
-void check_output_folder(const std::filesystem::path& out_dir, std::string_view option) {
-  namespace fs = std::filesystem;
-  const auto fail = [&](std::string_view problem, std::string_view expected) {
-    throw ConfigError(fmt::format(
-        "{}: {}; got \"{}\"; expected {}", option, problem, out_dir.string(), expected));
-  };
-  if (out_dir.empty()) {
-    fail("empty path", "a folder to write into");
-  }
-  std::error_code ec;
-  if (fs::exists(out_dir, ec) && !fs::is_directory(out_dir, ec)) {
-    fail("exists and is not a folder", "a new or existing folder");
-  }
-  // The nearest existing ancestor must be a folder we may write (create the rest in).
-  fs::path probe = fs::absolute(out_dir, ec);
-  while (!probe.empty() && !fs::exists(probe, ec) && probe != probe.parent_path()) {
-    probe = probe.parent_path();
-  }
-  if (!fs::is_directory(probe, ec)) {
-    fail(fmt::format("{} is not a folder", probe.string()), "a path under an existing folder");
-  }
-  if (::access(probe.c_str(), W_OK | X_OK) != 0) {
-    fail(fmt::format("{} is not writable", probe.string()), "a folder this user may write");
-  }
-}
-
-void check_output_file(const std::filesystem::path& path, std::string_view option) {
-  namespace fs = std::filesystem;
-  const auto fail = [&](std::string_view problem, std::string_view expected) {
-    throw ConfigError(
-        fmt::format("{}: {}; got \"{}\"; expected {}", option, problem, path.string(), expected));
-  };
-  if (path.empty()) {
-    fail("empty path", "a file to write");
-  }
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    fail("is a folder", "a file name");
-  }
-  // Written atomically: a temporary beside it, then a rename, so its folder must be writable
-  // (and a device such as /dev/null cannot be the target).
-  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) {
-    fail("exists and is not a regular file", "a new or existing regular file");
-  }
-  const fs::path folder = fs::absolute(path, ec).parent_path();
-  if (!fs::is_directory(folder, ec)) {
-    fail(fmt::format("{} is not a folder", folder.string()), "a file in an existing folder");
-  }
-  if (::access(folder.c_str(), W_OK | X_OK) != 0) {
-    fail(fmt::format("{} is not writable", folder.string()), "a folder this user may write");
-  }
-}
 
 nlohmann::json build_info() {
   return {
@@ -132,7 +61,7 @@ class TraceWriter {
   explicit TraceWriter(const std::filesystem::path& path)
       : path_(path), file_(std::fopen(path.c_str(), "wb")) {
     if (file_ == nullptr) {
-      throw std::runtime_error(fmt::format("{}: cannot write file", path.string()));
+      fail(errno);
     }
   }
   ~TraceWriter() {
@@ -163,16 +92,25 @@ class TraceWriter {
     const bool failed = std::fclose(file_) != 0;
     file_ = nullptr;
     if (failed) {
-      throw std::runtime_error(fmt::format("{}: cannot write file", path_.string()));
+      fail(errno);
     }
   }
 
  private:
   void write(fmt::memory_buffer& buffer) {
     if (buffer.size() > 0 && std::fwrite(buffer.data(), 1, buffer.size(), file_) != buffer.size()) {
-      throw std::runtime_error(fmt::format("{}: cannot write file", path_.string()));
+      fail(errno);
     }
     buffer.clear();
+  }
+  /// A full or read-only file system: exit status 2, as for any output path (no summary.json,
+  /// so the run counts as not finished).
+  [[noreturn]] void fail(int error) const {
+    throw ConfigError(fmt::format(
+        "{}: cannot write file ({}); got \"{}\"; expected a writable file system with free space",
+        path_.string(),
+        std::strerror(error),
+        path_.string()));
   }
 
   std::filesystem::path path_;
@@ -463,6 +401,44 @@ std::string heard_csv(const std::vector<sim::ThreadedIterationRecord>& records) 
   return {out.data(), out.size()};
 }
 
+/// The one check of every number of a training row before any of it is written: a non-finite
+/// value (wall_time overflowing under drain, a test loss) ends the run with NumericalError
+/// (exit 3) and the trace ends at the previous row. test_auc is exempt: with one class in the
+/// test set the AUC is undefined, written as an empty cell.
+void check_row_finite(const TraceColumns& columns, const sim::TraceRow& row) {
+  const auto check = [&](const char* column, double value) {
+    if (!std::isfinite(value)) {
+      throw sim::NumericalError(
+          fmt::format("iteration {}: non-finite {} {} (delays or data too large)",
+                      row.iteration,
+                      column,
+                      value));
+    }
+  };
+  const auto check_optional = [&](const char* column, const std::optional<double>& value) {
+    if (value) {
+      check(column, *value);
+    }
+  };
+  check("time", row.time);
+  check("iteration_time", row.iteration_time);
+  check("loss", row.loss);
+  check("grad_norm", row.grad_norm);
+  check("decoding_error", row.decoding_error);
+  check_optional("gradient_error", row.gradient_error);
+  check_optional("gradient_error_relative", row.gradient_error_relative);
+  if (columns.test) {
+    check_optional("test_loss", row.test_loss);
+    check_optional("test_metric", row.test_metric);
+  }
+  if (columns.drain) {
+    check("wall_time", row.wall_time);
+  }
+  if (columns.threads) {
+    check("real_time", row.real_seconds);
+  }
+}
+
 /// Appends one trace row to `buffer` and adds it to `tally`.
 void write_row(const RunPlan& plan,
                const TraceColumns& columns,
@@ -470,6 +446,7 @@ void write_row(const RunPlan& plan,
                const sim::TraceRow& row,
                fmt::memory_buffer& buffer,
                TrainingTally& tally) {
+  check_row_finite(columns, row);
   fmt::format_to(std::back_inserter(buffer),
                  "{},{},{},{},{},{},{},{},{},{}",
                  row.iteration,
@@ -486,7 +463,11 @@ void write_row(const RunPlan& plan,
     fmt::format_to(std::back_inserter(buffer), ",{},{}", *row.test_loss, *row.test_metric);
   }
   if (columns.auc) {
-    fmt::format_to(std::back_inserter(buffer), ",{}", *row.test_auc);
+    // Empty where the AUC is undefined: a test set of one class.
+    buffer.push_back(',');
+    if (row.test_auc && std::isfinite(*row.test_auc)) {
+      fmt::format_to(std::back_inserter(buffer), "{}", *row.test_auc);
+    }
   }
   if (columns.drain) {
     fmt::format_to(std::back_inserter(buffer), ",{}", row.wall_time);
@@ -527,8 +508,9 @@ void add_optional_summary(const RunPlan& plan,
     s["final_test_loss"] = *last.test_loss;
     s["final_test_metric"] = *last.test_metric;
     s["test_metric"] = std::string(plan.objective->loss().metric_name());
-    if (last.test_auc) {
-      s["final_test_auc"] = *last.test_auc;
+    if (last.test_auc) {  // null where undefined (a test set of one class)
+      s["final_test_auc"] =
+          std::isfinite(*last.test_auc) ? nlohmann::json(*last.test_auc) : nlohmann::json();
     }
   }
   if (plan.target_loss) {
@@ -650,7 +632,7 @@ RunOutcome execute_run(const RunPlan& plan,
   const RunSetUp setup = set_up(plan);
   std::filesystem::create_directories(out_dir);
   // summary.json, written last and atomically, marks a complete run; trace.csv grows row by row.
-  std::filesystem::remove(out_dir / "summary.json");
+  remove_regular_file(out_dir / "summary.json");
   TraceWriter trace(out_dir / "trace.csv");
   RunOutcome outcome = plan.delay_only() ? run_delay_only(plan, setup, trace, should_stop, progress)
                                          : run_training(plan, setup, trace, should_stop, progress);

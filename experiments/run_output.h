@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "experiments/config/run_plan.h"
+#include "experiments/output_file.h"
 #include "experiments/progress_line.h"
+#include "models/base/error.h"
 #include "sim/backends/mpi_backend.h"
 
 namespace stragglersim::experiments {
@@ -40,9 +42,10 @@ using StopHook = std::function<bool()>;
 
 /// Thrown by front ends that abandon a computation without outputs (the Python module's
 /// iteration_times on KeyboardInterrupt).
-class RunInterrupted : public std::runtime_error {
+class RunInterrupted : public Error {
  public:
-  RunInterrupted() : std::runtime_error("run interrupted") {}
+  /// `exit_status` = 128 + the signal (SIGINT: 130).
+  explicit RunInterrupted(int exit_status = 130) : Error("run interrupted", exit_status) {}
 };
 
 /// Runs `plan` and writes its outputs into `out_dir` (created if needed), asking `should_stop`
@@ -51,19 +54,6 @@ RunOutcome execute_run(const RunPlan& plan,
                        const std::filesystem::path& out_dir,
                        const StopHook& should_stop = {},
                        const ProgressHook& progress = {});
-
-/// Checks, before any compute and without writing, that `out_dir` can become the output folder:
-/// not empty, not an existing file (nor /dev/null), and its nearest existing ancestor a folder
-/// this process may write. Throws ConfigError "<option>: <problem>; got \"<path>\"; expected ...".
-void check_output_folder(const std::filesystem::path& out_dir, std::string_view option);
-
-/// Checks, before any compute and without writing, that a file may be written at `path`: not
-/// empty, not a folder, and its folder an existing one this process may write. Throws ConfigError
-/// "<option>: <problem>; got \"<path>\"; expected ...".
-void check_output_file(const std::filesystem::path& path, std::string_view option);
-
-/// Writes `text` to `path` atomically (temporary file in the same folder, then rename).
-void write_file_atomically(const std::filesystem::path& path, const std::string& text);
 
 /// worker_times.csv (inject false): one row per iteration 1..iterations and worker 0..n-1 with
 /// the worker's measured compute seconds, empty when it never finished (abandoned under cancel

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "experiments/config/config_error.h"
+#include "experiments/config/json_reader.h"
 #include "experiments/predict/convergence_predictions.h"
 #include "experiments/predict/predictions.h"
 #include "models/optimum.h"
@@ -287,6 +288,7 @@ Advice advise(const nlohmann::json& config,
               const std::string& file,
               const std::filesystem::path& base_dir,
               const AdviceOptions& options) {
+  (void)JsonReader(config, file, "");  // a config that is not an object: "<file>:/: wrong type"
   Advice advice;
   advice.config = config;
   advice.predicted_delay =

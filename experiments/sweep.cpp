@@ -151,6 +151,23 @@ nlohmann::json::json_pointer check_grid_key(const JsonReader& grid,
   return pointer;
 }
 
+/// A grid key inside the value another grid key replaces ("/code" and "/code/kind") would point
+/// into a value that is not there in some runs ([] has no /kind): refused with both keys.
+void refuse_nested_keys(const JsonReader& grid, const std::vector<std::string>& keys) {
+  for (const auto& outer : keys) {
+    for (const auto& inner : keys) {
+      if (inner.size() > outer.size() && inner.starts_with(outer) && inner[outer.size()] == '/') {
+        grid.fail_value(inner,
+                        fmt::format("inside the value of grid key {}, which replaces it", outer),
+                        inner,
+                        fmt::format("grid keys that do not nest: vary {} or the keys inside it, "
+                                    "not both",
+                                    outer));
+      }
+    }
+  }
+}
+
 /// The base config of a sweep file ("base" or "base_file"); sets spec.base_dir for a file.
 nlohmann::json read_base(JsonReader& root, const std::string& file, SweepSpec& spec) {
   if (root.has("base") && root.has("base_file")) {
@@ -310,6 +327,7 @@ Grid read_grid(JsonReader& root,
                         fmt::format("at most {} runs per sweep", kMaxRuns));
     }
   }
+  refuse_nested_keys(reader, spec.parameters);
   read_schemes(root, file, base, grid, spec);
   read_baseline(root, file, grid, spec);
   spec.has_baseline = grid.baseline_scheme.has_value() ||
@@ -498,7 +516,7 @@ void remove_stale_temporaries(const fs::path& folder) {
   for (const auto& entry : fs::directory_iterator(folder, ec)) {
     const std::string name = entry.path().filename().string();
     if (!name.empty() && name.front() == '.' && name.find(".tmp-") != std::string::npos) {
-      fs::remove(entry.path(), ec);
+      remove_regular_file(entry.path());
     }
   }
 }
@@ -824,10 +842,19 @@ std::vector<std::string> check_sweep_folder(const SweepSpec& spec,
   return stale;
 }
 
+FolderLock lock_existing_sweep_folder(const std::filesystem::path& out_dir, bool sole_writer) {
+  std::error_code ec;
+  return fs::is_directory(out_dir, ec) ? FolderLock(out_dir, sole_writer) : FolderLock();
+}
+
 void record_sweep_folder(const SweepSpec& spec,
                          const std::filesystem::path& out_dir,
-                         bool sole_writer) {
+                         bool sole_writer,
+                         FolderLock& lock) {
   fs::create_directories(out_dir / "runs");
+  if (!lock.held()) {
+    lock = FolderLock(out_dir, sole_writer);
+  }
   if (sole_writer) {
     remove_stale_temporaries(out_dir);
   }
@@ -836,9 +863,9 @@ void record_sweep_folder(const SweepSpec& spec,
   std::error_code ec;
   if (!fs::exists(marker, ec) || slurp(marker) != text) {
     // index.csv means "this sweep is complete": an earlier sweep's must not outlive its identity.
-    fs::remove(out_dir / "index.csv", ec);
-    fs::remove(out_dir / "summary.csv", ec);
-    fs::remove(out_dir / "traces.csv", ec);
+    remove_regular_file(out_dir / "index.csv");
+    remove_regular_file(out_dir / "summary.csv");
+    remove_regular_file(out_dir / "traces.csv");
     write_file_atomically(marker, text);
   }
 }
@@ -1039,6 +1066,7 @@ SweepResult run_sweep(const SweepSpec& spec,
                       const std::filesystem::path& out_dir,
                       const SweepOptions& options) {
   SweepResult result;
+  FolderLock lock = lock_existing_sweep_folder(out_dir, options.shard.count == 1);
   result.stale = check_sweep_folder(spec, out_dir);
   const std::vector<std::size_t> todo = pending_runs(spec, out_dir, options.shard, &result.skipped);
   const std::size_t share = todo.size() + result.skipped;
@@ -1053,7 +1081,7 @@ SweepResult run_sweep(const SweepSpec& spec,
     return result;
   }
   // Shards may write into the folder at the same time: only a whole sweep removes temporaries.
-  record_sweep_folder(spec, out_dir, options.shard.count == 1);
+  record_sweep_folder(spec, out_dir, options.shard.count == 1, lock);
   if (options.progress) {
     options.progress(result.skipped, result.skipped, share);
   }
@@ -1075,10 +1103,11 @@ SweepResult merge_sweep(const SweepSpec& spec, const std::filesystem::path& out_
   if (!fs::exists(out_dir / kIdentityFile)) {
     refuse_folder(spec, out_dir, fmt::format("holds no {} to merge", kIdentityFile));
   }
+  FolderLock lock = lock_existing_sweep_folder(out_dir, /*sole_writer=*/true);
   result.stale = check_sweep_folder(spec, out_dir);
   const std::vector<std::size_t> todo = pending_runs(spec, out_dir, SweepShard{}, &result.skipped);
   if (todo.empty()) {
-    record_sweep_folder(spec, out_dir, /*sole_writer=*/true);
+    record_sweep_folder(spec, out_dir, /*sole_writer=*/true, lock);
   } else {
     throw ConfigError(fmt::format(
         "{}: {} of {} runs are not complete (the first is {}); got --merge; expected every "

@@ -43,6 +43,8 @@
 #include <vector>
 
 #include "experiments/run_diagnostics.h"
+#include "experiments/output_file.h"
+
 namespace stragglersim::experiments {
 
 /// One expanded run of a sweep.
@@ -157,9 +159,15 @@ std::vector<std::string> check_sweep_folder(const SweepSpec& spec,
 /// Creates out_dir/runs and writes out_dir/sweep_spec.json for `spec` (removing an earlier
 /// sweep's index.csv when the identity changes). `sole_writer`: no other process writes into
 /// out_dir now (not a shard), so temporary files there are a killed process's and are removed.
+/// Takes `lock` on out_dir first when it does not hold it yet (exclusive for a sole writer,
+/// shared for a shard): ConfigError when another sweep holds the folder.
 void record_sweep_folder(const SweepSpec& spec,
                          const std::filesystem::path& out_dir,
-                         bool sole_writer);
+                         bool sole_writer,
+                         FolderLock& lock);
+/// The lock of an existing out_dir, taken before its contents are read (none when out_dir is
+/// not a folder yet: record_sweep_folder takes it once it has created it).
+FolderLock lock_existing_sweep_folder(const std::filesystem::path& out_dir, bool sole_writer);
 /// Indices of the runs of `shard` not yet complete; counts the complete ones of the share in
 /// `skipped`. ConfigError when a run folder holds another config.
 std::vector<std::size_t> pending_runs(const SweepSpec& spec,

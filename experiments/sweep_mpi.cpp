@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "experiments/config/config_error.h"
+#include "models/base/error.h"
 
 #ifdef STRAGGLERSIM_HAVE_MPI
 #include <mpi.h>
@@ -210,11 +211,8 @@ std::vector<std::size_t> plan_tasks(const SweepSpec& spec,
     });
     broadcast_status(size, 0);
     return todo;
-  } catch (const ConfigError&) {
-    broadcast_status(size, 2);
-    throw;
-  } catch (...) {
-    broadcast_status(size, 1);
+  } catch (const std::exception& e) {
+    broadcast_status(size, exit_status_of(e));
     throw;
   }
 }
@@ -257,7 +255,8 @@ SweepResult master(const SweepSpec& spec,
     result.interrupted = true;
     return result;
   }
-  record_sweep_folder(spec, out_dir, /*sole_writer=*/true);
+  FolderLock lock = lock_existing_sweep_folder(out_dir, /*sole_writer=*/true);
+  record_sweep_folder(spec, out_dir, /*sole_writer=*/true, lock);
   if (options.progress) {
     options.progress(result.skipped, result.skipped, result.total);
   }

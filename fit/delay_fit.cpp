@@ -12,6 +12,8 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <stdexcept>
+#include <utility>
 
 #include "models/base/invariant.h"
 
@@ -82,6 +84,35 @@ FamilyFit unfitted(const std::string& family, std::string problem) {
   f.family = family;
   f.problem = std::move(problem);
   return f;
+}
+
+/// A family fitted by `fit`, or not fitted when its estimate is not finite: times near 1e308
+/// overflow the sums and moments of the estimators (a Pareto shape of 0, an infinite log L), and
+/// Boost.Math refuses such parameters with std::domain_error. No family is ranked on them.
+template <typename Fit>
+FamilyFit guarded(const std::string& family, Fit&& fit) {
+  constexpr const char* kProblem =
+      "estimate not finite (times too large or too spread for double precision)";
+  FamilyFit f;
+  try {
+    f = std::forward<Fit>(fit)();
+  } catch (const std::domain_error&) {
+    return unfitted(family, kProblem);
+  } catch (const std::overflow_error&) {
+    return unfitted(family, kProblem);
+  }
+  if (!f.fitted()) {
+    return f;
+  }
+  bool finite = std::isfinite(f.log_likelihood) && std::isfinite(f.aic) &&
+                std::isfinite(f.ks.statistic) && std::isfinite(f.ks.p_value);
+  for (const auto& p : f.parameters) {
+    finite = finite && std::isfinite(p.value);
+  }
+  for (const double c : f.factors) {
+    finite = finite && std::isfinite(c);
+  }
+  return finite ? f : unfitted(family, kProblem);
 }
 
 /// P(T ≤ t) of a shifted exponential (Boost.Math).
@@ -649,13 +680,14 @@ DelayFitReport fit_delay_models(const std::vector<std::vector<double>>& sequence
     pooled.insert(pooled.end(), s.begin(), s.end());
   }
   report.observations = pooled.size();
-  report.fits.push_back(fit_shifted_exponential(pooled));
-  report.fits.push_back(fit_pareto(pooled));
-  report.fits.push_back(fit_bimodal(pooled));
+  report.fits.push_back(
+      guarded("shifted_exponential", [&] { return fit_shifted_exponential(pooled); }));
+  report.fits.push_back(guarded("pareto", [&] { return fit_pareto(pooled); }));
+  report.fits.push_back(guarded("bimodal", [&] { return fit_bimodal(pooled); }));
   report.fits.push_back(ordered
-                            ? fit_markov(sequences)
+                            ? guarded("markov", [&] { return fit_markov(sequences); })
                             : unfitted("markov", "needs iteration order (an iteration column)"));
-  report.fits.push_back(fit_heterogeneous(sequences));
+  report.fits.push_back(guarded("heterogeneous", [&] { return fit_heterogeneous(sequences); }));
   report.heterogeneity = test_equal_rates(sequences);
   for (std::size_t i = 0; i < report.fits.size(); ++i) {
     // Per-worker factors only when the test of equal rates rejects: AIC alone would let a

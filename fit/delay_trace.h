@@ -20,12 +20,15 @@
 #include <string>
 #include <vector>
 
+#include "models/base/error.h"
+
 namespace stragglersim::sim {
 
 /// A malformed trace file; what() = "PATH:LINE: message (expected ...)". LINE is 1-based;
 /// line 0 stands for the file as a whole (it cannot be opened).
-class TraceFileError : public std::runtime_error {
-  using std::runtime_error::runtime_error;
+class TraceFileError : public InputError {
+ public:
+  using InputError::InputError;
 };
 
 struct DelayTrace {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "experiments/cli/commands.h"
 #include "experiments/config/run_plan.h"
@@ -81,6 +82,10 @@ void print_table(const Advice& advice, const std::string& config_path) {
 }
 
 int command_advise(const AdviseArguments& a) {
+  std::optional<OutputFile> write;  // reserved before the work
+  if (!a.write.empty()) {
+    write.emplace(a.write, "--write");
+  }
   const nlohmann::json config = read_json_file(a.config);
   AdviceOptions options;
   if (!a.fit.empty()) {
@@ -94,8 +99,8 @@ int command_advise(const AdviseArguments& a) {
   const std::filesystem::path base_dir = std::filesystem::path(a.config).parent_path();
   const Advice advice = advise(config, a.config, base_dir, options);
   const nlohmann::json j = advice_json(advice);
-  if (!a.write.empty() && !j["recommended_config"].is_null()) {
-    write_file_atomically(a.write, j["recommended_config"].dump(2) + "\n");
+  if (write && !j["recommended_config"].is_null()) {
+    write->commit(j["recommended_config"].dump(2) + "\n");
   }
   if (a.json) {
     std::cout << j.dump(2) << '\n';
@@ -135,7 +140,7 @@ Subcommand add_advise_command(CLI::App& app) {
       ->check(CLI::Range(1, 10000));
   cmd->add_option("--measure", a->measure, "also measure each scheme over N seeded runs")
       ->check(CLI::Range(1, 10000));
-  cmd->add_option("--write", a->write, "write the recommended config here");
+  add_output_option(*cmd, "--write", a->write, "write the recommended config here", false);
   add_quiet_flag(*cmd, a->quiet);
   add_max_memory_option(*cmd);
   return {cmd, [a] { return command_advise(*a); }};

@@ -926,7 +926,8 @@ Subcommand add_check_command(CLI::App& app) {
   cmd->add_flag("--quick",
                 *quick,
                 "fewer iterations, worker-by-worker n up to 4096 and order statistics at 2^20");
-  cmd->add_option("-o,--out", *out, "also write check.csv, speedup.csv and bound.csv here");
+  add_output_option(
+      *cmd, "-o,--out", *out, "also write check.csv, speedup.csv and bound.csv here", true);
   return {cmd, [quick, out] { return command_check(*quick, *out); }};
 }
 

@@ -13,7 +13,7 @@
 #include "experiments/config/config_error.h"
 #include "experiments/config/json_reader.h"
 #include "experiments/config/memory_budget.h"
-#include "sim/scheme.h"
+#include "models/base/error.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -33,6 +33,21 @@ void add_max_memory_option(CLI::App& command) {
           "refuse runs estimated to need more memory (K/M/G/T suffixes; default: half the "
           "physical memory)")
       ->type_name("SIZE");
+}
+
+CLI::Option* add_output_option(CLI::App& command,
+                               const std::string& name,
+                               std::string& path,
+                               const std::string& description,
+                               bool folder) {
+  const std::string expected = folder ? "a folder to write into" : "a file to write";
+  return command.add_option(name, path, description)
+      ->check(CLI::Validator(
+          [expected](const std::string& value) {
+            return value.empty() ? fmt::format("empty path; got \"\"; expected {}", expected)
+                                 : std::string();
+          },
+          folder ? "DIR" : "FILE"));
 }
 
 void add_quiet_flag(CLI::App& command, bool& quiet) {
@@ -104,30 +119,28 @@ int run_cli(const std::vector<std::string>& args) {
   for (const auto& a : args) {
     argv.push_back(a.c_str());
   }
+  // Command-line mistakes read like every other input error: "error: <option>: <problem>".
+  app.failure_message([](const CLI::App* /*app*/, const CLI::Error& e) {
+    return fmt::format("error: {}\nRun with --help for more information.\n", e.what());
+  });
+  // The one mapping from exceptions to exit statuses (exit_status_of): an Error carries
+  // its own (2 bad input, 3 numerical trouble, 128 + signal interrupted); anything else is a bug.
   try {
-    app.parse(static_cast<int>(argv.size()), argv.data());
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  } catch (const ConfigError& e) {  // an option's own check (--max-memory)
-    std::cerr << "error: " << e.what() << '\n';
-    return 2;
-  }
-  try {
+    try {
+      app.parse(static_cast<int>(argv.size()), argv.data());
+    } catch (const CLI::ParseError& e) {
+      const int code = app.exit(e);  // prints help, the version or the failure message
+      return code == 0 ? 0 : kExitBadInput;
+    }
     for (const auto& command : commands) {
       if (command.app->parsed()) {
         return command.action();
       }
     }
-  } catch (const ConfigError& e) {
-    std::cerr << "error: " << e.what() << '\n';
-    return 2;
-  } catch (const sim::NumericalError& e) {  // numerical trouble outside a run (advise's f*)
-    std::cerr << "error: " << e.what() << '\n';
-    return 3;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << '\n';
-    return 1;
+    const int status = exit_status_of(e);
+    std::cerr << (status == 1 ? "error: internal error: " : "error: ") << e.what() << '\n';
+    return status;
   }
   return 0;
 }

@@ -4,6 +4,7 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "experiments/cli/commands.h"
 #include "experiments/code_report.h"
@@ -30,8 +31,9 @@ struct CodesArgs {
 /// `stragglersim codes`: builds the code through the same factory table as a config (so the
 /// same validation and messages apply, with "<command line>" as the file) and reports on it.
 int command_codes(const CodesArgs& args) {
+  std::optional<OutputFile> csv;  // reserved before the work
   if (!args.csv.empty()) {
-    check_output_file(args.csv, "--csv");
+    csv.emplace(args.csv, "--csv");
   }
   CodeRequest request;
   request.code = parse_json(args.code, "<command line>", "/code");
@@ -43,8 +45,8 @@ int command_codes(const CodesArgs& args) {
   request.samples = args.samples;
   request.include_assignment = !args.csv.empty();
   const CodeReport report = inspect_code(request);
-  if (!args.csv.empty()) {
-    write_file_atomically(args.csv, report.assignment_csv);
+  if (csv) {
+    csv->commit(report.assignment_csv);
   }
   if (args.json) {
     std::cout << code_report_json(report).dump(2) << '\n';
@@ -74,7 +76,7 @@ Subcommand add_codes_command(CLI::App& app) {
   cmd->add_option("--samples", args->samples, "random patterns when not exhaustive")
       ->check(CLI::Range(1, 10000000));
   cmd->add_flag("--json", args->json, "print JSON instead of a table");
-  cmd->add_option("--csv", args->csv, "write B as CSV to this file");
+  add_output_option(*cmd, "--csv", args->csv, "write B as CSV to this file", false);
   add_max_memory_option(*cmd);
   return {cmd, [args] { return command_codes(*args); }};
 }

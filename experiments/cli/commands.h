@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
 
 namespace stragglersim::experiments {
 
@@ -20,6 +21,13 @@ void add_max_memory_option(CLI::App& command);
 /// Adds `--quiet` to a subcommand: no progress line, no warnings or notes on stderr, and no
 /// summary lines of run and sweep on stdout; errors are still printed (docs/cli.md).
 void add_quiet_flag(CLI::App& command, bool& quiet);
+/// Adds an output path option (a file when `folder` is false) whose value may not be empty:
+/// "--out: empty path; got ""; expected a file to write" (exit 2), as the output writer says.
+CLI::Option* add_output_option(CLI::App& command,
+                               const std::string& name,
+                               std::string& path,
+                               const std::string& description,
+                               bool folder);
 
 /// `stragglersim run CONFIG.json --out DIR`.
 Subcommand add_run_command(CLI::App& app);

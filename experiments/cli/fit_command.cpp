@@ -5,6 +5,7 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "experiments/cli/commands.h"
 #include "experiments/fit_report.h"
@@ -90,10 +91,14 @@ void print_text(const TraceFit& fit) {
 }
 
 int command_fit(const std::string& path, bool json, bool per_worker, const std::string& out) {
+  std::optional<OutputFile> out_file;  // reserved before the work
+  if (!out.empty()) {
+    out_file.emplace(out, "--out");
+  }
   const TraceFit fit = fit_trace_file(path, per_worker);
   const nlohmann::json block = best_delay_block(fit);
-  if (!out.empty()) {
-    write_file_atomically(out, block.dump(2) + "\n");
+  if (out_file) {
+    out_file->commit(block.dump(2) + "\n");
   }
   if (json) {
     std::cout << fit_json(fit).dump(2) << '\n';
@@ -116,7 +121,7 @@ Subcommand add_fit_command(CLI::App& app) {
   cmd->add_option("times", *path, "CSV: iteration,worker,seconds or worker,seconds")->required();
   cmd->add_flag("--json", *json, "print JSON");
   cmd->add_flag("--per-worker", *per_worker, "also fit every worker alone");
-  cmd->add_option("-o,--out", *out, "write the best delay block (JSON) here");
+  add_output_option(*cmd, "-o,--out", *out, "write the best delay block (JSON) here", false);
   add_quiet_flag(*cmd, *quiet);
   return {cmd,
           [path, json, per_worker, out] { return command_fit(*path, *json, *per_worker, *out); }};

@@ -18,6 +18,7 @@
 #include "experiments/config/config_error.h"
 #include "experiments/sweep.h"
 #include "experiments/sweep_mpi.h"
+#include "models/base/error.h"
 #include "sim/backends/mpi_session.h"
 
 namespace stragglersim::experiments {
@@ -297,14 +298,12 @@ int command_sweep_mpi(const SweepArgs& args) {
                      : 0;
   } catch (const RankStop& stop) {
     status = stop.status;
-  } catch (const ConfigError& e) {
-    status = 2;  // every rank read the same sweep file; rank 0 says what is wrong
-    if (rank == 0) {
+  } catch (const std::exception& e) {
+    status = exit_status_of(e);
+    // Every rank read the same sweep file: rank 0 says what is wrong with it; a bug anywhere.
+    if (rank == 0 || status == 1) {
       std::cerr << "error: " << e.what() << std::endl;
     }
-  } catch (const std::exception& e) {
-    status = 1;
-    std::cerr << "error: " << e.what() << std::endl;
   }
   // mpirun ends the job at the first non-zero exit: the stopping ranks wait (a bounded time)
   // until rank 0 has printed why.

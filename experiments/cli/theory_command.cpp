@@ -59,7 +59,7 @@ void print_convergence(const nlohmann::json& p) {
 }
 
 /// `--measure N`: the mean gap of N simulated runs next to the exact curve and the bound, per t.
-void measure(const RunPlan& plan, int repetitions, const std::string& csv, nlohmann::json& p) {
+void measure(const RunPlan& plan, int repetitions, OutputFile* csv, nlohmann::json& p) {
   if (plan.delay_only() || !p.contains("f_star")) {
     return;
   }
@@ -68,7 +68,7 @@ void measure(const RunPlan& plan, int repetitions, const std::string& csv, nlohm
   p["measured_gap_se"] = m.se;
   p["measured_gap_sd"] = m.sd;
   p["measured_repetitions"] = repetitions;
-  if (csv.empty()) {
+  if (csv == nullptr) {
     return;
   }
   auto cell = [&](const char* key, std::size_t t) {
@@ -91,7 +91,7 @@ void measure(const RunPlan& plan, int repetitions, const std::string& csv, nlohm
                         cell_or_empty("exact_curve_sd", t),
                         m.sd_se[t]);
   }
-  write_file_atomically(csv, text);
+  csv->commit(text);
 }
 
 void print_measured(const nlohmann::json& p) {
@@ -152,8 +152,9 @@ void print_speedup_table(const nlohmann::json& p) {
 
 int command_theory(
     const std::string& config, bool json, int repetitions, const std::string& csv, bool quiet) {
+  std::optional<OutputFile> csv_file;  // reserved before the work
   if (!csv.empty()) {
-    check_output_file(csv, "--csv");
+    csv_file.emplace(csv, "--csv");
   }
   const RunPlan plan = plan_run_file(config);
   nlohmann::json p = theory_report(plan);
@@ -161,7 +162,7 @@ int command_theory(
     return *status;
   }
   if (repetitions > 0) {
-    measure(plan, repetitions, csv, p);
+    measure(plan, repetitions, csv_file ? &*csv_file : nullptr, p);
   }
   if (!quiet) {
     print_warnings(p);
@@ -233,10 +234,12 @@ Subcommand add_theory_command(CLI::App& app) {
   add_max_memory_option(*cmd);
   cmd->add_option("--measure", *repetitions, "also simulate N runs (fixed data, delay seeds vary)")
       ->check(CLI::Range(1, 100000));
-  cmd->add_option("--csv",
-                  *csv,
-                  "with --measure: write iteration,measured_mean,measured_se,"
-                  "exact,bound,measured_sd,exact_sd,measured_sd_se here");
+  add_output_option(*cmd,
+                    "--csv",
+                    *csv,
+                    "with --measure: write iteration,measured_mean,measured_se,"
+                    "exact,bound,measured_sd,exact_sd,measured_sd_se here",
+                    false);
   add_quiet_flag(*cmd, *quiet);
   return {cmd, [config, json, repetitions, csv, quiet] {
             return command_theory(*config, *json, *repetitions, *csv, *quiet);

@@ -88,8 +88,9 @@ class JsonReader {
 inline constexpr std::size_t kMaxJsonDepth = 64;
 
 /// Parses JSON text of `file` (`prefix`: the JSON pointer the text sits at, "" for a whole
-/// file). ConfigError on a syntax error ("<file>[:<prefix>]: invalid JSON: ..."), on nesting
-/// deeper than kMaxJsonDepth or a number outside double range (both "<file>:<pointer>: ...").
+/// file). ConfigError on a syntax error ("<file>[:<prefix>]:<line>:<column>: invalid JSON: ..."),
+/// on nesting deeper than kMaxJsonDepth or a number outside double range (both "<file>:<pointer>:
+/// ...").
 nlohmann::json parse_json(std::string_view text,
                           const std::string& file,
                           const std::string& prefix = "");

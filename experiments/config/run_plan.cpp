@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <span>
@@ -36,13 +37,40 @@ nlohmann::json read_json_file(const std::filesystem::path& path) {
   if (std::filesystem::is_directory(path, ec)) {
     throw ConfigError(fmt::format("{}: cannot open config file: it is a folder", path.string()));
   }
-  std::ifstream in(path);
+  // Regular files only: /dev/zero would read without end, a FIFO would block until a writer.
+  const auto status = std::filesystem::status(path, ec);
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    throw ConfigError(fmt::format(
+        "{}: cannot open config file: not a regular file; expected a JSON file", path.string()));
+  }
+  std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw ConfigError(fmt::format("{}: cannot open config file", path.string()));
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_json(text.str(), path.string());
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > kMaxConfigBytes) {
+    throw ConfigError(fmt::format(
+        "{}: config file too large; got {} bytes; expected at most {} bytes (data belongs in a "
+        "data file named by /data/path)",
+        path.string(),
+        size,
+        kMaxConfigBytes));
+  }
+  // Read at most one byte past the cap: a file that grows while read is refused too.
+  std::string text;
+  std::array<char, 1 << 16> chunk{};
+  while (text.size() <= kMaxConfigBytes && in.read(chunk.data(), chunk.size()).gcount() > 0) {
+    text.append(chunk.data(), static_cast<std::size_t>(in.gcount()));
+  }
+  if (text.size() > kMaxConfigBytes) {
+    throw ConfigError(
+        fmt::format("{}: config file too large; got more than {} bytes; expected at "
+                    "most {} bytes",
+                    path.string(),
+                    kMaxConfigBytes,
+                    kMaxConfigBytes));
+  }
+  return parse_json(text, path.string());
 }
 
 RunPlan plan_run_file(const std::filesystem::path& path, std::optional<int> mpi_worker) {
@@ -51,9 +79,6 @@ RunPlan plan_run_file(const std::filesystem::path& path, std::optional<int> mpi_
 }
 
 namespace {
-
-// A bound on the "threads" key: far above any machine this runs on, low enough to catch typos.
-constexpr std::int64_t kMaxThreads = 1024;
 
 /// Whether the config asks for the mpi backend (read before the data, whose loading depends on
 /// it; the backend object itself is validated later).
@@ -248,7 +273,7 @@ LoadedData read_header_and_data(JsonReader& root,
       root.integer("data_seed", static_cast<std::int64_t>(plan.seed), 0));
   plan.workers = static_cast<int>(root.integer("workers", std::nullopt, 1, kMaxWorkers));
   plan.partitions = static_cast<int>(root.integer("partitions", plan.workers, 1, kMaxWorkers));
-  plan.threads = static_cast<int>(root.integer("threads", hardware_cores(), 1, kMaxThreads));
+  plan.threads = static_cast<int>(root.integer("threads", hardware_cores(), 1, thread_cap()));
   if (!root.has("data")) {
     root.fail("data", "missing required key; expected an object, or null for a delay-only run");
   }
@@ -580,6 +605,8 @@ nlohmann::json read_backend(JsonReader& root, RunPlan& plan, bool delay_only) {
 }  // namespace
 
 int hardware_cores() { return static_cast<int>(std::max(1U, std::thread::hardware_concurrency())); }
+
+int thread_cap() { return std::max(kMinThreadCap, kThreadsPerCore * hardware_cores()); }
 
 std::optional<SetupCache::Data> SetupCache::data(const std::string& key) {
   const std::lock_guard lock(mutex_);

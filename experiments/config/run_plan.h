@@ -134,7 +134,18 @@ RunPlan plan_run(const nlohmann::json& config,
 /// The cores of this machine (std::thread::hardware_concurrency, at least 1).
 int hardware_cores();
 
-/// Reads and parses a JSON file; ConfigError on a missing file or a syntax error.
+/// The largest "threads" a config may ask for on this machine: kThreadsPerCore threads per core,
+/// at least kMinThreadCap (more only oversubscribes the cores: the results are the same).
+inline constexpr int kThreadsPerCore = 4;
+inline constexpr int kMinThreadCap = 8;
+int thread_cap();
+
+/// Largest config or sweep file read_json_file accepts (16 MiB): configs are a few hundred bytes;
+/// data sets belong in data files.
+inline constexpr std::size_t kMaxConfigBytes = std::size_t{16} << 20;
+
+/// Reads and parses a JSON file; ConfigError on a missing file, a folder, anything but a regular
+/// file (a device, a FIFO), a file over kMaxConfigBytes, or a syntax error.
 nlohmann::json read_json_file(const std::filesystem::path& path);
 
 /// Reads `path` and plans the run it describes.

@@ -254,7 +254,13 @@ nlohmann::json predictions(const RunPlan& plan, bool convergence) {
         kNumericalPredictionWorkers);
     return out;
   }
-  const sim::IterationTimePrediction p = predict_with_network(plan, *scheme, *delays);
+  sim::IterationTimePrediction p;
+  try {
+    p = predict_with_network(plan, *scheme, *delays);
+  } catch (const sim::NumericalError& e) {  // delays too extreme for the quadrature
+    out["iteration_time_problem"] = e.what();
+    return out;
+  }
   out["expected_iteration_time"] = number_or_null(p.mean);
   out["iteration_time_sd"] = number_or_null(p.sd);
   out["group_erasure_probability"] = number_or_null(p.q);

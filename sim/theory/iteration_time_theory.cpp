@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <boost/math/constants/constants.hpp>
+#include <boost/math/policies/error_handling.hpp>
 #include <boost/math/quadrature/exp_sinh.hpp>
 #include <boost/math/quadrature/gauss_kronrod.hpp>
 #include <boost/math/special_functions/digamma.hpp>
@@ -13,9 +14,11 @@
 #include <initializer_list>
 #include <limits>
 #include <span>
+#include <stdexcept>
 #include <utility>
 
 #include "models/base/invariant.h"
+#include "sim/scheme.h"
 
 namespace stragglersim::sim {
 
@@ -363,13 +366,33 @@ Support make_support(const std::function<StopProbability(double)>& dist,
   return s;
 }
 
+/// Boost's quadratures throw when the integrand is not finite where they evaluate it (delays
+/// near 1e300, rates near 1e-300 push the support beyond double range): numerical trouble of the
+/// prediction (exit status 3, or a skipped prediction), not a bug.
+template <typename Integrate>
+double guarded(Integrate&& integrate) {
+  try {
+    return std::forward<Integrate>(integrate)();
+  } catch (const std::domain_error& e) {
+    throw NumericalError(fmt::format(
+        "iteration-time integral not finite (delays too extreme for the quadrature): {}",
+        e.what()));
+  } catch (const boost::math::evaluation_error& e) {
+    throw NumericalError(fmt::format(
+        "iteration-time integral did not converge (delays too extreme for the quadrature): {}",
+        e.what()));
+  }
+}
+
 double integrate_piece(const Integrand& g, double lo, double hi, double tolerance) {
   if (!(hi > lo)) {
     return 0.0;
   }
   auto f = [&](double t) { return g(t, lo, hi); };
-  return boost::math::quadrature::gauss_kronrod<double, 61>::integrate(
-      f, lo, hi, kMaxDepth, tolerance);
+  return guarded([&] {
+    return boost::math::quadrature::gauss_kronrod<double, 61>::integrate(
+        f, lo, hi, kMaxDepth, tolerance);
+  });
 }
 
 /// ∫_from^∞ g(t) dt with t = from + width·(e^v − 1), v ∈ [0, ∞).
@@ -383,7 +406,7 @@ double integrate_tail(const Integrand& g, double from, double width, double tole
     return value == 0.0 ? 0.0 : value * width * std::exp(v);
   };
   boost::math::quadrature::exp_sinh<double> integrator;
-  return integrator.integrate(f, tolerance);
+  return guarded([&] { return integrator.integrate(f, tolerance); });
 }
 
 /// ∫_a^b g over the support's pieces (b may be +∞: the tail starts at the last break).

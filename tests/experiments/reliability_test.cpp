@@ -6,11 +6,16 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "experiments/output_file.h"
 #include "tests/test_support.h"
 
 extern char** environ;  // NOLINT: POSIX
@@ -658,4 +664,414 @@ TEST_CASE("reliability: SIGINT stops the threads backend after the current itera
   const auto rows = rows_of(slurp(dir / "out" / "trace.csv"));
   REQUIRE(rows.size() == done + 1);
   CHECK(rows.back().front() == std::to_string(done));
+}
+
+namespace {
+
+/// A character device like /dev/null (major 1, minor 3) at `path`: a root process writing to it
+/// must leave it a device.
+fs::path null_device(const fs::path& path) {
+  REQUIRE(::mknod(path.c_str(), S_IFCHR | 0666, ::makedev(1, 3)) == 0);
+  return path;
+}
+
+bool is_char_device(const fs::path& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode);
+}
+
+/// Names of the files in `dir` that look like a writer's temporaries.
+std::vector<std::string> temporaries(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename().string().find(".tmp-") != std::string::npos) {
+      names.push_back(e.path().filename().string());
+    }
+  }
+  return names;
+}
+
+/// Runs `args` while a thread reads the FIFO at `fifo` to its end; returns what it read.
+std::string run_into_fifo(const std::string& args,
+                          const fs::path& fifo,
+                          const fs::path& dir,
+                          Result& result) {
+  REQUIRE(::mkfifo(fifo.c_str(), 0666) == 0);
+  std::string got;
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    got = slurp(fifo);
+    done = true;
+  });
+  result = run(args, dir);
+  // A command that never opened the FIFO leaves the reader waiting for a writer: be one.
+  while (!done) {
+    const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) {
+      ::close(fd);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  reader.join();
+  return got;
+}
+
+/// A command taking an output file: `format` has one {} for the path.
+struct FileCommand {
+  std::string option;
+  std::string format;
+};
+
+std::vector<FileCommand> file_commands(const fs::path& dir) {
+  // Small inputs: each command runs eight times.
+  std::string csv = "worker,seconds\n";
+  for (int i = 0; i < 40; ++i) {
+    csv += fmt::format("{},{}\n", i % 4, 1.0 + 0.37 * (i % 7) + 0.05 * i);
+  }
+  const auto times = write(dir, "times.csv", csv);
+  nlohmann::json advise = stragglersim::testing::small_least_squares_config();
+  advise["target_loss"] = 1.0;
+  advise["optimizer"]["iterations"] = 10;
+  const auto advise_cfg = write_json(dir, "advise.json", advise);
+  const auto theory_cfg = write_json(dir, "theory.json", logistic(0.1));
+  return {
+      {"--out", fmt::format("fit '{}' --out '{{}}'", times.string())},
+      {"--csv", R"(codes --workers 4 --code '{{"kind": "frc", "d": 2}}' --csv '{}')"},
+      {"--csv", fmt::format("theory '{}' --measure 2 --csv '{{}}'", theory_cfg.string())},
+      {"--write", fmt::format("advise '{}' --repetitions 2 --write '{{}}'", advise_cfg.string())},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("reliability: output files write through devices FIFOs and links and never replace them",
+          "[experiments][reliability][output]") {
+  const auto dir = scratch("output_files");
+  for (const auto& command : file_commands(dir)) {
+    const auto cmd = [&](const fs::path& p) {
+      return fmt::format(fmt::runtime(command.format), p.string());
+    };
+    INFO(command.format);
+    const auto work = scratch("output_files_work");
+    // The bytes every way of writing must deliver.
+    const Result ref = run(cmd(work / "ref.txt"), work);
+    REQUIRE(ref.status == 0);
+    const std::string expected = slurp(work / "ref.txt");
+    REQUIRE_FALSE(expected.empty());
+
+    const auto device = null_device(work / "fakenull");
+    CHECK(run(cmd(device), work).status == 0);
+    CHECK(is_char_device(device));
+
+    Result fifo_result;
+    CHECK(run_into_fifo(cmd(work / "fifo"), work / "fifo", work, fifo_result) == expected);
+    CHECK(fifo_result.status == 0);
+    CHECK(fs::is_fifo(work / "fifo"));
+
+    write(work, "target.txt", "old");
+    fs::create_symlink(work / "target.txt", work / "link");
+    CHECK(run(cmd(work / "link"), work).status == 0);
+    CHECK(fs::is_symlink(work / "link"));
+    CHECK(slurp(work / "target.txt") == expected);
+
+    fs::create_symlink(work / "nothing", work / "dangling");
+    Result r = run(cmd(work / "dangling"), work);
+    CHECK(r.status == 2);
+    CHECK(r.err == fmt::format("error: {}: is a symbolic link to nothing; got \"{}\"; expected a "
+                               "link to an existing file\n",
+                               command.option,
+                               (work / "dangling").string()));
+    CHECK_FALSE(fs::exists(work / "nothing"));
+
+    r = run(cmd(work), work);
+    CHECK(r.status == 2);
+    CHECK(r.err == fmt::format("error: {}: is a folder; got \"{}\"; expected a file name\n",
+                               command.option,
+                               work.string()));
+    // Checked before the work: a missing folder says so and nothing is computed or printed.
+    r = run(cmd(work / "missing" / "x"), work);
+    CHECK(r.status == 2);
+    CHECK(r.err == fmt::format("error: {}: {} is not a folder; got \"{}\"; expected a file in an "
+                               "existing folder\n",
+                               command.option,
+                               (work / "missing").string(),
+                               (work / "missing" / "x").string()));
+    CHECK(r.out.empty());
+    // A full device: the documented write failure, exit 2.
+    r = run(cmd("/dev/full"), work);
+    CHECK(r.status == 2);
+    CHECK(r.err == fmt::format("error: {}: cannot write file (No space left on device); got "
+                               "\"/dev/full\"; expected a writable file system with free space\n",
+                               command.option));
+    CHECK(temporaries(work).empty());
+  }
+}
+
+TEST_CASE("reliability: output folders refuse devices and FIFOs and follow links to folders",
+          "[experiments][reliability][output]") {
+  const auto dir = scratch("output_folders");
+  const auto cfg = write_json(dir, "c.json", delay_only(4, 3));
+  const auto sweep = write_json(
+      dir, "s.json", nlohmann::json{{"base", delay_only(4, 3)}, {"grid", {{"/seed", {1, 2}}}}});
+  const auto device = null_device(dir / "fakenull");
+  REQUIRE(::mkfifo((dir / "fifo").c_str(), 0666) == 0);
+  const std::vector<std::string> commands = {
+      "run '" + cfg.string() + "' --out '{}'",
+      "sweep '" + sweep.string() + "' --out '{}'",
+      "check --quick --out '{}'",
+  };
+  for (const auto& format : commands) {
+    INFO(format);
+    for (const auto& target : {device, dir / "fifo"}) {
+      const Result r = run(fmt::format(fmt::runtime(format), target.string()), dir);
+      CHECK(r.status == 2);
+      CHECK(r.err.find(fmt::format("error: --out: exists and is not a folder; got \"{}\"; "
+                                   "expected a new or existing folder\n",
+                                   target.string())) != std::string::npos);
+    }
+    // An empty path is refused too (check's --out is optional, not ignored when empty).
+    const Result empty = run(fmt::format(fmt::runtime(format), ""), dir);
+    CHECK(empty.status == 2);
+    CHECK(empty.err.find("error: --out: empty path; got \"\"; expected a folder to write into\n") !=
+          std::string::npos);
+  }
+  CHECK(is_char_device(device));
+  CHECK(fs::is_fifo(dir / "fifo"));
+  // A link to a folder is written through.
+  fs::create_directories(dir / "real");
+  fs::create_directory_symlink(dir / "real", dir / "link");
+  CHECK(
+      run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "link").string()), dir).status ==
+      0);
+  CHECK(fs::is_symlink(dir / "link"));
+  CHECK(fs::exists(dir / "real" / "summary.json"));
+  // summary.json that is a device in the folder is left alone, trace.csv written through.
+  fs::remove(dir / "real" / "summary.json");
+  null_device(dir / "real" / "summary.json");
+  const Result again =
+      run(fmt::format("run '{}' --out '{}' --force", cfg.string(), (dir / "real").string()), dir);
+  CHECK(again.status == 0);
+  CHECK(is_char_device(dir / "real" / "summary.json"));
+}
+
+TEST_CASE("reliability: a read-only file system is refused before the work",
+          "[experiments][reliability][output]") {
+  const auto dir = scratch("read_only");
+  fs::create_directories(dir / "ro");
+  const auto times =
+      fs::path(STRAGGLERSIM_SOURCE_DIR) / "experiments/examples/persistent_stragglers.csv";
+  // A private mount namespace: the read-only tmpfs disappears with the command.
+  const std::string cmd = fmt::format(
+      "unshare -m sh -c \"mount -t tmpfs -o ro tmpfs '{0}/ro' && exec {1} fit '{2}' --out "
+      "'{0}/ro/x.json'\" > '{0}/out.txt' 2> '{0}/err.txt'",
+      dir.string(),
+      STRAGGLERSIM_BINARY,
+      times.string());
+  const int status = stragglersim::testing::exit_status(std::system(cmd.c_str()));
+  const std::string err = slurp(dir / "err.txt");
+  if (err.find("mount") != std::string::npos || err.find("unshare") != std::string::npos) {
+    WARN("no mount namespace here: " + err);
+    return;
+  }
+  CHECK(status == 2);
+  CHECK(err == fmt::format("error: --out: {0}/ro is not writable (Read-only file system); got "
+                           "\"{0}/ro/x.json\"; expected a folder this user may write\n",
+                           dir.string()));
+  CHECK(slurp(dir / "out.txt").empty());
+}
+
+TEST_CASE("reliability: a sweep folder in use by another sweep is refused",
+          "[experiments][reliability]") {
+  const auto dir = scratch("sweep_lock");
+  const auto sweep = write_json(
+      dir, "s.json", nlohmann::json{{"base", delay_only(4, 3)}, {"grid", {{"/seed", {1, 2}}}}});
+  const auto out = dir / "out";
+  fs::create_directories(out);
+  {
+    // Another sweep holding the folder, as a second process would.
+    const stragglersim::experiments::FolderLock held(out, /*exclusive=*/true);
+    const Result r = run(fmt::format("sweep '{}' --out '{}'", sweep.string(), out.string()), dir);
+    CHECK(r.status == 2);
+    CHECK(r.err.find(fmt::format(
+              "error: --out: folder in use by another sweep; got \"{}\"; expected a folder no "
+              "other sweep is writing now (wait for it to end, or give another --out; shards of "
+              "one sweep share a folder with --shard)\n",
+              out.string())) != std::string::npos);
+    CHECK(fs::is_empty(out));
+    // Shards share the folder among themselves, not with a whole sweep.
+    const Result shard =
+        run(fmt::format("sweep '{}' --out '{}' --shard 1/2", sweep.string(), out.string()), dir);
+    CHECK(shard.status == 2);
+  }
+  // Released: the same sweep runs.
+  CHECK(run(fmt::format("sweep '{}' --out '{}'", sweep.string(), out.string()), dir).status == 0);
+  CHECK(fs::exists(out / "index.csv"));
+}
+
+TEST_CASE("reliability: configs are read from regular files of bounded size",
+          "[experiments][reliability]") {
+  const auto dir = scratch("config_files");
+  const auto out = (dir / "out").string();
+  Result r = run(fmt::format("run /dev/zero --out '{}'", out), dir);
+  CHECK(r.status == 2);
+  CHECK(r.err ==
+        "error: /dev/zero: cannot open config file: not a regular file; expected a JSON file\n");
+  REQUIRE(::mkfifo((dir / "fifo.json").c_str(), 0666) == 0);
+  r = run(fmt::format("theory '{}'", (dir / "fifo.json").string()), dir);  // no writer: no wait
+  CHECK(r.status == 2);
+  CHECK(r.err == fmt::format("error: {}: cannot open config file: not a regular file; expected a "
+                             "JSON file\n",
+                             (dir / "fifo.json").string()));
+  // One byte over the cap (a sparse file: nothing is written to disk).
+  const auto big = dir / "big.json";
+  std::ofstream(big) << "{}";
+  fs::resize_file(big, (std::size_t{16} << 20) + 1);
+  r = run(fmt::format("run '{}' --out '{}'", big.string(), out), dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == fmt::format("error: {}: config file too large; got 16777217 bytes; expected at "
+                             "most 16777216 bytes (data belongs in a data file named by "
+                             "/data/path)\n",
+                             big.string()));
+  // The same reader for advise, whose config must be an object like run's and theory's.
+  const auto array = write(dir, "a.json", "[1, 2]");
+  r = run(fmt::format("advise '{}'", array.string()), dir);
+  CHECK(r.status == 2);
+  CHECK(r.err ==
+        fmt::format("error: {}:/: wrong type; got [1,2]; expected an object\n", array.string()));
+  CHECK_FALSE(fs::exists(out));
+}
+
+TEST_CASE("reliability: syntax errors name file line and column and say error",
+          "[experiments][reliability]") {
+  const auto dir = scratch("syntax");
+  const auto broken = write(dir, "b.json", "{\n  \"workers\": 8,\n  x\n}\n");
+  Result r = run(fmt::format("theory '{}'", broken.string()), dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == fmt::format("error: {}:3:3: invalid JSON: syntax error while parsing object key "
+                             "- invalid literal; last read: '8,<U+000A>  x'; expected string "
+                             "literal\n",
+                             broken.string()));
+  // Command-line mistakes: CLI11's message behind the same prefix, exit 2.
+  r = run("run", dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: config is required\nRun with --help for more information.\n");
+  r = run("codes --workers x --code '{}'", dir);
+  CHECK(r.status == 2);
+  CHECK(r.err.rfind("error: --workers: ", 0) == 0);
+}
+
+TEST_CASE("reliability: nested sweep grid keys are refused with both keys",
+          "[experiments][reliability]") {
+  const auto dir = scratch("nested_grid");
+  const auto sweep = write_json(
+      dir,
+      "s.json",
+      nlohmann::json{
+          {"base", delay_only(4, 3)},
+          {"grid", {{"/code", {nlohmann::json::array()}}, {"/code/kind", {"uncoded"}}}}});
+  const Result r =
+      run(fmt::format("sweep '{}' --out '{}'", sweep.string(), (dir / "out").string()), dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == fmt::format("error: {}:/grid/~1code~1kind: inside the value of grid key /code, "
+                             "which replaces it; got \"/code/kind\"; expected grid keys that do "
+                             "not nest: vary /code or the keys inside it, not both\n",
+                             sweep.string()));
+  CHECK_FALSE(fs::exists(dir / "out"));
+}
+
+TEST_CASE("reliability: extreme delay parameters never reach an internal error",
+          "[experiments][reliability]") {
+  const auto dir = scratch("extreme_delays");
+  const std::vector<nlohmann::json> delays = {
+      {{"kind", "bimodal"}, {"rate", 1e-300}},
+      {{"kind", "heterogeneous"}, {"rate", 1e-300}, {"factors", {1, 1, 1, 1}}},
+      {{"kind", "markov"}, {"slow_rate", 1e-200}},
+      {{"kind", "bimodal"}, {"slowdown", 1e300}},
+  };
+  for (const auto& delay : delays) {
+    INFO(delay.dump());
+    nlohmann::json c = delay_only(4, 2);
+    c["delay"] = delay;
+    const auto cfg = write_json(dir, "c.json", c);
+    const auto out = dir / "out";
+    fs::remove_all(out);
+    const Result r = run(fmt::format("run '{}' --out '{}'", cfg.string(), out.string()), dir);
+    // The prediction in summary.json is skipped with its reason; the simulated times overflow
+    // (numerical trouble, exit 3) or stay finite (exit 0).
+    CHECK((r.status == 0 || r.status == 3));
+    REQUIRE(fs::exists(out / "summary.json"));
+    const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
+    const std::string problem = summary["theory"]["iteration_time_problem"].get<std::string>();
+    CHECK(problem.rfind("iteration-time integral ", 0) == 0);
+    CHECK(problem.find("(delays too extreme for the quadrature)") != std::string::npos);
+    const Result t = run(fmt::format("theory '{}'", cfg.string()), dir);
+    CHECK(t.status == 0);
+    CHECK(t.out.find("(delays too extreme for the quadrature)") != std::string::npos);
+  }
+}
+
+TEST_CASE("reliability: fit leaves out families whose estimate overflows",
+          "[experiments][reliability]") {
+  const auto dir = scratch("fit_overflow");
+  // Three times of 1e308: the exponential rate underflows to 0, which Boost.Math refuses.
+  const auto times = write(dir, "t.csv", "worker,seconds\n0,1e308\n0,1e308\n0,1e308\n0,1\n0,2\n");
+  const Result r = run(fmt::format("fit '{}' --json", times.string()), dir);
+  CHECK(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  std::size_t refused = 0;
+  for (const auto& f : j["fits"]) {
+    if (f["family"] == "shifted_exponential" || f["family"] == "bimodal") {
+      CHECK(f["problem"] ==
+            "estimate not finite (times too large or too spread for double precision)");
+      ++refused;
+    }
+    if (f["fitted"].get<bool>()) {  // every family still ranked has finite numbers
+      CHECK(std::isfinite(f["aic"].get<double>()));
+    }
+  }
+  CHECK(refused == 2);
+  CHECK(j["best"] == "pareto");
+}
+
+TEST_CASE("reliability: thread counts are capped by the machine", "[experiments][reliability]") {
+  const auto dir = scratch("threads_cap");
+  nlohmann::json c = logistic(0.1);
+  c["threads"] = 1024;
+  const auto cfg = write_json(dir, "c.json", c);
+  const int cap =
+      std::max(8, 4 * static_cast<int>(std::max(1U, std::thread::hardware_concurrency())));
+  const Result r = run(fmt::format("theory '{}'", cfg.string()), dir);
+  if (cap >= 1024) {
+    return;  // a machine this large accepts it
+  }
+  CHECK(r.status == 2);
+  CHECK(r.err == fmt::format("error: {}:/threads: out of range; got 1024; expected an integer <= "
+                             "{}\n",
+                             cfg.string(),
+                             cap));
+}
+
+TEST_CASE("reliability: a one-class test set leaves the AUC cells empty",
+          "[experiments][reliability]") {
+  const auto dir = scratch("one_class_auc");
+  nlohmann::json c = logistic(0.1);
+  c["data"]["rows"] = 10;
+  c["data"]["test_fraction"] = 0.1;
+  c["workers"] = 3;
+  const auto cfg = write_json(dir, "c.json", c);
+  const auto out = dir / "out";
+  const Result r = run(fmt::format("run '{}' --out '{}'", cfg.string(), out.string()), dir);
+  REQUIRE(r.status == 0);
+  const std::string trace = slurp(out / "trace.csv");
+  const std::string header = trace.substr(0, trace.find('\n'));
+  REQUIRE(header.ends_with(",test_auc"));
+  const auto rows = rows_of(trace);
+  REQUIRE(rows.size() == 21);
+  for (const auto& row : rows) {
+    // The line ends with a comma: getline drops the empty last cell.
+    CHECK(row.size() == 12);
+  }
+  CHECK(trace.find("nan") == std::string::npos);
+  const auto summary = nlohmann::json::parse(slurp(out / "summary.json"));
+  CHECK(summary["final_test_auc"].is_null());
 }

@@ -156,7 +156,7 @@ TEST_CASE("cli: bad input exits 2 with the message and leaves no output", "[expe
   std::ofstream(broken) << "{\"workers\": 8,";
   const Result b = run(fmt::format("run '{}' --out '{}'", broken.string(), out.string()), dir);
   CHECK(b.status == 2);
-  CHECK(b.err.rfind(fmt::format("error: {}: invalid JSON:", broken.string()), 0) == 0);
+  CHECK(b.err.rfind(fmt::format("error: {}:1:15: invalid JSON:", broken.string()), 0) == 0);
   CHECK_FALSE(fs::exists(out));
 
   const Result missing =
@@ -346,9 +346,6 @@ TEST_CASE("cli: unusable output files and folders exit 2 before any compute",
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"codes " + code + " --csv '" + dir.string() + "'",
        "--csv: is a folder; got \"" + dir.string() + "\"; expected a file name"},
-      {"codes " + code + " --csv /dev/null",
-       "--csv: exists and is not a regular file; got \"/dev/null\"; expected a new or existing "
-       "regular file"},
       {"codes " + code + " --csv '" + (file / "b.csv").string() + "'",
        "--csv: " + file.string() + " is not a folder; got \"" + (file / "b.csv").string() +
            "\"; expected a file in an existing folder"},
@@ -381,8 +378,9 @@ TEST_CASE("cli: unusable output files and folders exit 2 before any compute",
         run(fmt::format("run '{}' --out '{}'", cfg.string(), (locked / "o").string()), dir);
     fs::permissions(locked, fs::perms::owner_all);
     CHECK(ro.status == 2);
-    CHECK(ro.err == "error: --out: " + locked.string() + " is not writable; got \"" +
-                        (locked / "o").string() + "\"; expected a folder this user may write\n");
+    CHECK(ro.err == "error: --out: " + locked.string() +
+                        " is not writable (Permission denied); got \"" + (locked / "o").string() +
+                        "\"; expected a folder this user may write\n");
   }
 }
 

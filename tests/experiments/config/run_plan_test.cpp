@@ -1,9 +1,13 @@
 #include "experiments/config/run_plan.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "experiments/config/config_error.h"
 #include "sim/backends/simulated_backend.h"
@@ -121,8 +125,15 @@ TEST_CASE("experiments: bad configs name the file and JSON pointer and the accep
         "cfg.json:/data: wrong type; got 5; expected an object");
   CHECK(with([](auto& c) { c["seed"] = -3; }) ==
         "cfg.json:/seed: out of range; got -3; expected an integer >= 0");
+  // At most 4 threads per core of this machine, at least 8.
+  const int cap =
+      std::max(8, 4 * static_cast<int>(std::max(1U, std::thread::hardware_concurrency())));
   CHECK(with([](auto& c) { c["threads"] = 0; }) ==
-        "cfg.json:/threads: out of range; got 0; expected an integer in [1, 1024]");
+        fmt::format("cfg.json:/threads: out of range; got 0; expected an integer in [1, {}]", cap));
+  CHECK(with([cap](auto& c) { c["threads"] = cap + 1; }) ==
+        fmt::format("cfg.json:/threads: out of range; got {}; expected an integer in [1, {}]",
+                    cap + 1,
+                    cap));
   CHECK(with([](auto& c) { c["threads"] = "all"; }) ==
         "cfg.json:/threads: wrong type; got \"all\"; expected an integer");
   CHECK(with([](auto& c) {
