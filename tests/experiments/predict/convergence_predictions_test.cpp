@@ -248,7 +248,8 @@ nlohmann::json random_config(
       {"delay", {{"kind", "shifted_exponential"}, {"shift", 1.0}, {"rate", 1.0}}},
       {"optimizer", {{"kind", "gd"}, {"step", "auto"}, {"iterations", 40}}}};
   if (deadline) {
-    config["stopping"] = {{"rule", "deadline"}, {"after", 1.5 + 0.25 * pick(0, 6)}};
+    // A worker of load d needs more than d seconds (shift 1 per unit of load): q = e^(d − τ).
+    config["stopping"] = {{"rule", "deadline"}, {"after", d + 0.5 + 0.5 * pick(0, 4)}};
   } else {
     config["stopping"] = {{"rule", "first_r"}, {"r", pick(4, 11)}};
   }
