@@ -8,11 +8,27 @@
 #include "experiments/config/factories.h"
 #include "experiments/config/json_reader.h"
 #include "experiments/config/memory_budget.h"
+#include "experiments/fit_report.h"
 #include "experiments/predict/predictions.h"
 #include "experiments/run_diagnostics.h"
 #include "models/base/random_stream.h"
 
 namespace stragglersim::experiments {
+
+nlohmann::json fit_times(const std::string& path, bool per_worker) {
+  return fit_json(fit_trace_file(path, per_worker));
+}
+
+nlohmann::json advise_report(const nlohmann::json& config,
+                             const std::string& file,
+                             const std::filesystem::path& base_dir,
+                             AdviceOptions options,
+                             const std::string& fit_path) {
+  if (!fit_path.empty()) {
+    options.predicted_delay = best_delay_block(fit_trace_file(fit_path, false));
+  }
+  return advice_json(advise(config, file, base_dir, options));
+}
 
 nlohmann::json theory_report(const RunPlan& plan) {
   nlohmann::json p = predictions(plan);

@@ -8,6 +8,7 @@
 
 #include "experiments/code_report.h"
 #include "experiments/config/run_plan.h"
+#include "experiments/scheme_advice.h"
 
 namespace stragglersim::experiments {
 
@@ -38,5 +39,18 @@ struct CodeRequest {
 
 /// What `stragglersim codes --json` prints for a report.
 [[nodiscard]] nlohmann::json code_report_json(const CodeReport& report);
+
+/// What `stragglersim fit TIMES.csv --json [--per-worker]` prints (docs/fit.md). ConfigError
+/// naming file:line for a malformed file.
+[[nodiscard]] nlohmann::json fit_times(const std::string& path, bool per_worker);
+
+/// What `stragglersim advise CONFIG --json [--fit TIMES.csv]` prints for `config` (read from
+/// `file`, relative paths against `base_dir`); `fit_path` non-empty replaces the predictions'
+/// delay by the best fit to that file, as `advise --fit` does.
+[[nodiscard]] nlohmann::json advise_report(const nlohmann::json& config,
+                                           const std::string& file,
+                                           const std::filesystem::path& base_dir,
+                                           AdviceOptions options,
+                                           const std::string& fit_path);
 
 }  // namespace stragglersim::experiments

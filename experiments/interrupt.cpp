@@ -4,16 +4,17 @@
 
 #include <csignal>
 
+#include "models/base/stop_request.h"
+
 namespace stragglersim::experiments {
 namespace {
 
-std::atomic<int> g_signal{0};         // NOLINT: written by the signal handler
 struct sigaction g_previous_int {};   // NOLINT
 struct sigaction g_previous_term {};  // NOLINT
 
 extern "C" void on_interrupt(int signal) {
   int expected = 0;
-  if (!g_signal.compare_exchange_strong(expected, signal)) {
+  if (!models::stop_signal().compare_exchange_strong(expected, signal)) {
     // Second signal: the user wants out now (only async-signal-safe calls here).
     ::_exit(128 + expected);
   }
@@ -21,10 +22,10 @@ extern "C" void on_interrupt(int signal) {
 
 }  // namespace
 
-const std::atomic<int>& interrupt_flag() { return g_signal; }
+const std::atomic<int>& interrupt_flag() { return models::stop_signal(); }
 
 InterruptGuard::InterruptGuard() {
-  g_signal.store(0);
+  models::stop_signal().store(0);
   struct sigaction action {};
   action.sa_handler = on_interrupt;
   sigemptyset(&action.sa_mask);

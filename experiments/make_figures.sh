@@ -9,7 +9,7 @@
 # below; the regime sweeps' compute shift scaled with the rows, as it is proportional to the
 # partition's non-zeros and the generators keep the non-zeros per row), delay-only runs cut to
 # 500 iterations and the wait-fraction target at 0.15; without it the paper's sizes are used
-# (README: measured times). f* of each regime workload is the f_star of its runs' summary.json
+# (docs/results.md: measured times). f* of each regime workload is the f_star of its runs' summary.json
 # (the same in its three regimes, checked), kept in the sweeps folder as f_star.json; that of
 # regime_map_training comes from `stragglersim theory --json`.
 # Sweeps are resumable: rerunning after an interruption skips the runs already complete. After
@@ -92,8 +92,23 @@ EOF
 for sweep in "$files"/*.json; do
   name="$(basename "$sweep" .json)"
   echo "== sweep $name"
-  "$bin" sweep "$sweep" --out "$sweeps/$name" --jobs "$jobs"
+  # One f* cache for every sweep of the tree: each workload's f* is solved once.
+  "$bin" sweep "$sweep" --out "$sweeps/$name" --jobs "$jobs" --f-star-cache "$sweeps/f_star_cache"
 done
+
+echo "== f* solves (f_star_source of every run's summary.json)"
+SWEEPS="$sweeps" "$python" - <<'EOF'
+import glob, json, os
+solved, cached = 0, 0
+for path in glob.glob(os.path.join(os.environ["SWEEPS"], "*", "runs", "*", "summary.json")):
+    with open(path) as f:
+        source = json.load(f).get("f_star_source")
+    solved += source == "solved"
+    cached += source == "cache"
+entries = glob.glob(os.path.join(os.environ["SWEEPS"], "f_star_cache", "*.json"))
+print(f"f* solved {solved} times, read from the cache by {cached} runs; "
+      f"{len(entries)} data sets and objectives in the cache")
+EOF
 
 echo "== f* of the regime workloads (f_star of their runs' summary.json; theory for the map)"
 fstar="$sweeps/f_star.json"

@@ -4,14 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <future>
 #include <iostream>
 #include <limits>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <utility>
 
+#include "experiments/predict/plan_optimum.h"
 #include "experiments/predict/predictions.h"
 #include "models/optimum.h"
 
@@ -48,7 +47,7 @@ std::string group_label(std::size_t g, const std::vector<int>& workers) {
 
 }  // namespace
 
-OptimumReference reference_optimum(const RunPlan& plan) {
+OptimumReference reference_optimum(const RunPlan& plan, models::WorkerPool* pool) {
   OptimumReference ref;
   if (plan.delay_only()) {
     ref.method = "not computed: delay-only run";
@@ -58,46 +57,22 @@ OptimumReference reference_optimum(const RunPlan& plan) {
     ref.method = "not computed: " + *problem;
     return ref;
   }
-  // The runs of a sweep over codes or rules share one objective (experiments/sweep.cpp): solve
-  // once per live objective, and runs that ask while the solve is under way (other jobs) wait
-  // for it rather than solve again. The weak pointer tells a live entry from a dead objective
-  // whose address was reused.
-  struct Entry {
-    std::weak_ptr<const models::Objective> objective;
-    std::shared_future<OptimumReference> optimum;
-  };
-  static std::mutex mutex;
-  static std::map<const models::Objective*, Entry> solved;
-  const models::Objective* key = plan.objective.get();
-  std::promise<OptimumReference> promise;
-  std::shared_future<OptimumReference> earlier;
-  {
-    const std::lock_guard lock(mutex);
-    const auto it = solved.find(key);
-    if (it != solved.end() && it->second.objective.lock() == plan.objective) {
-      earlier = it->second.optimum;
-    } else {
-      std::erase_if(solved, [](const auto& e) { return e.second.objective.expired(); });
-      solved[key] = Entry{plan.objective, promise.get_future().share()};
-    }
+  const PlanOptimum solved = plan_optimum(plan, pool);
+  const models::Optimum& opt = solved.optimum;
+  ref.gradient_norm = opt.gradient_norm;
+  ref.newton_decrement = opt.newton_decrement;
+  ref.iterations = opt.iterations;
+  ref.iteration_limit = opt.iteration_limit;
+  ref.data_passes = opt.data_passes;
+  ref.stop = opt.stop;
+  ref.seconds = solved.seconds;
+  ref.source = solved.source;
+  if (opt.converged) {
+    ref.value = opt.value;
+    ref.method = opt.method;
+  } else {
+    ref.method = "not computed: " + opt.failure;
   }
-  if (earlier.valid()) {
-    return earlier.get();  // outside the lock: other objectives' solves go on meanwhile
-  }
-  try {
-    const models::Optimum opt = models::solve_optimum(*plan.objective, optimum_options(plan));
-    ref.gradient_norm = opt.gradient_norm;
-    if (opt.converged) {
-      ref.value = opt.value;
-      ref.method = opt.method;
-    } else {
-      ref.method = "not computed: " + opt.failure;
-    }
-  } catch (...) {
-    promise.set_exception(std::current_exception());
-    throw;
-  }
-  promise.set_value(ref);
   return ref;
 }
 
@@ -150,6 +125,44 @@ void print_warnings(const nlohmann::json& summary, std::string_view prefix) {
                              prefix,
                              w["code"].get<std::string>(),
                              w["message"].get<std::string>());
+  }
+}
+
+void count_warnings(const nlohmann::json& summary,
+                    const std::string& folder,
+                    std::vector<WarningCount>& counts) {
+  if (!summary.contains("warnings")) {
+    return;
+  }
+  std::vector<std::string> seen;
+  for (const auto& w : summary["warnings"]) {
+    const std::string code = w["code"].get<std::string>();
+    if (std::find(seen.begin(), seen.end(), code) != seen.end()) {
+      continue;
+    }
+    seen.push_back(code);
+    auto it =
+        std::lower_bound(counts.begin(), counts.end(), code, [](const auto& c, const auto& k) {
+          return c.code < k;
+        });
+    if (it == counts.end() || it->code != code) {
+      it = counts.insert(it, WarningCount{code, 0, folder, w["message"].get<std::string>()});
+    } else if (folder < it->first_run) {
+      it->first_run = folder;
+      it->message = w["message"].get<std::string>();
+    }
+    ++it->runs;
+  }
+}
+
+void print_warning_counts(std::span<const WarningCount> counts, std::size_t total) {
+  for (const auto& c : counts) {
+    std::cerr << fmt::format("warning: {}: {} of {} runs; first {}: {}\n",
+                             c.code,
+                             c.runs,
+                             total,
+                             c.first_run,
+                             c.message);
   }
 }
 
@@ -231,8 +244,17 @@ void TrainingDiagnostics::add(const sim::TraceRow& row) {
 std::vector<RunWarning> TrainingDiagnostics::finish(nlohmann::json& summary) const {
   summary["f_star"] = optional_json(optimum_.value);
   summary["f_star_method"] = optimum_.method;
-  if (optimum_.value) {
+  if (optimum_.source) {
+    summary["f_star_source"] = *optimum_.source;
+    summary["f_star_seconds"] = optimum_.seconds;
+    summary["f_star_iterations"] = optimum_.iterations;
+    summary["f_star_iteration_limit"] = optimum_.iteration_limit;
+    summary["f_star_data_passes"] = optimum_.data_passes;
+    summary["f_star_stop"] = optimum_.stop;
+    summary["f_star_newton_decrement"] = optional_json(optimum_.newton_decrement);
     summary["f_star_gradient_norm"] = optimum_.gradient_norm;
+  }
+  if (optimum_.value) {
     summary["final_suboptimality"] = last_loss_ - *optimum_.value;
     nlohmann::json times;
     nlohmann::json iterations;

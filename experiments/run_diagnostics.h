@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "experiments/config/run_plan.h"
+#include "models/worker_pool.h"
 #include "sim/training_loop.h"
 
 namespace stragglersim::experiments {
@@ -30,11 +31,21 @@ struct OptimumReference {
   /// (models::solve_optimum), or "not computed: <why>" (too costly, or the iterative solve
   /// missed its certificate within its budget).
   std::string method;
+  /// The certificate and cost of the solve (models::Optimum), set when a solve was attempted.
+  std::optional<double> newton_decrement;
+  int iterations = 0;
+  int iteration_limit = 0;
+  int data_passes = 0;
+  std::string stop;
+  double seconds = 0.0;
+  /// "solved" or "cache" (plan_optimum); nullopt when no solve was attempted.
+  std::optional<std::string> source;
 };
 
-/// f* by models::solve_optimum (optimum_options) unless optimum_cost_problem refuses the solve as
-/// far more costly than the run or the solve fails (then value is nullopt and method says why).
-OptimumReference reference_optimum(const RunPlan& plan);
+/// f* by plan_optimum (models::solve_optimum with optimum_options, on `pool`) unless
+/// optimum_cost_problem refuses the solve as far more costly than the run or the solve fails
+/// (then value is nullopt and method says why).
+OptimumReference reference_optimum(const RunPlan& plan, models::WorkerPool* pool = nullptr);
 
 /// One warning of summary.json: a stable code and a sentence.
 struct RunWarning {
@@ -101,6 +112,24 @@ void print_warnings(std::span<const RunWarning> warnings);
 
 /// The same for the "warnings" array of a summary (what `run` and `sweep` print).
 void print_warnings(const nlohmann::json& summary, std::string_view prefix = {});
+
+/// One warning code over the runs of a sweep: how many runs had it, and the first of them (by
+/// folder name, so the line does not depend on the order runs finish in) with its message.
+struct WarningCount {
+  std::string code;
+  std::size_t runs = 0;
+  std::string first_run;
+  std::string message;
+};
+
+/// Adds the "warnings" of `summary` (the run in `folder`) to `counts`: one entry per code,
+/// sorted by code; a code counts once per run.
+void count_warnings(const nlohmann::json& summary,
+                    const std::string& folder,
+                    std::vector<WarningCount>& counts);
+
+/// "warning: <code>: <runs> of <total> runs; first <first_run>: <message>" per entry, on stderr.
+void print_warning_counts(std::span<const WarningCount> counts, std::size_t total);
 
 /// The "warnings" array of summary.json.
 nlohmann::json warnings_json(std::span<const RunWarning> warnings);

@@ -18,6 +18,7 @@
 #include "experiments/config/config_error.h"
 #include "experiments/predict/predictions.h"
 #include "experiments/run_diagnostics.h"
+#include "models/base/stop_request.h"
 #include "models/metrics.h"
 #include "models/worker_pool.h"
 #include "sim/backends/mpi_backend.h"
@@ -195,14 +196,35 @@ struct Moments {
   }
 };
 
-nlohmann::json base_summary(const RunPlan& plan) {
+/// What a run computes before its first row: f* and the summary's prediction. Computed before
+/// anything is written, so a signal in set-up (StopRequested) leaves the folder as it was.
+struct RunSetUp {
+  nlohmann::json theory;
+  OptimumReference optimum;
+};
+
+RunSetUp set_up(const RunPlan& plan) {
+  const models::StopScope scope;
+  RunSetUp out;
+  if (!plan.delay_only()) {
+    // A pool of the run's threads for the f* solve (the simulated backend's count).
+    models::WorkerPool pool(plan.backend == BackendKind::kSimulated ? plan.threads : 1);
+    out.optimum = reference_optimum(plan, &pool);
+  }
+  models::throw_if_stop_requested();
+  // The iteration-time prediction beside the measured totals (docs/model.md §6).
+  out.theory = predictions(plan, /*convergence=*/false);
+  models::throw_if_stop_requested();
+  return out;
+}
+
+nlohmann::json base_summary(const RunPlan& plan, const RunSetUp& setup) {
   nlohmann::json s;
   s["name"] = plan.name;
   s["seed"] = plan.seed;
   s["config"] = plan.resolved;
   s["build"] = build_info();
-  // The iteration-time prediction beside the measured totals (docs/model.md §6).
-  s["theory"] = predictions(plan, /*convergence=*/false);
+  s["theory"] = setup.theory;
   return s;
 }
 
@@ -228,6 +250,7 @@ void end_of_rows(ProduceRows&& produce_rows, RunOutcome& outcome) {
 }
 
 RunOutcome run_delay_only(const RunPlan& plan,
+                          const RunSetUp& setup,
                           TraceWriter& trace,
                           const StopHook& should_stop,
                           const ProgressHook& progress) {
@@ -288,7 +311,7 @@ RunOutcome run_delay_only(const RunPlan& plan,
   if (outcome.status != "ok") {
     stats = written;
   }
-  outcome.summary = base_summary(plan);
+  outcome.summary = base_summary(plan, setup);
   outcome.summary["status"] = outcome.status;
   if (!outcome.error.empty()) {
     outcome.summary["error"] = outcome.error;
@@ -533,11 +556,12 @@ void add_optional_summary(const RunPlan& plan,
 }
 
 nlohmann::json training_summary(const RunPlan& plan,
+                                const RunSetUp& setup,
                                 const TraceColumns& columns,
                                 const RunOutcome& outcome,
                                 const TrainingTally& tally,
                                 const TrainingDiagnostics& diagnostics) {
-  nlohmann::json s = base_summary(plan);
+  nlohmann::json s = base_summary(plan, setup);
   s["status"] = outcome.status;
   if (!outcome.error.empty()) {
     s["error"] = outcome.error;
@@ -566,6 +590,7 @@ nlohmann::json training_summary(const RunPlan& plan,
 }
 
 RunOutcome run_training(const RunPlan& plan,
+                        const RunSetUp& setup,
                         TraceWriter& writer,
                         const StopHook& should_stop,
                         const ProgressHook& progress) {
@@ -583,7 +608,7 @@ RunOutcome run_training(const RunPlan& plan,
   auto optimizer = plan.make_optimizer();
   RunOutcome outcome;
   TrainingTally tally;
-  TrainingDiagnostics diagnostics(plan, reference_optimum(plan));
+  TrainingDiagnostics diagnostics(plan, setup.optimum);
   end_of_rows(
       [&] {
         sim::train(*plan.objective,
@@ -611,7 +636,7 @@ RunOutcome run_training(const RunPlan& plan,
     outcome.worker_times_csv =
         worker_times_csv(mpi->worker_times(), tally.last.iteration, mpi->workers());
   }
-  outcome.summary = training_summary(plan, columns, outcome, tally, diagnostics);
+  outcome.summary = training_summary(plan, setup, columns, outcome, tally, diagnostics);
   return outcome;
 }
 
@@ -622,12 +647,13 @@ RunOutcome execute_run(const RunPlan& plan,
                        const StopHook& should_stop,
                        const ProgressHook& progress) {
   const auto started = std::chrono::steady_clock::now();
+  const RunSetUp setup = set_up(plan);
   std::filesystem::create_directories(out_dir);
   // summary.json, written last and atomically, marks a complete run; trace.csv grows row by row.
   std::filesystem::remove(out_dir / "summary.json");
   TraceWriter trace(out_dir / "trace.csv");
-  RunOutcome outcome = plan.delay_only() ? run_delay_only(plan, trace, should_stop, progress)
-                                         : run_training(plan, trace, should_stop, progress);
+  RunOutcome outcome = plan.delay_only() ? run_delay_only(plan, setup, trace, should_stop, progress)
+                                         : run_training(plan, setup, trace, should_stop, progress);
   // Every row may be finite while a total or a variance of the times overflows (delays near
   // 1e300): numerical trouble too, not an "ok" run with an infinity in its summary.
   for (const auto& [key, value] : outcome.summary.items()) {

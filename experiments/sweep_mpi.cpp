@@ -186,11 +186,11 @@ Work validation_work(const SweepSpec& spec, int size) {
   };
 }
 
-Work run_work(const SweepSpec& spec, const fs::path& out_dir) {
-  return [&spec, out_dir](std::size_t index) {
+Work run_work(const SweepSpec& spec, const fs::path& out_dir, const fs::path& f_star_cache) {
+  return [&spec, out_dir, f_star_cache](std::size_t index) {
     const SweepRun& run = spec.runs[index];
     try {
-      return Json{{"failed", execute_sweep_run(spec, run, out_dir)}};
+      return Json{{"failed", execute_sweep_run(spec, run, out_dir, f_star_cache)}};
     } catch (const std::exception& e) {
       return Json{{"error", fmt::format("{}: {}", (out_dir / run.folder).string(), e.what())}};
     }
@@ -262,17 +262,21 @@ SweepResult master(const SweepSpec& spec,
     options.progress(result.skipped, result.skipped, result.total);
   }
   std::optional<std::string> failure;
-  run_phase(0, size, todo, run_work(spec, out_dir), [&](std::size_t, const Json& r) {
-    if (r.contains("error")) {
-      failure = failure.value_or(r["error"].get<std::string>());
-      return false;
-    }
-    ++result.ran;
-    if (options.progress) {
-      options.progress(result.skipped + result.ran, result.skipped, result.total);
-    }
-    return options.stop == nullptr || !options.stop->load();
-  });
+  run_phase(0,
+            size,
+            todo,
+            run_work(spec, out_dir, options.f_star_cache),
+            [&](std::size_t, const Json& r) {
+              if (r.contains("error")) {
+                failure = failure.value_or(r["error"].get<std::string>());
+                return false;
+              }
+              ++result.ran;
+              if (options.progress) {
+                options.progress(result.skipped + result.ran, result.skipped, result.total);
+              }
+              return options.stop == nullptr || !options.stop->load();
+            });
   if (failure) {
     throw std::runtime_error(*failure);
   }
@@ -297,7 +301,7 @@ SweepResult run_sweep_mpi(const SweepSpec& spec,
   await_status();  // the folder check
   run_phase(rank, size, {}, validation_work(spec, size), {});
   await_status();  // validation
-  run_phase(rank, size, {}, run_work(spec, out_dir), {});
+  run_phase(rank, size, {}, run_work(spec, out_dir, options.f_star_cache), {});
   return {};
 }
 #else

@@ -3,13 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <limits>
 #include <optional>
 #include <string_view>
-#include <system_error>
+
+#include "fit/csv_fields.h"
 
 namespace stragglersim::sim {
 
@@ -17,67 +17,6 @@ namespace {
 
 constexpr std::string_view kExpectedHeader =
     "expected a header with columns iteration,worker,seconds or worker,seconds";
-
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-/// Splits a line at commas; a field in double quotes may hold commas ("" is a quote).
-std::vector<std::string> split(std::string_view line) {
-  std::vector<std::string> fields;
-  std::string field;
-  bool quoted = false;
-  for (std::size_t k = 0; k < line.size(); ++k) {
-    const char c = line[k];
-    if (quoted) {
-      if (c == '"' && k + 1 < line.size() && line[k + 1] == '"') {
-        field += '"';
-        ++k;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        field += c;
-      }
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      fields.emplace_back(trim(field));
-      field.clear();
-    } else {
-      field += c;
-    }
-  }
-  fields.emplace_back(trim(field));
-  return fields;
-}
-
-std::optional<std::int64_t> parse_index(std::string_view token) {
-  std::int64_t value = 0;
-  const char* end = token.data() + token.size();
-  const auto [ptr, ec] = std::from_chars(token.data(), end, value);
-  if (token.empty() || ec != std::errc() || ptr != end || value < 0) {
-    return std::nullopt;
-  }
-  return value;
-}
-
-/// A double as from_chars reads it, also with a leading '+'.
-std::optional<double> parse_number(std::string_view token) {
-  if (!token.empty() && token.front() == '+') {
-    token.remove_prefix(1);
-    if (!token.empty() && (token.front() == '-' || token.front() == '+')) return std::nullopt;
-  }
-  if (token.empty()) return std::nullopt;
-  double value = 0.0;
-  const char* end = token.data() + token.size();
-  const auto [ptr, ec] = std::from_chars(token.data(), end, value);
-  if (ec != std::errc() || ptr != end) return std::nullopt;
-  return value;
-}
 
 struct Row {
   std::int64_t iteration = 0;
@@ -95,7 +34,9 @@ struct Row {
 DelayTrace read_delay_trace(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    fail(path, 0, "cannot open file (expected a readable CSV file of measured times)");
+    // The file as a whole, no line: "<path>: cannot open file ...".
+    throw TraceFileError(
+        fmt::format("{}: cannot open file (expected a readable CSV file of measured times)", path));
   }
   DelayTrace trace;
   trace.path = path;
@@ -109,8 +50,8 @@ DelayTrace read_delay_trace(const std::string& path) {
   std::vector<Row> rows;
   while (std::getline(in, line)) {
     ++line_number;
-    if (trim(line).empty()) continue;
-    const std::vector<std::string> fields = split(line);
+    if (trim_field(line).empty()) continue;
+    const std::vector<std::string> fields = split_csv_fields(line);
     if (header_line == 0) {
       header_line = line_number;
       std::optional<std::size_t> worker;
@@ -125,7 +66,7 @@ DelayTrace read_delay_trace(const std::string& path) {
              line_number,
              fmt::format("header has no '{}' column; got '{}' ({})",
                          worker ? "seconds" : "worker",
-                         trim(line),
+                         trim_field(line),
                          kExpectedHeader));
       }
       worker_column = *worker;
@@ -144,7 +85,7 @@ DelayTrace read_delay_trace(const std::string& path) {
     Row row;
     row.line = line_number;
     if (iteration_column) {
-      const auto iteration = parse_index(fields[*iteration_column]);
+      const auto iteration = parse_csv_index(fields[*iteration_column]);
       if (!iteration) {
         fail(path,
              line_number,
@@ -153,7 +94,7 @@ DelayTrace read_delay_trace(const std::string& path) {
       }
       row.iteration = *iteration;
     }
-    const auto worker = parse_index(fields[worker_column]);
+    const auto worker = parse_csv_index(fields[worker_column]);
     if (!worker || *worker > std::numeric_limits<int>::max() - 1) {
       fail(path,
            line_number,
@@ -167,7 +108,7 @@ DelayTrace read_delay_trace(const std::string& path) {
       row.seconds = std::numeric_limits<double>::infinity();
       trace.censored_lines.push_back(line_number);
     } else {
-      const auto value = parse_number(seconds);
+      const auto value = parse_csv_number(seconds);
       if (!value) {
         fail(path,
              line_number,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "models/base/invariant.h"
+#include "models/base/stop_request.h"
 
 namespace stragglersim::models {
 
@@ -96,6 +97,7 @@ class Reader {
                                   fields_.size(),
                                   columns_));
     }
+    poll_stop_request(source_rows_);
     const bool stored = keep_ == nullptr || keep_->keeps(source_rows_);
     ++source_rows_;
     for (std::int64_t j = 0; j < columns_; ++j) {

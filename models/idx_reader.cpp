@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "models/base/invariant.h"
+#include "models/base/stop_request.h"
 #include "models/dataset.h"
 
 namespace stragglersim::models {
@@ -188,6 +189,7 @@ void stream_items(IdxStream& in,
   std::uint64_t got = 0;
   std::size_t next = 0;
   for (std::size_t first = 0; first < count; first += per_chunk) {
+    throw_if_stop_requested();
     const std::size_t n = std::min(per_chunk, count - first);
     const std::size_t read = read_some(in.file.get(), path, chunk.data(), n * item);
     got += read;

@@ -11,6 +11,8 @@
 #include <system_error>
 #include <vector>
 
+#include "models/base/stop_request.h"
+
 namespace stragglersim::models {
 
 namespace {
@@ -37,7 +39,8 @@ bool parse_index(std::string_view token, std::int64_t& out) {
 /// Calls `parse` on every line of `text` ('\n'-separated; a last line without one included).
 template <typename Parse>
 void for_each_line(std::string_view text, Parse&& parse) {
-  for (std::size_t start = 0; start < text.size();) {
+  for (std::size_t start = 0, line = 0; start < text.size(); ++line) {
+    poll_stop_request(static_cast<std::int64_t>(line));
     std::size_t end = text.find('\n', start);
     if (end == std::string_view::npos) end = text.size();
     parse(text.substr(start, end - start));

@@ -41,6 +41,9 @@ class RowwiseLoss : public LossModel {
     Derived::loss(z, b, slope);
     return slope;
   }
+  [[nodiscard]] double second_derivative(double z, double b) const final {
+    return Derived::curvature(z, b);
+  }
   [[nodiscard]] double curvature_bound() const final { return Derived::kCurvature; }
 
   // NOLINTNEXTLINE(modernize-use-nodiscard): also called for its gradient alone
@@ -106,6 +109,7 @@ class LeastSquaresLoss final : public RowwiseLoss<LeastSquaresLoss> {
     slope = z - b;
     loss = 0.5 * slope.square();
   }
+  static double curvature(double /*z*/, double /*b*/) { return 1.0; }
   static double metric_term(double z, double b) { return (z - b) * (z - b); }
 };
 
@@ -136,6 +140,11 @@ class LogisticLoss final : public RowwiseLoss<LogisticLoss> {
     const Block inverse_u = u.inverse();
     slope = -b * (t >= 0.0).select(e, 1.0) * inverse_u;
     loss = (-t).max(0.0) + u.log() + (e - (u - 1.0)) * inverse_u;
+  }
+  // σ(t)(1 − σ(t)) with t = b·z (b² = 1), from e^{−|t|} so that it never overflows.
+  static double curvature(double z, double b) {
+    const double e = std::exp(-std::abs(b * z));
+    return e / ((1.0 + e) * (1.0 + e));
   }
   // Predicts +1 at z = 0 so a zero model is not counted right by accident for both classes.
   static double metric_term(double z, double b) {

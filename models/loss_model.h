@@ -29,6 +29,8 @@ class LossModel {
   [[nodiscard]] virtual double value(double z, double b) const = 0;
   /// dℓ/dz at (z; b).
   [[nodiscard]] virtual double derivative(double z, double b) const = 0;
+  /// d²ℓ/dz² at (z; b) (the weights of a Newton Hessian).
+  [[nodiscard]] virtual double second_derivative(double z, double b) const = 0;
   /// sup_z d²ℓ/dz²: β ≤ curvature_bound · λ_max(AᵀA/m) + λ₂.
   [[nodiscard]] virtual double curvature_bound() const = 0;
   /// One pass over `rows`: returns Σ ℓ(a_iᵀx; b_i) and adds Σ ℓ'(a_iᵀx; b_i)·a_i to `gradient_sum`

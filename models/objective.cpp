@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "models/base/invariant.h"
+#include "models/base/stop_request.h"
 #include "models/row_kernels.h"
 
 namespace stragglersim::models {
@@ -241,6 +242,7 @@ double largest_gram_eigenvalue(const Dataset& data,
   Eigen::MatrixXd partial;
   double estimate = 0.0;
   for (int iteration = 0; iteration < max_iterations; ++iteration) {
+    throw_if_stop_requested();
     apply_gram(data, v, partial, pool, w);
     // Rayleigh quotient vᵀGv with ‖v‖ = 1: converges twice as fast as ‖Gv‖ and never overshoots.
     const double next = v.dot(w);

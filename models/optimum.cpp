@@ -8,8 +8,11 @@
 #include <cmath>
 #include <deque>
 #include <variant>
+#include <vector>
 
 #include "models/base/invariant.h"
+#include "models/base/stop_request.h"
+#include "models/worker_pool.h"
 
 namespace stragglersim::models {
 namespace {
@@ -22,9 +25,34 @@ constexpr std::size_t kLbfgsMemory = 10;
 /// Conjugate gradient recomputes its residual from the data this often, so the recursion's
 /// rounding cannot fake the certificate.
 constexpr int kResidualRefresh = 50;
+/// Newton stops when λ²/2 ≤ kNewtonTolerance·max(1, |f|) (λ² = ∇fᵀH⁻¹∇f, an estimate of
+/// 2(f − f*) that is exact near x*): below f's rounding.
+constexpr double kNewtonTolerance = 1e-16;
+/// …or when the line search cannot decrease f, provided λ²/2 ≤ this·max(1, |f|).
+constexpr double kNewtonLooseTolerance = 1e-10;
+/// A predicted decrease t·λ² below this·max(1, |f|) is within f's rounding: the search ends.
+constexpr double kRoundingTolerance = 1e-14;
+/// Newton iterations before the solve is declared failed (logistic from x = 0 needs about 10).
+constexpr int kNewtonIterations = 50;
+/// Row chunks of one data pass of the solvers: fixed by the data, never by the thread count.
+constexpr Eigen::Index kPassChunks = 64;
+/// Rows below which a chunk is not worth a task.
+constexpr Eigen::Index kMinChunkRows = 1024;
+/// Columns per task of a Newton Hessian.
+constexpr Eigen::Index kHessianBlockWidth = 16;
 
-Eigen::MatrixXd dense_features(const Dataset& data) {
-  return std::visit([](const auto& a) { return Eigen::MatrixXd(a); }, data.features);
+int pass_chunks(Eigen::Index m) {
+  return static_cast<int>(std::clamp<Eigen::Index>(m / kMinChunkRows, 1, kPassChunks));
+}
+
+/// The dense features and the scaled copy √(D/m)·A of Newton's Hessian, allocated once.
+struct NewtonScratch {
+  DenseRows features;
+  DenseRows scaled;
+};
+
+DenseRows dense_features(const Dataset& data) {
+  return std::visit([](const auto& a) { return DenseRows(a); }, data.features);
 }
 
 double tolerance_at_zero(const Objective& f, double relative) {
@@ -71,42 +99,174 @@ Optimum normal_equations(const Objective& f) {
   return finish(f, gram.completeOrthogonalDecomposition().solve(rhs), "normal equations (COD)", 1);
 }
 
-Optimum newton(const Objective& f) {
-  const Eigen::MatrixXd a = dense_features(f.data());
-  const double m = static_cast<double>(f.rows());
-  const Eigen::VectorXd& b = f.data().labels;
+/// f(x) and ∇f(x) from one pass over the data, in kPassChunks fixed row chunks (run on `pool`
+/// when given) summed in chunk order: the same bytes for every thread count.
+double value_and_gradient(const Objective& f,
+                          const Eigen::VectorXd& x,
+                          Eigen::VectorXd& g,
+                          WorkerPool* pool) {
+  throw_if_stop_requested();
+  const Eigen::Index m = f.rows();
+  const int chunks = pass_chunks(m);
+  Eigen::MatrixXd partial = Eigen::MatrixXd::Zero(f.dimension(), chunks);
+  std::vector<double> sums(static_cast<std::size_t>(chunks), 0.0);
+  run_tasks(pool, chunks, [&](int c) {
+    sums[static_cast<std::size_t>(c)] =
+        f.loss().accumulate(f.data(), partition_rows(m, chunks, c), x, partial.col(c));
+  });
+  g = partial.col(0);
+  double sum = sums[0];
+  for (int c = 1; c < chunks; ++c) {
+    g += partial.col(c);
+    sum += sums[static_cast<std::size_t>(c)];
+  }
+  const double rows = static_cast<double>(m);
+  g = g / rows + f.l2() * x;
+  return sum / rows + 0.5 * f.l2() * x.squaredNorm();
+}
+
+/// f(x) alone (a line-search trial), chunked as value_and_gradient.
+double value_only(const Objective& f, const Eigen::VectorXd& x, WorkerPool* pool) {
+  throw_if_stop_requested();
+  const Eigen::Index m = f.rows();
+  const int chunks = pass_chunks(m);
+  std::vector<double> sums(static_cast<std::size_t>(chunks), 0.0);
+  run_tasks(pool, chunks, [&](int c) {
+    sums[static_cast<std::size_t>(c)] =
+        f.loss().accumulate_value(f.data(), partition_rows(m, chunks, c), x);
+  });
+  double sum = 0.0;
+  for (const double v : sums) {
+    sum += v;
+  }
+  return sum / static_cast<double>(m) + 0.5 * f.l2() * x.squaredNorm();
+}
+
+/// The lower triangle of AᵀDA/m + λ₂I, D = diag ℓ''(a_iᵀx; b_i), as S = √(D/m)·A and then
+/// column blocks of SᵀS (task j: rows j·w … p − 1 of columns j·w … (j + 1)·w − 1). Each block
+/// is one fixed product whatever thread runs it: the same bytes for every thread count.
+Eigen::MatrixXd newton_hessian(const Objective& f,
+                               const Eigen::VectorXd& x,
+                               NewtonScratch& scratch,
+                               WorkerPool* pool) {
+  const Eigen::Index m = f.rows();
   const Eigen::Index p = f.dimension();
-  // The Hessian AᵀDA/m + λ₂I, D = σ(z)(1 − σ(z)).
-  Eigen::VectorXd x = Eigen::VectorXd::Zero(p);
-  const double tolerance = tolerance_at_zero(f, 1e-10);
-  int it = 0;
-  for (; it < 200; ++it) {
-    const Eigen::VectorXd g = f.gradient(x);
-    if (g.norm() <= tolerance) {
+  const Eigen::VectorXd& b = f.data().labels;
+  const int chunks = pass_chunks(m);
+  run_tasks(pool, chunks, [&](int c) {
+    const RowRange rows = partition_rows(m, chunks, c);
+    auto block = scratch.scaled.middleRows(rows.begin, rows.size());
+    block = scratch.features.middleRows(rows.begin, rows.size());
+    const Eigen::VectorXd z = block * x;
+    for (Eigen::Index r = 0; r < rows.size(); ++r) {
+      const double w = f.loss().second_derivative(z[r], b[rows.begin + r]);
+      block.row(r) *= std::sqrt(w / static_cast<double>(m));
+    }
+  });
+  Eigen::MatrixXd h = Eigen::MatrixXd::Zero(p, p);
+  const Eigen::Index width = kHessianBlockWidth;
+  const int blocks = static_cast<int>((p + width - 1) / width);
+  run_tasks(pool, blocks, [&](int j) {
+    throw_if_stop_requested();  // a wide Hessian takes seconds: honour a signal within it
+    const Eigen::Index first = j * width;
+    const Eigen::Index cols = std::min(width, p - first);
+    h.block(first, first, p - first, cols).noalias() =
+        scratch.scaled.rightCols(p - first).transpose() * scratch.scaled.middleCols(first, cols);
+  });
+  h.diagonal().array() += f.l2() + 1e-12;
+  return h;
+}
+
+/// Backtracking (Armijo) along −direction from (x, value): the accepted step, or 0 when no
+/// decrease can be found. A trial whose predicted decrease t·λ² is below f's rounding cannot be
+/// judged, so the search ends there instead of halving on noise.
+double newton_step(const Objective& f,
+                   const Eigen::VectorXd& x,
+                   double value,
+                   const Eigen::VectorXd& direction,
+                   double decrement,
+                   Optimum& out,
+                   WorkerPool* pool) {
+  const double scale = std::max(1.0, std::abs(value));
+  for (double step = 1.0;; step *= 0.5) {
+    const double trial = value_only(f, x - step * direction, pool);
+    out.data_passes += 1;
+    if (trial <= value - 1e-4 * step * decrement) {
+      return step;
+    }
+    if (step * decrement <= kRoundingTolerance * scale) {
+      return 0.0;
+    }
+  }
+}
+
+/// Why Newton stops at a point of decrement λ² (empty: go on), or fails (out.failure set).
+std::string newton_stop(double decrement, double value, Optimum& out) {
+  const double scale = std::max(1.0, std::abs(value));
+  if (!(decrement >= 0.0) || !std::isfinite(decrement)) {
+    out.failure = fmt::format(
+        "newton: the Hessian solve gave λ² = {} at iteration {}", decrement, out.iterations);
+    return "failed";
+  }
+  if (0.5 * decrement <= kNewtonTolerance * scale) {
+    return "newton decrement";
+  }
+  if (out.iterations == kNewtonIterations) {
+    out.failure =
+        fmt::format("newton did not reach λ²/2 ≤ {:.3g} within {} iterations (λ²/2 = {:.3g})",
+                    kNewtonTolerance * scale,
+                    kNewtonIterations,
+                    0.5 * decrement);
+    return "failed";
+  }
+  return "";
+}
+
+/// Damped Newton from x = 0 (models/optimum.h).
+Optimum newton(const Objective& f, WorkerPool* pool) {
+  NewtonScratch scratch{dense_features(f.data()), DenseRows(f.rows(), f.dimension())};
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(f.dimension());
+  Eigen::VectorXd g;
+  double value = value_and_gradient(f, x, g, pool);
+  Optimum out;
+  out.method = "newton";
+  out.iteration_limit = kNewtonIterations;
+  out.data_passes = 1;
+  for (;;) {
+    const Eigen::MatrixXd h = newton_hessian(f, x, scratch, pool);
+    const Eigen::VectorXd direction = Eigen::LDLT<Eigen::MatrixXd, Eigen::Lower>(h).solve(g);
+    const double decrement = g.dot(direction);  // λ² = gᵀH⁻¹g
+    out.newton_decrement = decrement;
+    out.data_passes += 1;
+    out.stop = newton_stop(decrement, value, out);
+    if (!out.stop.empty()) {
       break;
     }
-    const Eigen::ArrayXd z = (a * x).array() * b.array();
-    const Eigen::ArrayXd s = 1.0 / (1.0 + (-z).exp());
-    const Eigen::ArrayXd weight = s * (1.0 - s) / m;
-    // AᵀDA as the symmetric rank-m update (√D A)ᵀ(√D A): half the flops of a general product,
-    // and the cost of f* in every summary.json (experiments/run_diagnostics.cpp) is mostly this.
-    const Eigen::MatrixXd scaled = a.array().colwise() * weight.sqrt();
-    Eigen::MatrixXd h = Eigen::MatrixXd::Zero(p, p);
-    h.selfadjointView<Eigen::Lower>().rankUpdate(scaled.transpose());
-    h.diagonal().array() += f.l2() + 1e-12;
-    const Eigen::VectorXd direction = Eigen::LDLT<Eigen::MatrixXd, Eigen::Lower>(h).solve(g);
-    double step = 1.0;
-    const double current = f.value(x);
-    while (step > 1e-12 &&
-           f.value(x - step * direction) > current - 1e-4 * step * g.dot(direction)) {
-      step *= 0.5;
-    }
-    if (step <= 1e-12) {
+    const double step = newton_step(f, x, value, direction, decrement, out, pool);
+    if (step == 0.0) {
+      // No decrease left to find: converged if the decrement is within the loose certificate.
+      if (0.5 * decrement <= kNewtonLooseTolerance * std::max(1.0, std::abs(value))) {
+        out.stop = "no decrease";
+      } else {
+        out.stop = "failed";
+        out.failure =
+            fmt::format("newton's line search found no decrease at iteration {} (λ²/2 = {:.3g})",
+                        out.iterations,
+                        0.5 * decrement);
+      }
       break;
     }
     x -= step * direction;
+    value = value_and_gradient(f, x, g, pool);
+    out.data_passes += 1;
+    ++out.iterations;
   }
-  return finish(f, std::move(x), "newton", it);
+  // Reported as every other solver's: f and ‖∇f‖ recomputed by the objective itself.
+  out.value = f.value(x);
+  out.gradient_norm = f.gradient(x).norm();
+  out.x = std::move(x);
+  out.converged = out.failure.empty();
+  return out;
 }
 
 /// (AᵀA/m + λ₂I)v without forming AᵀA.
@@ -137,6 +297,7 @@ Optimum conjugate_gradient(const Objective& f, const OptimumOptions& options) {
         return finish(f, std::move(x), "conjugate gradient", it);
       }
     }
+    throw_if_stop_requested();
     const Eigen::VectorXd hd = normal_product(f, d);
     const double curvature = d.dot(hd);
     if (!(curvature > 0.0)) {
@@ -159,15 +320,6 @@ Optimum conjugate_gradient(const Objective& f, const OptimumOptions& options) {
   }
   return out_of_budget(finish(f, std::move(x), "conjugate gradient", options.max_iterations),
                        tolerance);
-}
-
-/// f(x) and ∇f(x) from one pass over the data.
-double value_and_gradient(const Objective& f, const Eigen::VectorXd& x, Eigen::VectorXd& g) {
-  const double m = static_cast<double>(f.rows());
-  g.setZero(f.dimension());
-  const double sum = f.loss().accumulate(f.data(), RowRange{0, f.rows()}, x, g);
-  g = g / m + f.l2() * x;
-  return sum / m + 0.5 * f.l2() * x.squaredNorm();
 }
 
 struct CurvaturePair {
@@ -195,11 +347,11 @@ Eigen::VectorXd lbfgs_direction(const std::deque<CurvaturePair>& pairs, const Ei
   return -q;
 }
 
-Optimum lbfgs(const Objective& f, const OptimumOptions& options) {
+Optimum lbfgs(const Objective& f, const OptimumOptions& options, WorkerPool* pool) {
   const Eigen::Index p = f.dimension();
   Eigen::VectorXd x = Eigen::VectorXd::Zero(p);
   Eigen::VectorXd g;
-  double value = value_and_gradient(f, x, g);
+  double value = value_and_gradient(f, x, g, pool);
   const double tolerance = options.relative_tolerance * std::max(1.0, g.norm());
   std::deque<CurvaturePair> pairs;
   Eigen::VectorXd trial;
@@ -221,7 +373,7 @@ Optimum lbfgs(const Objective& f, const OptimumOptions& options) {
     bool accepted = false;
     while (step > 1e-20) {
       trial = x + step * d;
-      const double trial_value = value_and_gradient(f, trial, trial_g);
+      const double trial_value = value_and_gradient(f, trial, trial_g, pool);
       // Armijo; near x* the decrease falls below f's rounding, where a smaller gradient decides.
       const bool armijo = trial_value <= value + 1e-4 * step * slope;
       const bool within_rounding =
@@ -265,7 +417,7 @@ bool exact_solver_fits(const Objective& f) {
          static_cast<double>(f.rows()) * p * p <= kExactWorkLimit;
 }
 
-Optimum solve_optimum(const Objective& f, const OptimumOptions& options) {
+Optimum solve_optimum(const Objective& f, const OptimumOptions& options, WorkerPool* pool) {
   STRAGGLERSIM_ASSERT(options.max_iterations >= 1, "max_iterations must be >= 1");
   STRAGGLERSIM_ASSERT(
       options.solver != OptimumOptions::Solver::kExact || f.dimension() <= kDenseFeatureLimit,
@@ -274,9 +426,12 @@ Optimum solve_optimum(const Objective& f, const OptimumOptions& options) {
                      (options.solver == OptimumOptions::Solver::kAuto && exact_solver_fits(f));
   const bool quadratic = f.loss().traits().quadratic;
   if (exact) {
-    return quadratic ? normal_equations(f) : newton(f);
+    return quadratic ? normal_equations(f) : newton(f, pool);
   }
-  return quadratic ? conjugate_gradient(f, options) : lbfgs(f, options);
+  Optimum out = quadratic ? conjugate_gradient(f, options) : lbfgs(f, options, pool);
+  out.iteration_limit = options.max_iterations;
+  out.stop = out.converged ? "gradient norm" : "failed";
+  return out;
 }
 
 }  // namespace stragglersim::models

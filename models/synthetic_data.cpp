@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "models/base/invariant.h"
+#include "models/base/stop_request.h"
 
 namespace stragglersim::models {
 
@@ -108,6 +109,7 @@ Dataset make_gaussian_mixture(const GaussianMixtureOptions& options,
   KeptRows out(options.rows, p, keep);
   Eigen::VectorXd row(p);
   for (Eigen::Index i = 0; i < options.rows; ++i) {
+    poll_stop_request(i);
     const double b = coin(engine) ? 1.0 : -1.0;
     for (Eigen::Index k = 0; k < p; ++k) {
       row[k] = b * mu[k] + scales[k] * normal(engine);
@@ -137,6 +139,7 @@ Dataset make_linear_regression(const LinearRegressionOptions& options,
   KeptRows out(options.rows, p, keep);
   Eigen::VectorXd row(p);
   for (Eigen::Index i = 0; i < options.rows; ++i) {
+    poll_stop_request(i);
     for (Eigen::Index k = 0; k < p; ++k) {
       row[k] = scales[k] * normal(engine);
     }

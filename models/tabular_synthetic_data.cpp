@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "models/base/invariant.h"
+#include "models/base/stop_request.h"
 
 namespace stragglersim::models {
 
@@ -287,6 +288,7 @@ Dataset generate(const GeneratorSpec& spec,
   RowWriter rows(spec, w, draws);
   Eigen::Index next = 0;
   for (Eigen::Index i = 0; i < m; ++i) {
+    poll_stop_request(i);
     if (keep == nullptr || keep->keeps(i)) {
       outer[next] = next * nnz;
       margin[i] = rows.write(a.innerIndexPtr(), a.valuePtr(), next * nnz);

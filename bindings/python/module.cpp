@@ -33,6 +33,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "experiments/build_info.h"
 #include "experiments/config/config_error.h"
 #include "experiments/config/run_plan.h"
 #include "experiments/entry_points.h"
@@ -303,6 +304,37 @@ py::array_t<double> iteration_times(const Input& input, std::uint64_t iterations
   return result;
 }
 
+/// `stragglersim fit TIMES.csv --json [--per-worker]` as JSON text.
+std::string fit_text(const std::string& path, bool per_worker) {
+  return call_interruptible<std::string>(
+      [&](const std::atomic<bool>& /*stop*/) { return fit_times(path, per_worker).dump(2); });
+}
+
+/// `stragglersim advise CONFIG --json` as JSON text; suboptimality <= 0: the config's
+/// target_loss; fit_path "": the config's own delay.
+std::string advise_text(const Input& input,
+                        double suboptimality,
+                        int repetitions,
+                        int measure,
+                        const std::string& fit_path) {
+  if (repetitions < 1 || measure < 0) {
+    throw ConfigError(kDictSource +
+                      std::string(": repetitions must be at least 1 and measure at "
+                                  "least 0; got repetitions ") +
+                      std::to_string(repetitions) + ", measure " + std::to_string(measure));
+  }
+  return call_interruptible<std::string>([&](const std::atomic<bool>& /*stop*/) {
+    const Loaded l = load(input);
+    AdviceOptions options;
+    if (suboptimality > 0.0) {
+      options.suboptimality = suboptimality;
+    }
+    options.repetitions = repetitions;
+    options.measure = measure;
+    return advise_report(l.json, l.source, l.base_dir, options, fit_path).dump(2);
+  });
+}
+
 Input input_of(const std::optional<std::string>& text, const std::optional<std::string>& path) {
   return {text, path.value_or("")};
 }
@@ -359,4 +391,23 @@ PYBIND11_MODULE(_stragglersim, m) {
       py::arg("path"),
       py::arg("iterations"));
   m.def("read_trace", &ex::read_trace, py::arg("path"));
+  m.def("fit", &ex::fit_text, py::arg("path"), py::arg("per_worker"));
+  m.def(
+      "advise",
+      [](const std::optional<std::string>& text,
+         const std::optional<std::string>& path,
+         double suboptimality,
+         int repetitions,
+         int measure,
+         const std::string& fit_path) {
+        return ex::advise_text(
+            ex::input_of(text, path), suboptimality, repetitions, measure, fit_path);
+      },
+      py::arg("text"),
+      py::arg("path"),
+      py::arg("suboptimality"),
+      py::arg("repetitions"),
+      py::arg("measure"),
+      py::arg("fit_path"));
+  m.attr("version") = ex::kVersion;
 }

@@ -26,6 +26,7 @@ struct AdviseArguments {
   int repetitions = 10;
   int measure = 0;
   std::string write;
+  bool quiet = false;  ///< advise prints no notes: accepted so every command takes --quiet
 };
 
 std::string cell(double v, const char* format = "{:.4f}") {
@@ -135,6 +136,7 @@ Subcommand add_advise_command(CLI::App& app) {
   cmd->add_option("--measure", a->measure, "also measure each scheme over N seeded runs")
       ->check(CLI::Range(1, 10000));
   cmd->add_option("--write", a->write, "write the recommended config here");
+  add_quiet_flag(*cmd, a->quiet);
   add_max_memory_option(*cmd);
   return {cmd, [a] { return command_advise(*a); }};
 }

@@ -926,7 +926,7 @@ Subcommand add_check_command(CLI::App& app) {
   cmd->add_flag("--quick",
                 *quick,
                 "fewer iterations, worker-by-worker n up to 4096 and order statistics at 2^20");
-  cmd->add_option("--out", *out, "also write check.csv, speedup.csv and bound.csv here");
+  cmd->add_option("-o,--out", *out, "also write check.csv, speedup.csv and bound.csv here");
   return {cmd, [quick, out] { return command_check(*quick, *out); }};
 }
 

@@ -11,6 +11,7 @@
 #include "experiments/build_info.h"
 #include "experiments/cli/commands.h"
 #include "experiments/config/config_error.h"
+#include "experiments/config/json_reader.h"
 #include "experiments/config/memory_budget.h"
 #include "sim/scheme.h"
 
@@ -34,22 +35,11 @@ void add_max_memory_option(CLI::App& command) {
       ->type_name("SIZE");
 }
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  // One row of the Levenshtein table at a time: insertions, deletions, substitutions cost 1.
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) {
-    row[j] = j;
-  }
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
+void add_quiet_flag(CLI::App& command, bool& quiet) {
+  command.add_flag("-q,--quiet",
+                   quiet,
+                   "print only errors (and the result of theory, advise and fit): no progress "
+                   "line, no warnings or notes");
 }
 
 std::optional<std::string> unknown_command_message(const std::string& word,
@@ -59,25 +49,10 @@ std::optional<std::string> unknown_command_message(const std::string& word,
     return std::nullopt;
   }
   std::sort(commands.begin(), commands.end());
-  std::string message = fmt::format("unknown command '{}'", word);
-  // The nearest command (the first in alphabetical order on ties), when it is close enough to
-  // be a typo: at most a third of the longer word changed, and never more than 2 edits.
-  std::string nearest;
-  std::size_t best = std::string::npos;
-  for (const auto& c : commands) {
-    const std::size_t d = edit_distance(word, c);
-    if (d < best) {
-      best = d;
-      nearest = c;
-    }
-  }
-  if (best <= std::min<std::size_t>(2, std::max(1UL, std::max(word.size(), nearest.size()) / 3))) {
-    message += fmt::format("; did you mean '{}'? ", nearest);
-  } else {
-    message += "; ";
-  }
-  message += fmt::format("valid commands are: {}", fmt::join(commands, ", "));
-  return message;
+  return fmt::format("unknown command '{}'{}valid commands are: {}",
+                     word,
+                     did_you_mean(word, commands),
+                     fmt::join(commands, ", "));
 }
 
 int run_cli(const std::vector<std::string>& args) {
@@ -96,7 +71,10 @@ int run_cli(const std::vector<std::string>& args) {
       add_sweep_command(app),
       add_list_command(app),
       add_fit_command(app),
+      add_trace_command(app),
       add_advise_command(app),
+      add_init_command(app),
+      add_validate_command(app),
   };
 
   for (const auto& command : commands) {

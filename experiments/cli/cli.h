@@ -1,5 +1,6 @@
 #pragma once
-// The command line (docs/model.md §7): subcommands run, theory, check, codes, sweep.
+// The command line (docs/model.md §7, docs/cli.md): run, sweep, theory, codes, check, fit, advise,
+// list and init.
 // Exit status: 0 success, 2 bad input (ConfigError: "error: <file>:<pointer>: ..."),
 // 3 a run that stopped on numerical trouble (its trace ends at the last good row).
 
@@ -11,12 +12,9 @@
 
 namespace stragglersim::experiments {
 
-/// Levenshtein distance (insertions, deletions and substitutions of one byte each cost 1).
-std::size_t edit_distance(std::string_view a, std::string_view b);
-
 /// "unknown command 'runn'; did you mean 'run'? valid commands are: ..." when `word` (the first
 /// argument) is neither an option nor one of `commands`; nullopt otherwise. The suggestion is the
-/// nearest command by edit_distance, given when at most min(2, max(1, length / 3)) edits away.
+/// nearest command (nearest_name of experiments/config/json_reader.h).
 std::optional<std::string> unknown_command_message(const std::string& word,
                                                    std::vector<std::string> commands);
 

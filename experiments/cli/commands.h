@@ -17,6 +17,10 @@ struct Subcommand {
 /// (experiments/config/memory_budget.h) when given.
 void add_max_memory_option(CLI::App& command);
 
+/// Adds `--quiet` to a subcommand: no progress line, no warnings or notes on stderr, and no
+/// summary lines of run and sweep on stdout; errors are still printed (docs/cli.md).
+void add_quiet_flag(CLI::App& command, bool& quiet);
+
 /// `stragglersim run CONFIG.json --out DIR`.
 Subcommand add_run_command(CLI::App& app);
 /// `stragglersim codes --workers N --code JSON ...`.
@@ -29,9 +33,16 @@ Subcommand add_check_command(CLI::App& app);
 Subcommand add_sweep_command(CLI::App& app);
 /// `stragglersim fit TIMES.csv [--json] [--per-worker] [--out FILE]`.
 Subcommand add_fit_command(CLI::App& app);
+/// `stragglersim trace import FILE --format csv|chrome ... --out TIMES.csv`.
+Subcommand add_trace_command(CLI::App& app);
 /// `stragglersim advise CONFIG.json [--json] [--fit TIMES.csv] ...`.
 Subcommand add_advise_command(CLI::App& app);
-/// `stragglersim list [codes|delays|rules|losses|backends|optimizers|generators] [--json]`.
+/// `stragglersim validate CONFIG.json --trace TIMES.csv [--holdout H] [--json]`.
+Subcommand add_validate_command(CLI::App& app);
+/// `stragglersim list [codes|delays|rules|losses|backends|optimizers|generators] [--json]` and
+/// `stragglersim list --schema` (the config's JSON Schema).
 Subcommand add_list_command(CLI::App& app);
+/// `stragglersim init [--data FILE] [--workers N] [-o FILE]`.
+Subcommand add_init_command(CLI::App& app);
 
 }  // namespace stragglersim::experiments

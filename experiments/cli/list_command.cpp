@@ -1,5 +1,6 @@
 // `stragglersim list [CATEGORY] [--json]`: the plug-ins a config can name, each with its
 // one-line description and the keys it accepts, printed from the factory rows themselves.
+// `stragglersim list --schema`: the config's JSON Schema, built from the same rows.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -9,6 +10,7 @@
 
 #include "experiments/cli/commands.h"
 #include "experiments/config/config_error.h"
+#include "experiments/config/config_schema.h"
 #include "experiments/config/factories.h"
 
 namespace stragglersim::experiments {
@@ -114,11 +116,25 @@ Subcommand add_list_command(CLI::App& app) {
       "list", "list the codes, delay models, rules, losses, backends, optimizers and generators");
   auto which = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
+  auto schema = std::make_shared<bool>(false);
   sub->add_option("category",
                   *which,
                   "codes, delays, rules, losses, backends, optimizers or generators (all if none)");
   sub->add_flag("--json", *json, "print JSON instead of text");
-  return {sub, [which, json] { return command_list(*which, *json); }};
+  sub->add_flag(
+      "--schema", *schema, "print the JSON Schema (draft 2020-12) of a run config instead");
+  return {sub, [which, json, schema] {
+            if (*schema && (*json || !which->empty())) {
+              throw ConfigError(
+                  "<command line>: --schema with a category or --json; got both; expected "
+                  "--schema alone");
+            }
+            if (*schema) {
+              std::cout << config_schema().dump(2) << '\n';
+              return 0;
+            }
+            return command_list(*which, *json);
+          }};
 }
 
 }  // namespace stragglersim::experiments

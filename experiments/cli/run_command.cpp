@@ -17,6 +17,7 @@
 #include "experiments/interrupt.h"
 #include "experiments/run_diagnostics.h"
 #include "experiments/run_output.h"
+#include "models/base/stop_request.h"
 #include "sim/backends/mpi_backend.h"
 #include "sim/backends/mpi_session.h"
 
@@ -63,7 +64,8 @@ void make_output_folder(const std::string& out_dir) {
 int report_run(const RunPlan& plan,
                const RunOutcome& outcome,
                const std::string& config,
-               const std::string& out_dir) {
+               const std::string& out_dir,
+               bool quiet) {
   // The outcome's own line first (scripts read the first line of stderr), then the warnings.
   if (outcome.status == "interrupted") {
     const int signal = interrupt_flag().load();
@@ -73,14 +75,21 @@ int report_run(const RunPlan& plan,
         signal,
         outcome.summary["iterations"].get<std::uint64_t>(),
         out_dir);
-    print_warnings(outcome.summary);
+    if (!quiet) {
+      print_warnings(outcome.summary);
+    }
     return 128 + signal;
   }
   if (outcome.status != "ok") {
     std::cerr << fmt::format("error: {}: {}\n", config, outcome.error);
     std::cerr << fmt::format("the trace up to the last good iteration is in {}\n", out_dir);
-    print_warnings(outcome.summary);
+    if (!quiet) {
+      print_warnings(outcome.summary);
+    }
     return 3;
+  }
+  if (quiet) {
+    return 0;
   }
   print_warnings(outcome.summary);
   const auto& s = outcome.summary;
@@ -116,7 +125,10 @@ int report_run(const RunPlan& plan,
 /// 1..n are the workers. Every rank planned the same run from the same config, so every rank
 /// refuses a wrong -np by itself (exit 2); they wait (a bounded time) until rank 0 has said why,
 /// since mpirun ends the job at the first non-zero exit.
-int command_run_mpi(const RunPlan& plan, const std::string& config, const std::string& out_dir) {
+int command_run_mpi(const RunPlan& plan,
+                    const std::string& config,
+                    const std::string& out_dir,
+                    bool quiet) {
   sim::MpiSession session;
   const int expected = plan.workers + 1;
   if (session.size() != expected) {
@@ -138,18 +150,15 @@ int command_run_mpi(const RunPlan& plan, const std::string& config, const std::s
   }
   make_output_folder(out_dir);
   const RunOutcome outcome = execute_run(plan, out_dir);
-  return report_run(plan, outcome, config, out_dir);
+  return report_run(plan, outcome, config, out_dir, quiet);
 }
 
-int command_run(const std::string& config, const std::string& out_dir, bool force) {
-  check_output_folder(out_dir, "--out");
-  // Under mpirun, rank i + 1 is worker i of an mpi run: it loads only its own partitions.
-  std::optional<int> mpi_worker;
-  if (const auto rank = sim::launched_by_mpi() ? sim::launcher_rank() : std::nullopt;
-      rank && *rank > 0) {
-    mpi_worker = *rank - 1;
-  }
-  const RunPlan plan = plan_run_file(config, mpi_worker);
+/// The run after its plan: the folder checks, then execute_run (or the mpi path).
+int run_planned(const RunPlan& plan,
+                const std::string& config,
+                const std::string& out_dir,
+                bool force,
+                bool quiet) {
   if (const std::string other = other_run_in(out_dir, plan); !force && !other.empty()) {
     throw ConfigError(fmt::format(
         "{}: holds another run; got {}; expected an empty or new --out folder, or --force to "
@@ -158,14 +167,13 @@ int command_run(const std::string& config, const std::string& out_dir, bool forc
         other));
   }
   if (plan.backend == BackendKind::kMpi) {
-    return command_run_mpi(plan, config, out_dir);
+    return command_run_mpi(plan, config, out_dir, quiet);
   }
   make_output_folder(out_dir);
-  const InterruptGuard guard;
   // A progress line only where someone watches: stderr on a terminal.
   std::optional<ProgressLine> line;
   ProgressHook progress;
-  if (::isatty(STDERR_FILENO) != 0) {
+  if (!quiet && ::isatty(STDERR_FILENO) != 0) {
     line.emplace(std::cerr);
     progress = [&line](const RunProgress& p) { line->update(p); };
   }
@@ -174,7 +182,40 @@ int command_run(const std::string& config, const std::string& out_dir, bool forc
   if (line) {
     line->finish();
   }
-  return report_run(plan, outcome, config, out_dir);
+  return report_run(plan, outcome, config, out_dir, quiet);
+}
+
+int command_run(const std::string& config,
+                const std::string& out_dir,
+                bool force,
+                bool quiet,
+                const std::string& f_star_cache) {
+  check_output_folder(out_dir, "--out");
+  // Under mpirun, rank i + 1 is worker i of an mpi run: it loads only its own partitions.
+  std::optional<int> mpi_worker;
+  if (const auto rank = sim::launched_by_mpi() ? sim::launcher_rank() : std::nullopt;
+      rank && *rank > 0) {
+    mpi_worker = *rank - 1;
+  }
+  // Signals are honoured from here on: in set-up (data, f*, predictions) the first one ends the
+  // command with nothing written (models/base/stop_request.h); in the iterations, after the row.
+  std::optional<InterruptGuard> guard;
+  guard.emplace();
+  try {
+    RunPlan plan = [&] {
+      const models::StopScope scope;
+      return plan_run_file(config, mpi_worker);
+    }();
+    plan.f_star_cache = f_star_cache;
+    if (plan.backend == BackendKind::kMpi) {
+      guard.reset();  // mpirun forwards signals to every rank: the default action ends them
+    }
+    return run_planned(plan, config, out_dir, force, quiet);
+  } catch (const models::StopRequested& stop) {
+    std::cerr << fmt::format(
+        "{}: interrupted by signal {} during set-up; nothing written\n", config, stop.signal());
+    return 128 + stop.signal();
+  }
 }
 
 }  // namespace
@@ -183,12 +224,20 @@ Subcommand add_run_command(CLI::App& app) {
   auto config = std::make_shared<std::string>();
   auto out_dir = std::make_shared<std::string>();
   auto force = std::make_shared<bool>(false);
+  auto quiet = std::make_shared<bool>(false);
+  auto f_star_cache = std::make_shared<std::string>();
   auto* run = app.add_subcommand("run", "run one experiment from a JSON config");
   run->add_option("config", *config, "config file (JSON)")->required();
-  run->add_option("--out", *out_dir, "output folder for trace.csv and summary.json")->required();
+  run->add_option("-o,--out", *out_dir, "output folder for trace.csv and summary.json")->required();
   run->add_flag("--force", *force, "write into --out even when it holds another run's output");
+  run->add_option("--f-star-cache",
+                  *f_star_cache,
+                  "folder of the f* cache shared with other runs and sweeps (default: none)");
+  add_quiet_flag(*run, *quiet);
   add_max_memory_option(*run);
-  return {run, [config, out_dir, force] { return command_run(*config, *out_dir, *force); }};
+  return {run, [config, out_dir, force, quiet, f_star_cache] {
+            return command_run(*config, *out_dir, *force, *quiet, *f_star_cache);
+          }};
 }
 
 }  // namespace stragglersim::experiments

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -47,9 +48,14 @@ std::string duration_text(double seconds) {
 /// otherwise (and always the last one).
 class Progress {
  public:
-  Progress() : terminal_(::isatty(STDERR_FILENO) == 1), start_(Clock::now()) {}
+  /// `quiet`: print nothing (--quiet).
+  explicit Progress(bool quiet)
+      : quiet_(quiet), terminal_(::isatty(STDERR_FILENO) == 1), start_(Clock::now()) {}
 
   void update(std::size_t done, std::size_t skipped, std::size_t total) {
+    if (quiet_) {
+      return;
+    }
     const auto now = Clock::now();
     const double elapsed = std::chrono::duration<double>(now - start_).count();
     const bool last = done == total;
@@ -94,6 +100,7 @@ class Progress {
 
  private:
   using Clock = std::chrono::steady_clock;
+  bool quiet_;
   bool terminal_;
   bool printed_ = false;
   Clock::time_point start_;
@@ -106,6 +113,17 @@ struct SweepArgs {
   int jobs = 1;
   std::string shard;
   bool merge = false;
+  bool quiet = false;
+  bool no_cache = false;
+  std::string cache;  ///< --f-star-cache
+  /// --f-star-cache, else <out>/f_star_cache; empty with --no-cache.
+  [[nodiscard]] std::filesystem::path f_star_cache() const {
+    if (no_cache) {
+      return {};
+    }
+    return cache.empty() ? std::filesystem::path(out) / "f_star_cache"
+                         : std::filesystem::path(cache);
+  }
 };
 
 /// "i/N" with 0 <= i < N.
@@ -125,8 +143,8 @@ SweepShard parse_shard(const std::string& text) {
   return shard;
 }
 
-void report_stale(const SweepResult& result, const std::string& out) {
-  if (result.stale.empty()) {
+void report_stale(const SweepResult& result, const std::string& out, bool quiet) {
+  if (quiet || result.stale.empty()) {
     return;
   }
   std::string names;
@@ -176,7 +194,10 @@ int report(const SweepSpec& spec,
            Progress& progress,
            double seconds,
            const std::string& how) {
-  report_stale(result, args.out);
+  report_stale(result, args.out, args.quiet);
+  if (!args.quiet) {
+    print_warning_counts(result.warnings, result.ran);
+  }
   if (result.interrupted) {
     progress.finish_line();
     std::cerr << fmt::format(
@@ -190,6 +211,9 @@ int report(const SweepSpec& spec,
       args.shard.empty()
           ? ""
           : fmt::format(" shard {} ({} of them)", args.shard, result.ran + result.skipped);
+  if (args.quiet) {
+    return result.failed > 0 ? 3 : 0;
+  }
   std::cout << fmt::format(
       "sweep {}{}: {} runs ({} run now, {} already complete, {} failed) in {:.3g} s with {}\n",
       spec.name,
@@ -201,7 +225,8 @@ int report(const SweepSpec& spec,
       seconds,
       how);
   if (args.shard.empty()) {
-    std::cout << fmt::format("wrote {}/index.csv and {}/runs/\n", args.out, args.out);
+    std::cout << fmt::format("wrote {0}/index.csv, {0}/summary.csv, {0}/traces.csv and {0}/runs/\n",
+                             args.out);
   } else {
     std::cout << fmt::format(
         "wrote {}/runs/; once every shard is done: stragglersim sweep {} --out {} --merge\n",
@@ -215,7 +240,10 @@ int report(const SweepSpec& spec,
 int command_merge(const SweepArgs& args) {
   const SweepSpec spec = expand_sweep_file(args.sweep);
   const SweepResult result = merge_sweep(spec, args.out);
-  report_stale(result, args.out);
+  report_stale(result, args.out, args.quiet);
+  if (args.quiet) {
+    return result.failed > 0 ? 3 : 0;
+  }
   std::cout << fmt::format("sweep {}: merged {} runs ({} failed) into {}/index.csv\n",
                            spec.name,
                            result.total,
@@ -242,11 +270,11 @@ int command_sweep_mpi(const SweepArgs& args) {
   int status = 0;
   try {
     const SweepSpec spec = expand_sweep_file(args.sweep);
-    Progress progress;
+    Progress progress(args.quiet);
     SweepOptions options;
     options.stop = &g_interrupted;
-    options.print_warnings = true;
-    if (rank == 0) {
+    options.f_star_cache = args.f_star_cache();
+    if (rank == 0 && !args.quiet) {
       options.progress = [&progress](std::size_t done, std::size_t skipped, std::size_t total) {
         progress.update(done, skipped, total);
       };
@@ -312,11 +340,11 @@ int command_sweep(const SweepArgs& args) {
     return command_merge(args);
   }
   const SweepSpec spec = expand_sweep_file(args.sweep);
-  Progress progress;
+  Progress progress(args.quiet);
   SweepOptions options;
   options.jobs = args.jobs;
+  options.f_star_cache = args.f_star_cache();
   options.stop = &g_interrupted;
-  options.print_warnings = true;
   if (!args.shard.empty()) {
     options.shard = parse_shard(args.shard);
   }
@@ -326,8 +354,10 @@ int command_sweep(const SweepArgs& args) {
   const SigintGuard sigint;
   const auto start = std::chrono::steady_clock::now();
   // Validation loads every run's data before the first run starts: say so, it can take a while.
-  std::cerr << fmt::format(
-      "sweep {}: {} runs, checking every config first\n", spec.name, spec.runs.size());
+  if (!args.quiet) {
+    std::cerr << fmt::format(
+        "sweep {}: {} runs, checking every config first\n", spec.name, spec.runs.size());
+  }
   const SweepResult result = run_sweep(spec, args.out, options);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -343,7 +373,10 @@ Subcommand add_sweep_command(CLI::App& app) {
       "sweep", "run a grid of experiments from a sweep file, in parallel and resumably");
   cmd->add_option("sweep", args->sweep, "sweep file (JSON: base or base_file, grid, repetitions)")
       ->required();
-  cmd->add_option("--out", args->out, "output folder: runs/<index>-<slug>/ and index.csv")
+  cmd->add_option("-o,--out",
+                  args->out,
+                  "output folder: index.csv and one runs/<slug>/ per run (slug: the grid values "
+                  "and the repetition, e.g. code.d=2_rep0)")
       ->required();
   cmd->add_option("--jobs,-j", args->jobs, "parallel runs (default: hardware threads)")
       ->check(CLI::Range(1, 1024));
@@ -354,6 +387,13 @@ Subcommand add_sweep_command(CLI::App& app) {
   cmd->add_flag("--merge",
                 args->merge,
                 "run nothing: write index.csv once every run is complete (after --shard)");
+  add_quiet_flag(*cmd, args->quiet);
+  cmd->add_flag("--no-cache",
+                args->no_cache,
+                "solve every data set's f* afresh instead of sharing <out>/f_star_cache");
+  cmd->add_option("--f-star-cache",
+                  args->cache,
+                  "folder of the f* cache, shared with other sweeps (default: <out>/f_star_cache)");
   add_max_memory_option(*cmd);
   return {cmd, [args] { return command_sweep(*args); }};
 }

@@ -221,7 +221,8 @@ void print_speedup_table(const nlohmann::json& p) {
   }
 }
 
-int command_theory(const std::string& config, bool json, int repetitions, const std::string& csv) {
+int command_theory(
+    const std::string& config, bool json, int repetitions, const std::string& csv, bool quiet) {
   if (!csv.empty()) {
     check_output_file(csv, "--csv");
   }
@@ -233,7 +234,9 @@ int command_theory(const std::string& config, bool json, int repetitions, const 
   if (repetitions > 0) {
     measure(plan, repetitions, csv, p);
   }
-  print_warnings(p);
+  if (!quiet) {
+    print_warnings(p);
+  }
   if (json) {
     std::cout << p.dump(2) << '\n';
     return 0;
@@ -295,6 +298,7 @@ Subcommand add_theory_command(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   auto repetitions = std::make_shared<int>(0);
   auto csv = std::make_shared<std::string>();
+  auto quiet = std::make_shared<bool>(false);
   auto* cmd = app.add_subcommand("theory", "predictions for a config: iteration time, q, PL bound");
   cmd->add_option("config", *config, "config file (JSON)")->required();
   cmd->add_flag("--json", *json, "print JSON");
@@ -305,8 +309,9 @@ Subcommand add_theory_command(CLI::App& app) {
                   *csv,
                   "with --measure: write iteration,measured_mean,measured_se,"
                   "exact,bound,measured_sd,exact_sd,measured_sd_se here");
-  return {cmd, [config, json, repetitions, csv] {
-            return command_theory(*config, *json, *repetitions, *csv);
+  add_quiet_flag(*cmd, *quiet);
+  return {cmd, [config, json, repetitions, csv, quiet] {
+            return command_theory(*config, *json, *repetitions, *csv, *quiet);
           }};
 }
 

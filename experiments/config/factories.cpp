@@ -14,6 +14,7 @@
 #include "codes/stochastic_gradient_code.h"
 #include "codes/uncoded_code.h"
 #include "experiments/config/config_error.h"
+#include "models/fashion_mnist.h"
 #include "models/loss_model.h"
 #include "models/synthetic_data.h"
 #include "models/tabular_synthetic_data.h"
@@ -210,6 +211,39 @@ DelayMaker make_markov(JsonReader& delay,
   return [=] { return std::make_unique<sim::MarkovDelay>(loads, o); };
 }
 
+/// Block mode's "block": an integer L in [1, T] or "auto" (0: TraceDelay chooses). Only block
+/// mode on an iteration-form trace reads it.
+std::size_t read_block_length(JsonReader& delay,
+                              const sim::DelayTrace& trace,
+                              sim::TraceDelay::Mode mode) {
+  if (mode != sim::TraceDelay::Mode::kBlock) {
+    if (delay.has("block")) {
+      delay.fail_value(
+          "block", "only block mode reads a block length", delay.raw("block"), "mode \"block\"");
+    }
+    return 0;
+  }
+  if (!trace.has_iterations) {
+    delay.fail_value("mode",
+                     "block mode needs iterations",
+                     "block",
+                     "a trace with an iteration column (a worker,seconds pool has no rows)");
+  }
+  const auto rows = static_cast<std::int64_t>(trace.per_iteration.size());
+  const nlohmann::json value = delay.raw_or("block", "auto");
+  if (value.is_string() && value.get<std::string>() == "auto") {
+    return 0;
+  }
+  if (value.is_string()) {
+    delay.fail_value(
+        "block",
+        "invalid block length",
+        value,
+        fmt::format("\"auto\" or an integer in [1, {}] (the trace's iterations)", rows));
+  }
+  return static_cast<std::size_t>(delay.integer("block", std::nullopt, 1, rows));
+}
+
 /// The trace is read once, here, so that a bad file fails the config (exit 2) before any run.
 DelayMaker make_trace(JsonReader& delay,
                       const sim::WorkerLoads& worker_loads,
@@ -219,9 +253,12 @@ DelayMaker make_trace(JsonReader& delay,
   const std::filesystem::path full =
       std::filesystem::path(path).is_absolute() ? std::filesystem::path(path) : base_dir / path;
   sim::TraceDelay::Options o;
-  o.mode = delay.choice("mode", "trace mode", {"bootstrap", "cycle"}, "cycle") == "cycle"
-               ? sim::TraceDelay::Mode::kCycle
-               : sim::TraceDelay::Mode::kBootstrap;
+  const std::string mode =
+      delay.choice("mode", "trace mode", {"block", "bootstrap", "cycle", "empirical"}, "cycle");
+  o.mode = mode == "cycle"       ? sim::TraceDelay::Mode::kCycle
+           : mode == "bootstrap" ? sim::TraceDelay::Mode::kBootstrap
+           : mode == "block"     ? sim::TraceDelay::Mode::kBlock
+                                 : sim::TraceDelay::Mode::kEmpirical;
   o.tail = read_tail(delay);
   auto trace = std::make_shared<sim::DelayTrace>();
   try {
@@ -229,6 +266,7 @@ DelayMaker make_trace(JsonReader& delay,
   } catch (const sim::TraceFileError& e) {
     delay.fail("path", e.what());
   }
+  o.block = read_block_length(delay, *trace, o.mode);
   if (!trace->censored_lines.empty()) {
     delay.fail("path",
                fmt::format("{}:{}: censored time (empty seconds); expected every time measured "
@@ -456,8 +494,12 @@ const std::vector<FactoryRow<DelayFactory>>& delay_factories() {
        make_shifted_exponential},
       {"trace",
        "measured per-worker times from a CSV file (iteration,worker,seconds or worker,seconds), "
-       "replayed in order (cycle) or resampled (bootstrap)",
-       {{"path", ""}, {"mode", "cycle"}, {"tail", tail_text(sim::TailScaling::kLoad)}},
+       "replayed in order (cycle), resampled by rows (bootstrap), by blocks of consecutive rows "
+       "(block) or per worker (empirical)",
+       {{"path", ""},
+        {"mode", "cycle"},
+        {"block", "auto"},
+        {"tail", tail_text(sim::TailScaling::kLoad)}},
        make_trace},
   };
   return table;
@@ -559,6 +601,34 @@ const std::vector<ChoiceDoc>& generator_docs() {
         {"noise", text(regression.noise)},
         {"condition", text(regression.condition)},
         {"test_fraction", "0.2"}}},
+  };
+  return table;
+}
+
+const std::vector<ChoiceDoc>& data_source_docs() {
+  const models::FashionMnistOptions fashion;
+  static const std::vector<ChoiceDoc> table = {
+      {"csv",
+       "a CSV file with a header line; the label in the last column (label_column: a name or an "
+       "index, negative from the end)",
+       {{"path", ""},
+        {"test_path", ""},
+        {"test_fraction", "0.2"},
+        {"header", "true"},
+        {"label_column", "-1"}}},
+      {"fashion_mnist",
+       "two classes of Fashion-MNIST's IDX files (Debian package dataset-fashion-mnist)",
+       {{"dir", fashion.dir},
+        {"classes", fmt::format("[{}, {}]", fashion.negative_class, fashion.positive_class)},
+        {"scale", "true"},
+        {"rows", "0"}}},
+      {"libsvm",
+       "a LIBSVM file (label index:value ...); features 0 takes the file's largest index",
+       {{"path", ""},
+        {"test_path", ""},
+        {"test_fraction", "0.2"},
+        {"features", "0"},
+        {"storage", "dense"}}},
   };
   return table;
 }

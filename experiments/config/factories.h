@@ -111,6 +111,9 @@ inline const std::vector<std::string> kStoppingKeys = {"rule"};
 const std::vector<ChoiceDoc>& backend_docs();
 const std::vector<ChoiceDoc>& optimizer_docs();
 const std::vector<ChoiceDoc>& generator_docs();
+/// The file data sources (csv, libsvm, fashion_mnist) with their keys; "synthetic" is
+/// generator_docs.
+const std::vector<ChoiceDoc>& data_source_docs();
 
 /// Turns a violated options constraint into a ConfigError at the key's JSON pointer (top-level
 /// fields, "partitions", at the root of `shape.file`); "got" shows the config's own value.

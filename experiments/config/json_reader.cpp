@@ -17,6 +17,55 @@ std::string join(const std::vector<std::string>& values) {
   return out;
 }
 
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  // One row of the Levenshtein table at a time: insertions, deletions, substitutions cost 1.
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) {
+    row[j] = j;
+  }
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::optional<std::string> nearest_name(std::string_view word,
+                                        const std::vector<std::string>& candidates) {
+  std::vector<std::string> sorted = candidates;
+  std::sort(sorted.begin(), sorted.end());
+  std::optional<std::string> nearest;
+  std::size_t best = std::string::npos;
+  for (const auto& c : sorted) {
+    if (c == word) {
+      return std::nullopt;
+    }
+    const std::size_t d = edit_distance(word, c);
+    if (d < best) {
+      best = d;
+      nearest = c;
+    }
+  }
+  if (!nearest) {
+    return std::nullopt;
+  }
+  const std::size_t longer = std::max(word.size(), nearest->size());
+  if (best > std::min<std::size_t>(2, std::max<std::size_t>(1, longer / 3))) {
+    return std::nullopt;
+  }
+  return nearest;
+}
+
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
+  const auto nearest = nearest_name(word, candidates);
+  return nearest ? fmt::format("; did you mean '{}'? ", *nearest) : std::string("; ");
+}
+
 namespace {
 
 std::string escape_pointer_token(std::string_view key) {
@@ -203,7 +252,10 @@ std::string JsonReader::choice(std::string_view key,
       return v;
     }
   }
-  fail(key, fmt::format("unknown {} '{}'; valid values are: {}", what, v, join(values)));
+  fail(
+      key,
+      fmt::format(
+          "unknown {} '{}'{}valid values are: {}", what, v, did_you_mean(v, values), join(values)));
 }
 
 JsonReader JsonReader::object(std::string_view key) {
@@ -214,20 +266,17 @@ JsonReader JsonReader::object(std::string_view key) {
   return {value_->at(std::string(key)), file_, pointer_of(key)};
 }
 
-void JsonReader::finish() const {
-  std::vector<std::string> valid(used_.begin(), used_.end());
-  for (const auto& item : value_->items()) {
-    if (!used_.contains(item.key())) {
-      fail(item.key(), fmt::format("unknown key; valid keys are: {}", join(valid)));
-    }
-  }
-}
+void JsonReader::finish() const { finish(std::vector<std::string>(used_.begin(), used_.end())); }
 
 void JsonReader::finish(std::vector<std::string> valid) const {
   std::sort(valid.begin(), valid.end());
   for (const auto& item : value_->items()) {
     if (!std::binary_search(valid.begin(), valid.end(), item.key())) {
-      fail(item.key(), fmt::format("unknown key; valid keys are: {}", join(valid)));
+      fail(item.key(),
+           fmt::format("unknown key '{}'{}valid keys are: {}",
+                       item.key(),
+                       did_you_mean(item.key(), valid),
+                       join(valid)));
     }
   }
 }

@@ -56,14 +56,15 @@ class JsonReader {
   double positive(std::string_view key, std::optional<double> fallback);
   std::string string(std::string_view key, std::optional<std::string> fallback);
   bool boolean(std::string_view key, std::optional<bool> fallback);
-  /// A string among `values` ("unknown <what> '<v>'; valid values are: a, b").
+  /// A string among `values` ("unknown <what> '<v>'; [did you mean 'a'? ]valid values are: a, b").
   std::string choice(std::string_view key,
                      std::string_view what,
                      const std::vector<std::string>& values,
                      std::optional<std::string> fallback);
   /// A nested object reader (required).
   JsonReader object(std::string_view key);
-  /// Rejects keys never read: "<file>:<pointer>/<key>: unknown key; valid keys are: ...".
+  /// Rejects keys never read: "<file>:<pointer>/<key>: unknown key '<key>'; [did you mean
+  /// '<nearest>'? ]valid keys are: ..." (the suggestion from nearest_name).
   void finish() const;
   /// Rejects keys outside `valid` (a factory row's keys), listing `valid` sorted.
   void finish(std::vector<std::string> valid) const;
@@ -95,5 +96,18 @@ nlohmann::json parse_json(std::string_view text,
 
 /// "a, b, c".
 std::string join(const std::vector<std::string>& values);
+
+/// Levenshtein distance (insertions, deletions and substitutions of one byte each cost 1).
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
+/// The entry of `candidates` nearest to `word` by edit_distance (the first in alphabetical order
+/// on ties) when it is close enough to be a typo: at most min(2, max(1, longer length / 3))
+/// edits away; nullopt otherwise (and when `word` is one of them).
+std::optional<std::string> nearest_name(std::string_view word,
+                                        const std::vector<std::string>& candidates);
+
+/// "; did you mean 'x'? " when nearest_name finds x, else "; ": what goes between "unknown ...
+/// 'word'" and "valid ... are: ..." in every unknown-name message.
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
 
 }  // namespace stragglersim::experiments

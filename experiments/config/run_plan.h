@@ -32,6 +32,9 @@ enum class BackendKind { kSimulated, kThreads, kMpi };
 struct RunPlan {
   std::string name;
   std::uint64_t seed = 1;
+  /// Seeds data generation and the train/test split (top-level "data_seed", default `seed`):
+  /// runs that differ in `seed` only share their data set and its f*.
+  std::uint64_t data_seed = 1;
   int workers = 0;
   int partitions = 0;
   /// Threads of one simulated training run's gradient passes (top-level "threads"; default
@@ -69,6 +72,10 @@ struct RunPlan {
   sim::ThreadedOptions threaded;
   /// Options of the mpi backend (inject; the threads keys in `master`).
   sim::MpiOptions mpi;
+
+  /// Folder of the f* cache (experiments/predict/plan_optimum.h); empty: no cache. Not in
+  /// `resolved`: f* is the same either way.
+  std::filesystem::path f_star_cache;
 
   [[nodiscard]] bool delay_only() const { return objective == nullptr; }
   /// A fresh optimiser at x₀ = 0.
@@ -110,6 +117,8 @@ struct PlanOptions {
   SetupCache* setup = nullptr;
   /// This process is worker i of an mpi run (rank i + 1): see plan_run.
   std::optional<int> mpi_worker = std::nullopt;
+  /// plan.f_star_cache (empty: none).
+  std::filesystem::path f_star_cache = {};
 };
 
 /// Validates `config` (read from `file`; relative data paths resolve against `base_dir`) and

@@ -11,6 +11,7 @@
 #include <variant>
 
 #include "experiments/predict/measured_convergence.h"
+#include "experiments/predict/plan_optimum.h"
 #include "experiments/predict/predictions.h"
 #include "models/base/random_stream.h"
 #include "models/optimum.h"
@@ -631,7 +632,7 @@ nlohmann::json convergence_predictions(const RunPlan& plan,
   std::string why;
   const auto coefficients = plan_coefficients(plan, scheme, timing, &why);
   const auto mu = f.pl_constant();
-  const models::Optimum opt = models::solve_optimum(f, optimum_options(plan));
+  const models::Optimum opt = plan_optimum(plan).optimum;
   if (!opt.converged) {
     out["convergence_problem"] = "f* not computed: " + opt.failure;
     return out;

@@ -8,6 +8,8 @@
 #include <variant>
 
 #include "experiments/predict/convergence_predictions.h"
+#include "experiments/predict/plan_optimum.h"
+#include "models/base/stop_request.h"
 #include "models/optimum.h"
 #include "sim/stopping_rule.h"
 #include "sim/theory/convergence_theory.h"
@@ -39,7 +41,7 @@ std::optional<ConvergenceInputs> convergence_inputs(const RunPlan& plan, std::st
   ConvergenceInputs in;
   in.smoothness = plan.smoothness;
   in.pl_constant = *mu;
-  const models::Optimum opt = models::solve_optimum(f, optimum_options(plan));
+  const models::Optimum opt = plan_optimum(plan).optimum;
   if (!opt.converged) {
     *why = "f* not computed: " + opt.failure;
     return std::nullopt;
@@ -55,6 +57,7 @@ std::optional<ConvergenceInputs> convergence_inputs(const RunPlan& plan, std::st
   in.initial_gap = f0 - in.f_star;
   // The path's first kMaxTheoryIterations steps: theory's cost must not grow with iterations.
   for (std::uint64_t t = 0; t <= std::min(plan.iterations, kMaxTheoryIterations); ++t) {
+    models::throw_if_stop_requested();
     if (t > 0) {
       f.evaluate(x, &pg);
     }

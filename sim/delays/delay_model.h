@@ -66,6 +66,14 @@ class DelayModel {
   /// trace); empty for a continuous law. Non-empty means purely discrete: all of the mass is on
   /// these points. The numerical theory splits its integrals there.
   [[nodiscard]] virtual std::span<const double> atoms(int /*worker*/) const { return {}; }
+  /// A fixed table whose rows are the iterations: each iteration's delays are one row, and in
+  /// the long run every row is used equally often (a replayed trace, sim/delays/trace_delay.h).
+  /// Row k's delay of worker i is at [k·workers() + i]. Empty (the default) for every other
+  /// model: the theory then uses the marginals. The span lives as long as the model.
+  [[nodiscard]] virtual std::span<const double> rows() const { return {}; }
+  /// Whether the workers of one iteration are independent, so that the marginals (cdf) describe
+  /// the iteration's joint law. False for a model whose workers share an iteration's row.
+  [[nodiscard]] virtual bool independent_workers() const { return true; }
   /// Its parameters when the model is exactly i.i.d. shifted exponential (closed forms apply);
   /// nullopt otherwise.
   [[nodiscard]] virtual std::optional<ShiftedExponentialShape> shifted_exponential() const {

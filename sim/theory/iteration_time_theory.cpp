@@ -36,6 +36,10 @@ constexpr double kDensityTolerance = 1e-9;
 constexpr unsigned kMaxDepth = 15;
 /// Beyond this many pairs of groups, q₂ for non-identical workers averages a fixed sample.
 constexpr int kMaxExactPairs = 500;
+/// The numerical path on a model whose workers are dependent within an iteration.
+constexpr const char* kMarginalsMethod =
+    "numerical (independent marginals: the model's workers are dependent, the prediction is an "
+    "approximation)";
 
 std::size_t index(int i) { return static_cast<std::size_t>(i); }
 
@@ -683,18 +687,29 @@ std::vector<std::pair<int, int>> group_pairs(int count) {
   return pairs;
 }
 
+/// The erasures fixed by the scheme alone: none under all and decodable, none for a cyclic code
+/// that waits for n − s arrivals, undefined (NaN) for one that decodes by least squares;
+/// nullopt when they depend on the delays.
+std::optional<Erasure> structural_erasure(const SchemeDescription& scheme) {
+  if (scheme.rule == RuleKind::kAll || scheme.rule == RuleKind::kDecodable) {
+    return Erasure{0.0, 0.0};
+  }
+  if (scheme.code == CodeFamily::kCyclic) {
+    const bool exact =
+        scheme.rule != RuleKind::kDeadline && scheme.r >= scheme.workers - scheme.d + 1;
+    return exact ? Erasure{0.0, 0.0} : Erasure{kNaN, kNaN};
+  }
+  return std::nullopt;
+}
+
 /// `jumps`: distinct_atoms(delay), empty unless every marginal is discrete.
 Erasure erasure(const SchemeDescription& scheme,
                 const DelayModel& delay,
                 PredictionMethod method,
                 const Jumps& jumps) {
   const int n = scheme.workers;
-  if (scheme.rule == RuleKind::kAll || scheme.rule == RuleKind::kDecodable) {
-    return {0.0, 0.0};
-  }
-  if (scheme.code == CodeFamily::kCyclic) {
-    const bool exact = scheme.rule != RuleKind::kDeadline && scheme.r >= n - scheme.d + 1;
-    return exact ? Erasure{0.0, 0.0} : Erasure{kNaN, kNaN};
+  if (const auto fixed = structural_erasure(scheme)) {
+    return *fixed;
   }
   const Groups groups{n / scheme.d, scheme.d};
   const bool identical = identical_workers(delay);
@@ -751,6 +766,104 @@ Erasure erasure(const SchemeDescription& scheme,
             static_cast<double>(pairs.size());
   }
   return e;
+}
+
+/// One row of a replayed table: the workers' delays and the same, sorted.
+struct Row {
+  std::span<const double> delay;
+  std::span<const double> sorted;
+};
+
+/// max_g min_{i∈g} T_i: the moment every FRC group has been heard from.
+double frc_covered_time(const SchemeDescription& scheme, std::span<const double> v) {
+  double covered = -kInfinity;
+  for (int g = 0; g < scheme.workers / scheme.d; ++g) {
+    const auto group = v.subspan(index(g * scheme.d), index(scheme.d));
+    covered = std::max(covered, *std::min_element(group.begin(), group.end()));
+  }
+  return covered;
+}
+
+/// The row's stopping time Z under the scheme's rule.
+double row_stop(const SchemeDescription& scheme, const Shape& shape, const Row& row) {
+  switch (shape.kind) {
+    case StopShape::kOrderStatistic:
+      return row.sorted[index(shape.order - 1)];
+    case StopShape::kDeadline:
+      return std::min(scheme.deadline, row.sorted.back());
+    case StopShape::kFrcDecodable:
+      return frc_covered_time(scheme, row.delay);
+    case StopShape::kFrcFirstROrDecodable:
+      return std::min(row.sorted[index(scheme.r - 1)], frc_covered_time(scheme, row.delay));
+  }
+  return kNaN;
+}
+
+/// Whether every worker of the groups `ids` is unheard when the row stops: under a deadline,
+/// every one later than τ; under first_r (and first_r_or_decodable, whose erasures are first_r's)
+/// at least r others arrived by the groups' first arrival m, ties counting the others first
+/// (as the marginal sums do): #{j : T_j ≤ m} − #{i in the groups : T_i = m} ≥ r.
+bool row_erased(const SchemeDescription& scheme, const Row& row, std::initializer_list<int> ids) {
+  double first = kInfinity;
+  for (const int g : ids) {
+    const auto group = row.delay.subspan(index(g * scheme.d), index(scheme.d));
+    first = std::min(first, *std::min_element(group.begin(), group.end()));
+  }
+  if (scheme.rule == RuleKind::kDeadline) {
+    return first > scheme.deadline;
+  }
+  auto arrived = std::upper_bound(row.sorted.begin(), row.sorted.end(), first) - row.sorted.begin();
+  for (const int g : ids) {
+    const auto group = row.delay.subspan(index(g * scheme.d), index(scheme.d));
+    arrived -= std::count(group.begin(), group.end(), first);
+  }
+  return arrived >= scheme.r;
+}
+
+/// The exact averages over the rows of a DelayModel::rows() table (method "trace rows"): Z of
+/// every row by the rule, E[Z] and sd over rows; q the mean over rows and groups of the indicator
+/// that the group is unheard, q₂ the same over the pairs of group_pairs.
+IterationTimePrediction rows_prediction(const SchemeDescription& scheme,
+                                        std::span<const double> table) {
+  const auto n = index(scheme.workers);
+  const std::size_t count = table.size() / n;
+  const Shape shape = stop_shape(scheme);
+  const std::optional<Erasure> fixed = structural_erasure(scheme);
+  const int groups = scheme.workers / scheme.d;
+  const auto pairs = group_pairs(groups);
+  std::vector<double> times(count);
+  std::vector<double> sorted(n);
+  Erasure sum;
+  for (std::size_t k = 0; k < count; ++k) {
+    const Row row{table.subspan(k * n, n), sorted};
+    std::copy(row.delay.begin(), row.delay.end(), sorted.begin());
+    std::sort(sorted.begin(), sorted.end());
+    times[k] = row_stop(scheme, shape, row);
+    if (fixed) {
+      continue;
+    }
+    for (int g = 0; g < groups; ++g) {
+      sum.q += row_erased(scheme, row, {g}) ? 1.0 : 0.0;
+    }
+    for (const auto& [g, h] : pairs) {
+      sum.q2 += row_erased(scheme, row, {g, h}) ? 1.0 : 0.0;
+    }
+  }
+  IterationTimePrediction out;
+  const auto rows = static_cast<double>(count);
+  for (const double z : times) out.mean += z / rows;
+  double square = 0.0;
+  for (const double z : times) square += (z - out.mean) * (z - out.mean);
+  out.sd = std::sqrt(square / rows);
+  if (fixed) {
+    out.q = fixed->q;
+    out.q2 = fixed->q2;
+  } else {
+    out.q = sum.q / (rows * groups);
+    out.q2 = groups < 2 ? kNaN : sum.q2 / (rows * static_cast<double>(pairs.size()));
+  }
+  out.method = "trace rows";
+  return out;
 }
 
 }  // namespace
@@ -829,6 +942,9 @@ IterationTimePrediction predict_iteration_time(const SchemeDescription& scheme,
                                                PredictionMethod method) {
   validate(scheme);
   STRAGGLERSIM_ASSERT(delay.workers() == scheme.workers, "delay model and scheme disagree on n");
+  if (method == PredictionMethod::kAuto && !delay.rows().empty()) {
+    return rows_prediction(scheme, delay.rows());
+  }
   IterationTimePrediction out;
   // Discrete marginals: their CDF at every jump, read once for the erasures and the moments.
   const Jumps jumps = distinct_atoms(delay);
@@ -861,7 +977,7 @@ IterationTimePrediction predict_iteration_time(const SchemeDescription& scheme,
       jumps.empty() ? numerical_moments(stop, delay, upper) : discrete_moments(stop, jumps, upper);
   out.mean = m.mean;
   out.sd = m.sd;
-  out.method = "numerical";
+  out.method = delay.independent_workers() ? "numerical" : kMarginalsMethod;
   return out;
 }
 

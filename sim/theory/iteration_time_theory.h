@@ -61,6 +61,18 @@
 // exact sum over the atoms of min_{i∈g} T_i, ties counting the others as arrived first, by the
 // same sweep);
 // deadline rules use Π_{i∈g} P(T_i > τ) exactly.
+//
+// Replayed rows (method "trace rows"): when the delay model's iterations are the rows of a fixed
+// table, each used equally often in the long run (DelayModel::rows(): a trace replayed in cycle,
+// bootstrap or block mode), nothing is assumed about independence: E[Z] and sd(Z) are the mean
+// and the (population) sd over the rows of each row's stopping time by the rule, q the mean over
+// rows and groups of the indicator that the group is unheard when the row stops, q₂ the same over
+// pairs of groups (the pairs above). Unheard: under a deadline every member later than τ; under
+// first_r and first_r_or_decodable at least r other workers arrived by the group's first arrival
+// (ties counting the others first, as the discrete sums). O(T·n log n + T·pairs·(d + log n)).
+// PredictionMethod::kNumerical skips it (the marginal path, for comparison). The marginal path
+// on a model whose workers are dependent (DelayModel::independent_workers() false) says so in
+// its method: "numerical (independent marginals: ...)".
 // Cyclic codes whose rule can stop before n − s arrivals (first_r with r < n − s, deadline) decode
 // by least squares, not by groups: q and q₂ are NaN there. q₂ is NaN when there is one group.
 
@@ -101,11 +113,12 @@ struct SchemeDescription {
 [[nodiscard]] std::vector<double> scheme_loads(const SchemeDescription& scheme);
 
 struct IterationTimePrediction {
-  double mean = 0.0;   ///< E[Z], simulated seconds (+∞ if it diverges)
-  double sd = 0.0;     ///< sqrt(Var[Z]) (+∞ if it diverges)
-  double q = 0.0;      ///< group-erasure probability (NaN where undefined, see above)
-  double q2 = 0.0;     ///< probability two given groups are both erased
-  std::string method;  ///< "closed form" or "numerical" (of mean and sd)
+  double mean = 0.0;  ///< E[Z], simulated seconds (+∞ if it diverges)
+  double sd = 0.0;    ///< sqrt(Var[Z]) (+∞ if it diverges)
+  double q = 0.0;     ///< group-erasure probability (NaN where undefined, see above)
+  double q2 = 0.0;    ///< probability two given groups are both erased
+  /// "closed form", "numerical", "trace rows" or "numerical (independent marginals: ...)"
+  std::string method;
 };
 
 /// kAuto uses closed forms where they exist; kNumerical forces the numerical path for the

@@ -95,7 +95,8 @@ TEST_CASE("experiments: network and time budget errors name the key and the acce
   CHECK(error_of(c) == "cfg.json:/network/serial: wrong type; got \"yes\"; expected true or false");
   c["network"] = {{"latncy", 0.1}};
   CHECK(error_of(c) ==
-        "cfg.json:/network/latncy: unknown key; valid keys are: bandwidth, latency, message_bytes, "
+        "cfg.json:/network/latncy: unknown key 'latncy'; did you mean 'latency'? valid keys are: "
+        "bandwidth, latency, message_bytes, "
         "serial");
   c.erase("network");
   c["optimizer"]["time_budget"] = 0;

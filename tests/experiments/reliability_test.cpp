@@ -92,7 +92,8 @@ std::vector<std::vector<std::string>> rows_of(const std::string& csv) {
 
 /// Starts `stragglersim run cfg --out out`, waits until trace.csv exists (the handlers are
 /// installed by then) and 1 s more, sends `signal` and returns the exit status (-1: killed).
-int interrupted_run(const fs::path& cfg, const fs::path& out, int signal) {
+/// Starts `stragglersim run cfg --out out` with stderr in out/../stderr.txt; its pid, or 0.
+pid_t spawn_run(const fs::path& cfg, const fs::path& out) {
   const std::string err = (out.parent_path() / "stderr.txt").string();
   std::vector<std::string> args = {STRAGGLERSIM_BINARY, "run", cfg.string(), "--out", out.string()};
   std::vector<char*> argv;
@@ -104,7 +105,12 @@ int interrupted_run(const fs::path& cfg, const fs::path& out, int signal) {
   pid_t pid = 0;
   const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) {
+  return spawned == 0 ? pid : 0;
+}
+
+int interrupted_run(const fs::path& cfg, const fs::path& out, int signal) {
+  const pid_t pid = spawn_run(cfg, out);
+  if (pid == 0) {
     return -2;
   }
   for (int i = 0; i < 600 && !fs::exists(out / "trace.csv"); ++i) {
@@ -117,7 +123,85 @@ int interrupted_run(const fs::path& cfg, const fs::path& out, int signal) {
   return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
 }
 
+/// Starts `stragglersim run cfg --out out`, sends `signal` `after` the start, and returns the
+/// exit status and the seconds from the signal to the exit (-1 when it had not exited within
+/// 10 s: it is then killed).
+std::pair<int, double> signalled_at(const fs::path& cfg,
+                                    const fs::path& out,
+                                    int signal,
+                                    std::chrono::milliseconds after) {
+  const pid_t pid = spawn_run(cfg, out);
+  if (pid == 0) {
+    return {-2, 0.0};
+  }
+  std::this_thread::sleep_for(after);
+  ::kill(pid, signal);
+  const auto sent = std::chrono::steady_clock::now();
+  int raw = 0;
+  while (::waitpid(pid, &raw, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() - sent > std::chrono::seconds(10)) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &raw, 0);
+      return {-1, 10.0};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, seconds};
+}
+
 }  // namespace
+
+TEST_CASE("reliability: a signal during set-up ends the run with nothing written",
+          "[experiments][reliability][fstar]") {
+  const auto dir = scratch("sigint_setup");
+  // 2500 × 2000 logistic: Newton's f* costs 10¹⁰ flops per Hessian, some ten of them: seconds
+  // of set-up on any machine, well past the signal at 1.5 s.
+  nlohmann::json c = logistic(0.1);
+  c["data"]["rows"] = 2500;
+  c["data"]["features"] = 2000;
+  c["data"]["test_fraction"] = 0.0;
+  c["loss"]["l2"] = 1e-3;
+  c["optimizer"]["iterations"] = 200'000;
+  const auto cfg = write_json(dir, "setup.json", c);
+  const auto out = dir / "out";
+  for (const int signal : {SIGINT, SIGTERM}) {
+    fs::remove_all(out);
+    const auto [status, seconds] = signalled_at(cfg, out, signal, std::chrono::milliseconds(1500));
+    CHECK(status == 128 + signal);
+    CHECK(seconds < 10.0);
+    CHECK_FALSE(fs::exists(out / "trace.csv"));
+    CHECK_FALSE(fs::exists(out / "summary.json"));
+    CHECK(slurp(dir / "stderr.txt") ==
+          fmt::format("{}: interrupted by signal {} during set-up; nothing written\n",
+                      cfg.string(),
+                      signal));
+  }
+  // The 40 000 × 100 logistic run of docs/model.md: wherever the signal at 1.5 s lands (set-up
+  // or the iterations), the run ends at once with status 130 and leaves what the docs say.
+  nlohmann::json paper = logistic(0.1);
+  paper["workers"] = 10;
+  paper["data"] = {{"source", "synthetic"},
+                   {"generator", "gaussian_mixture"},
+                   {"rows", 40'000},
+                   {"features", 100}};
+  paper["loss"]["l2"] = 1e-3;
+  paper["code"] = {{"kind", "frc"}, {"d", 2}};
+  paper["stopping"] = {{"rule", "first_r"}, {"r", 5}};
+  paper["optimizer"] = {{"kind", "gd"}, {"step", "auto"}, {"iterations", 200'000}};
+  const auto paper_cfg = write_json(dir, "paper.json", paper);
+  fs::remove_all(out);
+  const auto [status, seconds] =
+      signalled_at(paper_cfg, out, SIGINT, std::chrono::milliseconds(1500));
+  CHECK(status == 130);
+  CHECK(seconds < 10.0);
+  if (fs::exists(out / "summary.json")) {
+    CHECK(nlohmann::json::parse(slurp(out / "summary.json"))["status"] == "interrupted");
+  } else {
+    CHECK_FALSE(fs::exists(out / "trace.csv"));
+  }
+}
 
 TEST_CASE("reliability: deeply nested JSON is refused with its pointer",
           "[experiments][reliability]") {

@@ -229,10 +229,73 @@ TEST_CASE("trace delay: bad trace files exit 2 naming the config key and file:li
   const Result res = run_stragglersim(
       fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir);
   CHECK(res.status == 2);
-  CHECK(res.err == fmt::format("error: {}:/delay/path: {}:0: cannot open file (expected a "
+  CHECK(res.err == fmt::format("error: {}:/delay/path: {}: cannot open file (expected a "
                                "readable CSV file of measured times)\n",
                                cfg.string(),
                                (dir / "nope.csv").string()));
+}
+
+}  // namespace
+}  // namespace stragglersim::experiments
+
+namespace stragglersim::experiments {
+namespace {
+
+TEST_CASE("trace delay: block and empirical modes run reproducibly and check their keys",
+          "[experiments][trace][block]") {
+  constexpr int kWorkers = 3;
+  const auto dir = scratch_dir("trace_config", "block");
+  const auto t = write_trace(dir / "times.csv", 8, kWorkers);
+  std::vector<double> maxima;
+  for (const auto& row : t) maxima.push_back(*std::max_element(row.begin(), row.end()));
+  const auto run_with = [&](const nlohmann::json& delay, std::uint64_t seed) {
+    fs::remove_all(dir / "out");
+    return run_config(dir, trace_config(kWorkers, delay, {{"rule", "all"}}, 40, seed));
+  };
+  const nlohmann::json block = {
+      {"kind", "trace"}, {"path", "times.csv"}, {"mode", "block"}, {"block", 3}};
+  REQUIRE(run_with(block, 3).status == 0);
+  const auto a = iteration_times(dir / "out");
+  REQUIRE(run_with(block, 3).status == 0);
+  CHECK(a == iteration_times(dir / "out"));
+  for (const double x : a) {
+    CHECK(std::find(maxima.begin(), maxima.end(), x) != maxima.end());  // whole rows
+  }
+  nlohmann::json automatic = block;
+  automatic["block"] = "auto";
+  CHECK(run_with(automatic, 3).status == 0);
+  const nlohmann::json empirical = {
+      {"kind", "trace"}, {"path", "times.csv"}, {"mode", "empirical"}};
+  CHECK(run_with(empirical, 3).status == 0);
+
+  const auto refused = [&](const nlohmann::json& delay, const std::string& message) {
+    const Result res = run_with(delay, 3);
+    CHECK(res.status == 2);
+    CHECK(res.err.find(message) != std::string::npos);
+    CHECK_FALSE(fs::exists(dir / "out"));
+  };
+  nlohmann::json zero = block;
+  zero["block"] = 0;
+  refused(zero, "/delay/block: out of range; got 0; expected an integer in [1, 8]");
+  nlohmann::json word = block;
+  word["block"] = "long";
+  refused(word,
+          "/delay/block: invalid block length; got \"long\"; expected \"auto\" or an integer in "
+          "[1, 8] (the trace's iterations)");
+  nlohmann::json cycle = block;
+  cycle["mode"] = "cycle";
+  refused(cycle,
+          "/delay/block: only block mode reads a block length; got 3; expected mode \"block\"");
+  nlohmann::json unknown = block;
+  unknown["mode"] = "blocks";
+  refused(unknown,
+          "/delay/mode: unknown trace mode 'blocks'; valid values are: block, bootstrap, cycle, "
+          "empirical");
+  std::ofstream(dir / "pool.csv") << "worker,seconds\n0,1\n1,2\n2,3\n";
+  nlohmann::json pool = {{"kind", "trace"}, {"path", "pool.csv"}, {"mode", "block"}};
+  refused(pool,
+          "/delay/mode: block mode needs iterations; got \"block\"; expected a trace with an "
+          "iteration column (a worker,seconds pool has no rows)");
 }
 
 }  // namespace

@@ -62,7 +62,7 @@ TEST_CASE("delay_trace: malformed files name file:line and what was expected", "
   };
   const std::string missing = (dir.path() / "absent.csv").string();
   CHECK(error_of(missing) ==
-        missing + ":0: cannot open file (expected a readable CSV file of measured times)");
+        missing + ": cannot open file (expected a readable CSV file of measured times)");
   check("",
         ":1: empty file (expected a header with columns iteration,worker,seconds or "
         "worker,seconds)");

@@ -13,7 +13,7 @@ seconds="${1:?usage: run_fuzzers.sh SECONDS [target...]}"
 shift
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(config run libsvm csv idx sweep codes_args)
+  targets=(config run libsvm csv idx sweep codes_args trace_import)
 fi
 if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
   bash "$root/tools/build.sh" fuzz "${targets[@]/#/fuzz_}"

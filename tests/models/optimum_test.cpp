@@ -148,3 +148,44 @@ TEST_CASE("optimum: an iterative solve out of budget fails with its reason", "[m
   CHECK_FALSE(cg.converged);
   CHECK_THAT(cg.failure, Catch::StartsWith("conjugate gradient did not reach ‖∇f‖ ≤ "));
 }
+
+TEST_CASE("optimum: Newton stops on its decrement in a fixed number of iterations",
+          "[models][optimum][fstar]") {
+  // The shape of the paper's logistic run (100 features, l2 = 0.001), fewer rows.
+  const Objective f = objective_of(
+      stragglersim::models::make_gaussian_mixture({8000, 100, 1.5, 3, 1.0}), "logistic", 1e-3);
+  const Optimum opt = solve_optimum(f);
+  CHECK(opt.method == "newton");
+  CHECK(opt.converged);
+  CHECK(opt.stop == "newton decrement");
+  CHECK(opt.iterations == 8);
+  CHECK(opt.iteration_limit == 50);
+  REQUIRE(opt.newton_decrement);
+  CHECK(0.5 * *opt.newton_decrement <= 1e-16 * std::max(1.0, std::abs(opt.value)));
+  // One Hessian, one full step and one gradient per iteration, plus the last Hessian and the
+  // first gradient: no backtracking on rounding noise.
+  CHECK(opt.data_passes <= 3 * opt.iterations + 2 + 4);
+  CHECK(opt.gradient_norm == f.gradient(opt.x).norm());
+  CHECK(opt.gradient_norm <= 1e-10);
+  // L-BFGS to a tight certificate lands on the same f*.
+  const Optimum lbfgs = solve_optimum(f, {Solver::kIterative, 1e-13});
+  CHECK(lbfgs.converged);
+  CHECK(std::abs(lbfgs.value - opt.value) <= 1e-13 * opt.value);
+}
+
+TEST_CASE("optimum: the same bytes for every thread count", "[models][optimum][fstar]") {
+  const Objective f = objective_of(
+      stragglersim::models::make_gaussian_mixture({5000, 60, 1.5, 5, 10.0}), "logistic", 1e-3);
+  const Optimum one = solve_optimum(f);
+  for (const int threads : {2, 3}) {
+    stragglersim::models::WorkerPool pool(threads);
+    for (const Solver solver : {Solver::kExact, Solver::kIterative}) {
+      const Optimum serial = solver == Solver::kExact ? one : solve_optimum(f, {solver});
+      const Optimum parallel = solve_optimum(f, {solver}, &pool);
+      CHECK(parallel.value == serial.value);
+      CHECK(parallel.x == serial.x);
+      CHECK(parallel.iterations == serial.iterations);
+      CHECK(parallel.data_passes == serial.data_passes);
+    }
+  }
+}

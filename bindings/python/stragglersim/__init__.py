@@ -8,6 +8,15 @@ through the command line's own C++ entry points, so results are the same bytes:
     sweep(spec, out, jobs=1) -> list of dict   stragglersim sweep SWEEP --out DIR --jobs N
     code(workers, code_dict, ...) -> dict      stragglersim codes --workers N --code JSON --json
     iteration_times(config, iterations)        delay-only iteration times as a numpy array
+    fit(times_csv, per_worker=False)           the fits table of stragglersim fit TIMES.csv
+    fit_report(times_csv, per_worker=False)    stragglersim fit TIMES.csv --json
+    advise(config, ...) -> dict                stragglersim advise CONFIG --json
+    load_run(folder)                           a run folder's trace.csv as a table
+    load_sweep(folder, traces=False)           a sweep folder's index.csv (or every trace) as a table
+    __version__                                the version of the build (stragglersim --version)
+
+Tables are pandas DataFrames when pandas is importable (Debian python3-pandas), numpy
+structured arrays otherwise; both index columns by name (table["iteration_time"]).
 
 A config (or sweep spec) is either a dict, the JSON config as Python objects (error messages
 name it "<dict>"; relative paths in it resolve against the current directory), or a path to a
@@ -22,11 +31,14 @@ The GIL is released while the simulator runs, so Python threads can run simulati
 side; Ctrl-C (KeyboardInterrupt) abandons a running call within about 50 ms, writing nothing.
 """
 
-import json
-import os
-import tempfile
+import csv as _csv
+import json as _json
+import os as _os
+import tempfile as _tempfile
 
 from . import _stragglersim
+
+__version__ = _stragglersim.version
 
 __all__ = [
     "ConfigError",
@@ -37,7 +49,14 @@ __all__ = [
     "sweep",
     "code",
     "iteration_times",
+    "fit",
+    "fit_report",
+    "advise",
+    "load_run",
+    "load_sweep",
 ]
+# The wrappers of `stragglersim validate` and `stragglersim trace import` go below advise(),
+# each a function listed here that calls its entry point in the native module.
 
 ConfigError = _stragglersim.ConfigError
 ConfigError.__module__ = __name__
@@ -99,18 +118,18 @@ def _input(config, what="config"):
     """(json text, path) for the native module."""
     if isinstance(config, dict):
         try:
-            return json.dumps(config, allow_nan=False), None
+            return _json.dumps(config, allow_nan=False), None
         except (TypeError, ValueError) as e:
             raise ConfigError("{}: the {} is not JSON: {}".format(_DICT, what, e)) from None
-    if isinstance(config, (str, bytes, os.PathLike)):
-        return None, os.fsdecode(config)
+    if isinstance(config, (str, bytes, _os.PathLike)):
+        return None, _os.fsdecode(config)
     raise TypeError("{} must be a dict or a path; got {}".format(what, type(config).__name__))
 
 
 def _read_run(folder, out):
-    trace = dict(_stragglersim.read_trace(os.path.join(folder, "trace.csv")))
-    with open(os.path.join(folder, "summary.json"), encoding="utf-8") as f:
-        summary = json.load(f)
+    trace = dict(_stragglersim.read_trace(_os.path.join(folder, "trace.csv")))
+    with open(_os.path.join(folder, "summary.json"), encoding="utf-8") as f:
+        summary = _json.load(f)
     return Run(trace, summary, out)
 
 
@@ -136,11 +155,11 @@ def run(config, out=None):
     """
     text, path = _input(config)
     if out is not None:
-        out = os.fsdecode(out)
+        out = _os.fsdecode(out)
         status, error = _stragglersim.run(text, path, out)
         result = _read_run(out, out)
     else:
-        with tempfile.TemporaryDirectory(prefix="stragglersim-") as tmp:
+        with _tempfile.TemporaryDirectory(prefix="stragglersim-") as tmp:
             status, error = _stragglersim.run(text, path, tmp)
             result = _read_run(tmp, None)
     if status != "ok":
@@ -156,7 +175,7 @@ def theory(config):
     noise_floor, bound (per iteration), and speedup_vs_n for FRC schemes.
     """
     text, path = _input(config)
-    return json.loads(_stragglersim.theory(text, path))
+    return _json.loads(_stragglersim.theory(text, path))
 
 
 def code(workers, code_dict, partitions=0, seed=1, stragglers=-1, wait_for=0, samples=200):
@@ -174,7 +193,7 @@ def code(workers, code_dict, partitions=0, seed=1, stragglers=-1, wait_for=0, sa
     if not isinstance(code_dict, dict):
         raise TypeError("code_dict must be a dict; got {}".format(type(code_dict).__name__))
     text, _ = _input(code_dict, "code")
-    return json.loads(
+    return _json.loads(
         _stragglersim.code(workers, text, partitions, seed, stragglers, wait_for, samples)
     )
 
@@ -201,12 +220,10 @@ def sweep(spec, out, jobs=1):
         The rows of index.csv as dicts (numbers as int or float, other cells as str).
     """
     text, path = _input(spec, "sweep")
-    out = os.fsdecode(out)
+    out = _os.fsdecode(out)
     _stragglersim.sweep(text, path, out, jobs)
-    import csv
-
-    with open(os.path.join(out, "index.csv"), newline="", encoding="utf-8") as f:
-        return [{k: _typed(v) for k, v in row.items()} for row in csv.DictReader(f)]
+    with open(_os.path.join(out, "index.csv"), newline="", encoding="utf-8") as f:
+        return [{k: _typed(v) for k, v in row.items()} for row in _csv.DictReader(f)]
 
 
 def iteration_times(config, iterations):
@@ -219,3 +236,152 @@ def iteration_times(config, iterations):
     """
     text, path = _input(config)
     return _stragglersim.iteration_times(text, path, iterations)
+
+
+def fit(times_csv, per_worker=False):
+    """Fit every delay family to measured times: the table `stragglersim fit TIMES.csv` prints.
+
+    Args:
+        times_csv: CSV of iteration,worker,seconds (or worker,seconds) rows (docs/fit.md).
+        per_worker: also fit each worker alone (the "per_worker" key of each row's report).
+
+    Returns:
+        A list with one dict per family, in the command's order: family, fitted, and when
+        fitted parameters, standard_errors, parameter_count, log_likelihood, aic, ks_statistic,
+        ks_p_value, iterations, best (True for the lowest AIC), delay (the config block of that
+        family); else problem. The whole `fit --json` report is fit_report(times_csv).
+
+    Raises:
+        ConfigError: missing or malformed file (the message names file:line).
+    """
+    report = fit_report(times_csv, per_worker)
+    rows = []
+    for row in report["fits"]:
+        row = dict(row)
+        row["best"] = row["family"] == report.get("best")
+        if row["fitted"]:
+            row["delay"] = _delay_block(row)
+        rows.append(row)
+    return rows
+
+
+def fit_report(times_csv, per_worker=False):
+    """The dict `stragglersim fit TIMES.csv --json [--per-worker]` prints (docs/fit.md)."""
+    return _json.loads(_stragglersim.fit(_os.fsdecode(times_csv), bool(per_worker)))
+
+
+def _delay_block(row):
+    block = {"kind": row["family"]}
+    block.update(row["parameters"])
+    block["tail"] = "load"
+    if "factors" in row:
+        block["factors"] = row["factors"]
+    return block
+
+
+def advise(config, suboptimality=None, repetitions=10, measure=0, fit=None):
+    """Rank coding schemes by predicted time to a target loss: `stragglersim advise CONFIG --json`.
+
+    Args:
+        config: a config with data and target_loss (dict or path), as for run().
+        suboptimality: target f - f* <= s (f(x0) - f*) instead of the config's target_loss.
+        repetitions: simulated runs per scheme where no exact curve applies.
+        measure: also measure every scheme over this many seeded runs (0: no).
+        fit: a CSV of measured times: predict with the best delay fitted to it.
+
+    Returns:
+        The advice dict (docs/advise.md): predicted_delay, f_star, initial_gap, target_loss,
+        target_gap, horizon, schemes (ranked, each with scheme, block, iteration_time,
+        iterations_to_target, time_to_target and their methods), recommended and
+        recommended_config (None when no scheme reaches the target).
+    """
+    text, path = _input(config)
+    return _json.loads(
+        _stragglersim.advise(
+            text,
+            path,
+            float(suboptimality) if suboptimality is not None else 0.0,
+            int(repetitions),
+            int(measure),
+            _os.fsdecode(fit) if fit is not None else "",
+        )
+    )
+
+
+def _table(columns):
+    """A pandas DataFrame of `columns` (name -> sequence) when pandas imports, else a numpy
+    structured array with the same column names."""
+    try:
+        import pandas as _pandas
+    except ImportError:
+        _pandas = None
+    if _pandas is not None:
+        return _pandas.DataFrame(columns)
+    import numpy as _numpy
+
+    arrays = {name: _numpy.asarray(values) for name, values in columns.items()}
+    rows = len(next(iter(arrays.values()))) if arrays else 0
+    table = _numpy.zeros(rows, dtype=[(name, a.dtype) for name, a in arrays.items()])
+    for name, a in arrays.items():
+        table[name] = a
+    return table
+
+
+def load_run(folder):
+    """A run folder's trace.csv (written by run() or `stragglersim run`) as a table.
+
+    One row per trace row (row 0 is x0 at time 0), the columns of trace.csv: int64 for
+    iteration, workers_heard and partitions_covered, float64 otherwise (NaN for an empty cell).
+    """
+    return _table(dict(_stragglersim.read_trace(_os.path.join(_os.fsdecode(folder), "trace.csv"))))
+
+
+def _column_name(header):
+    """A grid column of index.csv ("/code/d") as a tidy name ("code.d", the run folders' spelling)."""
+    return header[1:].replace("/", ".") if header.startswith("/") else header
+
+
+def _index_columns(folder):
+    with open(_os.path.join(folder, "index.csv"), newline="", encoding="utf-8") as f:
+        reader = _csv.reader(f)
+        header = [_column_name(h) for h in next(reader)]
+        rows = list(reader)
+    columns = {}
+    for c, name in enumerate(header):
+        cells = [row[c] for row in rows]
+        typed = [_typed(v) if v != "" else float("nan") for v in cells]
+        if all(isinstance(v, int) for v in typed):
+            columns[name] = typed
+        elif all(isinstance(v, (int, float)) for v in typed):
+            columns[name] = [float(v) for v in typed]
+        else:
+            columns[name] = cells
+    return columns
+
+
+def load_sweep(folder, traces=False):
+    """A sweep folder (written by sweep() or `stragglersim sweep`) as a table.
+
+    Args:
+        folder: the sweep's output folder (index.csv and runs/<slug>/).
+        traces: False: index.csv, one row per run (index, repetition, seed, one column per
+            grid key, its "/" path written with dots as in the run folders, e.g. "code.d",
+            then the summary columns and folder). True: every run's trace, one row per
+            iteration of each run, the run's index, repetition, seed and grid columns first.
+    """
+    folder = _os.fsdecode(folder)
+    index = _index_columns(folder)
+    if not traces:
+        return _table(index)
+    # index.csv's columns up to status say which run a row is: index, repetition, seed, grid.
+    names = list(index)
+    grid = names[: names.index("status")]
+    long = {}
+    for i, run_folder in enumerate(index["folder"]):
+        trace = dict(_stragglersim.read_trace(_os.path.join(folder, run_folder, "trace.csv")))
+        rows = len(next(iter(trace.values())))
+        for name in grid:
+            long.setdefault(name, []).extend([index[name][i]] * rows)
+        for name, values in trace.items():
+            long.setdefault(name, []).extend(values.tolist())
+    return _table(long)

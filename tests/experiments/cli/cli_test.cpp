@@ -260,23 +260,17 @@ TEST_CASE("cli: an unknown command names the nearest one", "[experiments][cli]")
   CHECK(typo.status == 2);
   CHECK(typo.err ==
         "error: unknown command 'runn'; did you mean 'run'? valid commands are: advise, check, "
-        "codes, fit, list, run, sweep, theory\n");
+        "codes, fit, init, list, run, sweep, theory, trace, validate\n");
   CHECK(typo.out.empty());
   const Result swap = run("thoery", dir);
   CHECK(swap.err ==
         "error: unknown command 'thoery'; did you mean 'theory'? valid commands are: advise, "
-        "check, codes, fit, list, run, sweep, theory\n");
+        "check, codes, fit, init, list, run, sweep, theory, trace, validate\n");
   const Result far = run("simulate", dir);
   CHECK(far.status == 2);
   CHECK(far.err ==
-        "error: unknown command 'simulate'; valid commands are: advise, check, codes, fit, list, "
-        "run, sweep, theory\n");
-  // Levenshtein distances by hand: one deletion, a transposition (two substitutions), and
-  // every byte different.
-  CHECK(stragglersim::experiments::edit_distance("runn", "run") == 1);
-  CHECK(stragglersim::experiments::edit_distance("thoery", "theory") == 2);
-  CHECK(stragglersim::experiments::edit_distance("", "list") == 4);
-  CHECK(stragglersim::experiments::edit_distance("kitten", "sitting") == 3);
+        "error: unknown command 'simulate'; valid commands are: advise, check, codes, fit, init, "
+        "list, run, sweep, theory, trace, validate\n");
 }
 
 TEST_CASE("cli: --help shows defaults and points to the docs", "[experiments][cli]") {
@@ -334,9 +328,11 @@ TEST_CASE("cli: the unknown-key list names target_loss and backend", "[experimen
   const auto cfg = write_config(dir, c);
   const Result r = run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "o").string()), dir);
   CHECK(r.status == 2);
-  CHECK(r.err == fmt::format("error: {}:/targetloss: unknown key; valid keys are: backend, code, "
-                             "data, delay, loss, name, network, optimizer, partitions, rescale, "
-                             "sampler, seed, stopping, stragglers, target_loss, threads, workers\n",
+  CHECK(r.err == fmt::format("error: {}:/targetloss: unknown key 'targetloss'; did you mean "
+                             "'target_loss'? valid keys are: backend, code, data, data_seed, "
+                             "delay, loss, name, network, optimizer, partitions, rescale, "
+                             "sampler, seed, stopping, stragglers, target_loss, threads, workers
+                             ",
                              cfg.string()));
 }
 
@@ -388,4 +384,107 @@ TEST_CASE("cli: unusable output files and folders exit 2 before any compute",
     CHECK(ro.err == "error: --out: " + locked.string() + " is not writable; got \"" +
                         (locked / "o").string() + "\"; expected a folder this user may write\n");
   }
+}
+
+namespace {
+
+/// A delay-only config whose deadline (0.01 s) comes before any worker (shift 1 s): every
+/// iteration hears nobody, so every run warns no_worker_heard.
+nlohmann::json silent_config() {
+  return {{"name", "silent"},
+          {"workers", 4},
+          {"data", nullptr},
+          {"code", {{"kind", "uncoded"}}},
+          {"stopping", {{"rule", "deadline"}, {"after", 0.01}}},
+          {"delay", {{"kind", "shifted_exponential"}, {"shift", 1.0}, {"rate", 1.0}}},
+          {"optimizer", {{"iterations", 5}}}};
+}
+
+}  // namespace
+
+TEST_CASE("cli: --quiet prints nothing but errors and -o is --out", "[experiments][cli][quiet]") {
+  const auto dir = scratch("quiet");
+  const auto cfg = write_config(dir, silent_config());
+  const Result loud =
+      run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "a").string()), dir);
+  REQUIRE(loud.status == 0);
+  CHECK(loud.err.find("warning: no_worker_heard: ") != std::string::npos);
+  CHECK(loud.out.find("wrote ") != std::string::npos);
+  const Result quiet =
+      run(fmt::format("run '{}' -o '{}' --quiet", cfg.string(), (dir / "b").string()), dir);
+  REQUIRE(quiet.status == 0);
+  CHECK(quiet.out.empty());
+  CHECK(quiet.err.empty());
+  // -o wrote the same trace as --out.
+  CHECK(slurp(dir / "a" / "trace.csv") == slurp(dir / "b" / "trace.csv"));
+  const Result theory = run(fmt::format("theory '{}' -q --json", cfg.string()), dir);
+  CHECK(theory.status == 0);
+  CHECK(theory.err.empty());
+  CHECK(nlohmann::json::parse(theory.out).contains("expected_iteration_time"));
+  // Errors are still printed.
+  auto bad = silent_config();
+  bad["worker"] = 4;
+  const auto bad_cfg = write_config(dir, bad, "bad.json");
+  const Result error =
+      run(fmt::format("run '{}' -o '{}' --quiet", bad_cfg.string(), (dir / "c").string()), dir);
+  CHECK(error.status == 2);
+  CHECK(
+      error.err.find(":/worker: unknown key 'worker'; did you mean 'workers'? valid keys are: ") !=
+      std::string::npos);
+}
+
+TEST_CASE("cli: a sweep prints each warning once with its count of runs",
+          "[experiments][cli][quiet]") {
+  const auto dir = scratch("sweep_warnings");
+  const nlohmann::json sweep = {
+      {"name", "silent"}, {"base", silent_config()}, {"grid", {{"/workers", {4, 6, 8}}}}};
+  std::ofstream(dir / "s.json") << sweep.dump(2);
+  const Result r = run(
+      fmt::format("sweep '{}' -o '{}' --jobs 2", (dir / "s.json").string(), (dir / "o").string()),
+      dir);
+  REQUIRE(r.status == 0);
+  std::size_t lines = 0;
+  for (std::size_t at = r.err.find("warning: "); at != std::string::npos;
+       at = r.err.find("warning: ", at + 1)) {
+    ++lines;
+  }
+  // Two codes, one line each, in code order, for the 3 runs that all had both.
+  CHECK(lines == 2);
+  const auto below = r.err.find(
+      "warning: deadline_below_minimum_delay: 3 of 3 runs; first runs/workers=4_rep0: the "
+      "deadline 0.01 s is below the smallest possible delay of every worker (1 s)");
+  const auto silent = r.err.find(
+      "warning: no_worker_heard: 3 of 3 runs; first runs/workers=4_rep0: no worker was heard in 5 "
+      "of 5 iterations");
+  CHECK(below != std::string::npos);
+  CHECK(silent != std::string::npos);
+  CHECK(below < silent);
+  CHECK(fs::exists(dir / "o" / "runs" / "workers=4_rep0" / "trace.csv"));
+  const Result quiet = run(
+      fmt::format("sweep '{}' -o '{}' -q", (dir / "s.json").string(), (dir / "q").string()), dir);
+  REQUIRE(quiet.status == 0);
+  CHECK(quiet.out.empty());
+  CHECK(quiet.err.empty());
+  CHECK(slurp(dir / "o" / "index.csv") == slurp(dir / "q" / "index.csv"));
+}
+
+TEST_CASE("cli: --help names the run folders and the short options", "[experiments][cli][quiet]") {
+  const auto dir = scratch("help_frontdoor");
+  const Result sweep = run("sweep --help", dir);
+  CHECK(sweep.out.find("runs/<slug>/") != std::string::npos);
+  CHECK(sweep.out.find("<index>-<slug>") == std::string::npos);
+  for (const char* command : {"run", "sweep", "fit", "check", "init"}) {
+    CHECK(run(fmt::format("{} --help", command), dir).out.find("-o,--out") != std::string::npos);
+  }
+  for (const char* command : {"run", "sweep", "theory", "advise", "fit"}) {
+    CHECK(run(fmt::format("{} --help", command), dir).out.find("-q,--quiet") != std::string::npos);
+  }
+}
+
+TEST_CASE("cli: fit of a missing file names no line", "[experiments][cli][quiet]") {
+  const auto dir = scratch("fit_missing");
+  const Result r = run("fit missing.csv", dir);
+  CHECK(r.status == 2);
+  CHECK(r.err ==
+        "error: missing.csv: cannot open file (expected a readable CSV file of measured times)\n");
 }

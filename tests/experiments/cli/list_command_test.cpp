@@ -34,9 +34,9 @@ TEST_CASE("list: prints every row of the factory tables with its keys", "[experi
         "none (Model B)\n"
         "                        keys: shift (1), rate (1), tail (load)\n"
         "  trace                 measured per-worker times from a CSV file "
-        "(iteration,worker,seconds or worker,seconds), replayed in order (cycle) or resampled "
-        "(bootstrap)\n"
-        "                        keys: path, mode (cycle), tail (load)\n");
+        "(iteration,worker,seconds or worker,seconds), replayed in order (cycle), resampled by "
+        "rows (bootstrap), by blocks of consecutive rows (block) or per worker (empirical)\n"
+        "                        keys: path, mode (cycle), block (auto), tail (load)\n");
 }
 
 TEST_CASE("list: --json holds the same rows as the tables", "[experiments][list]") {

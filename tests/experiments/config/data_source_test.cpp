@@ -142,13 +142,13 @@ TEST_CASE("experiments: data source errors name the key and the accepted values"
   CHECK(synthetic({{"generator", "amazon_like"}, {"positive_fraction", 1.0}}) ==
         "cfg.json:/data/positive_fraction: out of range; got 1.0; expected a number in [0.01, "
         "0.99]");
-  CHECK(
-      synthetic({{"generator", "gaussian_mixture"},
-                 {"rows", 10},
-                 {"features", 2},
-                 {"storage", "sparse"}}) ==
-      "cfg.json:/data/storage: unknown key; valid keys are: condition, features, generator, rows, "
-      "separation, source, test_fraction");
+  CHECK(synthetic({{"generator", "gaussian_mixture"},
+                   {"rows", 10},
+                   {"features", 2},
+                   {"storage", "sparse"}}) ==
+        "cfg.json:/data/storage: unknown key 'storage'; valid keys are: condition, features, "
+        "generator, rows, "
+        "separation, source, test_fraction");
 
   const auto fashion = [](const nlohmann::json& extra) {
     nlohmann::json d = {{"source", "fashion_mnist"}};
@@ -167,7 +167,8 @@ TEST_CASE("experiments: data source errors name the key and the accepted values"
         "cfg.json:/data/dir: cannot open data directory; got \"nowhere\"; expected a folder "
         "holding Fashion-MNIST's IDX files (Debian package dataset-fashion-mnist)");
   CHECK(fashion({{"test_fraction", 0.2}}) ==
-        "cfg.json:/data/test_fraction: unknown key; valid keys are: classes, dir, rows, scale, "
+        "cfg.json:/data/test_fraction: unknown key 'test_fraction'; valid keys are: classes, dir, "
+        "rows, scale, "
         "source");
   REQUIRE(fashion_mnist_installed());
   CHECK(fashion({{"rows", 20'000}}) ==

@@ -168,7 +168,7 @@ TEST_CASE("config: the unknown-key list is the factory row's keys", "[experiment
       delay["path"] = four_worker_trace(dir);
     }
     CHECK(error_of(delay_only_config(delay)) ==
-          "cfg.json:/delay/bogus: unknown key; valid keys are: " + join(keys));
+          "cfg.json:/delay/bogus: unknown key 'bogus'; valid keys are: " + join(keys));
   }
   for (const auto& row : stopping_factories()) {
     auto keys = keys_of(row, kStoppingKeys);
@@ -180,7 +180,8 @@ TEST_CASE("config: the unknown-key list is the factory row's keys", "[experiment
     } else if (row.name == "deadline") {
       c["stopping"]["after"] = 2.0;
     }
-    CHECK(error_of(c) == "cfg.json:/stopping/bogus: unknown key; valid keys are: " + join(keys));
+    CHECK(error_of(c) ==
+          "cfg.json:/stopping/bogus: unknown key 'bogus'; valid keys are: " + join(keys));
   }
 }
 

@@ -66,7 +66,8 @@ TEST_CASE("experiments: an mpi backend config reads the threads keys and inject"
   c["backend"].erase("inject");
   c["backend"]["injekt"] = true;
   CHECK(error_of(c) ==
-        "cfg.json:/backend/injekt: unknown key; valid keys are: faults, inject, kind, "
+        "cfg.json:/backend/injekt: unknown key 'injekt'; did you mean 'inject'? valid keys are: "
+        "faults, inject, kind, "
         "seconds_per_unit, timeout");
   c = mpi_config();
   c["data"] = nullptr;

@@ -80,11 +80,13 @@ TEST_CASE("experiments: bad configs name the file and JSON pointer and the accep
     return error_of(c);
   };
   CHECK(with([](auto& c) { c["code"]["kind"] = "frcc"; }) ==
-        "cfg.json:/code/kind: unknown code 'frcc'; valid values are: bgc, crc, cyclic_mds, "
+        "cfg.json:/code/kind: unknown code 'frcc'; did you mean 'frc'? valid values are: bgc, crc, "
+        "cyclic_mds, "
         "expander, frc, sgc, "
         "uncoded");
   CHECK(with([](auto& c) { c["delay"]["rte"] = 2; }) ==
-        "cfg.json:/delay/rte: unknown key; valid keys are: kind, rate, shift, tail");
+        "cfg.json:/delay/rte: unknown key 'rte'; did you mean 'rate'? valid keys are: kind, rate, "
+        "shift, tail");
   CHECK(with([](auto& c) { c["code"]["d"] = 4; }) ==
         "cfg.json:/code/d: replication must divide the workers; got 4; expected a divisor of "
         "workers = 6");
@@ -97,7 +99,8 @@ TEST_CASE("experiments: bad configs name the file and JSON pointer and the accep
   CHECK(with([](auto& c) { c.erase("workers"); }) ==
         "cfg.json:/workers: missing required key; expected an integer");
   CHECK(with([](auto& c) { c["stopping"]["rule"] = "fist_r"; }) ==
-        "cfg.json:/stopping/rule: unknown stopping rule 'fist_r'; valid values are: all, deadline, "
+        "cfg.json:/stopping/rule: unknown stopping rule 'fist_r'; did you mean 'first_r'? valid "
+        "values are: all, deadline, "
         "decodable, first_r, first_r_or_decodable");
   CHECK(with([](auto& c) { c["data"]["test_fraction"] = 1.5; }) ==
         "cfg.json:/data/test_fraction: out of range; got 1.5; expected a number in [0, 0.95]");

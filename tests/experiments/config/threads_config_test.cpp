@@ -87,7 +87,8 @@ TEST_CASE("experiments: a threads backend config resolves its defaults",
 TEST_CASE("experiments: bad threads backend keys name the file and JSON pointer",
           "[experiments][config][errors][threads]") {
   CHECK(error_with([](auto& c) { c["backend"]["kind"] = "thread"; }) ==
-        "cfg.json:/backend/kind: unknown backend 'thread'; valid values are: simulated, threads, "
+        "cfg.json:/backend/kind: unknown backend 'thread'; did you mean 'threads'? valid values "
+        "are: simulated, threads, "
         "mpi");
   CHECK(error_with([](auto& c) { c["backend"]["seconds_per_unit"] = -0.5; }) ==
         "cfg.json:/backend/seconds_per_unit: out of range; got -0.5; expected a number > 0");
@@ -96,10 +97,11 @@ TEST_CASE("experiments: bad threads backend keys name the file and JSON pointer"
   CHECK(error_with([](auto& c) { c["backend"]["timeout"] = "long"; }) ==
         "cfg.json:/backend/timeout: wrong type; got \"long\"; expected a number");
   CHECK(error_with([](auto& c) { c["backend"]["timout"] = 1.0; }) ==
-        "cfg.json:/backend/timout: unknown key; valid keys are: kind, seconds_per_unit, timeout");
+        "cfg.json:/backend/timout: unknown key 'timout'; did you mean 'timeout'? valid keys are: "
+        "kind, seconds_per_unit, timeout");
   CHECK(error_with([](auto& c) {
           c["backend"] = {{"kind", "simulated"}, {"timeout", 1.0}};
-        }) == "cfg.json:/backend/timeout: unknown key; valid keys are: kind");
+        }) == "cfg.json:/backend/timeout: unknown key 'timeout'; valid keys are: kind");
   CHECK(error_with([](auto& c) { c["backend"]["faults"] = 3; }) ==
         "cfg.json:/backend/faults: wrong type; got 3; expected an array of fault objects");
   CHECK(error_with([](auto& c) { c["backend"]["faults"] = {3}; }) ==
@@ -130,7 +132,7 @@ TEST_CASE("experiments: bad threads backend keys name the file and JSON pointer"
   CHECK(error_with([](auto& c) {
           c["backend"]["faults"] = {{{"worker", 1}, {"kind", "hang"}, {"factor", 2}}};
         }) ==
-        "cfg.json:/backend/faults/0/factor: unknown key; valid keys are: from_iteration, "
+        "cfg.json:/backend/faults/0/factor: unknown key 'factor'; valid keys are: from_iteration, "
         "kind, worker");
   CHECK(error_with([](auto& c) {
           c["backend"]["faults"] = {{{"worker", 1}, {"kind", "crash"}, {"from_iteration", 0}}};
@@ -139,7 +141,8 @@ TEST_CASE("experiments: bad threads backend keys name the file and JSON pointer"
   CHECK(error_with([](auto& c) {
           c["backend"]["faults"] = {{{"worker", 1}, {"kind", "crash"}, {"after", 2}}};
         }) ==
-        "cfg.json:/backend/faults/0/after: unknown key; valid keys are: from_iteration, kind, "
+        "cfg.json:/backend/faults/0/after: unknown key 'after'; valid keys are: from_iteration, "
+        "kind, "
         "worker");
   CHECK(error_with([](auto& c) {
           c["backend"]["faults"] = {{{"worker", 3}, {"kind", "crash"}},

@@ -1,0 +1,175 @@
+// `stragglersim trace import FILE --format csv|chrome ... --out times.csv`: measured times in
+// another layout converted to the trace layout iteration,worker,seconds (docs/traces.md).
+
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "experiments/cli/commands.h"
+#include "experiments/config/config_error.h"
+#include "experiments/run_output.h"
+#include "fit/trace_import.h"
+
+namespace stragglersim::experiments {
+namespace {
+
+struct ImportArgs {
+  std::string path;
+  std::string format;
+  sim::CsvImportOptions csv;
+  sim::ChromeImportOptions chrome;
+  std::string group_by = "dp_rank";
+  std::string missing = "drop";
+  std::string out;
+  /// Options given that belong to the other format (named for the error).
+  std::vector<std::string> csv_only_given;
+  std::vector<std::string> chrome_only_given;
+};
+
+[[noreturn]] void reject_value(const std::string& option,
+                               const std::string& problem,
+                               const std::string& got,
+                               const std::string& expected) {
+  throw ConfigError(fmt::format("{}: {}; got \"{}\"; expected {}", option, problem, got, expected));
+}
+
+void check_options(const ImportArgs& a) {
+  if (a.format != "csv" && a.format != "chrome") {
+    reject_value("--format", "unknown format", a.format, "one of: chrome, csv");
+  }
+  const auto& other = a.format == "csv" ? a.chrome_only_given : a.csv_only_given;
+  if (!other.empty()) {
+    reject_value(other.front(),
+                 fmt::format("not an option of --format {}", a.format),
+                 other.front(),
+                 fmt::format("--format {}", a.format == "csv" ? "chrome" : "csv"));
+  }
+  if (a.group_by != "dp_rank" && a.group_by != "rank") {
+    reject_value("--group-by", "unknown grouping", a.group_by, "one of: dp_rank, rank");
+  }
+  if (a.missing != "drop" && a.missing != "censor") {
+    reject_value("--missing", "unknown rule", a.missing, "one of: censor, drop");
+  }
+  const Validation v = a.format == "csv" ? a.csv.validate() : a.chrome.validate();
+  if (v) {
+    std::string got = v->field == "--scale" ? fmt::format("{}", a.csv.scale) : "";
+    if (v->field == "--iteration") got = a.csv.iteration_column;
+    if (v->field == "--worker") got = a.csv.worker_column;
+    if (v->field == "--seconds") got = a.csv.seconds_column;
+    if (v->field == "--events") got = fmt::format("{}", fmt::join(a.chrome.events, ","));
+    reject_value(v->field, v->problem, got, v->expected);
+  }
+}
+
+/// "0=a 1=b …": written index = source label.
+template <class Labels>
+std::string mapping(const Labels& labels) {
+  std::string out;
+  for (std::size_t k = 0; k < labels.size(); ++k) {
+    out += fmt::format("{}{}={}", k == 0 ? "" : " ", k, labels[k]);
+  }
+  return out;
+}
+
+void print_summary(const ImportArgs& a, const sim::TimeTable& table, const sim::ImportedTrace& t) {
+  std::cout << fmt::format(
+      "{}: {} workers, {} iterations written to {}; {} missing cells: {} iterations dropped, {} "
+      "times censored{}\n",
+      a.path,
+      t.workers,
+      t.iterations,
+      a.out,
+      t.missing_cells,
+      t.dropped_iterations,
+      t.censored_cells,
+      table.repeated_rows > 0 ? fmt::format("; {} repeated rows merged", table.repeated_rows)
+                              : std::string());
+  const char* ids = a.format == "csv"      ? "worker ids"
+                    : a.group_by == "rank" ? "pid/tid pairs"
+                                           : "pids";
+  std::cout << fmt::format("workers 0..{} are the source's {} in sorted order: {}\n",
+                           t.workers - 1,
+                           ids,
+                           mapping(table.worker_ids));
+  std::cout << fmt::format(
+      "times written: median {:.6g}, mean {:.6g}, max {:.6g}\n", t.median, t.mean, t.max);
+  if (table.renumbered) {
+    std::cout << fmt::format(
+        "iterations 0..{} are the steps: {}\n", t.iterations - 1, mapping(t.source_iterations));
+  } else {
+    std::cout << fmt::format("iterations keep the source's numbers: {}..{}\n",
+                             t.source_iterations.front(),
+                             t.source_iterations.back());
+  }
+}
+
+int command_trace_import(ImportArgs a) {
+  check_options(a);
+  check_output_file(a.out, "--out");
+  a.chrome.group_by =
+      a.group_by == "rank" ? sim::TraceGrouping::kRank : sim::TraceGrouping::kDataParallelRank;
+  const auto missing =
+      a.missing == "censor" ? sim::MissingCells::kCensor : sim::MissingCells::kDrop;
+  sim::TimeTable table;
+  sim::ImportedTrace trace;
+  try {
+    table = a.format == "csv" ? sim::import_csv_times(a.path, a.csv)
+                              : sim::import_chrome_times(a.path, a.chrome);
+    trace = sim::write_imported_trace(table, missing);
+  } catch (const sim::TraceFileError& e) {
+    throw ConfigError(e.what());
+  }
+  write_file_atomically(a.out, trace.csv);
+  print_summary(a, table, trace);
+  return 0;
+}
+
+}  // namespace
+
+Subcommand add_trace_command(CLI::App& app) {
+  auto args = std::make_shared<ImportArgs>();
+  auto* cmd = app.add_subcommand("trace", "measured-time files: import other layouts");
+  cmd->require_subcommand(1);
+  auto* import = cmd->add_subcommand(
+      "import", "convert a CSV table or a Chrome trace to iteration,worker,seconds");
+  import->add_option("file", args->path, "the source file")->required();
+  import->add_option("--format", args->format, "csv or chrome")->required();
+  struct OnlyFor {
+    CLI::Option* option;
+    bool csv;
+  };
+  const std::vector<OnlyFor> only_for = {
+      {import->add_option("--iteration", args->csv.iteration_column, "csv: iteration column"),
+       true},
+      {import->add_option("--worker", args->csv.worker_column, "csv: worker id column"), true},
+      {import->add_option("--seconds", args->csv.seconds_column, "csv: time column"), true},
+      {import->add_option("--scale", args->csv.scale, "csv: seconds per unit of the time column"),
+       true},
+      {import->add_option("--events", args->chrome.events, "chrome: event names summed")
+           ->delimiter(','),
+       false},
+      {import->add_option("--group-by", args->group_by, "chrome: dp_rank (pid) or rank (pid, tid)"),
+       false},
+  };
+  import->add_option("--missing", args->missing, "drop or censor iterations with missing times");
+  import->add_option("--out", args->out, "the trace file written")->required();
+  for (CLI::Option* option : import->get_options()) {
+    if (option->get_required()) {
+      option->default_str("");  // a required option has no default to show
+    }
+  }
+  return {cmd, [args, only_for] {
+            for (const auto& o : only_for) {
+              if (o.option->count() > 0) {
+                (o.csv ? args->csv_only_given : args->chrome_only_given)
+                    .push_back(o.option->get_name());
+              }
+            }
+            return command_trace_import(*args);
+          }};
+}
+
+}  // namespace stragglersim::experiments

@@ -1,0 +1,348 @@
+#include "experiments/trace_validation.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <utility>
+
+#include "experiments/config/config_error.h"
+#include "experiments/config/run_plan.h"
+#include "experiments/fit_report.h"
+#include "experiments/scheme_advice.h"
+#include "fit/delay_fit.h"
+#include "models/base/invariant.h"
+#include "sim/delays/trace_delay.h"
+#include "sim/theory/iteration_time_theory.h"
+
+namespace stragglersim::experiments {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr const char* kBlockModel = "block replay";
+constexpr const char* kEmpiricalModel = "empirical";
+
+/// Iterations [begin, end) of an iteration-form trace, as a trace of their own.
+sim::DelayTrace trace_part(const sim::DelayTrace& trace, std::size_t begin, std::size_t end) {
+  sim::DelayTrace part;
+  part.path = trace.path;
+  part.workers = trace.workers;
+  part.has_iterations = true;
+  const auto first = static_cast<std::ptrdiff_t>(begin);
+  const auto last = static_cast<std::ptrdiff_t>(end);
+  part.per_iteration.assign(trace.per_iteration.begin() + first,
+                            trace.per_iteration.begin() + last);
+  part.iterations.assign(trace.iterations.begin() + first, trace.iterations.begin() + last);
+  part.per_worker.assign(static_cast<std::size_t>(trace.workers), {});
+  for (const auto& row : part.per_iteration) {
+    for (std::size_t w = 0; w < row.size(); ++w) {
+      part.per_worker[w].push_back(row[w]);
+    }
+  }
+  return part;
+}
+
+/// The trace must fit the config and leave two iterations on each side of the split.
+std::size_t checked_split(const sim::DelayTrace& trace, int workers, double holdout) {
+  if (!trace.has_iterations) {
+    throw ConfigError(
+        fmt::format("--trace: {}: no iteration column; expected an iteration,worker,seconds trace",
+                    trace.path));
+  }
+  if (!trace.censored_lines.empty()) {
+    throw ConfigError(
+        fmt::format("--trace: {}:{}: censored time (empty seconds); expected every time measured",
+                    trace.path,
+                    trace.censored_lines.front()));
+  }
+  if (trace.workers != workers) {
+    throw ConfigError(
+        fmt::format("--trace: trace '{}' has {} workers; expected {} (the config's "
+                    "workers)",
+                    trace.path,
+                    trace.workers,
+                    workers));
+  }
+  const std::size_t total = trace.per_iteration.size();
+  const auto fit =
+      static_cast<std::size_t>(std::lround((1.0 - holdout) * static_cast<double>(total)));
+  if (fit < 2 || fit + 2 > total) {
+    throw ConfigError(
+        fmt::format("--holdout: leaves {} of {} iterations to fit and {} to replay; "
+                    "got {}; expected at least 2 in each part",
+                    fit,
+                    total,
+                    total - std::min(fit, total),
+                    holdout));
+  }
+  return fit;
+}
+
+/// The best family by AIC on the fit part, as a config delay block with the config's tail.
+nlohmann::json fitted_block(const sim::DelayTrace& part, const std::string& tail) {
+  const sim::DelayFitReport report = sim::fit_delay_models(part.per_worker, true);
+  if (!report.best) {
+    throw ConfigError(
+        fmt::format("--trace: {}: no delay family could be fitted to the first {} "
+                    "iterations; expected at least five distinct times",
+                    part.path,
+                    part.per_iteration.size()));
+  }
+  nlohmann::json block = delay_block(report.fits[*report.best]);
+  block["tail"] = tail;
+  return block;
+}
+
+/// What one candidate scheme needs from the models: its plan (fitted delay) and description.
+struct Context {
+  const nlohmann::json& fitted_config;
+  const std::string& file;
+  const std::filesystem::path& base_dir;
+  const sim::DelayTrace& fit;
+  const sim::DelayTrace& holdout;
+  sim::TailScaling tail;
+  std::size_t block;
+  std::vector<std::string> models;
+};
+
+sim::IterationTimePrediction trace_prediction(const Context& ctx,
+                                              const sim::SchemeDescription& scheme,
+                                              const sim::DelayTrace& trace,
+                                              sim::TraceDelay::Mode mode) {
+  const sim::TraceDelay delay(
+      sim::scheme_loads(scheme), trace, {.mode = mode, .tail = ctx.tail, .block = ctx.block});
+  return sim::predict_iteration_time(scheme, delay);
+}
+
+/// One row per model for `candidate` (all with the same problem when it is not compared).
+std::vector<ValidationRow> compare(const Context& ctx, const SchemeCandidate& candidate) {
+  std::vector<ValidationRow> rows;
+  for (const auto& model : ctx.models) {
+    ValidationRow row;
+    row.model = model;
+    row.scheme = candidate.label;
+    rows.push_back(std::move(row));
+  }
+  RunPlan plan;
+  std::string why;
+  try {
+    plan = plan_run(apply_candidate(ctx.fitted_config, candidate), ctx.file, ctx.base_dir);
+  } catch (const ConfigError& e) {
+    why = e.what();
+  }
+  const auto scheme = why.empty() ? sim::describe_scheme(plan.scheme, &why) : std::nullopt;
+  if (!scheme) {
+    for (auto& row : rows) row.problem = why;
+    return rows;
+  }
+  const double replayed =
+      trace_prediction(ctx, *scheme, ctx.holdout, sim::TraceDelay::Mode::kCycle).mean;
+  for (auto& row : rows) {
+    sim::IterationTimePrediction p;
+    if (row.model == kBlockModel) {
+      p = trace_prediction(ctx, *scheme, ctx.fit, sim::TraceDelay::Mode::kBlock);
+    } else if (row.model == kEmpiricalModel) {
+      p = trace_prediction(ctx, *scheme, ctx.fit, sim::TraceDelay::Mode::kEmpirical);
+    } else {
+      p = sim::predict_iteration_time(*scheme, *plan.make_delays());
+    }
+    row.predicted = p.mean;
+    row.method = p.method;
+    row.replayed = replayed;
+    row.relative_error = (p.mean - replayed) / replayed;
+  }
+  return rows;
+}
+
+/// The recommended scheme of each model (smallest prediction) against the replay's best.
+std::vector<ModelVerdict> verdicts(const std::vector<ValidationRow>& rows,
+                                   const std::vector<std::string>& models,
+                                   double tolerance) {
+  std::vector<ModelVerdict> out;
+  for (const auto& model : models) {
+    const ValidationRow* recommended = nullptr;
+    const ValidationRow* best = nullptr;
+    for (const auto& row : rows) {
+      if (row.model != model || !row.problem.empty() || !std::isfinite(row.predicted)) {
+        continue;
+      }
+      if (recommended == nullptr || row.predicted < recommended->predicted) recommended = &row;
+      if (best == nullptr || row.replayed < best->replayed) best = &row;
+    }
+    if (recommended == nullptr) {
+      continue;
+    }
+    out.push_back(
+        {.model = model,
+         .recommended = recommended->scheme,
+         .recommended_replayed = recommended->replayed,
+         .best = best->scheme,
+         .best_replayed = best->replayed,
+         .recommended_is_best = recommended->replayed <= (1.0 + tolerance) * best->replayed});
+  }
+  return out;
+}
+
+/// The candidates of `advise`, the deadline one at the block replay's mean wait of ErasureHead
+/// d = 2, r = n/2 (as advise places it), compared model-major.
+std::vector<ValidationRow> compare_candidates(const Context& ctx, int workers) {
+  std::vector<std::vector<ValidationRow>> per_candidate;
+  const std::string anchor =
+      fmt::format("erasurehead frc d=2 r={}", std::clamp((workers + 1) / 2, 1, workers));
+  double deadline = 0.0;
+  for (const auto& c : scheme_candidates(workers, 0.0)) {
+    per_candidate.push_back(compare(ctx, c));
+    for (const auto& row : per_candidate.back()) {
+      if (c.label == anchor && row.model == kBlockModel && row.problem.empty()) {
+        deadline = row.predicted;
+      }
+    }
+  }
+  if (deadline > 0.0) {
+    for (const auto& c : scheme_candidates(workers, deadline)) {
+      if (c.label.find("deadline") != std::string::npos) {
+        per_candidate.push_back(compare(ctx, c));
+      }
+    }
+  }
+  std::vector<ValidationRow> rows;
+  for (std::size_t m = 0; m < ctx.models.size(); ++m) {
+    for (const auto& candidate_rows : per_candidate) {
+      rows.push_back(candidate_rows[m]);
+    }
+  }
+  return rows;
+}
+
+nlohmann::json number_or_null(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
+
+}  // namespace
+
+StationarityTest test_stationarity(const std::vector<double>& series,
+                                   std::size_t fit,
+                                   double level) {
+  STRAGGLERSIM_ASSERT(fit >= 2 && fit + 2 <= series.size(), "each part needs two iterations");
+  const std::size_t sizes[2] = {fit, series.size() - fit};
+  const double* starts[2] = {series.data(), series.data() + fit};
+  StationarityTest t;
+  t.level = level;
+  t.batch = std::max<std::size_t>(1,
+                                  static_cast<std::size_t>(std::floor(std::sqrt(
+                                      static_cast<double>(std::min(sizes[0], sizes[1]))))));
+  double means[2] = {0.0, 0.0};
+  double squares = 0.0;
+  std::size_t batches = 0;
+  for (int part = 0; part < 2; ++part) {
+    for (std::size_t k = 0; k < sizes[part]; ++k) means[part] += starts[part][k];
+    means[part] /= static_cast<double>(sizes[part]);
+    for (std::size_t b = 0; b + t.batch <= sizes[part]; b += t.batch, ++batches) {
+      double m = 0.0;
+      for (std::size_t k = b; k < b + t.batch; ++k) m += starts[part][k] - means[part];
+      m /= static_cast<double>(t.batch);
+      squares += m * m;
+    }
+  }
+  t.fit_mean = means[0];
+  t.holdout_mean = means[1];
+  const double variance =
+      batches > 2 ? static_cast<double>(t.batch) * squares / static_cast<double>(batches - 2) : 0.0;
+  t.long_run_sd = std::sqrt(variance);
+  const double se = t.long_run_sd * std::sqrt(1.0 / static_cast<double>(sizes[0]) +
+                                              1.0 / static_cast<double>(sizes[1]));
+  const double difference = t.holdout_mean - t.fit_mean;
+  t.statistic = se > 0.0 ? difference / se : (difference == 0.0 ? 0.0 : kNaN);
+  t.p_value = std::isnan(t.statistic) ? 0.0 : std::erfc(std::abs(t.statistic) / std::sqrt(2.0));
+  return t;
+}
+
+Validation validate_trace(const nlohmann::json& config,
+                          const std::string& file,
+                          const std::filesystem::path& base_dir,
+                          const sim::DelayTrace& trace,
+                          const ValidationOptions& options) {
+  if (!(options.holdout > 0.0 && options.holdout < 1.0)) {
+    throw ConfigError(
+        fmt::format("--holdout: outside (0, 1); got {}; expected a fraction of the "
+                    "iterations strictly between 0 and 1",
+                    options.holdout));
+  }
+  const RunPlan base = plan_run(config, file, base_dir);
+  const std::size_t split = checked_split(trace, base.workers, options.holdout);
+  Validation v;
+  v.trace = trace.path;
+  v.tolerance = options.tolerance;
+  v.fit_iterations = split;
+  v.holdout_iterations = trace.per_iteration.size() - split;
+  v.stationarity = test_stationarity(sim::iteration_means(trace), split, options.level);
+  const sim::DelayTrace fit = trace_part(trace, 0, split);
+  const sim::DelayTrace holdout = trace_part(trace, split, trace.per_iteration.size());
+  const nlohmann::json& delay = config.value("delay", nlohmann::json::object());
+  const std::string tail =
+      delay.is_object() && delay.value("tail", "load") == "none" ? "none" : "load";
+  v.fitted_delay = fitted_block(fit, tail);
+  v.block_length = sim::auto_block_length(sim::iteration_means(fit));
+  nlohmann::json fitted_config = config;
+  fitted_config["delay"] = v.fitted_delay;
+  const Context ctx{
+      .fitted_config = fitted_config,
+      .file = file,
+      .base_dir = base_dir,
+      .fit = fit,
+      .holdout = holdout,
+      .tail = tail == "none" ? sim::TailScaling::kNone : sim::TailScaling::kLoad,
+      .block = v.block_length,
+      .models = {
+          "fit: " + v.fitted_delay["kind"].get<std::string>(), kBlockModel, kEmpiricalModel}};
+  v.rows = compare_candidates(ctx, base.workers);
+  v.verdicts = verdicts(v.rows, ctx.models, options.tolerance);
+  return v;
+}
+
+nlohmann::json validation_json(const Validation& v) {
+  const auto& s = v.stationarity;
+  nlohmann::json j = {{"trace", v.trace},
+                      {"fit_iterations", v.fit_iterations},
+                      {"holdout_iterations", v.holdout_iterations},
+                      {"stationarity",
+                       {{"fit_mean", s.fit_mean},
+                        {"holdout_mean", s.holdout_mean},
+                        {"batch", s.batch},
+                        {"long_run_sd", s.long_run_sd},
+                        {"statistic", number_or_null(s.statistic)},
+                        {"p_value", s.p_value},
+                        {"level", s.level},
+                        {"stationary", s.stationary()}}},
+                      {"fitted_delay", v.fitted_delay},
+                      {"block_length", v.block_length},
+                      {"tolerance", v.tolerance},
+                      {"rows", nlohmann::json::array()},
+                      {"verdicts", nlohmann::json::array()}};
+  for (const auto& r : v.rows) {
+    nlohmann::json row = {{"model", r.model}, {"scheme", r.scheme}};
+    if (!r.problem.empty()) {
+      row["problem"] = r.problem;
+    } else {
+      row["predicted"] = number_or_null(r.predicted);
+      row["replayed"] = number_or_null(r.replayed);
+      row["relative_error"] = number_or_null(r.relative_error);
+      row["method"] = r.method;
+    }
+    j["rows"].push_back(row);
+  }
+  for (const auto& m : v.verdicts) {
+    j["verdicts"].push_back({{"model", m.model},
+                             {"recommended", m.recommended},
+                             {"recommended_replayed", m.recommended_replayed},
+                             {"best", m.best},
+                             {"best_replayed", m.best_replayed},
+                             {"recommended_is_best", m.recommended_is_best}});
+  }
+  return j;
+}
+
+}  // namespace stragglersim::experiments

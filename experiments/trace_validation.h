@@ -1,0 +1,105 @@
+#pragma once
+// `stragglersim validate CONFIG.json --trace times.csv` (docs/validate.md): how well the
+// predictions made from the first part of a measured trace hold on the rest of it.
+//
+// The trace's T iterations (iteration form) are split in increasing iteration order into a fit
+// part, the first T_f = round((1 − h)·T), and a held-out part, the last T − T_f (h the holdout
+// fraction). Three models are built from the fit part alone:
+//   fit: <family>   the family with the smallest AIC (fit/delay_fit.h) on the fit part's times;
+//   block replay    the fit part replayed in block mode (sim/delays/trace_delay.h: its rows);
+//   empirical       the fit part's per-worker marginals, independent workers;
+// and each predicts the mean iteration time of every candidate scheme `advise` ranks
+// (experiments/scheme_advice.h) with the theory (sim/theory/iteration_time_theory.h). The held-out
+// part replayed in cycle mode gives the "replayed" mean, exact by the theory's trace-rows path.
+// Schemes the theory does not model (BGC) are listed with the reason and not compared.
+//
+// Stationarity, before anything is predicted: x_t the per-iteration mean time over workers,
+// x̄_f and x̄_h its means over the two parts,
+//   z = (x̄_h − x̄_f) / (σ̂·√(1/T_f + 1/(T − T_f))),   p = P(|N(0, 1)| > |z|),
+// σ̂² the long-run variance of x by batch means (batches of b = ⌊√min(T_f, T − T_f)⌋ consecutive
+// iterations within each part, each part centred on its own mean: σ̂² = b·Σ m_j² / (B − 2) over
+// the B batch means m_j), so that persistence does not pass for a change. The trace is called not
+// stationary when p < level (0.01): the prediction then does not apply.
+
+#include <cstddef>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "fit/delay_trace.h"
+
+namespace stragglersim::experiments {
+
+struct ValidationOptions {
+  double holdout = 0.5;  ///< h ∈ (0, 1)
+  double level = 0.01;   ///< of the stationarity test
+  /// A recommended scheme counts as the replay's best when its replayed mean is within this
+  /// relative margin of the best replayed mean.
+  double tolerance = 0.10;
+};
+
+/// The change-point test of the header.
+struct StationarityTest {
+  double fit_mean = 0.0;      ///< x̄_f
+  double holdout_mean = 0.0;  ///< x̄_h
+  std::size_t batch = 1;      ///< b
+  double long_run_sd = 0.0;   ///< σ̂
+  double statistic = 0.0;     ///< z
+  double p_value = 1.0;
+  double level = 0.01;
+  [[nodiscard]] bool stationary() const { return !(p_value < level); }
+};
+
+/// The test on the per-iteration means `series` split after `fit` iterations (2 ≤ fit ≤ size − 2).
+[[nodiscard]] StationarityTest test_stationarity(const std::vector<double>& series,
+                                                 std::size_t fit,
+                                                 double level);
+
+/// One (model, scheme) comparison.
+struct ValidationRow {
+  std::string model;
+  std::string scheme;
+  std::string problem;          ///< non-empty when not compared (and why)
+  double predicted = 0.0;       ///< the model's E[Z], seconds
+  double replayed = 0.0;        ///< the held-out rows' mean Z
+  double relative_error = 0.0;  ///< (predicted − replayed) / replayed
+  std::string method;           ///< the theory's method for the prediction
+};
+
+/// Per model: the scheme it recommends (smallest predicted mean) against the replay's best.
+struct ModelVerdict {
+  std::string model;
+  std::string recommended;
+  double recommended_replayed = 0.0;
+  std::string best;
+  double best_replayed = 0.0;
+  bool recommended_is_best = false;  ///< within the tolerance
+};
+
+struct Validation {
+  std::string trace;
+  std::size_t fit_iterations = 0;
+  std::size_t holdout_iterations = 0;
+  StationarityTest stationarity;
+  nlohmann::json fitted_delay;   ///< the fitted family's config block
+  std::size_t block_length = 0;  ///< the block replay's automatic L
+  double tolerance = 0.1;
+  std::vector<ValidationRow> rows;  ///< model-major, schemes in candidate order
+  std::vector<ModelVerdict> verdicts;
+};
+
+/// Validates the predictions for `config` (read from `file`, paths relative to `base_dir`) on
+/// `trace`. ConfigError for: holdout outside (0, 1), a trace without an iteration column, with
+/// censored times, whose workers differ from the config's, or too short to leave 2 iterations in
+/// each part; the fit part when no family can be fitted to it; a config that does not plan.
+[[nodiscard]] Validation validate_trace(const nlohmann::json& config,
+                                        const std::string& file,
+                                        const std::filesystem::path& base_dir,
+                                        const sim::DelayTrace& trace,
+                                        const ValidationOptions& options);
+
+/// What `validate --json` prints (docs/validate.md lists every key).
+[[nodiscard]] nlohmann::json validation_json(const Validation& validation);
+
+}  // namespace stragglersim::experiments

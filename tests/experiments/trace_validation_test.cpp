@@ -1,0 +1,163 @@
+// `validate` (experiments/trace_validation.h, docs/validate.md): the change-point test by hand,
+// the table on a stationary synthetic trace (small errors, the verdicts recomputed here), a trace
+// with a change point flagged, and the bad options.
+
+#include "experiments/trace_validation.h"
+
+#include <fmt/format.h>
+
+#include <boost/random/exponential_distribution.hpp>
+#include <boost/random/mersenne_twister.hpp>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "experiments/config/config_error.h"
+#include "fit/delay_trace.h"
+#include "tests/test_support.h"
+
+namespace stragglersim::experiments {
+namespace {
+
+using testing::TempDir;
+
+/// `iterations` rows of `workers` times a + Exp(rate), the parameters switching to (a2, rate2)
+/// after `change` iterations.
+std::string exponential_trace(int workers, int iterations, int change, double a2, double rate2) {
+  boost::random::mt19937 engine(99);
+  std::string csv = "iteration,worker,seconds\n";
+  for (int t = 0; t < iterations; ++t) {
+    const bool after = t >= change;
+    boost::random::exponential_distribution<double> tail(after ? rate2 : 2.0);
+    for (int i = 0; i < workers; ++i) {
+      csv += fmt::format("{},{},{:.9f}\n", t + 1, i, (after ? a2 : 1.0) + tail(engine));
+    }
+  }
+  return csv;
+}
+
+std::string config_error(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST_CASE("validate: the change-point statistic by hand", "[experiments][validate]") {
+  // Parts {1, 2, 3, 6} and {2, 3, 5, 6}: means 3 and 4; batches of ⌊√4⌋ = 2 of the centred parts
+  // give −1.5, 1.5, −1.5, 1.5, so σ² = 2·9/(4 − 2) = 9 and z = 1/(3·√(1/4 + 1/4)).
+  const StationarityTest t = test_stationarity({1, 2, 3, 6, 2, 3, 5, 6}, 4, 0.01);
+  CHECK(t.batch == 2);
+  CHECK(t.fit_mean == 3.0);
+  CHECK(t.holdout_mean == 4.0);
+  CHECK(t.long_run_sd == Approx(3.0));
+  CHECK(t.statistic == Approx(1.0 / (3.0 * std::sqrt(0.5))));
+  CHECK(t.p_value == Approx(0.6374).margin(1e-4));
+  CHECK(t.stationary());
+  // A level shift with no variation inside the parts is a certain change.
+  const StationarityTest shift = test_stationarity({1, 1, 1, 1, 2, 2, 2, 2}, 4, 0.01);
+  CHECK_FALSE(shift.stationary());
+}
+
+TEST_CASE("validate: a stationary trace is predicted within a few percent by every model",
+          "[experiments][validate]") {
+  const TempDir dir("validate_stationary");
+  const std::string path = dir.write("times.csv", exponential_trace(8, 800, 800, 1.0, 2.0));
+  const sim::DelayTrace trace = sim::read_delay_trace(path);
+  const Validation v =
+      validate_trace(testing::small_least_squares_config(), "cfg.json", dir.path(), trace, {});
+  CHECK(v.fit_iterations == 400);
+  CHECK(v.holdout_iterations == 400);
+  CHECK(v.stationarity.stationary());
+  CHECK(v.fitted_delay["tail"] == "load");  // the config's (default) tail
+  int compared = 0;
+  for (const auto& r : v.rows) {
+    INFO(r.model << " / " << r.scheme << ": " << r.predicted << " vs " << r.replayed << " "
+                 << r.problem);
+    if (r.scheme.rfind("bgc", 0) == 0) {
+      CHECK(r.problem.find("no timing model") != std::string::npos);
+      continue;
+    }
+    REQUIRE(r.problem.empty());
+    ++compared;
+    // Each mean over 400 rows has a s.e. of ≤ 1.5%: 10% is over 4 s.e. of the difference.
+    CHECK(std::abs(r.relative_error) < 0.10);
+    CHECK(r.relative_error == Approx((r.predicted - r.replayed) / r.replayed));
+  }
+  CHECK(compared >= 3 * 10);
+  REQUIRE(v.verdicts.size() == 3);
+  for (const auto& m : v.verdicts) {
+    double predicted = INFINITY;
+    double replayed = INFINITY;
+    std::string recommended;
+    std::string best;
+    for (const auto& r : v.rows) {
+      if (r.model == m.model && r.problem.empty()) {
+        if (r.predicted < predicted) {
+          predicted = r.predicted;
+          recommended = r.scheme;
+        }
+        if (r.replayed < replayed) {
+          replayed = r.replayed;
+          best = r.scheme;
+        }
+      }
+    }
+    CHECK(m.recommended == recommended);
+    CHECK(m.best == best);
+    CHECK(m.recommended_is_best == (m.recommended_replayed <= 1.1 * replayed));
+  }
+  const nlohmann::json j = validation_json(v);
+  CHECK(j["stationarity"]["stationary"] == true);
+  CHECK(j["rows"].size() == v.rows.size());
+}
+
+TEST_CASE("validate: a change point between the parts is flagged", "[experiments][validate]") {
+  const TempDir dir("validate_change");
+  // After 300 of 600 iterations the shift grows by half and the tail doubles.
+  const std::string path = dir.write("times.csv", exponential_trace(8, 600, 300, 1.5, 1.0));
+  const Validation v = validate_trace(testing::small_least_squares_config(),
+                                      "cfg.json",
+                                      dir.path(),
+                                      sim::read_delay_trace(path),
+                                      {});
+  CHECK_FALSE(v.stationarity.stationary());
+  CHECK(v.stationarity.p_value < 1e-6);
+  CHECK(v.stationarity.holdout_mean > v.stationarity.fit_mean);
+  CHECK(validation_json(v)["stationarity"]["stationary"] == false);
+}
+
+TEST_CASE("validate: bad holdouts and traces are config errors", "[experiments][validate]") {
+  const TempDir dir("validate_errors");
+  const auto config = testing::small_least_squares_config();
+  const sim::DelayTrace trace =
+      sim::read_delay_trace(dir.write("t.csv", exponential_trace(8, 20, 20, 1.0, 2.0)));
+  for (const double h : {0.0, 1.0, -0.5, 1.5}) {
+    CHECK(config_error([&] { (void)validate_trace(config, "cfg.json", dir.path(), trace, {h}); }) ==
+          fmt::format("--holdout: outside (0, 1); got {}; expected a fraction of the iterations "
+                      "strictly between 0 and 1",
+                      h));
+  }
+  CHECK(config_error([&] {
+          (void)validate_trace(config, "cfg.json", dir.path(), trace, {.holdout = 0.95});
+        }) ==
+        "--holdout: leaves 1 of 20 iterations to fit and 19 to replay; got 0.95; expected "
+        "at least 2 in each part");
+  const sim::DelayTrace three =
+      sim::read_delay_trace(dir.write("three.csv", exponential_trace(3, 20, 20, 1.0, 2.0)));
+  CHECK(config_error([&] { (void)validate_trace(config, "cfg.json", dir.path(), three, {}); }) ==
+        fmt::format("--trace: trace '{}' has 3 workers; expected 8 (the config's workers)",
+                    three.path));
+  const sim::DelayTrace pool =
+      sim::read_delay_trace(dir.write("pool.csv", "worker,seconds\n0,1\n"));
+  CHECK(config_error([&] { (void)validate_trace(config, "cfg.json", dir.path(), pool, {}); }) ==
+        fmt::format("--trace: {}: no iteration column; expected an iteration,worker,seconds trace",
+                    pool.path));
+}
+
+}  // namespace
+}  // namespace stragglersim::experiments

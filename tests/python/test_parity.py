@@ -1,0 +1,214 @@
+"""load_run, load_sweep, fit, advise, __version__ and the config schema against the command line.
+
+Every comparison runs the CLI binary of the same build on the same input.
+"""
+
+import glob
+import json
+import math
+import os
+import pydoc
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import CLI, ROOT
+import stragglersim
+
+from test_stragglersim import delay_only, read_csv_columns, training, write_json
+
+
+
+@pytest.fixture
+def times(tmp_path):
+    """A small times file: 4 workers, 30 iterations, 1 s plus an exponential of rate 1 + 0.3 w
+    (fixed seed): every family fits it within a second."""
+    import random
+
+    draw = random.Random(3)
+    path = tmp_path / "times.csv"
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("iteration,worker,seconds\n")
+        for i in range(1, 31):
+            for w in range(4):
+                f.write("{},{},{:.6f}\n".format(i, w, 1.0 + draw.expovariate(1.0 + 0.3 * w)))
+    return str(path)
+
+
+def cli(*args):
+    return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True)
+
+
+def column(table, name):
+    """A column as a list, from a DataFrame or a structured array."""
+    values = table[name]
+    return values.tolist()
+
+
+def same(a, b):
+    return all((x == y) or (isinstance(x, float) and math.isnan(x) and math.isnan(y))
+               for x, y in zip(a, b)) and len(a) == len(b)
+
+
+def test_load_run_is_trace_csv_with_its_column_types(tmp_path):
+    out = tmp_path / "run"
+    stragglersim.run(delay_only(), out=out)
+    table = stragglersim.load_run(out)
+    expected = read_csv_columns(out / "trace.csv")
+    names = list(table.columns) if hasattr(table, "columns") else list(table.dtype.names)
+    assert names == list(expected)
+    for name, values in expected.items():
+        assert same(column(table, name), values), name
+
+
+def test_load_run_without_pandas_is_a_structured_array(tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    stragglersim.run(training(), out=out)
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas now raises ImportError
+    table = stragglersim.load_run(out)
+    assert isinstance(table, np.ndarray) and table.dtype.names is not None
+    assert table.dtype["iteration"] == np.int64 and table.dtype["loss"] == np.float64
+    expected = read_csv_columns(out / "trace.csv")
+    assert list(table.dtype.names) == list(expected)
+    for name, values in expected.items():
+        assert same(table[name].tolist(), values), name
+
+
+def test_load_sweep_gives_the_index_and_the_tidy_traces(tmp_path):
+    spec = {"name": "two", "base": delay_only(iterations=7), "grid": {"/stopping/r": [2, 4]},
+            "repetitions": 2}
+    out = tmp_path / "sweep"
+    rows = stragglersim.sweep(spec, out)
+    index = stragglersim.load_sweep(out)
+    assert column(index, "stopping.r") == [2, 2, 4, 4]
+    assert column(index, "mean_iteration_time") == [r["mean_iteration_time"] for r in rows]
+    assert column(index, "folder") == [r["folder"] for r in rows]
+    long = stragglersim.load_sweep(out, traces=True)
+    names = list(long.columns) if hasattr(long, "columns") else list(long.dtype.names)
+    assert names[:4] == ["index", "repetition", "seed", "stopping.r"]
+    # One row per trace row of every run (8 = x0 and 7 iterations), values as in each trace.
+    assert len(column(long, "iteration")) == 4 * 8
+    for i, row in enumerate(rows):
+        trace = read_csv_columns(out / row["folder"] / "trace.csv")
+        part = slice(8 * i, 8 * (i + 1))
+        assert column(long, "iteration_time")[part] == trace["iteration_time"]
+        assert column(long, "stopping.r")[part] == [row["/stopping/r"]] * 8
+        assert column(long, "seed")[part] == [row["seed"]] * 8
+
+
+def test_fit_is_the_table_fit_json_prints(times):
+    result = cli("fit", times, "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    rows = stragglersim.fit(times)
+    assert [r["family"] for r in rows] == [f["family"] for f in report["fits"]]
+    for row, expected in zip(rows, report["fits"]):
+        assert {k: v for k, v in row.items() if k not in ("best", "delay")} == expected
+        assert row["best"] == (row["family"] == report["best"])
+    best = [r for r in rows if r["best"]]
+    assert len(best) == 1 and best[0]["delay"] == report["delay"]
+    assert stragglersim.fit_report(times, per_worker=True) == json.loads(
+        cli("fit", times, "--json", "--per-worker").stdout)
+
+
+def test_fit_of_a_missing_file_raises_the_cli_message(tmp_path):
+    missing = str(tmp_path / "missing.csv")
+    with pytest.raises(stragglersim.ConfigError) as e:
+        stragglersim.fit(missing)
+    assert str(e.value) == cli("fit", missing).stderr[len("error: "):].rstrip("\n")
+    assert str(e.value) == missing + ": cannot open file (expected a readable CSV file of measured times)"
+
+
+def test_advise_is_what_advise_json_prints(tmp_path, times):
+    config = training(target_loss=0.45)
+    path = write_json(tmp_path / "cfg.json", config)
+    result = cli("advise", path, "--json", "--repetitions", 2)
+    assert result.returncode == 0, result.stderr
+    assert stragglersim.advise(path, repetitions=2) == json.loads(result.stdout)
+    # With a fitted delay: the same advice, or the same refusal.
+    fitted = cli("advise", path, "--json", "--repetitions", 2, "--fit", times)
+    if fitted.returncode == 0:
+        assert stragglersim.advise(path, repetitions=2, fit=times) == json.loads(fitted.stdout)
+    else:
+        assert fitted.returncode == 2, fitted.stderr
+        with pytest.raises(stragglersim.ConfigError) as e:
+            stragglersim.advise(path, repetitions=2, fit=times)
+        assert "error: " + str(e.value) == fitted.stderr.splitlines()[0]
+    with pytest.raises(stragglersim.ConfigError, match="advise needs data"):
+        stragglersim.advise(delay_only())
+
+
+def test_version_is_the_build_version():
+    result = cli("--version")
+    assert result.stdout.startswith("stragglersim {} (".format(stragglersim.__version__))
+    assert re.fullmatch(r"\d+\.\d+\.\d+", stragglersim.__version__)
+
+
+def test_the_namespace_holds_only_the_api():
+    public = {n for n in dir(stragglersim) if not n.startswith("_")}
+    assert public == set(stragglersim.__all__)
+    for name in ("json", "os", "tempfile", "csv", "np", "numpy", "pandas"):
+        assert not hasattr(stragglersim, name), name
+    for name in stragglersim.__all__:
+        assert hasattr(stragglersim, name), name
+
+
+def test_help_shows_every_function_docstring():
+    text = pydoc.render_doc(stragglersim, renderer=pydoc.plaintext)
+    for name in ("load_run", "load_sweep", "fit", "advise", "run", "theory", "sweep"):
+        function = getattr(stragglersim, name)
+        assert len(function.__doc__) > 150, name
+        assert function.__doc__.splitlines()[0].strip() in text, name
+    assert "__version__" in text or stragglersim.__version__ in text
+
+
+def test_the_study_in_the_docs_runs(tmp_path, monkeypatch):
+    with open(os.path.join(ROOT, "docs", "python.md"), encoding="utf-8") as f:
+        text = f.read()
+    study = text.split("## A study", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    assert len(study.strip().splitlines()) <= 15
+    monkeypatch.chdir(tmp_path)
+    scope = {}
+    exec(compile(study, "docs/python.md", "exec"), scope)  # noqa: S102 (the documented study)
+    assert scope["means"]["uncoded"] > 0 and scope["means"]["frc"] > 0
+
+
+def shipped_configs():
+    """Every run config the repository ships: experiments/examples/*.json, the paper's base
+    configs, and the base of every sweep file that holds one inline."""
+    configs = []
+    for path in sorted(glob.glob(os.path.join(ROOT, "experiments", "examples", "*.json")) +
+                       glob.glob(os.path.join(ROOT, "experiments", "paper", "*.json"))):
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f)
+        if "grid" in value:
+            if isinstance(value.get("base"), dict):
+                configs.append((path + ":/base", value["base"]))
+        else:
+            configs.append((path, value))
+    return configs
+
+
+def test_the_schema_accepts_every_shipped_config_and_rejects_typos():
+    jsonschema = pytest.importorskip("jsonschema")  # Debian python3-jsonschema
+    result = cli("list", "--schema")
+    assert result.returncode == 0, result.stderr
+    schema = json.loads(result.stdout)
+    validator = jsonschema.Draft202012Validator(schema)
+    validator.check_schema(schema)
+    configs = shipped_configs()
+    assert len(configs) >= 15
+    for name, config in configs:
+        errors = [e.message for e in validator.iter_errors(config)]
+        assert errors == [], name
+    good = delay_only()
+    assert list(validator.iter_errors(good)) == []
+    for bad in (dict(good, worker=8),
+                dict(good, code={"kind": "frcc", "d": 2}),
+                dict(good, code={"kind": "frc", "d": 2, "s": 1}),
+                dict(good, stragglers="kill"),
+                {k: v for k, v in good.items() if k != "workers"}):
+        assert list(validator.iter_errors(bad)) != [], bad
