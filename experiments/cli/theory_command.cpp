@@ -11,6 +11,7 @@
 #include "experiments/config/run_plan.h"
 #include "experiments/entry_points.h"
 #include "experiments/predict/convergence_predictions.h"
+#include "experiments/predict/measured_convergence.h"
 #include "experiments/run_diagnostics.h"
 #include "experiments/run_output.h"
 
@@ -58,6 +59,46 @@ void print_convergence(const nlohmann::json& p) {
   }
 }
 
+/// The local PL certificate: its radius, weight and constant, or why the global one is kept.
+void print_certificate(const nlohmann::json& p) {
+  if (!p.contains("local_pl")) {
+    return;
+  }
+  const auto& c = p["local_pl"];
+  if (c["certified"].get<bool>()) {
+    std::cout << fmt::format(
+        "{:<34} {:.6g} on |x - x*| <= {:.6g} (min weight {:.3g}, "
+        "lambda_min(A^T A/m) {:.3g})\n",
+        "local PL constant mu_R",
+        c["pl_constant"].get<double>(),
+        c["radius"].get<double>(),
+        c["min_weight"].get<double>(),
+        c["gram_min_eigenvalue"].get<double>());
+  } else {
+    std::cout << fmt::format("{:<34} not certified ({}); the global constant is used\n",
+                             "local PL constant",
+                             c["note"].get<std::string>());
+  }
+  print_value(p, "bound_pl_constant", "PL constant in the bound");
+}
+
+/// The measured rate and floor (fit_rate_and_floor) beside the theorem's contraction and floor.
+void add_rate_and_floor(const MeasuredGap& m, nlohmann::json& p) {
+  const auto fit = fit_rate_and_floor(m.runs);
+  if (!fit) {
+    p["measured_fit_problem"] = "the fit needs at least 2 runs and 4 iterations";
+    return;
+  }
+  p["measured_floor"] = fit->floor;
+  p["measured_floor_ci"] = {fit->floor_interval.low, fit->floor_interval.high};
+  p["measured_floor_window"] = {fit->floor_first, m.runs.size() - 1};
+  p["measured_rate"] = fit->rate ? nlohmann::json(*fit->rate) : nlohmann::json();
+  p["measured_rate_ci"] = fit->rate
+                              ? nlohmann::json({fit->rate_interval.low, fit->rate_interval.high})
+                              : nlohmann::json();
+  p["measured_rate_window"] = {1, fit->fit_last};
+}
+
 /// `--measure N`: the mean gap of N simulated runs next to the exact curve and the bound, per t.
 void measure(const RunPlan& plan, int repetitions, OutputFile* csv, nlohmann::json& p) {
   if (plan.delay_only() || !p.contains("f_star")) {
@@ -67,7 +108,9 @@ void measure(const RunPlan& plan, int repetitions, OutputFile* csv, nlohmann::js
   p["measured_gap"] = m.mean;
   p["measured_gap_se"] = m.se;
   p["measured_gap_sd"] = m.sd;
+  p["measured_gap_sd_se"] = m.sd_se;
   p["measured_repetitions"] = repetitions;
+  add_rate_and_floor(m, p);
   if (csv == nullptr) {
     return;
   }
@@ -95,12 +138,40 @@ void measure(const RunPlan& plan, int repetitions, OutputFile* csv, nlohmann::js
 }
 
 void print_measured(const nlohmann::json& p) {
-  if (p.contains("measured_gap")) {
-    std::cout << fmt::format("{:<34} {:.6g} +- {:.3g} (s.e., {} runs)\n",
-                             "measured mean f(x_T) - f* at T",
-                             p["measured_gap"].back().get<double>(),
-                             p["measured_gap_se"].back().get<double>(),
-                             p["measured_repetitions"].get<int>());
+  if (!p.contains("measured_gap")) {
+    return;
+  }
+  std::cout << fmt::format("{:<34} {:.6g} +- {:.3g} (s.e., {} runs)\n",
+                           "measured mean f(x_T) - f* at T",
+                           p["measured_gap"].back().get<double>(),
+                           p["measured_gap_se"].back().get<double>(),
+                           p["measured_repetitions"].get<int>());
+  // One fitted value with its interval and window, beside the theorem's value for it.
+  auto fitted =
+      [&](const char* label, const char* key, const std::string& window, const char* theorem_key) {
+        if (!p.contains(key) || p[key].is_null()) {
+          return;
+        }
+        const std::string ci = std::string(key) + "_ci";
+        std::cout << fmt::format("{:<34} {:.6g} [{:.6g}, {:.6g}] ({}; theorem {})\n",
+                                 label,
+                                 p[key].get<double>(),
+                                 p[ci][0].get<double>(),
+                                 p[ci][1].get<double>(),
+                                 window,
+                                 p.contains(theorem_key)
+                                     ? fmt::format("{:.6g}", p[theorem_key].get<double>())
+                                     : std::string("none"));
+      };
+  if (p.contains("measured_floor")) {
+    fitted("measured floor (95% CI)",
+           "measured_floor",
+           fmt::format("t >= {}", p["measured_floor_window"][0].get<int>()),
+           "noise_floor");
+    fitted("measured rate per step (95% CI)",
+           "measured_rate",
+           fmt::format("t = 1..{}", p["measured_rate_window"][1].get<int>()),
+           "contraction");
   }
 }
 
@@ -190,6 +261,7 @@ int command_theory(
   print_value(p, "smoothness", "smoothness beta");
   print_value(p, "pl_constant", "PL constant mu");
   print_value(p, "f_star", "f*");
+  print_certificate(p);
   print_value(p, "zeta_star_squared", "zeta^2 at x* (sum_g |grad F_g|^2)");
   print_value(p, "group_smoothness_squared", "L^2 = sum_g beta_g^2");
   print_value(p, "initial_gap", "f(x0) - f*");

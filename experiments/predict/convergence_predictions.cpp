@@ -3,11 +3,14 @@
 #include <fmt/format.h>
 
 #include <Eigen/Dense>
+#include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <variant>
 
+#include "experiments/predict/measured_convergence.h"
 #include "experiments/predict/plan_optimum.h"
 #include "experiments/predict/predictions.h"
 #include "models/base/random_stream.h"
@@ -47,7 +50,31 @@ struct Coefficients {
   std::optional<sim::CoefficientMoments> exchangeable;  ///< exact moments (FRC, uncoded, exact)
   std::vector<double> covered;  ///< P(N = j) behind `exchangeable`; empty for α = 1
   std::string method;
+  /// Range of one decode (exchangeable groups only): every α_g ∈ [0, alpha_max] and
+  /// |α_g − 1| ≤ alpha_deviation in every iteration; nullopt when not known.
+  std::optional<double> alpha_max;
+  double alpha_deviation = 0.0;
 };
+
+/// The range of α_g = w(N)·1{g covered} over the N of positive probability: w = 1 (none),
+/// 1/(1 − q) (expected) or K/N (empirical); α_g = 0 whenever some group can be missed.
+void set_coefficient_range(Coefficients& c, codes::Rescale rescale, double expected_q) {
+  const auto groups = static_cast<int>(c.covered.size()) - 1;
+  double top = 0.0;
+  double deviation = c.covered.back() < 1.0 ? 1.0 : 0.0;
+  for (int j = 1; j <= groups; ++j) {
+    if (c.covered[static_cast<std::size_t>(j)] <= 0.0) {
+      continue;
+    }
+    const double w = rescale == codes::Rescale::kEmpirical  ? static_cast<double>(groups) / j
+                     : rescale == codes::Rescale::kExpected ? 1.0 / (1.0 - expected_q)
+                                                            : 1.0;
+    top = std::max(top, w);
+    deviation = std::max(deviation, std::abs(w - 1.0));
+  }
+  c.alpha_max = top;
+  c.alpha_deviation = deviation;
+}
 
 bool identical_delays(const sim::DelayModel& delay) {
   for (int i = 1; i < delay.workers(); ++i) {
@@ -73,6 +100,7 @@ std::optional<Coefficients> exact_coefficients(const RunPlan& plan,
   if (exact_rule && plan.scheme.rescale != codes::Rescale::kExpected) {
     c.exchangeable = sim::CoefficientMoments{1, 1.0, 1.0, 1.0};
     c.method = "exact scheme (alpha = 1)";
+    c.alpha_max = 1.0;
     return c;
   }
   if (!grouped || !identical_delays(*plan.make_delays())) {
@@ -97,6 +125,7 @@ std::optional<Coefficients> exact_coefficients(const RunPlan& plan,
   c.mean = c.exchangeable->mean;
   c.variance = sim::covariance_top_eigenvalue(*c.exchangeable);
   c.method = "exact (exchangeable groups)";
+  set_coefficient_range(c, plan.scheme.rescale, plan.scheme.erasure_probability);
   return c;
 }
 
@@ -211,11 +240,21 @@ std::optional<Coefficients> heard_set_coefficients(const RunPlan& plan, std::str
   return c;
 }
 
+/// ‖∇F_g(x)‖ for groups of `d` consecutive partitions.
+std::vector<double> group_gradient_norms(const Eigen::MatrixXd& pg, int d) {
+  std::vector<double> out;
+  for (Eigen::Index g = 0; g < pg.cols(); g += d) {
+    out.push_back(
+        pg.middleCols(g, std::min<Eigen::Index>(d, pg.cols() - g)).rowwise().sum().norm());
+  }
+  return out;
+}
+
 /// Σ_g ‖∇F_g(x)‖² for groups of `d` consecutive partitions.
 double group_gradient_squared(const Eigen::MatrixXd& pg, int d) {
   double s = 0.0;
-  for (Eigen::Index g = 0; g < pg.cols(); g += d) {
-    s += pg.middleCols(g, std::min<Eigen::Index>(d, pg.cols() - g)).rowwise().sum().squaredNorm();
+  for (const double v : group_gradient_norms(pg, d)) {
+    s += v * v;
   }
   return s;
 }
@@ -233,7 +272,9 @@ std::vector<Eigen::Index> group_rows(const models::Objective& f, int g, int d) {
 }
 
 struct GroupConstants {
-  double smoothness_squared = 0.0;  ///< L² = Σ_g β_g², β_g = curvature · λ_max(A_gᵀA_g)/m
+  std::vector<double> smoothness;    ///< β_g per group
+  std::vector<double> gradient_sup;  ///< (1/m) Σ_{i∈g} |b_i|·‖a_i‖ per group
+  double smoothness_squared = 0.0;   ///< L² = Σ_g β_g², β_g = curvature · λ_max(A_gᵀA_g)/m
   /// Σ_g ((1/m) Σ_{i∈g} |b_i|·‖a_i‖)²: sup_x Σ_g ‖∇F_g(x)‖² when |ℓ'(z; b)| ≤ |b| (logistic).
   double gradient_sup_squared = 0.0;
 };
@@ -262,7 +303,118 @@ GroupConstants group_constants(const models::Objective& f, int d) {
         sub.features);
     const double sup_g = (norms.array() * sub.labels.array().abs()).sum() / m;
     out.gradient_sup_squared += sup_g * sup_g;
+    out.smoothness.push_back(beta_g);
+    out.gradient_sup.push_back(sup_g);
   }
+  return out;
+}
+
+/// Largest p for which λ_min(AᵀA/m) is computed for the local PL certificate.
+constexpr Eigen::Index kMaxCertificateFeatures = 1000;
+
+/// A PL constant of f on a ball around x* that holds every iterate (docs/convergence.md,
+/// "Local PL constant (logistic)").
+struct LocalCertificate {
+  bool holds = false;
+  double radius = 0.0;       ///< R_b: every iterate, and x_c, lie within it of x*
+  double weight = 0.0;       ///< min ℓ'' over the margins the ball allows
+  double gram_min = 0.0;     ///< λ_min(AᵀA/m), less its rounding
+  double pl_constant = 0.0;  ///< μ_R = gram_min·weight + λ₂
+  /// Σ_g (‖∇F_g(x*)‖ + β_g R_b)² (capped by the supremum for bounded ℓ'): ζ² on the ball;
+  /// +∞ without a radius.
+  double zeta_squared = std::numeric_limits<double>::infinity();
+  std::string note;
+};
+
+/// Almost-sure radius of the iterates around x*. Each decode steps by the gradient of
+/// f_S = Σ_g α_g F_g + (λ₂/2)‖x‖², λ₂-strongly convex and β_S = α_max(β − λ₂) + λ₂ smooth, whose
+/// step map is ρ_S = max(1 − γλ₂, γβ_S − 1) Lipschitz and moves x* by γ‖Σ_g (α_g − 1)∇F_g(x*)‖
+/// ≤ γ·dev·Σ_g ‖∇F_g(x*)‖; from x₀ = 0 induction gives ‖x_t − x*‖ ≤ max(‖x*‖, γE*/(1 − ρ_S)).
+std::optional<double> iterate_radius(const RunPlan& plan,
+                                     const Coefficients& c,
+                                     const std::vector<double>& norms_at_star,
+                                     double x_star_norm,
+                                     std::string* why) {
+  if (!c.alpha_max) {
+    *why = "the range of the decoding coefficients is known only for exchangeable groups";
+    return std::nullopt;
+  }
+  const double l2 = plan.objective->l2();
+  const double gamma = plan.step;
+  const double beta_s = *c.alpha_max * std::max(0.0, plan.smoothness - l2) + l2;
+  const double rho_s = std::max(1.0 - gamma * l2, gamma * beta_s - 1.0);
+  if (!(rho_s < 1.0)) {
+    *why = fmt::format("the worst decode's step map does not contract (rho_S = {:.6g})", rho_s);
+    return std::nullopt;
+  }
+  const double shift =
+      c.alpha_deviation * std::accumulate(norms_at_star.begin(), norms_at_star.end(), 0.0);
+  return std::max(x_star_norm, gamma * shift / (1.0 - rho_s));
+}
+
+/// min over the rows of ℓ''(z) for |z| ≤ |a_iᵀx*| + R‖a_i‖ (logistic: σ'(z), even and
+/// decreasing in |z|), and λ_min(AᵀA/m) less 1e-12·‖AᵀA/m‖_F for the eigensolver's rounding.
+void ball_curvature(const models::Objective& f,
+                    const Eigen::VectorXd& x_star,
+                    LocalCertificate& out) {
+  const auto m = static_cast<double>(f.rows());
+  std::visit(
+      [&](const auto& a) {
+        const Eigen::VectorXd z = a * x_star;
+        double widest = 0.0;
+        for (Eigen::Index i = 0; i < a.rows(); ++i) {
+          widest = std::max(widest, std::abs(z(i)) + out.radius * a.row(i).norm());
+        }
+        const double e = std::exp(-widest);
+        out.weight = e / ((1.0 + e) * (1.0 + e));
+        const Eigen::MatrixXd gram = Eigen::MatrixXd(a.transpose() * a) / m;
+        const double low =
+            Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(gram, Eigen::EigenvaluesOnly)
+                .eigenvalues()
+                .minCoeff();
+        out.gram_min = std::max(0.0, low - 1e-12 * gram.norm());
+      },
+      f.data().features);
+}
+
+/// The certificate for logistic regression, or holds = false with the reason in `note` (then the
+/// bound keeps the global constant μ = λ₂ and the global ζ² supremum).
+LocalCertificate local_certificate(const RunPlan& plan,
+                                   const Coefficients& c,
+                                   const Eigen::VectorXd& x_star,
+                                   const Eigen::MatrixXd& at_star,
+                                   const GroupConstants& groups) {
+  const auto& f = *plan.objective;
+  LocalCertificate out;
+  const std::vector<double> norms = group_gradient_norms(at_star, c.group);
+  const auto radius = iterate_radius(plan, c, norms, x_star.norm(), &out.note);
+  if (!radius) {
+    return out;
+  }
+  // The ball also holds x_c (‖x_c − x*‖ ≤ |1 − c|‖x*‖ with the global μ = λ₂), so every segment
+  // [x_t, x_c] the PL step uses.
+  out.radius = std::max(*radius, std::abs(1.0 - c.mean) * x_star.norm());
+  out.zeta_squared = 0.0;
+  const bool bounded = f.loss().traits().bounded_derivative;
+  for (std::size_t g = 0; g < norms.size(); ++g) {
+    const double along = norms[g] + groups.smoothness[g] * out.radius;
+    const double v = bounded ? std::min(groups.gradient_sup[g], along) : along;
+    out.zeta_squared += v * v;
+  }
+  if (f.loss().name() != "logistic" || !(f.l2() > 0.0)) {
+    out.note = "the local PL constant is derived for logistic regression with l2 > 0";
+    return out;
+  }
+  if (f.dimension() > kMaxCertificateFeatures) {
+    out.note = fmt::format(
+        "p = {} > {}: lambda_min(A^T A/m) not computed", f.dimension(), kMaxCertificateFeatures);
+    return out;
+  }
+  ball_curvature(f, x_star, out);
+  out.pl_constant = out.gram_min * out.weight + f.l2();
+  out.holds = out.pl_constant > f.l2();
+  out.note = out.holds ? "certified: every iterate stays in the ball (worst-case decode each step)"
+                       : "the ball is too wide: its minimum logistic weight adds nothing to l2";
   return out;
 }
 
@@ -397,6 +549,75 @@ std::optional<Coefficients> plan_coefficients(const RunPlan& plan,
   return heard_set_coefficients(plan, why);
 }
 
+/// The local certificate's keys (`local_pl`).
+nlohmann::json certificate_json(const LocalCertificate& c) {
+  return {{"certified", c.holds},
+          {"radius", c.radius},
+          {"min_weight", c.weight},
+          {"gram_min_eigenvalue", c.gram_min},
+          {"pl_constant", c.pl_constant},
+          {"zeta_squared",
+           std::isfinite(c.zeta_squared) ? nlohmann::json(c.zeta_squared) : nlohmann::json()},
+          {"note", c.note}};
+}
+
+/// The coded bound's inputs, with the local certificate where it holds; false with `why` when
+/// the bound does not apply.
+bool bound_predictions(const RunPlan& plan,
+                       const Coefficients& coefficients,
+                       const models::Optimum& opt,
+                       double f0,
+                       const Eigen::MatrixXd& pg,
+                       nlohmann::json& out,
+                       std::string* why) {
+  const auto& f = *plan.objective;
+  sim::CodedBoundInputs in;
+  in.smoothness = plan.smoothness;
+  in.pl_constant = std::min(*f.pl_constant(), plan.smoothness);
+  in.l2 = f.l2();
+  in.step = plan.step;
+  in.mean = coefficients.mean;
+  in.bias = coefficients.bias;
+  in.variance = coefficients.variance;
+  Eigen::MatrixXd at_star;
+  f.evaluate(opt.x, &at_star);
+  in.zeta_star_squared = group_gradient_squared(at_star, coefficients.group);
+  const GroupConstants groups = group_constants(f, coefficients.group);
+  in.group_smoothness_squared = groups.smoothness_squared;
+  if (f.loss().traits().bounded_derivative) {
+    // |ℓ'(z; b)| = |b|σ(−bz) ≤ |b|: a supremum of ζ² over every x.
+    in.zeta_sup_squared = groups.gradient_sup_squared;
+    out["zeta_sup_squared"] = in.zeta_sup_squared;
+  }
+  const LocalCertificate local = local_certificate(plan, coefficients, opt.x, at_star, groups);
+  out["local_pl"] = certificate_json(local);
+  in.zeta_sup_squared = std::min(in.zeta_sup_squared, local.zeta_squared);
+  if (local.holds) {
+    in.pl_constant = std::max(in.pl_constant, std::min(local.pl_constant, plan.smoothness));
+  }
+  in.x_star_norm = opt.x.norm();
+  in.initial_gap = std::max(0.0, f0 - opt.value);
+  in.value_scale = std::abs(opt.value) + std::abs(f0);
+  in.initial_data_gradient_squared = pg.rowwise().sum().squaredNorm();
+  out["zeta_star_squared"] = in.zeta_star_squared;
+  out["group_smoothness_squared"] = in.group_smoothness_squared;
+  out["bound_pl_constant"] = in.pl_constant;
+  const auto bound_iterations = std::min(plan.iterations, kMaxTheoryIterations);
+  out["bound_iterations"] = bound_iterations;
+  const auto b = sim::coded_pl_bound(in, static_cast<int>(bound_iterations), why);
+  if (!b) {
+    return false;
+  }
+  out["bound"] = b->bound;
+  out["contraction"] = b->contraction;
+  out["noise_floor"] = b->floor;
+  out["bound_vacuous"] = b->vacuous;
+  out["mean_coefficient"] = b->mean;
+  out["minimiser_shift"] = b->minimiser_shift;
+  out["bound_rounding_margin"] = b->rounding_margin;
+  return true;
+}
+
 }  // namespace
 
 nlohmann::json convergence_predictions(const RunPlan& plan,
@@ -440,41 +661,8 @@ nlohmann::json convergence_predictions(const RunPlan& plan,
     why = "no PL constant: logistic regression needs l2 > 0";
   } else if (plan.optimizer != OptimizerKind::kGd) {
     why = "the bound is derived for gradient descent only (see exact_curve for least squares)";
-  } else {
-    sim::CodedBoundInputs in;
-    in.smoothness = plan.smoothness;
-    in.pl_constant = std::min(*mu, plan.smoothness);
-    in.l2 = f.l2();
-    in.step = plan.step;
-    in.mean = coefficients->mean;
-    in.bias = coefficients->bias;
-    in.variance = coefficients->variance;
-    Eigen::MatrixXd at_star;
-    f.evaluate(opt.x, &at_star);
-    in.zeta_star_squared = group_gradient_squared(at_star, coefficients->group);
-    const GroupConstants groups = group_constants(f, coefficients->group);
-    in.group_smoothness_squared = groups.smoothness_squared;
-    if (f.loss().traits().bounded_derivative) {
-      // |ℓ'(z; b)| = |b|σ(−bz) ≤ |b|: a supremum of ζ² over every x.
-      in.zeta_sup_squared = groups.gradient_sup_squared;
-      out["zeta_sup_squared"] = in.zeta_sup_squared;
-    }
-    in.x_star_norm = opt.x.norm();
-    in.initial_gap = std::max(0.0, f0 - opt.value);
-    in.initial_data_gradient_squared = pg.rowwise().sum().squaredNorm();
-    out["zeta_star_squared"] = in.zeta_star_squared;
-    out["group_smoothness_squared"] = in.group_smoothness_squared;
-    const auto bound_iterations = std::min(plan.iterations, kMaxTheoryIterations);
-    out["bound_iterations"] = bound_iterations;
-    if (const auto b = sim::coded_pl_bound(in, static_cast<int>(bound_iterations), &why)) {
-      out["bound"] = b->bound;
-      out["contraction"] = b->contraction;
-      out["noise_floor"] = b->floor;
-      out["bound_vacuous"] = b->vacuous;
-      out["mean_coefficient"] = b->mean;
-      out["minimiser_shift"] = b->minimiser_shift;
-      return out;
-    }
+  } else if (bound_predictions(plan, *coefficients, opt, f0, pg, out, &why)) {
+    return out;
   }
   out["bound"] = nullptr;
   out["bound_problem"] = why;
@@ -542,13 +730,17 @@ MeasuredGap measure_gap(const RunPlan& plan, int repetitions, std::uint64_t seed
     }
     const double var = n > 1 ? m2 / (n - 1.0) : 0.0;
     const double sd = std::sqrt(var);
-    // Var(s²) ≈ (μ₄ − σ⁴)/n, and s has standard error se(s²)/(2s) (delta method).
-    const double var_se = std::sqrt(std::max(0.0, m4 / n - var * var) / n);
     out.mean.push_back(mean);
     out.se.push_back(std::sqrt(var / n));
     out.sd.push_back(sd);
-    out.sd_se.push_back(sd > 0.0 ? var_se / (2.0 * sd) : 0.0);
+    // The sd's standard error: the larger of the delta method with the sample kurtosis,
+    // √((μ̂₄ − s⁴)/n)/(2s), and a bootstrap over runs; both understate it under skew at small n.
+    const double delta =
+        sd > 0.0 ? std::sqrt(std::max(0.0, m4 / n - var * var) / n) / (2.0 * sd) : 0.0;
+    out.sd_se.push_back(std::max(
+        delta, bootstrap_sd_se(g, derive_seed(derive_seed(seed, 0xb0075), out.sd.size()))));
   }
+  out.runs = std::move(gaps);
   return out;
 }
 

@@ -38,12 +38,14 @@ void simulate_training(const RunPlan& plan,
 
 /// Mean and standard error of f(x_t) − f* at each t over repeated simulated runs of the plan
 /// (fixed data and code; run i uses the delay seed derive_seed(seed, i)), and the runs' sample
-/// standard deviation with its standard error (√((μ̂₄ − s⁴)/n)/(2s), the delta method).
+/// standard deviation with its standard error: the larger of the delta method √((μ̂₄ − s⁴)/n)/(2s)
+/// and a bootstrap over the runs (400 resamples from a stream derived from `seed` and t).
 struct MeasuredGap {
   std::vector<double> mean;
   std::vector<double> se;
   std::vector<double> sd;
   std::vector<double> sd_se;
+  std::vector<std::vector<double>> runs;  ///< runs[t][run]: f(x_t) − f* of every run
 };
 MeasuredGap measure_gap(const RunPlan& plan, int repetitions, std::uint64_t seed, double f_star);
 

@@ -12,17 +12,35 @@
 namespace stragglersim::sim {
 namespace {
 
+/// Every bound entry is b(1 + kRelativeMargin) + kRoundingMargin·(|f*| + |f(x₀)|): the measured
+/// gap f(x_t) − f* carries the rounding of two sums of m losses (about m·2⁻⁵³ of their size).
+constexpr double kRelativeMargin = 1e-12;
+constexpr double kRoundingMargin = 1e-11;
+
 double log_choose(int n, int k) {
   return std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0);
 }
 
-/// D₀ = F_c(x₀) − min F_c: exact when F_c is a multiple of f − f*, else the PL inequality at x₀.
+/// D₀ = F_c(x₀) − min F_c: at most c(f(x₀) − f*) when F_c ≥ c·f pointwise up to a constant
+/// (c ≤ 1 with x₀ = 0, or λ₂ = 0), and at most c²‖∇F(x₀)‖²/(2μ_c) by PL at x₀ always.
 double initial_biased_gap(const CodedBoundInputs& in, double c, double mu_c) {
   double d0 = c * c * in.initial_data_gradient_squared / (2.0 * mu_c);
-  if (c == 1.0 || in.l2 == 0.0) {
+  if ((c <= 1.0 && in.start_at_zero) || in.l2 == 0.0) {
     d0 = std::min(d0, c * in.initial_gap);
   }
   return d0;
+}
+
+/// E[f(x)] − f* from D = E[F_c(x)] − min F_c: D/c + (λ₂/2)(1/c − 1)‖x*‖² for c ≤ 1 (exact for
+/// c = 1), D/c for λ₂ = 0, and (β/2)(√(2D/μ_c) + δ)² always; the smallest that applies.
+double gap_from_biased(const CodedBoundInputs& in, double c, double mu_c, double delta, double d) {
+  double out = 0.5 * in.smoothness * std::pow(std::sqrt(2.0 * d / mu_c) + delta, 2);
+  if (c <= 1.0) {
+    out = std::min(out, d / c + 0.5 * in.l2 * (1.0 / c - 1.0) * in.x_star_norm * in.x_star_norm);
+  } else if (in.l2 == 0.0) {
+    out = std::min(out, d / c);
+  }
+  return out;
 }
 
 }  // namespace
@@ -391,24 +409,24 @@ std::optional<CodedBound> coded_pl_bound(const CodedBoundInputs& in,
     return std::nullopt;
   }
   const double d0 = initial_biased_gap(in, c, mu_c);
-  const bool same_minimiser = delta == 0.0;
+  const double margin = kRoundingMargin * in.value_scale;
   auto translate = [&](double d) {
-    const double via_distance =
-        0.5 * in.smoothness * std::pow(std::sqrt(2.0 * d / mu_c) + delta, 2);
-    return same_minimiser ? std::min(d / c, via_distance) : via_distance;
+    return gap_from_biased(in, c, mu_c, delta, d) * (1.0 + kRelativeMargin) + margin;
   };
   const double inf = std::numeric_limits<double>::infinity();
   CodedBound out;
   out.contraction = use_a ? rho_a : rho_b;
   out.mean = c;
   out.minimiser_shift = delta;
+  out.rounding_margin = margin;
   out.bound.reserve(static_cast<std::size_t>(iterations) + 1);
   double da = use_a ? d0 : inf;
   double db = use_b ? d0 : inf;
   for (int t = 0; t <= iterations; ++t) {
     const double b = translate(std::min(da, db));
-    // x₀ is deterministic: its gap is known exactly.
-    out.bound.push_back(t == 0 ? std::min(in.initial_gap, b) : b);
+    // x₀ is deterministic: its gap is known (up to the same margins).
+    out.bound.push_back(t == 0 ? std::min(in.initial_gap * (1.0 + kRelativeMargin) + margin, b)
+                               : b);
     da = use_a ? rho_a * da + drive_a : inf;
     db = use_b ? rho_b * db + drive_b : inf;
   }

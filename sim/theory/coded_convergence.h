@@ -16,7 +16,8 @@
 //   D_{t+1} ≤ ρ D_t + 2γκ ζ_c²,  ρ = 1 − γμ_c + 4γκL²/μ_c,  κ = (b² + β_cγv)/2,
 // D_t = E[F_c(x_t)] − min F_c, v = λ_max(Cov α), b² = Σ_g (E α_g − c)², L² = Σ_g β_g² (β_g the
 // smoothness of F_g), ζ_c² = (‖G(x*)‖_F + Lδ)² with G = [∇F_g], δ = |1 − c|λ₂‖x*‖/μ_c ≥ ‖x_c − x*‖.
-// Then E[f(x_t)] − f* ≤ D_t/c when δ = 0, and ≤ (β/2)(√(2D_t/μ_c) + δ)² always.
+// Then E[f(x_t)] − f* ≤ D_t/c + (λ₂/2)(1/c − 1)‖x*‖² when c ≤ 1, ≤ D_t/c when λ₂ = 0, and
+// ≤ (β/2)(√(2D_t/μ_c) + δ)² always; D₀ ≤ c(f(x₀) − f*) when c ≤ 1 and x₀ = 0 (or λ₂ = 0).
 // Where ζ² has a global supremum ζ_sup² (logistic: |ℓ'| ≤ 1) a second recursion
 //   D_{t+1} ≤ (1 − γμ_c) D_t + γκ ζ_sup²
 // also holds; the bound is the smaller of the two at each t.
@@ -142,7 +143,10 @@ struct CodedBoundInputs {
   double x_star_norm = 0.0;             ///< ‖x*‖
   double initial_gap = 0.0;             ///< f(x₀) − f*
   double initial_data_gradient_squared = 0;  ///< ‖∇F(x₀)‖² (x₀ = 0)
-  /// sup_x Σ_g ‖∇F_g(x)‖² when one exists (losses with bounded ℓ'), else +∞.
+  double value_scale = 0.0;                  ///< |f*| + |f(x₀)|: the size of the rounding margin
+  bool start_at_zero = true;  ///< x₀ = 0 (what D₀ ≤ c(f(x₀) − f*) needs when c < 1)
+  /// sup_x Σ_g ‖∇F_g(x)‖² when one exists (losses with bounded ℓ'), else +∞; or a bound on
+  /// Σ_g ‖∇F_g(x)‖² over a region certified to hold every iterate.
   double zeta_sup_squared = std::numeric_limits<double>::infinity();
 };
 
@@ -153,6 +157,7 @@ struct CodedBound {
   double mean = 1.0;             ///< c
   double minimiser_shift = 0.0;  ///< δ
   bool vacuous = false;          ///< floor ≥ f(x₀) − f*
+  double rounding_margin = 0.0;  ///< added to every entry (1e-11·value_scale)
 };
 
 /// The bound above; nullopt with `why` when it does not apply (c ≤ 0, γβ_c > 1, ρ ≥ 1).

@@ -6,12 +6,14 @@
 
 #include <fmt/format.h>
 
+#include <boost/random/uniform_int_distribution.hpp>
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <string>
 
 #include "experiments/config/run_plan.h"
 #include "experiments/predict/predictions.h"
+#include "models/base/random_stream.h"
 #include "tests/test_support.h"
 
 namespace stragglersim::experiments {
@@ -36,6 +38,16 @@ nlohmann::json gaussian_least_squares(int rows, int features, double l2, int n) 
           {"code", {{"kind", "frc"}, {"d", 2}}},
           {"delay", {{"kind", "shifted_exponential"}, {"shift", 1.0}, {"rate", 1.0}}},
           {"optimizer", {{"kind", "gd"}, {"step", "auto"}, {"iterations", 60}}}};
+}
+
+/// `stragglersim check`'s least-squares convergence configs (check_command.cpp).
+nlohmann::json convergence_config_for_test(
+    int rows, int features, double l2, int n, int iterations) {
+  nlohmann::json config = gaussian_least_squares(rows, features, l2, n);
+  config["name"] = "check";
+  config.erase("partitions");
+  config["optimizer"]["iterations"] = iterations;
+  return config;
 }
 
 /// The first t at which mean > bound + 4 s.e., or −1.
@@ -148,6 +160,14 @@ TEST_CASE("experiments: the default ErasureHead config says its bound is vacuous
   // Logistic with λ₂ = 1e-4: μ_c ≈ 1e-4 puts the floor far above f(x₀) − f*.
   CHECK(p["bound_vacuous"] == true);
   CHECK(p["noise_floor"].get<double>() >= p["initial_gap"].get<double>());
+  // Converting with D/c + (λ₂/2)(1/c − 1)‖x*‖² instead of β/μ_c: a floor of 1.29e4, not 8.09e7.
+  CHECK(p["noise_floor"].get<double>() < 2e4);
+  // D₀ ≤ c(f(x₀) − f*) (c ≤ 1, x₀ = 0): t = 1 is 2.1, not the 1.36e7 of PL at x₀.
+  CHECK(p["bound"][1].get<double>() < 4.0 * p["initial_gap"].get<double>());
+  CHECK(p["bound"][0].get<double>() >= p["initial_gap"].get<double>());
+  // The almost-sure ball (radius about E*/λ₂ = 1.6e3) is far too wide for any sigmoid weight.
+  CHECK(p["local_pl"]["certified"] == false);
+  CHECK(p["local_pl"]["radius"].get<double>() > 100.0);
   // The config's own n (30, not a power of two) is in the speedup table.
   CHECK(p["speedup_at_config_n"]["workers"] == 30);
   CHECK(p["speedup_at_config_n"]["speedup_vs_uncoded"].get<double>() > 1.0);
@@ -197,6 +217,134 @@ TEST_CASE("experiments: approximate codes get a bound or a reason, and policies 
   CHECK(f["iteration_time_se"].get<double>() > 0.0);
   CHECK(f["bound"].is_null());
   CHECK(f["bound_problem"].get<std::string>().find("stragglers finish/drain") == 0);
+}
+
+}  // namespace stragglersim::experiments
+
+namespace stragglersim::experiments {
+namespace {
+
+/// A small random config: 12 workers, FRC groups of d, the given loss, l2, rescale and rule;
+/// rows, features, r and the deadline drawn from `rng`.
+nlohmann::json random_config(
+    RandomEngine& rng, const char* loss, int d, double l2, const char* rescale, bool deadline) {
+  auto pick = [&](int low, int high) {
+    return boost::random::uniform_int_distribution<int>(low, high)(rng);
+  };
+  const bool logistic = std::string(loss) == "logistic";
+  nlohmann::json config = {
+      {"name", "random"},
+      {"seed", pick(1, 1000)},
+      {"workers", 12},
+      {"data",
+       {{"source", "synthetic"},
+        {"generator", logistic ? "gaussian_mixture" : "linear_regression"},
+        {"rows", 12 * pick(6, 16)},
+        {"features", pick(2, 8)},
+        {"test_fraction", 0}}},
+      {"loss", {{"kind", loss}, {"l2", l2}}},
+      {"code", {{"kind", "frc"}, {"d", d}}},
+      {"rescale", rescale},
+      {"delay", {{"kind", "shifted_exponential"}, {"shift", 1.0}, {"rate", 1.0}}},
+      {"optimizer", {{"kind", "gd"}, {"step", "auto"}, {"iterations", 40}}}};
+  if (deadline) {
+    // A worker of load d needs more than d seconds (shift 1 per unit of load): q = e^(d − τ).
+    config["stopping"] = {{"rule", "deadline"}, {"after", d + 0.5 + 0.5 * pick(0, 4)}};
+  } else {
+    config["stopping"] = {{"rule", "first_r"}, {"r", pick(4, 11)}};
+  }
+  return config;
+}
+
+}  // namespace
+
+TEST_CASE("experiments: the tightened bound is never below the exact least-squares curve",
+          "[experiments][theory][convergence][bounds]") {
+  // Every combination of l2, rescale, rule and d (48 configs) on random small problems: the exact
+  // curve is E[f(x_t)] − f* itself, so the bound must hold at every t without sampling.
+  RandomEngine rng(derive_seed(91, 1));
+  int configs = 0;
+  for (const double l2 : {0.0, 0.01, 0.1, 1.0}) {
+    for (const char* rescale : {"none", "expected", "empirical"}) {
+      for (const bool deadline : {false, true}) {
+        for (const int d : {2, 3}) {
+          const nlohmann::json config =
+              random_config(rng, "least_squares", d, l2, rescale, deadline);
+          const nlohmann::json p = predictions(plan_run(config, "cfg.json", "."));
+          INFO(config.dump());
+          REQUIRE(p["exact_curve"].is_array());
+          if (!p["bound"].is_array()) {
+            // l2 = 0 with a large variance: route A does not contract, and says so.
+            CHECK(p["bound_problem"].get<std::string>().find("contraction") != std::string::npos);
+            continue;
+          }
+          for (std::size_t t = 0; t < p["bound"].size(); ++t) {
+            INFO("t = " << t);
+            CHECK(p["bound"][t].get<double>() >= p["exact_curve"][t].get<double>());
+          }
+          ++configs;
+        }
+      }
+    }
+  }
+  // Most configs have a bound; the null ones say why (checked above).
+  CHECK(configs >= 24);  // 31 of the 48 at these seeds
+}
+
+TEST_CASE("experiments: 100 logistic runs stay under the bound with the local PL constant",
+          "[experiments][theory][convergence][bounds]") {
+  RandomEngine rng(derive_seed(93, 1));
+  int certified = 0;
+  for (const double l2 : {0.01, 0.1, 1.0}) {
+    for (const bool deadline : {false, true}) {
+      const char* rescale = deadline ? "expected" : "empirical";
+      const nlohmann::json config =
+          random_config(rng, "logistic", deadline ? 3 : 2, l2, rescale, deadline);
+      const RunPlan plan = plan_run(config, "cfg.json", ".");
+      const nlohmann::json p = predictions(plan);
+      INFO(config.dump());
+      INFO(p.value("bound_problem", std::string()));
+      REQUIRE(p["bound"].is_array());
+      certified += p["local_pl"]["certified"].get<bool>() ? 1 : 0;
+      const MeasuredGap m = measure_gap(plan, 100, 13, p["f_star"].get<double>());
+      CHECK(first_violation(m, p["bound"]) == -1);
+    }
+  }
+  // The larger l2 keep the ball small enough for a weight above rounding.
+  CHECK(certified >= 2);
+}
+
+TEST_CASE("experiments: on check's least-squares configs the bound is within 20x of the truth",
+          "[experiments][theory][convergence][bounds]") {
+  nlohmann::json frc = convergence_config_for_test(600, 20, 1.0, 60, 60);
+  frc["code"] = {{"kind", "frc"}, {"d", 2}};
+  frc["stopping"] = {{"rule", "first_r"}, {"r", 30}};
+  std::vector<nlohmann::json> configs;
+  for (const char* rescale : {"none", "expected", "empirical"}) {
+    frc["rescale"] = rescale;
+    configs.push_back(frc);
+  }
+  nlohmann::json curve = convergence_config_for_test(400, 20, 0.1, 20, 40);
+  curve["code"] = {{"kind", "frc"}, {"d", 2}};
+  curve["stopping"] = {{"rule", "first_r"}, {"r", 10}};
+  configs.push_back(curve);
+  // The FRC 30/60 rows (l2 = 1) reach 4.5-5.7x; the exact-curve row (l2 = 0.1, FRC 10/20) only
+  // 110x at t = 10 and 32x at t = 40: its exact curve decays at about 0.3 per step, the bound at
+  // route A's 0.97 (the variance term 4γκL²/μ_c with L² = Σ_g β_g² eats most of γμ_c).
+  const std::vector<double> allowed = {20.0, 20.0, 20.0, 120.0};
+  for (std::size_t k = 0; k < configs.size(); ++k) {
+    const nlohmann::json p = predictions(plan_run(configs[k], "check", "."));
+    REQUIRE(p["bound"].is_array());
+    REQUIRE(p["exact_curve"].is_array());
+    double worst = 0.0;
+    for (std::size_t t = 10; t < p["bound"].size(); ++t) {
+      const double truth = p["exact_curve"][t].get<double>();
+      CHECK(p["bound"][t].get<double>() >= truth);
+      worst = std::max(worst, p["bound"][t].get<double>() / truth);
+    }
+    INFO(configs[k].dump() << " worst ratio " << worst);
+    CHECK(worst <= allowed[k]);
+  }
 }
 
 }  // namespace stragglersim::experiments

@@ -1,0 +1,128 @@
+#include "experiments/predict/measured_convergence.h"
+
+#include <algorithm>
+#include <boost/math/distributions/students_t.hpp>
+#include <boost/random/uniform_int_distribution.hpp>
+#include <cmath>
+#include <tuple>
+
+#include "models/base/random_stream.h"
+
+namespace stragglersim::experiments {
+namespace {
+
+/// Mean and sample sd (n − 1 divisor), two passes.
+std::pair<double, double> mean_sd(std::span<const double> x) {
+  const auto n = static_cast<double>(x.size());
+  double mean = 0.0;
+  for (const double v : x) {
+    mean += v;
+  }
+  mean /= n;
+  double m2 = 0.0;
+  for (const double v : x) {
+    m2 += (v - mean) * (v - mean);
+  }
+  return {mean, x.size() > 1 ? std::sqrt(m2 / (n - 1.0)) : 0.0};
+}
+
+/// mean ± t_{0.975, n−1}·sd/√n of `x` (n ≥ 2).
+std::pair<double, Interval> mean_interval(std::span<const double> x) {
+  const auto [mean, sd] = mean_sd(x);
+  const auto n = static_cast<double>(x.size());
+  const double t = boost::math::quantile(boost::math::students_t(n - 1.0), 0.975);
+  const double half = t * sd / std::sqrt(n);
+  return {mean, {mean - half, mean + half}};
+}
+
+/// Least-squares slope of y on t (nullopt below 3 points).
+std::optional<double> slope(const std::vector<double>& t, const std::vector<double>& y) {
+  double st = 0.0;
+  double sy = 0.0;
+  double n = 0.0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    st += t[i];
+    sy += y[i];
+    n += 1.0;
+  }
+  if (n < 3.0) {
+    return std::nullopt;
+  }
+  double stt = 0.0;
+  double sty = 0.0;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    stt += (t[i] - st / n) * (t[i] - st / n);
+    sty += (t[i] - st / n) * (y[i] - sy / n);
+  }
+  return sty / stt;
+}
+
+}  // namespace
+
+double bootstrap_sd_se(std::span<const double> x, std::uint64_t seed, int resamples) {
+  if (x.size() < 2 || resamples < 2) {
+    return 0.0;
+  }
+  RandomEngine rng(seed);
+  boost::random::uniform_int_distribution<std::size_t> pick(0, x.size() - 1);
+  std::vector<double> draw(x.size());
+  std::vector<double> sds;
+  sds.reserve(static_cast<std::size_t>(resamples));
+  for (int b = 0; b < resamples; ++b) {
+    for (double& v : draw) {
+      v = x[pick(rng)];
+    }
+    sds.push_back(mean_sd(draw).second);
+  }
+  return mean_sd(sds).second;
+}
+
+std::optional<RateFloorFit> fit_rate_and_floor(const std::vector<std::vector<double>>& gaps) {
+  if (gaps.size() < 5 || gaps.front().size() < 2) {
+    return std::nullopt;
+  }
+  const auto last = static_cast<int>(gaps.size()) - 1;
+  const std::size_t runs = gaps.front().size();
+  RateFloorFit out;
+  out.runs = static_cast<int>(runs);
+  out.floor_first = (3 * last + 3) / 4;
+  std::vector<double> plateau(runs, 0.0);
+  for (int t = out.floor_first; t <= last; ++t) {
+    for (std::size_t i = 0; i < runs; ++i) {
+      plateau[i] += gaps[static_cast<std::size_t>(t)][i] / (last - out.floor_first + 1.0);
+    }
+  }
+  std::tie(out.floor, out.floor_interval) = mean_interval(plateau);
+  const double noise = mean_sd(gaps.back()).second;
+  const double start = mean_sd(gaps.front()).first;
+  const double threshold = std::max({out.floor, 3.0 * noise, 1e-8 * start});
+  while (out.fit_last < out.floor_first &&
+         mean_sd(gaps[static_cast<std::size_t>(out.fit_last) + 1]).first - out.floor > threshold) {
+    ++out.fit_last;
+  }
+  std::vector<double> slopes;
+  for (std::size_t i = 0; i < runs; ++i) {
+    std::vector<double> ts;
+    std::vector<double> ys;
+    for (int t = 1; t <= out.fit_last; ++t) {
+      const double excess = gaps[static_cast<std::size_t>(t)][i] - out.floor;
+      if (excess > 0.0) {
+        ts.push_back(t);
+        ys.push_back(std::log(excess));
+      }
+    }
+    if (const auto s = slope(ts, ys)) {
+      slopes.push_back(*s);
+    }
+  }
+  if (out.fit_last < 3 || slopes.size() < 2) {
+    out.fit_last = 0;
+    return out;
+  }
+  const auto [mean_slope, interval] = mean_interval(slopes);
+  out.rate = std::exp(mean_slope);
+  out.rate_interval = {std::exp(interval.low), std::exp(interval.high)};
+  return out;
+}
+
+}  // namespace stragglersim::experiments
