@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -43,6 +44,7 @@ nlohmann::json family_json(const sim::FamilyFit& f) {
   j["ks_statistic"] = f.ks.statistic;
   j["ks_p_value"] = f.ks.p_value;
   j["iterations"] = f.iterations;
+  j["flag"] = f.degenerate() ? nlohmann::json(f.flag) : nlohmann::json();
   return j;
 }
 
@@ -54,7 +56,8 @@ nlohmann::json report_json(const sim::DelayFitReport& r) {
   return {{"workers", r.workers},
           {"observations", r.observations},
           {"fits", fits},
-          {"best", r.best ? nlohmann::json(r.fits[*r.best].family) : nlohmann::json()}};
+          {"best", r.best ? nlohmann::json(r.fits[*r.best].family) : nlohmann::json()},
+          {"choice", r.choice}};
 }
 
 std::string parameters_text(const sim::FamilyFit& f) {
@@ -72,28 +75,37 @@ std::string parameters_text(const sim::FamilyFit& f) {
 }
 
 void print_fits(const sim::DelayFitReport& r) {
-  std::cout << fmt::format("{:<20} {:>3} {:>14} {:>14} {:>8} {:>8}  {}\n",
+  std::size_t width = 4;
+  for (const auto& f : r.fits) {
+    width = std::max(width, f.flag.size());
+  }
+  std::cout << fmt::format("{:<20} {:>3} {:>14} {:>14} {:>8} {:>8}  {:<{}}  {}\n",
                            "family",
                            "k",
                            "log L",
                            "AIC",
                            "KS D",
                            "KS p",
+                           "flag",
+                           width,
                            "parameters (± s.e.)");
   for (const auto& f : r.fits) {
     if (!f.fitted()) {
       std::cout << fmt::format("{:<20} not fitted: {}\n", f.family, f.problem);
       continue;
     }
-    std::cout << fmt::format("{:<20} {:>3} {:>14.6f} {:>14.6f} {:>8.5f} {:>8.4f}  {}\n",
+    std::cout << fmt::format("{:<20} {:>3} {:>14.6f} {:>14.6f} {:>8.5f} {:>8.4f}  {:<{}}  {}\n",
                              f.family,
                              f.parameter_count,
                              f.log_likelihood,
                              f.aic,
                              f.ks.statistic,
                              f.ks.p_value,
+                             f.degenerate() ? f.flag : std::string("-"),
+                             width,
                              parameters_text(f));
   }
+  std::cout << fmt::format("chosen: {}\n", r.choice);
 }
 
 void print_text(const TraceFit& fit) {
@@ -187,7 +199,9 @@ TraceFit fit_trace_file(const std::string& path, bool per_worker) {
   if (per_worker) {
     for (const auto& s : sequences) {
       sim::DelayFitReport r = sim::fit_delay_models({s}, ordered);
-      r.fits.pop_back();  // heterogeneous: one worker
+      std::erase_if(r.fits, [](const sim::FamilyFit& f) {
+        return f.family.starts_with("heterogeneous");  // per-worker factors: one worker
+      });
       fit.per_worker.push_back(std::move(r));
     }
   }
