@@ -843,6 +843,19 @@ FamilyFit fit_heterogeneous_markov(const std::vector<std::vector<double>>& seque
                  fit.value("to_slow"),
                  fit.value("to_normal")};
   const double log_likelihood = refine_factors(m, sequences, factors);
+  // Back to the fastest worker at c = 1: T = c_i·M is unchanged when c_i → c_i/k and the chain's
+  // times scale by k (shifts × k, rates / k), and so is log L.
+  const double k = *std::min_element(factors.begin(), factors.end());
+  for (double& c : factors) {
+    c /= k;
+  }
+  for (auto& p : fit.parameters) {
+    const double scale = p.name.ends_with("shift") ? k : p.name.ends_with("rate") ? 1.0 / k : 1.0;
+    p.value *= scale;
+    if (p.standard_error) {
+      *p.standard_error *= scale;
+    }
+  }
   fit.family = family;
   fit.factors = factors;
   fit.parameter_count += static_cast<int>(factors.size()) - 1;
@@ -858,6 +871,76 @@ FamilyFit fit_heterogeneous_markov(const std::vector<std::vector<double>>& seque
       f += static_cast<double>(sequences[i].size()) * markov_marginal_cdf(markov, t / factors[i]);
     }
     return f / static_cast<double>(pooled.size());
+  });
+  return fit;
+}
+
+FamilyFit fit_heterogeneous(const std::vector<std::vector<double>>& sequences) {
+  if (sequences.size() < 2) {
+    return unfitted("heterogeneous", "needs at least two workers");
+  }
+  std::vector<double> means;
+  std::vector<double> minima;
+  double total = 0.0;
+  for (const auto& s : sequences) {
+    if (s.empty()) {
+      return unfitted("heterogeneous", "needs times of every worker");
+    }
+    means.push_back(std::accumulate(s.begin(), s.end(), 0.0) / static_cast<double>(s.size()));
+    minima.push_back(*std::min_element(s.begin(), s.end()));
+    total += static_cast<double>(s.size());
+  }
+  if (*std::min_element(means.begin(), means.end()) <= 0.0) {
+    return unfitted("heterogeneous", "needs a positive mean time for every worker");
+  }
+  std::vector<double> factors = means;
+  double shift = 0.0;
+  double rate = 1.0;
+  double previous = -kInf;
+  double ll = -kInf;
+  int iteration = 0;
+  for (; iteration < 500; ++iteration) {
+    const double smallest = *std::min_element(factors.begin(), factors.end());
+    double log_factors = 0.0;
+    double sum_z = 0.0;
+    shift = kInf;
+    for (std::size_t i = 0; i < sequences.size(); ++i) {
+      factors[i] /= smallest;
+      shift = std::min(shift, minima[i] / factors[i]);
+      sum_z += means[i] * static_cast<double>(sequences[i].size()) / factors[i];
+      log_factors += static_cast<double>(sequences[i].size()) * std::log(factors[i]);
+    }
+    if (sum_z - total * shift <= 0.0) {
+      return unfitted("heterogeneous", "needs at least two distinct times per worker");
+    }
+    rate = total / (sum_z - total * shift);
+    ll = total * std::log(rate) - total - log_factors;
+    if (std::abs(ll - previous) <= kTolerance * std::abs(ll)) {
+      break;
+    }
+    previous = ll;
+    for (std::size_t i = 0; i < sequences.size(); ++i) {
+      factors[i] = shift > 0.0 ? std::min(rate * means[i], minima[i] / shift) : rate * means[i];
+    }
+  }
+  FamilyFit fit;
+  fit.family = "heterogeneous";
+  fit.parameters = {{"shift", shift, std::nullopt}, {"rate", rate, rate / std::sqrt(total)}};
+  fit.factors = factors;
+  fit.parameter_count = 2 + static_cast<int>(sequences.size()) - 1;
+  fit.iterations = iteration;
+  std::vector<double> pooled;
+  for (const auto& s : sequences) {
+    pooled.insert(pooled.end(), s.begin(), s.end());
+  }
+  std::sort(pooled.begin(), pooled.end());
+  finish(fit, ll, pooled, [&](double t) {
+    double f = 0.0;
+    for (std::size_t i = 0; i < sequences.size(); ++i) {
+      f += static_cast<double>(sequences[i].size()) *
+           shifted_exponential_cdf(shift, rate, t / factors[i]);
+    }
+    return f / total;
   });
   return fit;
 }
