@@ -9,7 +9,7 @@
 # below; the regime sweeps' compute shift scaled with the rows, as it is proportional to the
 # partition's non-zeros and the generators keep the non-zeros per row), delay-only runs cut to
 # 500 iterations and the wait-fraction target at 0.15; without it the paper's sizes are used
-# (README: measured times). f* of each regime workload is the f_star of its runs' summary.json
+# (docs/results.md: measured times). f* of each regime workload is the f_star of its runs' summary.json
 # (the same in its three regimes, checked), kept in the sweeps folder as f_star.json; that of
 # regime_map_training comes from `stragglersim theory --json`.
 # Sweeps are resumable: rerunning after an interruption skips the runs already complete. After

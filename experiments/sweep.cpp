@@ -31,10 +31,6 @@ constexpr std::size_t kMaxSlugValue = 24;
 /// Config seeds are integers < 2^63 (plan_run reads them as int64).
 constexpr std::uint64_t kSeedMask = (std::uint64_t{1} << 63U) - 1U;
 
-std::string value_text(const nlohmann::json& v) {
-  return v.is_string() ? v.get<std::string>() : v.dump();
-}
-
 /// Slug characters kept from a value's text; every other run of characters becomes one '_'.
 std::string clean_text(std::string_view text, std::size_t limit) {
   std::string out;
@@ -70,14 +66,19 @@ std::string hex(std::uint64_t h) { return fmt::format("{:016x}", h); }
 
 /// The folder name of a grid point and repetition: independent of the point's index, so
 /// extending the grid or the repetitions keeps every earlier run's folder.
-std::string slug_of(const std::vector<std::string>& parameters,
+std::string slug_of(const SweepSpec& spec,
+                    const std::string& scheme,
                     const std::vector<nlohmann::json>& values,
                     int repetition) {
   std::string slug;
   bool lossy = false;
-  for (std::size_t p = 0; p < parameters.size(); ++p) {
-    std::string key = parameters[p].substr(1);
-    std::replace(key.begin(), key.end(), '/', '.');
+  if (!spec.schemes.empty()) {
+    const std::string name = clean_text(scheme, kMaxSlugValue);
+    lossy = name != scheme;
+    slug += fmt::format("scheme={}_", name);
+  }
+  for (std::size_t p = 0; p < spec.parameters.size(); ++p) {
+    const std::string key = plain_name(spec.parameters[p]);
     const std::string text = value_text(values[p]);
     const std::string value = clean_text(text, kMaxSlugValue);
     // The string "2" and the number 2 share a text: strings that read as JSON are lossy too.
@@ -87,7 +88,11 @@ std::string slug_of(const std::vector<std::string>& parameters,
   }
   slug += fmt::format("rep{}", repetition);
   if (lossy) {
-    slug += "-h" + hex(fnv1a(nlohmann::json(values).dump())).substr(0, 8);
+    nlohmann::json point(values);
+    if (!spec.schemes.empty()) {
+      point.insert(point.begin(), scheme);
+    }
+    slug += "-h" + hex(fnv1a(point.dump())).substr(0, 8);
   }
   return slug;
 }
@@ -106,20 +111,20 @@ double expected_cost(const nlohmann::json& config) {
   return iterations * number(config, "workers", 1.0) * entries;
 }
 
-/// Checks one grid key and its values against the base config.
-nlohmann::json::json_pointer check_grid_key(const JsonReader& grid,
-                                            const std::string& key,
-                                            const nlohmann::json& values,
-                                            const nlohmann::json& base) {
+/// Checks that `key` is a JSON pointer to a value of the base config or to a new key of one of
+/// its objects (`reader` names the place of the key in the sweep file).
+nlohmann::json::json_pointer check_pointer(const JsonReader& reader,
+                                           const std::string& key,
+                                           const nlohmann::json& base) {
   if (key.empty() || key.front() != '/') {
-    grid.fail_value(
+    reader.fail_value(
         key, "not a JSON pointer", key, "a pointer into the base config such as \"/code/d\"");
   }
   std::optional<nlohmann::json::json_pointer> pointer;
   try {
     pointer.emplace(key);
   } catch (const nlohmann::json::exception&) {
-    grid.fail_value(
+    reader.fail_value(
         key, "not a JSON pointer", key, "a pointer into the base config such as \"/code/d\"");
   }
   bool exists = false;
@@ -132,15 +137,24 @@ nlohmann::json::json_pointer check_grid_key(const JsonReader& grid,
     exists = false;
   }
   if (!exists && !parent_is_object) {
-    grid.fail_value(key,
-                    "no such place in the base config",
-                    key,
-                    "a pointer to an existing value or to a new key of an existing object");
+    reader.fail_value(key,
+                      "no such place in the base config",
+                      key,
+                      "a pointer to an existing value or to a new key of an existing object");
   }
+  return *pointer;
+}
+
+/// Checks one grid key and its values against the base config.
+nlohmann::json::json_pointer check_grid_key(const JsonReader& grid,
+                                            const std::string& key,
+                                            const nlohmann::json& values,
+                                            const nlohmann::json& base) {
+  auto pointer = check_pointer(grid, key, base);
   if (!values.is_array() || values.empty()) {
     grid.fail_value(key, "wrong type", values, "a non-empty array of values, such as [2, 3, 5]");
   }
-  return *pointer;
+  return pointer;
 }
 
 /// The base config of a sweep file ("base" or "base_file"); sets spec.base_dir for a file.
@@ -175,7 +189,71 @@ struct Grid {
   /// Per parameter, the position of the baseline's value in its values; nullopt where the
   /// baseline keeps the run's own value.
   std::vector<std::optional<std::size_t>> baseline;
+  /// The "schemes" tuples (empty without): each sets its pointers to its values.
+  std::vector<std::vector<std::pair<nlohmann::json::json_pointer, nlohmann::json>>> schemes;
+  /// The baseline scheme ("baseline": "<scheme name>").
+  std::optional<std::size_t> baseline_scheme;
 };
+
+/// "schemes": [{"name": "...", "<pointer>": <value>, ...}, ...]: named tuples of values, one
+/// point each along a `scheme` axis that is crossed with the grid (docs/sweeps.md).
+void read_schemes(JsonReader& root,
+                  const std::string& file,
+                  const nlohmann::json& base,
+                  Grid& grid,
+                  SweepSpec& spec) {
+  if (!root.has("schemes")) {
+    root.allow("schemes");
+    return;
+  }
+  const nlohmann::json& schemes = root.raw("schemes");
+  if (!schemes.is_array() || schemes.empty()) {
+    root.fail_value("schemes",
+                    "wrong type",
+                    schemes,
+                    "a non-empty array of objects such as {\"name\": \"uncoded\", \"/code\": "
+                    "{\"kind\": \"uncoded\"}}");
+  }
+  for (std::size_t i = 0; i < schemes.size(); ++i) {
+    const std::string at = fmt::format("/schemes/{}", i);
+    JsonReader reader(schemes[i], file, at);
+    const std::string name = reader.string("name", std::nullopt);
+    if (name.empty() ||
+        std::find(spec.schemes.begin(), spec.schemes.end(), name) != spec.schemes.end()) {
+      reader.fail_value("name", "not a new scheme name", name, "a non-empty name unique here");
+    }
+    std::vector<std::pair<nlohmann::json::json_pointer, nlohmann::json>> sets;
+    for (const auto& [key, value] : schemes[i].items()) {
+      if (key == "name") {
+        continue;
+      }
+      if (std::find(spec.parameters.begin(), spec.parameters.end(), key) != spec.parameters.end()) {
+        reader.fail_value(key, "also a grid key", key, "a pointer the grid does not vary");
+      }
+      sets.emplace_back(check_pointer(reader, key, base), value);
+    }
+    spec.schemes.push_back(name);
+    grid.schemes.push_back(std::move(sets));
+  }
+}
+
+/// "baseline": "<scheme name>": the baseline of a run is the run of that scheme at the same
+/// grid point and repetition.
+void read_baseline_scheme(const JsonReader& reader,
+                          const nlohmann::json& name,
+                          Grid& grid,
+                          const SweepSpec& spec) {
+  const auto at = std::find(spec.schemes.begin(), spec.schemes.end(), name.get<std::string>());
+  if (at == spec.schemes.end()) {
+    reader.fail_value("baseline",
+                      "not a scheme name",
+                      name,
+                      spec.schemes.empty()
+                          ? std::string("a \"schemes\" list naming it")
+                          : fmt::format("one of the schemes: {}", fmt::join(spec.schemes, ", ")));
+  }
+  grid.baseline_scheme = static_cast<std::size_t>(at - spec.schemes.begin());
+}
 
 /// "baseline": {"<grid key>": <one of its values>, ...}: the baseline of a run is the run of
 /// the same repetition with the named keys at these values and every other key at its own.
@@ -186,6 +264,10 @@ void read_baseline(JsonReader& root, const std::string& file, Grid& grid, const 
     return;
   }
   const nlohmann::json& baseline = root.raw("baseline");
+  if (baseline.is_string()) {
+    read_baseline_scheme(root, baseline, grid, spec);
+    return;
+  }
   const JsonReader reader(baseline, file, "/baseline");
   if (baseline.empty()) {
     root.fail_value("baseline",
@@ -234,11 +316,16 @@ Grid read_grid(JsonReader& root,
                         fmt::format("at most {} runs per sweep", kMaxRuns));
     }
   }
+  read_schemes(root, file, base, grid, spec);
   read_baseline(root, file, grid, spec);
-  spec.has_baseline = std::any_of(
-      grid.baseline.begin(), grid.baseline.end(), [](const auto& b) { return b.has_value(); });
+  spec.has_baseline = grid.baseline_scheme.has_value() ||
+                      std::any_of(grid.baseline.begin(), grid.baseline.end(), [](const auto& b) {
+                        return b.has_value();
+                      });
+  spec.vary_data_seed = root.boolean("vary_data_seed", false);
   root.finish();
-  const std::size_t total = grid.combinations * static_cast<std::size_t>(spec.repetitions);
+  const std::size_t total = grid.combinations * std::max<std::size_t>(1, grid.schemes.size()) *
+                            static_cast<std::size_t>(spec.repetitions);
   if (total > kMaxRuns) {
     root.fail_value(
         "repetitions", "too many runs", total, fmt::format("at most {} runs per sweep", kMaxRuns));
@@ -246,45 +333,87 @@ Grid read_grid(JsonReader& root,
   return grid;
 }
 
-/// Appends the repetitions of grid combination `c` to spec.runs.
-void add_combination(const Grid& grid, const nlohmann::json& base, std::size_t c, SweepSpec& spec) {
-  // Mixed-radix digits of c, the last parameter fastest.
-  std::vector<std::size_t> digit(grid.pointers.size(), 0);
-  std::size_t rest = c;
+/// The seeds of repetition k of a point whose config is `config` (docs/sweeps.md "Runs"); a
+/// malformed seed is left for plan_run to report (nullopt).
+struct RepetitionSeeds {
+  std::optional<std::uint64_t> seed;
+  std::optional<std::uint64_t> data_seed;
+};
+
+RepetitionSeeds repetition_seeds(const nlohmann::json& config, int k, bool vary_data_seed) {
+  const auto read = [&](const char* key, std::optional<std::uint64_t> fallback) {
+    if (!config.contains(key)) {
+      return fallback;
+    }
+    const auto& v = config[key];
+    return v.is_number_unsigned() ? std::optional(v.get<std::uint64_t>()) : std::nullopt;
+  };
+  const auto repeat = [k](std::optional<std::uint64_t> s) {
+    return s && k > 0 ? std::optional(derive_seed(*s, static_cast<std::uint64_t>(k)) & kSeedMask)
+                      : s;
+  };
+  const std::optional<std::uint64_t> seed = read("seed", std::uint64_t{1});
+  const std::optional<std::uint64_t> data_seed = read("data_seed", seed);
+  return {repeat(seed), vary_data_seed ? repeat(data_seed) : data_seed};
+}
+
+/// The scheme's values, then the grid's, of combination `c` (the scheme slowest, the last grid
+/// key fastest): its config, grid values and digits.
+struct Point {
+  nlohmann::json config;
+  std::vector<nlohmann::json> values;
+  std::size_t scheme = 0;
+  std::vector<std::size_t> digit;
+};
+
+Point point_of(const Grid& grid, const nlohmann::json& base, std::size_t c) {
+  Point point{base, {}, c / grid.combinations, std::vector<std::size_t>(grid.pointers.size(), 0)};
+  std::size_t rest = c % grid.combinations;
   for (std::size_t p = grid.pointers.size(); p-- > 0;) {
-    digit[p] = rest % grid.values[p]->size();
+    point.digit[p] = rest % grid.values[p]->size();
     rest /= grid.values[p]->size();
   }
+  if (!grid.schemes.empty()) {
+    for (const auto& [pointer, value] : grid.schemes[point.scheme]) {
+      point.config[pointer] = value;
+    }
+  }
+  for (std::size_t p = 0; p < grid.pointers.size(); ++p) {
+    point.values.push_back((*grid.values[p])[point.digit[p]]);
+    point.config[grid.pointers[p]] = point.values.back();
+  }
+  return point;
+}
+
+/// Appends the repetitions of combination `c` to spec.runs.
+void add_combination(const Grid& grid, const nlohmann::json& base, std::size_t c, SweepSpec& spec) {
+  const Point point = point_of(grid, base, c);
   // The baseline's combination: the same digits but the baseline's where it names one.
-  std::size_t baseline = 0;
+  std::size_t baseline = grid.baseline_scheme.value_or(point.scheme);
   for (std::size_t p = 0; p < grid.pointers.size(); ++p) {
-    baseline = baseline * grid.values[p]->size() + grid.baseline[p].value_or(digit[p]);
+    baseline = baseline * grid.values[p]->size() + grid.baseline[p].value_or(point.digit[p]);
   }
-  nlohmann::json config = base;
-  std::vector<nlohmann::json> values;
-  for (std::size_t p = 0; p < grid.pointers.size(); ++p) {
-    values.push_back((*grid.values[p])[digit[p]]);
-    config[grid.pointers[p]] = values.back();
-  }
-  // A malformed seed is left for plan_run to report.
-  std::optional<std::uint64_t> seed = std::uint64_t{1};
-  if (config.contains("seed")) {
-    const auto& s = config["seed"];
-    seed = s.is_number_unsigned() ? std::optional(s.get<std::uint64_t>()) : std::nullopt;
-  }
+  const std::string scheme = grid.schemes.empty() ? std::string() : spec.schemes[point.scheme];
   for (int k = 0; k < spec.repetitions; ++k) {
     SweepRun run;
     run.index = spec.runs.size();
     run.repetition = k;
     run.baseline =
         baseline * static_cast<std::size_t>(spec.repetitions) + static_cast<std::size_t>(k);
-    run.values = values;
-    run.config = config;
-    if (seed) {
-      run.seed = k == 0 ? *seed : (derive_seed(*seed, static_cast<std::uint64_t>(k)) & kSeedMask);
+    run.scheme = scheme;
+    run.values = point.values;
+    run.config = point.config;
+    const RepetitionSeeds seeds = repetition_seeds(point.config, k, spec.vary_data_seed);
+    if (seeds.seed) {
+      run.seed = *seeds.seed;
       run.config["seed"] = run.seed;
     }
-    const std::string slug = slug_of(spec.parameters, values, k);
+    // Written when it differs from the seed (or the config gives it): a config that never
+    // names data_seed keeps its bytes where the two agree.
+    if (seeds.data_seed && (point.config.contains("data_seed") || seeds.data_seed != seeds.seed)) {
+      run.config["data_seed"] = *seeds.data_seed;
+    }
+    const std::string slug = slug_of(spec, run.scheme, run.values, k);
     run.folder = "runs/" + slug;
     run.config["name"] = fmt::format("{}/{}", spec.name, slug);
     run.cost = expected_cost(run.config);
@@ -293,6 +422,30 @@ void add_combination(const Grid& grid, const nlohmann::json& base, std::size_t c
 }
 
 }  // namespace
+
+std::string plain_name(const std::string& pointer) {
+  std::string key = pointer.empty() ? pointer : pointer.substr(1);
+  std::replace(key.begin(), key.end(), '/', '.');
+  return key;
+}
+
+std::string value_text(const nlohmann::json& v) {
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n\r") == std::string::npos) {
+    return text;
+  }
+  std::string out = "\"";
+  for (const char c : text) {
+    out += c;
+    if (c == '"') {
+      out += '"';
+    }
+  }
+  return out + "\"";
+}
 
 SweepSpec expand_sweep(const nlohmann::json& sweep,
                        const std::string& file,
@@ -307,8 +460,10 @@ SweepSpec expand_sweep(const nlohmann::json& sweep,
   const nlohmann::json empty_grid = nlohmann::json::object();
   const nlohmann::json& grid_json = root.has("grid") ? root.raw("grid") : empty_grid;
   const Grid grid = read_grid(root, grid_json, file, base, spec);
-  spec.runs.reserve(grid.combinations * static_cast<std::size_t>(spec.repetitions));
-  for (std::size_t c = 0; c < grid.combinations; ++c) {
+  const std::size_t combinations =
+      grid.combinations * std::max<std::size_t>(1, spec.schemes.size());
+  spec.runs.reserve(combinations * static_cast<std::size_t>(spec.repetitions));
+  for (std::size_t c = 0; c < combinations; ++c) {
     add_combination(grid, base, c, spec);
   }
   return spec;
@@ -332,7 +487,7 @@ std::string config_text(const SweepRun& run) { return run.config.dump(2) + "\n";
 
 /// Label naming a run in its config errors: "<sweep file> run 3 (/code/d = 4, repetition 0)".
 std::string run_label(const SweepSpec& spec, const SweepRun& run) {
-  std::string what;
+  std::string what = run.scheme.empty() ? std::string() : fmt::format("scheme {}, ", run.scheme);
   for (std::size_t p = 0; p < spec.parameters.size(); ++p) {
     what += fmt::format("{} = {}, ", spec.parameters[p], run.values[p].dump());
   }
@@ -371,7 +526,7 @@ class ObjectiveCache {
     }
     const std::string key = nlohmann::json{plan.resolved.value("data", nlohmann::json()),
                                            plan.resolved.value("loss", nlohmann::json()),
-                                           plan.seed,
+                                           plan.data_seed,
                                            plan.partitions,
                                            base_dir.string()}
                                 .dump();
@@ -435,20 +590,6 @@ void parallel_for(std::size_t count, int jobs, Body body) {
   }
 }
 
-std::string csv_field(const std::string& text) {
-  if (text.find_first_of(",\"\n\r") == std::string::npos) {
-    return text;
-  }
-  std::string out = "\"";
-  for (const char c : text) {
-    out += c;
-    if (c == '"') {
-      out += '"';
-    }
-  }
-  return out + "\"";
-}
-
 std::string number_field(const nlohmann::json& v) {
   if (v.is_number_float()) {
     return fmt::format("{}", v.get<double>());
@@ -491,21 +632,14 @@ std::vector<std::pair<std::string, nlohmann::json::json_pointer>> speedup_column
   return out;
 }
 
-std::string build_index(const SweepSpec& spec, const fs::path& out_dir, std::size_t* failed) {
-  std::vector<nlohmann::json> summaries;
-  summaries.reserve(spec.runs.size());
+std::string build_index(const SweepSpec& spec, const std::vector<nlohmann::json>& summaries) {
   bool has_target = false;
   bool has_test = false;
   bool has_optimum = false;
-  for (const auto& run : spec.runs) {
-    const fs::path path = out_dir / run.folder / "summary.json";
-    summaries.push_back(nlohmann::json::parse(slurp(path)));
-    has_target = has_target || summaries.back().contains("time_to_target");
-    has_test = has_test || summaries.back().contains("final_test_metric");
-    has_optimum = has_optimum || summaries.back().contains("time_to_relative_suboptimality");
-    if (failed != nullptr && summaries.back().value("status", "") != "ok") {
-      ++*failed;
-    }
+  for (const auto& s : summaries) {
+    has_target = has_target || s.contains("time_to_target");
+    has_test = has_test || s.contains("final_test_metric");
+    has_optimum = has_optimum || s.contains("time_to_relative_suboptimality");
   }
   // Column name and where the value is in the summary.
   std::vector<std::pair<std::string, nlohmann::json::json_pointer>> columns;
@@ -530,7 +664,7 @@ std::string build_index(const SweepSpec& spec, const fs::path& out_dir, std::siz
     }
   }
   const auto speedups = speedup_columns(has_optimum, has_target);
-  std::string csv = "index,repetition,seed";
+  std::string csv = spec.schemes.empty() ? "index,repetition,seed" : "index,repetition,seed,scheme";
   for (const auto& p : spec.parameters) {
     csv += ',';
     csv += csv_field(p);
@@ -551,6 +685,10 @@ std::string build_index(const SweepSpec& spec, const fs::path& out_dir, std::siz
     const auto& run = spec.runs[i];
     const auto& s = summaries[i];
     csv += fmt::format("{},{},{}", run.index, run.repetition, s.value("seed", run.seed));
+    if (!spec.schemes.empty()) {
+      csv += ',';
+      csv += csv_field(run.scheme);
+    }
     for (const auto& v : run.values) {
       csv += ',';
       csv += csv_field(value_text(v));
@@ -584,13 +722,30 @@ std::string build_index(const SweepSpec& spec, const fs::path& out_dir, std::siz
 
 }  // namespace
 
+std::vector<nlohmann::json> read_sweep_summaries(const SweepSpec& spec,
+                                                 const std::filesystem::path& out_dir) {
+  std::vector<nlohmann::json> summaries;
+  summaries.reserve(spec.runs.size());
+  for (const auto& run : spec.runs) {
+    summaries.push_back(nlohmann::json::parse(slurp(out_dir / run.folder / "summary.json")));
+  }
+  return summaries;
+}
+
 std::string index_csv(const SweepSpec& spec, const std::filesystem::path& out_dir) {
-  return build_index(spec, out_dir, nullptr);
+  return build_index(spec, read_sweep_summaries(spec, out_dir));
 }
 
 std::size_t write_sweep_index(const SweepSpec& spec, const std::filesystem::path& out_dir) {
-  std::size_t failed = 0;
-  write_file_atomically(out_dir / "index.csv", build_index(spec, out_dir, &failed));
+  const std::vector<nlohmann::json> summaries = read_sweep_summaries(spec, out_dir);
+  const auto failed = static_cast<std::size_t>(
+      std::count_if(summaries.begin(), summaries.end(), [](const nlohmann::json& s) {
+        return s.value("status", "") != "ok";
+      }));
+  // Every file is complete before index.csv, the mark of a finished sweep, appears.
+  write_file_atomically(out_dir / "summary.csv", sweep_summary_csv(spec, summaries));
+  write_file_atomically(out_dir / "traces.csv", sweep_traces_csv(spec, out_dir, summaries));
+  write_file_atomically(out_dir / "index.csv", build_index(spec, summaries));
   return failed;
 }
 
@@ -688,6 +843,8 @@ void record_sweep_folder(const SweepSpec& spec,
   if (!fs::exists(marker, ec) || slurp(marker) != text) {
     // index.csv means "this sweep is complete": an earlier sweep's must not outlive its identity.
     fs::remove(out_dir / "index.csv", ec);
+    fs::remove(out_dir / "summary.csv", ec);
+    fs::remove(out_dir / "traces.csv", ec);
     write_file_atomically(marker, text);
   }
 }

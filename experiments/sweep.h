@@ -4,7 +4,11 @@
 // executed in parallel, resumably, with results that never depend on the number of jobs.
 //
 // Sweep file: {"base": {...} | "base_file": "...", "grid": {"/code/d": [2, 3, 5], ...},
-//              "repetitions": 1, "name": "...", "baseline": {"/code": {"kind": "uncoded"}}}
+//              "schemes": [{"name": "uncoded", "/code": {...}, ...}, ...],
+//              "repetitions": 1, "name": "...", "baseline": {"/code": {"kind": "uncoded"}}
+//              | "<scheme name>", "vary_data_seed": false}
+// - "schemes" (optional): named tuples of pointer values, zipped (each is one point of a
+//   `scheme` axis, the slowest) and crossed with the grid.
 // - "baseline" (optional) names grid keys and one of each key's values: the baseline of a run is
 //   the run of the same repetition with those keys at those values and every other grid key at
 //   the run's own value. index.csv then has a baseline_index column and speedups against it
@@ -16,7 +20,9 @@
 //   index = combination · repetitions + k.
 // - Repetition k ≥ 1 runs with seed derive_seed(s, k) (sim/random_stream.h), where s is the
 //   run's seed before repetition (the base seed, or the grid's "/seed" value); repetition 0 keeps
-//   s, so a one-repetition sweep point is exactly `stragglersim run` of that config.
+//   s, so a one-repetition sweep point is exactly `stragglersim run` of that config. The data
+//   seed (data set, train/test split) stays the point's (its "data_seed", else s) unless
+//   "vary_data_seed" is true: repetitions then share f*.
 // - Relative paths in the base resolve against the base file's folder ("base_file") or the sweep
 //   file's folder ("base").
 //
@@ -45,6 +51,8 @@ struct SweepRun {
   /// Index of this run's baseline run (itself when it is one, or when the sweep has none).
   std::size_t baseline = 0;
   std::uint64_t seed = 0;
+  /// The run's scheme name ("" when the sweep has no "schemes").
+  std::string scheme;
   /// The grid values of this run, in the order of SweepSpec::parameters.
   std::vector<nlohmann::json> values;
   /// The complete run config (base + grid values + seed + name).
@@ -67,6 +75,10 @@ struct SweepSpec {
   int repetitions = 1;
   /// Whether the sweep file names a "baseline": index.csv then has speedup columns.
   bool has_baseline = false;
+  /// The "schemes" names in file order (empty without): the slowest axis of the runs.
+  std::vector<std::string> schemes;
+  /// "vary_data_seed": repetitions derive the data seed too (a new data set and split each).
+  bool vary_data_seed = false;
   std::vector<SweepRun> runs;
 };
 
@@ -164,9 +176,30 @@ bool execute_sweep_run(const SweepSpec& spec,
                        const SweepRun& run,
                        const std::filesystem::path& out_dir);
 
+/// "/stopping/r" → "stopping.r": a grid key as a plain column name (summary.csv, traces.csv).
+std::string plain_name(const std::string& pointer);
+/// A value as a CSV cell's text: a string's characters, otherwise its JSON.
+std::string value_text(const nlohmann::json& v);
+/// `text` as one CSV field (quoted when it holds a comma, quote or line break).
+std::string csv_field(const std::string& text);
+
+/// Every run's summary.json, in index order (the runs must be complete).
+std::vector<nlohmann::json> read_sweep_summaries(const SweepSpec& spec,
+                                                 const std::filesystem::path& out_dir);
+/// summary.csv: one row per grid point (scheme × grid values) with the mean, standard error
+/// and 95 % t interval over its repetitions of each metric, and speedups against the baseline
+/// (docs/sweeps.md "summary.csv"). Defined in sweep_aggregates.cpp.
+std::string sweep_summary_csv(const SweepSpec& spec, const std::vector<nlohmann::json>& summaries);
+/// traces.csv: every run's trace rows in long format with its scheme, grid values, repetition
+/// and f* (docs/sweeps.md "traces.csv").
+std::string sweep_traces_csv(const SweepSpec& spec,
+                             const std::filesystem::path& out_dir,
+                             const std::vector<nlohmann::json>& summaries);
+
 /// The index.csv text of a finished sweep, built from the runs' summary.json files.
 std::string index_csv(const SweepSpec& spec, const std::filesystem::path& out_dir);
-/// Writes out_dir/index.csv of a finished sweep; returns how many runs failed.
+/// Writes out_dir/index.csv, summary.csv and traces.csv of a finished sweep (each atomically);
+/// returns how many runs failed.
 std::size_t write_sweep_index(const SweepSpec& spec, const std::filesystem::path& out_dir);
 
 }  // namespace stragglersim::experiments

@@ -4,8 +4,8 @@
 usage: plot_sweep.py DIR --x KEY --y METRIC [--hue KEY] [--out FILE] [--logx] [--logy]
 
 DIR is a sweep's output folder (`stragglersim sweep ... --out DIR`); its index.csv has one row
-per run. KEY is a grid column ("/code/d"; the leading slash may be left out, and "." may stand
-for "/"), METRIC any numeric column (total_time, mean_iteration_time, final_loss, best_loss,
+per run. KEY is a grid column by its plain name ("stopping.r", as in summary.csv; "/stopping/r",
+the pointer, works too) or "scheme", METRIC any numeric column (total_time, mean_iteration_time, final_loss, best_loss,
 time_to_target, final_test_metric, ...). Runs that share x and hue (the repetitions, and any grid
 key not named) are averaged: the point is their mean and the error bar one standard error
 (sd / sqrt(count)). Failed runs and empty cells are left out and counted on stderr. x is numeric
@@ -29,8 +29,9 @@ class UsageError(Exception):
     """A user mistake: printed as `error: ...`, exit status 2."""
 
 
-def read_index(folder):
-    path = os.path.join(folder, "index.csv")
+def read_sweep_csv(folder, name):
+    """(columns, rows as dicts) of DIR/<name> (index.csv, summary.csv, traces.csv)."""
+    path = os.path.join(folder, name)
     if not os.path.isfile(path):
         raise UsageError(f"{path}: no such file; expected the --out folder of a finished "
                          "`stragglersim sweep` (or `sweep --merge` after shards)")
@@ -39,12 +40,26 @@ def read_index(folder):
         return list(reader.fieldnames or []), list(reader)
 
 
+def read_index(folder):
+    return read_sweep_csv(folder, "index.csv")
+
+
+def plain(name):
+    """A grid column's plain name: "/stopping/r" -> "stopping.r" (summary.csv's column)."""
+    return name[1:].replace("/", ".") if name.startswith("/") else name
+
+
 def column(columns, key):
-    """The index.csv column a user's KEY names: exact, with a leading '/', or with '.' as '/'."""
+    """The index.csv column a user's KEY names: exact, by its plain name ("stopping.r"), with a
+    leading '/', or with '.' as '/'."""
     for candidate in (key, "/" + key, "/" + key.replace(".", "/")):
         if candidate in columns:
             return candidate
-    raise UsageError(f"no column {key!r} in index.csv; expected one of {', '.join(columns)}")
+    for candidate in columns:
+        if plain(candidate) == key or plain(candidate) == plain(key):
+            return candidate
+    raise UsageError(f"no column {key!r} in index.csv; expected one of "
+                     f"{', '.join(plain(c) for c in columns)}")
 
 
 def as_number(text):
@@ -93,14 +108,14 @@ def plot(rows, x, y, hue=None, logx=False, logy=False):
         stats = [mean_and_error(points[t]) for t in xs]
         ax.errorbar([position[t] for t in xs], [m for m, _ in stats],
                     yerr=[e for _, e in stats], marker="o", capsize=3,
-                    label=f"{hue} = {label}" if hue else None)
+                    label=f"{plain(hue)} = {label}" if hue else None)
     # Scales first: setting one resets the tick locator.
     ax.set_xscale("log" if logx else "linear")
     ax.set_yscale("log" if logy else "linear")
     if not numeric:
         ax.set_xticks(range(len(x_texts)))
         ax.set_xticklabels(x_texts, rotation=30, ha="right", fontsize=7)
-    ax.set_xlabel(x)
+    ax.set_xlabel(plain(x))
     ax.set_ylabel(f"{y} (mean ± s.e.)")
     if hue:
         ax.legend(fontsize=8)
@@ -129,7 +144,7 @@ def main(argv=None):
         print(f"error: {e}", file=sys.stderr)
         return 2
     out = args.out or os.path.join(
-        args.dir, f"{y}_vs_{re.sub(r'[^A-Za-z0-9.=+-]+', '_', x).strip('_')}.png")
+        args.dir, f"{y}_vs_{re.sub(r'[^A-Za-z0-9.=+-]+', '_', plain(x)).strip('_')}.png")
     fig.savefig(out, dpi=120)
     plt.close(fig)
     print(f"wrote {out}")

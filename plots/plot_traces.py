@@ -3,9 +3,16 @@
 
 usage: plot_traces.py --out FIG.png [--title T] [--caption C] [--f-star F] [--time-budget B]
                       [--expected-iteration-time E] LABEL=trace.csv[,trace.csv ...] ...
+       plot_traces.py --out FIG.png --sweep DIR [--group-by COLUMN] [--time-budget B] [--title T]
 Reads stragglersim trace.csv files (docs/model.md §7) and writes one PNG:
-  - without --f-star: training loss against simulated time and against iterations;
-  - with --f-star: f - f* (log) against simulated time up to the common time budget (the
+  - with --sweep DIR: DIR/traces.csv of a finished sweep (docs/sweeps.md): the mean over the
+    runs of each group (--group-by, default scheme; any leading column of traces.csv such as
+    stopping.r) of the gap f - f*, each run with its own f*, against simulated time up to the
+    common budget, with the band of the 95 % t interval over the runs;
+  - LABEL=paths splits at the first '=' after which every path exists (sweep folders hold '=');
+  - without f*: training loss against simulated time and against iterations;
+  - with f*: --f-star for every trace, or each trace's own from the summary.json beside it
+    when every trace has one: f - f* (log) against simulated time up to the common time budget (the
     smallest last time of the traces, or --time-budget), beside bars of the time each scheme
     takes to reach the relative suboptimality levels (f - f*)/(f(x0) - f*) <= 1e-1, 1e-2, 1e-3
     ("not reached" when it does not within the budget). Several traces for one label (comma
@@ -17,7 +24,9 @@ Reads stragglersim trace.csv files (docs/model.md §7) and writes one PNG:
 import argparse
 import bisect
 import csv
+import json
 import math
+import os
 import sys
 
 import matplotlib
@@ -25,17 +34,118 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import plot_sweep  # noqa: E402
+
 LEVELS = (1e-1, 1e-2, 1e-3)
 
 
 def read_trace(path):
-    """Columns of a trace.csv as lists of floats, keyed by header name."""
+    """Columns of a trace.csv as lists of floats, keyed by header name; "f_star" (a number) the
+    f* of the summary.json beside it, when it has one."""
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
     if not rows:
         raise SystemExit(f"error: {path}: empty trace")
     # Empty cells (gradient_error of row 0 and of Nesterov runs) read as NaN.
-    return {key: [float(r[key]) if r[key] != "" else math.nan for r in rows] for key in rows[0]}
+    trace = {key: [float(r[key]) if r[key] != "" else math.nan for r in rows] for key in rows[0]}
+    summary = os.path.join(os.path.dirname(os.path.abspath(path)), "summary.json")
+    if os.path.isfile(summary):
+        with open(summary) as f:
+            f_star = json.load(f).get("f_star")
+        if isinstance(f_star, (int, float)):
+            trace["f_star"] = float(f_star)
+    return trace
+
+
+def split_item(item):
+    """LABEL=path[,path ...]: split at the first '=' after which every path exists (sweep
+    folder names hold '='), else at the last one."""
+    for k, c in enumerate(item):
+        if c == "=" and all(os.path.exists(p) for p in item[k + 1:].split(",")):
+            return item[:k], item[k + 1:].split(",")
+    label, sep, paths = item.rpartition("=")
+    if not sep:
+        raise SystemExit(f"error: expected LABEL=trace.csv; got {item!r}")
+    return label, paths.split(",")
+
+
+def t_quantile(n):
+    """The 97.5 % quantile of Student's t with n - 1 degrees of freedom (n >= 2)."""
+    from scipy.stats import t
+    return float(t.ppf(0.975, n - 1))
+
+
+def read_sweep_traces(folder):
+    """DIR/traces.csv as ({group key columns}, [run dict]) where a run dict has the run's
+    leading cells ("scheme", grid columns, "rep"), "time", "loss" lists and its "f_star"."""
+    try:
+        columns, rows = plot_sweep.read_sweep_csv(folder, "traces.csv")
+    except plot_sweep.UsageError as e:
+        raise SystemExit(f"error: {e}")
+    lead = columns[:columns.index("rep") + 1]
+    runs = {}
+    for row in rows:
+        key = tuple(row[c] for c in lead)
+        run = runs.setdefault(key, {**{c: row[c] for c in lead}, "time": [], "loss": [],
+                                    "f_star": row["f_star"]})
+        run["time"].append(float(row["time"]))
+        run["loss"].append(float(row["loss"]) if row["loss"] != "" else math.nan)
+    return lead[:-1], list(runs.values())
+
+
+def sweep_bands(folder, group_by="scheme", budget=None, points=400):
+    """{group value: (times, mean gap, 95 % low, 95 % high, runs)} of a sweep's traces.csv, the
+    groups in order of first appearance; the gap of a run is its loss minus its own f*."""
+    lead, runs = read_sweep_traces(folder)
+    if group_by not in lead:
+        raise SystemExit(f"error: no column {group_by!r} in traces.csv to group by; expected "
+                         f"one of {', '.join(lead)}")
+    if any(r["f_star"] == "" for r in runs):
+        raise SystemExit("error: some run of the sweep has no f* (f_star) in traces.csv; "
+                         "expected runs with data and an optimum")
+    last = min(r["time"][-1] for r in runs)
+    budget = last if budget is None else min(budget, last)
+    grid = [budget * i / (points - 1) for i in range(points)]
+    groups = {}
+    for r in runs:
+        groups.setdefault(r[group_by], []).append(r)
+    bands = {}
+    for label, members in groups.items():
+        n = len(members)
+        half_factor = t_quantile(n) if n > 1 else 0.0
+        mean, low, high = [], [], []
+        for t in grid:
+            m, se = mean_se([value_at(r, "loss", t) - float(r["f_star"]) for r in members])
+            mean.append(m)
+            low.append(m - half_factor * se)
+            high.append(m + half_factor * se)
+        bands[label] = (grid, mean, low, high, n)
+    return bands
+
+
+def plot_sweep_gap(bands, group_by, title=None):
+    """One line per group: the mean gap f - f* (log) against simulated time, its 95 % band."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    floor = math.inf
+    for label, (grid, mean, low, high, n) in bands.items():
+        floor = min([floor] + [m for m in mean if m > 0])
+        line, = ax.plot(grid, mean, label=f"{group_by} = {label} ({n} runs)", linewidth=1.6)
+        if n > 1:
+            ax.fill_between(grid, [max(v, 0.0) for v in low], high, color=line.get_color(),
+                            alpha=0.25, linewidth=0)
+    ax.set_yscale("log")
+    if math.isfinite(floor):
+        ax.set_ylim(bottom=floor / 3)
+    ax.set_xlim(0, max(grid for grid, *_ in bands.values())[-1])
+    ax.set_xlabel("simulated time (s)")
+    ax.set_ylabel("mean loss gap f(x_t) - f* (band: 95 % interval)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    return fig
 
 
 def time_to_level(trace, f_star, level):
@@ -67,12 +177,18 @@ def common_budget(series, budget=None):
     return last if budget is None else min(budget, last)
 
 
+def star(trace, f_star):
+    """f* of a trace: the given one, else the trace's own (from its summary.json)."""
+    return trace["f_star"] if f_star is None else f_star
+
+
 def suboptimality_curve(traces, f_star, budget, points=400):
-    """(times, mean, se) of f - f* over the repetitions on a grid of [0, budget]."""
+    """(times, mean, se) of f - f* over the repetitions on a grid of [0, budget]; f_star None:
+    each trace's own."""
     grid = [budget * i / (points - 1) for i in range(points)]
     mean, se = [], []
     for t in grid:
-        m, s = mean_se([value_at(tr, "loss", t) - f_star for tr in traces])
+        m, s = mean_se([value_at(tr, "loss", t) - star(tr, f_star) for tr in traces])
         mean.append(m)
         se.append(s)
     return grid, mean, se
@@ -82,7 +198,7 @@ def level_times(traces, f_star, budget, levels=LEVELS):
     """{level: mean time to it over the repetitions, or None when one did not reach it}."""
     out = {}
     for level in levels:
-        times = [time_to_level(tr, f_star, level) for tr in traces]
+        times = [time_to_level(tr, star(tr, f_star), level) for tr in traces]
         ok = [t for t in times if t is not None and t <= budget]
         out[level] = mean_se(ok) if len(ok) == len(times) else None
     return out
@@ -157,7 +273,8 @@ def plot_suboptimality(series, f_star, budget=None, title=None, caption=None):
     fig, (ax_curve, ax_bars) = plt.subplots(1, 2, figsize=(12, 4.6),
                                             gridspec_kw={"width_ratios": [1.6, 1]})
     times = draw_suboptimality(ax_curve, ax_bars, series, f_star, budget)
-    ax_curve.set_title(f"f* = {f_star:.6g}, common time budget {budget:.4g} s", fontsize=9)
+    shown = f"f* = {f_star:.6g}" if f_star is not None else "f* of each run's summary.json"
+    ax_curve.set_title(f"{shown}, common time budget {budget:.4g} s", fontsize=9)
     ax_bars.set_title("time to a relative suboptimality level", fontsize=9)
     if title:
         fig.suptitle(title, fontsize=10)
@@ -204,18 +321,29 @@ def main(argv):
     parser.add_argument("--f-star", type=float)
     parser.add_argument("--time-budget", type=float)
     parser.add_argument("--expected-iteration-time", type=float)
-    parser.add_argument("traces", nargs="+", help="LABEL=trace.csv[,trace.csv ...]")
+    parser.add_argument("--sweep", help="a finished sweep's --out folder (reads traces.csv)")
+    parser.add_argument("--group-by", default="scheme",
+                        help="traces.csv column: one line per value (default scheme)")
+    parser.add_argument("traces", nargs="*", help="LABEL=trace.csv[,trace.csv ...]")
     args = parser.parse_args(argv)
+    if args.sweep:
+        if args.traces:
+            raise SystemExit("error: give either --sweep DIR or LABEL=trace.csv items, not both")
+        group_by = args.group_by.lstrip("/").replace("/", ".")
+        bands = sweep_bands(args.sweep, group_by, args.time_budget)
+        plot_sweep_gap(bands, group_by, args.title).savefig(args.out, dpi=120)
+        return 0
+    if not args.traces:
+        raise SystemExit("error: expected --sweep DIR or LABEL=trace.csv items")
     series = []
     for item in args.traces:
-        label, sep, paths = item.rpartition("=")
-        if not sep:
-            raise SystemExit(f"error: expected LABEL=trace.csv; got {item!r}")
-        series.append((label, [read_trace(p) for p in paths.split(",")]))
+        label, paths = split_item(item)
+        series.append((label, [read_trace(p) for p in paths]))
+    own_f_star = all("f_star" in tr for _, traces in series for tr in traces)
     if any("loss" not in tr for _, traces in series for tr in traces):
         fig = plot_iteration_times([(label, traces[0]) for label, traces in series],
                                    args.expected_iteration_time, args.title)
-    elif args.f_star is not None:
+    elif args.f_star is not None or own_f_star:
         fig, times = plot_suboptimality(series, args.f_star, args.time_budget, args.title,
                                         args.caption)
         for label, by_level in times.items():

@@ -55,7 +55,8 @@ def check_sweep_plot():
             errors = [standard_error, standard_error, standard_error if r == 3 else 0.0]
             assert all(abs(h - e) < 1e-12 for h, e in zip(half, errors)), (half, errors)
         labels = [t.get_text() for t in ax.get_legend().get_texts()]
-        assert labels == ["/stopping/r = 3", "/stopping/r = 6"], labels
+        assert labels == ["stopping.r = 3", "stopping.r = 6"], labels
+        assert ax.get_xlabel() == "code.d", ax.get_xlabel()
 
         out = os.path.join(tmp, "fig.png")
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -63,7 +64,9 @@ def check_sweep_plot():
                                     "--hue", "stopping/r", "--out", out]) == 0
             assert os.path.getsize(out) > 1000
             assert plot_sweep.main([tmp, "--x", "/code/d", "--y", "mean_iteration_time"]) == 0
-        assert os.path.isfile(os.path.join(tmp, "mean_iteration_time_vs_code_d.png"))
+            assert plot_sweep.main([tmp, "--x", "stopping.r", "--y", "total_time",
+                                    "--hue", "code.d", "--out", out]) == 0
+        assert os.path.isfile(os.path.join(tmp, "mean_iteration_time_vs_code.d.png"))
 
         err = io.StringIO()
         with contextlib.redirect_stderr(err):

@@ -10,6 +10,7 @@ import plot_check  # noqa: E402
 import test_plot_paper  # noqa: E402
 import plot_theory_vs_measured  # noqa: E402
 import test_plot_sweep  # noqa: E402
+import test_plot_sweep_folder  # noqa: E402
 import plot_traces  # noqa: E402
 
 CSV = """iteration,time,iteration_time,loss,grad_norm,decoding_error,gradient_error,gradient_error_relative,workers_heard,partitions_covered
@@ -192,6 +193,7 @@ def main():
     check_theory_figure()
     test_plot_paper.check_paper_figures()
     test_plot_sweep.check_sweep_plot()
+    test_plot_sweep_folder.check_sweep_folder()
     print("plots: figure data matches its CSV (ok)")
 
 

@@ -8,7 +8,8 @@ compile_commands.json (headers through HeaderFilterRegex in .clang-tidy); every 
 error. A translation unit found clean is remembered under ~/.cache/stragglersim-clang-tidy (or
 $STRAGGLERSIM_TIDY_CACHE) by a key over the clang-tidy version, .clang-tidy, its compile command,
 and the contents of the file and of every project header it includes (from Ninja's dependency
-log), so a rerun re-checks only what changed. Exit status 1 when a warning is found.
+log), with paths relative to the checkout, so a rerun — in this or another clone — re-checks
+only what changed. Exit status 1 when a warning is found.
 """
 import argparse
 import hashlib
@@ -41,11 +42,12 @@ def key_of(entry, build, version, config):
     deps = project_deps(build, obj) if obj else []
     if not deps:
         return None  # not built yet: no key, always checked
+    # Paths relative to the checkout, so another clone of the same sources (CI's) hits the cache.
     h = hashlib.sha256()
-    for part in (version, config, entry["command"]):
+    for part in (version, config, entry["command"].replace(ROOT, "<root>")):
         h.update(part.encode())
     for path in [entry["file"]] + deps:
-        h.update(path.encode())
+        h.update(os.path.relpath(path, ROOT).encode())
         with open(path, "rb") as f:
             h.update(hashlib.sha256(f.read()).digest())
     return h.hexdigest()

@@ -4,9 +4,23 @@
 # undefined and thread sanitizers. CI runs exactly this (.ci/run).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# Every stage prints its wall time when it ends (and the whole run its total), also on failure.
+stage_name=""
+stage_start=$SECONDS
+end_stage() {
+  if [ -n "$stage_name" ]; then echo "-- $stage_name: $((SECONDS - stage_start)) s"; fi
+}
+stage() {
+  end_stage
+  stage_name="$1"
+  stage_start=$SECONDS
+  echo "== $1"
+}
+trap 'end_stage; echo "-- total: $SECONDS s"' EXIT
+stage "install dependencies"
 bash "$root/tools/install_dependencies.sh"
 
-echo "== release build and tests"
+stage "release build and tests"
 bash "$root/tools/build.sh" release
 # Every Catch2 test case must be its own CTest test: a name with '[', ']', ',' or ';' would be
 # merged or split by catch_discover_tests and silently run as something else.
@@ -22,10 +36,10 @@ fi
 # explains it), so it runs with the rest, once, without retries.
 ctest --test-dir "$root/build/release" --output-on-failure -j "$(nproc)" -LE mpi
 
-echo "== lint: include layers, clang-format, clang-tidy (tests/lint.sh)"
+stage "lint: include layers, clang-format, clang-tidy (tests/lint.sh)"
 bash "$root/tests/lint.sh"
 
-echo "== Python module (pytest: tests/python against the CLI of the same build)"
+stage "Python module (pytest: tests/python against the CLI of the same build)"
 # Any non-zero status fails the stage, including pytest's 5 ("no tests collected").
 status=0
 STRAGGLERSIM_BUILD="$root/build/release" PYTHONPATH="$root/build/release/python" \
@@ -35,7 +49,7 @@ if [ "$status" -ne 0 ]; then
   exit 1
 fi
 
-echo "== MPI backend under mpirun (label mpi; alone: each case measures real wake-up times)"
+stage "MPI backend under mpirun (label mpi; alone: each case measures real wake-up times)"
 # Every case bounds each mpirun job (60 s) and CTest bounds the case (120 s).
 if ctest --test-dir "$root/build/release" -N -L mpi | grep -q 'Total Tests: 0'; then
   # Skipped only when deliberately off: install_dependencies.sh installs Open MPI.
@@ -49,10 +63,10 @@ else
   ctest --test-dir "$root/build/release" --output-on-failure -L mpi
 fi
 
-echo "== theory self-check (stragglersim check: every claim within 4 standard errors)"
+stage "theory self-check (stragglersim check: every claim within 4 standard errors)"
 "$root/build/release/experiments/stragglersim" check
 
-echo "== address + undefined sanitizers"
+stage "address + undefined sanitizers"
 bash "$root/tools/build.sh" address stragglersim_tests stragglersim
 # Left out here: the timing assertions, and the advise README example, which repeats under the
 # sanitizers (about 40x its release time) the code paths of "advise: the recommendation holds
@@ -61,7 +75,7 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir "$root/build/address" --output-on-failure -j "$(nproc)" -LE mpi \
   -E '^(threads timing:|advise: the README example)'
 
-echo "== thread sanitizer (threaded backend; timing-precision assertions excluded)"
+stage "thread sanitizer (threaded backend; timing-precision assertions excluded)"
 # stragglersim_thread_tests: the test files that hold [threads] cases (tests/CMakeLists.txt); a
 # check below fails the stage if a [threads] case lives anywhere else.
 bash "$root/tools/build.sh" thread stragglersim_thread_tests
@@ -75,11 +89,11 @@ if [ "$threads_in_suite" != "$threads_here" ]; then
   exit 1
 fi
 
-echo "== fuzz targets (clang libFuzzer + ASan/UBSan, 15 s each from the seed corpora)"
+stage "fuzz targets (clang libFuzzer + ASan/UBSan, 15 s each from the seed corpora)"
 # Long campaigns: bash tests/fuzz/run_fuzzers.sh 600 (benchmarks/fuzzing.md).
 bash "$root/tests/fuzz/run_fuzzers.sh" 15
 
-echo "== plots"
+stage "plots"
 /usr/bin/python3 "$root/plots/test_plots.py"
 
 # Optional (STRAGGLERSIM_MUTATION=1): every one-line mutation of a critical formula or decoder

@@ -9,7 +9,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   pybind11-dev python3-pybind11 python3-dev python3-pytest
   clang clang-format clang-tidy libclang-rt-14-dev
-  python3 python3-matplotlib python3-numpy python3-scipy
+  python3 python3-matplotlib python3-numpy python3-scipy python3-sklearn
   dataset-fashion-mnist
 )
 missing=()

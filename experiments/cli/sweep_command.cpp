@@ -201,7 +201,8 @@ int report(const SweepSpec& spec,
       seconds,
       how);
   if (args.shard.empty()) {
-    std::cout << fmt::format("wrote {}/index.csv and {}/runs/\n", args.out, args.out);
+    std::cout << fmt::format("wrote {0}/index.csv, {0}/summary.csv, {0}/traces.csv and {0}/runs/\n",
+                             args.out);
   } else {
     std::cout << fmt::format(
         "wrote {}/runs/; once every shard is done: stragglersim sweep {} --out {} --merge\n",

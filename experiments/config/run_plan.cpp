@@ -244,6 +244,8 @@ LoadedData read_header_and_data(JsonReader& root,
                                 bool mpi_run) {
   plan.name = root.string("name", std::filesystem::path(file).stem().string());
   plan.seed = static_cast<std::uint64_t>(root.integer("seed", 1, 0));
+  plan.data_seed = static_cast<std::uint64_t>(
+      root.integer("data_seed", static_cast<std::int64_t>(plan.seed), 0));
   plan.workers = static_cast<int>(root.integer("workers", std::nullopt, 1, kMaxWorkers));
   plan.partitions = static_cast<int>(root.integer("partitions", plan.workers, 1, kMaxWorkers));
   plan.threads = static_cast<int>(root.integer("threads", hardware_cores(), 1, kMaxThreads));
@@ -263,7 +265,7 @@ LoadedData read_header_and_data(JsonReader& root,
     JsonReader data_reader = root.object("data");
     // An MPI worker of an mpi run loads only its own partitions' rows (after the code).
     const bool partial = mpi_run && mpi_worker && *mpi_worker >= 0 && *mpi_worker < plan.workers;
-    data = load_data(data_reader, base_dir, plan.seed, partial);
+    data = load_data(data_reader, base_dir, plan.data_seed, partial);
     root.merge("data", data_reader);
   }
   return data;
@@ -627,7 +629,9 @@ RunPlan plan_run(const nlohmann::json& config,
     const nlohmann::json loss = config.contains("loss") ? config["loss"] : nlohmann::json();
     data_key =
         nlohmann::json{config["data"],
-                       config.contains("seed") ? config["seed"] : nlohmann::json(),
+                       config.contains("data_seed") ? config["data_seed"]
+                       : config.contains("seed")    ? config["seed"]
+                                                    : nlohmann::json(),
                        base_dir.string(),
                        loss.is_object() && loss.contains("kind") ? loss["kind"] : nlohmann::json()}
             .dump();
@@ -666,6 +670,10 @@ RunPlan plan_run(const nlohmann::json& config,
   root.finish();
   plan.resolved = root.resolved();
   plan.resolved.erase("threads");
+  if (!root.has("data_seed")) {
+    // The default (the seed) is not written out: a config without the key keeps its bytes.
+    plan.resolved.erase("data_seed");
+  }
   plan.resolved["partitions"] = plan.partitions;
   if (!root.has("backend")) {
     plan.resolved["backend"] = {{"kind", "simulated"}};

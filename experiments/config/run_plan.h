@@ -32,6 +32,9 @@ enum class BackendKind { kSimulated, kThreads, kMpi };
 struct RunPlan {
   std::string name;
   std::uint64_t seed = 1;
+  /// Seeds data generation and the train/test split (top-level "data_seed", default `seed`):
+  /// runs that differ in `seed` only share their data set and its f*.
+  std::uint64_t data_seed = 1;
   int workers = 0;
   int partitions = 0;
   /// Threads of one simulated training run's gradient passes (top-level "threads"; default

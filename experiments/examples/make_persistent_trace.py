@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes persistent_stragglers.csv, the measured-looking trace of the README's worked example.
+"""Writes persistent_stragglers.csv, the measured-looking trace of the worked example in docs/advise.md.
 
 A known model, so that `stragglersim fit` and `advise` can be judged against the truth:
 24 workers, 500 iterations; each worker is an independent two-state chain (normal -> slow with

@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -235,7 +236,10 @@ TEST_CASE("sweep: results and index are byte-identical for jobs 1 and jobs 2",
   REQUIRE(run_binary(fmt::format(
               "sweep '{}' --out '{}' --jobs 2", path.string(), (dir / "j2").string())) == 0);
   const auto one = tree(dir / "j1");
-  CHECK(one.size() == 2 + 12 * 3);  // index.csv, sweep_spec.json + config, trace, summary per run
+  // index.csv, summary.csv, traces.csv, sweep_spec.json + config, trace, summary per run
+  CHECK(one.size() == 4 + 12 * 3);
+  CHECK(one.at("summary.csv") == tree(dir / "j2").at("summary.csv"));
+  CHECK(one.at("traces.csv") == tree(dir / "j2").at("traces.csv"));
   CHECK(one == tree(dir / "j2"));
 
   const std::string index = one.at("index.csv");
@@ -262,7 +266,7 @@ TEST_CASE("sweep: a sweep killed with SIGKILL and rerun is byte-identical to an 
   REQUIRE(run_binary(fmt::format(
               "sweep '{}' --out '{}' --jobs 2", sweep.string(), (dir / "whole").string())) == 0);
   const auto whole = tree(dir / "whole");
-  REQUIRE(whole.size() == 2 + 80 * 3);
+  REQUIRE(whole.size() == 4 + 80 * 3);
 
   const auto out = dir / "killed";
   const pid_t pid = spawn_sweep(sweep, out, 2);
@@ -608,4 +612,287 @@ TEST_CASE("sweep: a baseline must name grid keys and grid values", "[experiments
   for (const auto& run : plain.runs) {
     CHECK(run.baseline == run.index);
   }
+}
+
+namespace {
+
+/// The rows of a CSV file without quoted cells, each keyed by the header's names.
+std::vector<std::map<std::string, std::string>> read_csv(const fs::path& path) {
+  std::istringstream in(slurp(path));
+  std::string line;
+  std::getline(in, line);
+  const auto split = [](const std::string& text) {
+    std::vector<std::string> cells;
+    std::string cell;
+    std::istringstream s(text);
+    while (std::getline(s, cell, ',')) {
+      cells.push_back(cell);
+    }
+    if (!text.empty() && text.back() == ',') {
+      cells.emplace_back();
+    }
+    return cells;
+  };
+  const auto header = split(line);
+  std::vector<std::map<std::string, std::string>> rows;
+  while (std::getline(in, line)) {
+    const auto cells = split(line);
+    REQUIRE(cells.size() == header.size());
+    std::map<std::string, std::string> row;
+    for (std::size_t i = 0; i < header.size(); ++i) {
+      row[header[i]] = cells[i];
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+/// A logistic base with a held-out test set: the split, like the data, follows the data seed.
+nlohmann::json split_base() {
+  auto base = gradient_base();
+  base["data"]["test_fraction"] = 0.25;
+  base["target_loss"] = 0.45;
+  return base;
+}
+
+/// Three schemes (uncoded, FRC d = 2 waiting for half the workers, d = 3 for all) × 5 seeds.
+nlohmann::json three_scheme_sweep() {
+  return nlohmann::json::parse(R"({
+    "name": "schemes",
+    "schemes": [
+      {"name": "uncoded", "/code": {"kind": "uncoded"}, "/stopping": {"rule": "all"}},
+      {"name": "frc2", "/code": {"kind": "frc", "d": 2}, "/stopping": {"rule": "first_r", "r": 3}},
+      {"name": "frc3", "/code": {"kind": "frc", "d": 3}, "/stopping": {"rule": "first_r", "r": 4}}
+    ],
+    "baseline": "uncoded",
+    "repetitions": 5
+  })");
+}
+
+double cell_number(const std::map<std::string, std::string>& row, const std::string& key) {
+  INFO(key);
+  REQUIRE(row.count(key) == 1);
+  REQUIRE(!row.at(key).empty());
+  return std::stod(row.at(key));
+}
+
+}  // namespace
+
+TEST_CASE("sweep: repetitions keep the data seed so f* is the same to the bit",
+          "[experiments][sweep][sweep_seeds]") {
+  const auto dir = scratch("data_seed");
+  nlohmann::json sweep = {{"base", split_base()}, {"repetitions", 3}};
+  const auto spec = expand_sweep(sweep, "d.json", ".");
+  REQUIRE(spec.runs.size() == 3);
+  CHECK_FALSE(spec.runs[0].config.contains("data_seed"));  // seed 5 = data seed 5: as a run
+  CHECK(spec.runs[1].config["data_seed"] == 5);
+  CHECK(spec.runs[2].config["data_seed"] == 5);
+  CHECK(spec.runs[1].seed == (stragglersim::derive_seed(5, 1) & ((std::uint64_t{1} << 63U) - 1U)));
+  write_sweep(dir / "d.json", sweep);
+  REQUIRE(run_binary(fmt::format(
+              "sweep '{}' --out '{}'", (dir / "d.json").string(), (dir / "keep").string())) == 0);
+  std::vector<nlohmann::json> kept;
+  for (const auto& run : spec.runs) {
+    kept.push_back(nlohmann::json::parse(slurp(dir / "keep" / run.folder / "summary.json")));
+  }
+  CHECK(kept[0]["f_star"].get<double>() == kept[1]["f_star"].get<double>());
+  CHECK(kept[0]["f_star"].get<double>() == kept[2]["f_star"].get<double>());
+  // The delays still differ.
+  CHECK(kept[0]["total_time"].get<double>() != kept[1]["total_time"].get<double>());
+
+  // "vary_data_seed": every repetition draws its data and split (the behaviour before the key).
+  sweep["vary_data_seed"] = true;
+  const auto varied = expand_sweep(sweep, "d.json", ".");
+  for (const auto& run : varied.runs) {
+    CHECK_FALSE(run.config.contains("data_seed"));
+  }
+  write_sweep(dir / "v.json", sweep);
+  REQUIRE(run_binary(fmt::format(
+              "sweep '{}' --out '{}'", (dir / "v.json").string(), (dir / "vary").string())) == 0);
+  const auto other =
+      nlohmann::json::parse(slurp(dir / "vary" / varied.runs[1].folder / "summary.json"));
+  CHECK(other["f_star"].get<double>() != kept[1]["f_star"].get<double>());
+  // Same delay seed: the iteration times agree, only the data differ.
+  CHECK(other["total_time"].get<double>() == kept[1]["total_time"].get<double>());
+}
+
+TEST_CASE("run: data_seed defaults to the seed and seeds the data apart from the delays",
+          "[experiments][sweep][sweep_seeds]") {
+  const auto dir = scratch("data_seed_run");
+  auto config = split_base();
+  std::ofstream(dir / "plain.json") << config.dump(2);
+  config["data_seed"] = 5;
+  std::ofstream(dir / "same.json") << config.dump(2);
+  config["data_seed"] = 6;
+  std::ofstream(dir / "other.json") << config.dump(2);
+  for (const char* name : {"plain", "same", "other"}) {
+    REQUIRE(run_binary(fmt::format("run '{}' --out '{}'",
+                                   (dir / fmt::format("{}.json", name)).string(),
+                                   (dir / name).string())) == 0);
+  }
+  CHECK(slurp(dir / "plain" / "trace.csv") == slurp(dir / "same" / "trace.csv"));
+  const auto plain = nlohmann::json::parse(slurp(dir / "plain" / "summary.json"));
+  const auto other = nlohmann::json::parse(slurp(dir / "other" / "summary.json"));
+  CHECK_FALSE(plain["config"].contains("data_seed"));
+  CHECK(other["config"]["data_seed"] == 6);
+  CHECK(other["f_star"].get<double>() != plain["f_star"].get<double>());
+  CHECK(other["total_time"].get<double>() == plain["total_time"].get<double>());
+}
+
+TEST_CASE("sweep: schemes are zipped tuples crossed with the grid",
+          "[experiments][sweep][sweep_schemes]") {
+  auto sweep = three_scheme_sweep();
+  sweep["base"] = split_base();
+  sweep["grid"] = {{"/optimizer/iterations", {10, 15}}};
+  sweep["repetitions"] = 2;
+  const auto spec = expand_sweep(sweep, "s.json", ".");
+  REQUIRE(spec.schemes == std::vector<std::string>{"uncoded", "frc2", "frc3"});
+  REQUIRE(spec.runs.size() == 3 * 2 * 2);
+  for (const auto& run : spec.runs) {
+    const std::size_t scheme = run.index / 4;
+    CHECK(run.scheme == spec.schemes[scheme]);
+    CHECK(run.values[0] == std::vector<int>{10, 15}[run.index / 2 % 2]);
+    CHECK(run.config["optimizer"]["iterations"] == run.values[0]);
+    CHECK(run.config["code"] == sweep["schemes"][scheme]["/code"]);
+    CHECK(run.config["stopping"] == sweep["schemes"][scheme]["/stopping"]);
+    // The baseline: uncoded at the same grid point and repetition.
+    CHECK(run.baseline == run.index % 4);
+  }
+  CHECK(spec.runs[5].folder == "runs/scheme=frc2_optimizer.iterations=10_rep1");
+  CHECK(spec.runs[5].config["name"] == "schemes/scheme=frc2_optimizer.iterations=10_rep1");
+
+  const auto fails = [&](nlohmann::json bad) {
+    bad["base"] = split_base();
+    try {
+      (void)expand_sweep(bad, "s.json", ".");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  auto twice = three_scheme_sweep();
+  twice["schemes"][2]["name"] = "frc2";
+  CHECK(fails(twice) ==
+        "s.json:/schemes/2/name: not a new scheme name; got \"frc2\"; expected a non-empty name "
+        "unique here");
+  auto clash = three_scheme_sweep();
+  clash["grid"] = {{"/code", {nlohmann::json{{"kind", "uncoded"}}}}};
+  CHECK(fails(clash) ==
+        "s.json:/schemes/0/~1code: also a grid key; got \"/code\"; expected a pointer the grid "
+        "does not vary");
+  auto nowhere = three_scheme_sweep();
+  nowhere["schemes"][1]["/nope/deeper"] = 1;
+  CHECK(fails(nowhere) ==
+        "s.json:/schemes/1/~1nope~1deeper: no such place in the base config; got "
+        "\"/nope/deeper\"; expected a pointer to an existing value or to a new key of an existing "
+        "object");
+  auto unknown = three_scheme_sweep();
+  unknown["baseline"] = "coded";
+  CHECK(fails(unknown) ==
+        "s.json:/baseline: not a scheme name; got \"coded\"; expected one of the schemes: "
+        "uncoded, frc2, frc3");
+  auto empty = three_scheme_sweep();
+  empty["schemes"] = nlohmann::json::array();
+  CHECK(fails(empty).rfind("s.json:/schemes: wrong type; got []; expected a non-empty array", 0) ==
+        0);
+}
+
+TEST_CASE("sweep: summary.csv holds the mean and t interval of each point and its speedup",
+          "[experiments][sweep][sweep_summary]") {
+  const auto dir = scratch("summary");
+  auto sweep = three_scheme_sweep();
+  sweep["base"] = split_base();
+  const auto spec = expand_sweep(sweep, "s.json", ".");
+  write_sweep(dir / "s.json", sweep);
+  REQUIRE(run_binary(fmt::format("sweep '{}' --out '{}' --jobs 2",
+                                 (dir / "s.json").string(),
+                                 (dir / "out").string())) == 0);
+  std::vector<nlohmann::json> s;
+  for (const auto& run : spec.runs) {
+    s.push_back(nlohmann::json::parse(slurp(dir / "out" / run.folder / "summary.json")));
+  }
+  const auto rows = read_csv(dir / "out" / "summary.csv");
+  REQUIRE(rows.size() == 3);
+  // The 97.5 % quantile of Student's t with 4 degrees of freedom (tables: 2.776445105).
+  const double t4 = 2.7764451051977987;
+  for (std::size_t p = 0; p < 3; ++p) {
+    const auto& row = rows[p];
+    CHECK(row.at("scheme") == spec.schemes[p]);
+    CHECK(row.at("runs") == "5");
+    CHECK(row.at("failed") == "0");
+    for (const char* metric : {"final_loss", "total_time", "f_star"}) {
+      double mean = 0.0;
+      for (std::size_t k = 0; k < 5; ++k) {
+        mean += s[p * 5 + k][metric].get<double>() / 5.0;
+      }
+      double ss = 0.0;
+      for (std::size_t k = 0; k < 5; ++k) {
+        ss += std::pow(s[p * 5 + k][metric].get<double>() - mean, 2);
+      }
+      const double se = std::sqrt(ss / 4.0 / 5.0);
+      const std::string m = metric;
+      CHECK(row.at(m + "_n") == "5");
+      CHECK(cell_number(row, m + "_mean") == Approx(mean).epsilon(1e-13));
+      CHECK(cell_number(row, m + "_se") == Approx(se).epsilon(1e-9).margin(1e-15));
+      CHECK(cell_number(row, m + "_ci_low") == Approx(mean - t4 * se).epsilon(1e-12));
+      CHECK(cell_number(row, m + "_ci_high") == Approx(mean + t4 * se).epsilon(1e-12));
+    }
+    // One data set for every run: f* is the same to the bit, its standard error 0.
+    CHECK(row.at("f_star_se") == "0");
+    // Speedup of the total time against uncoded, paired by repetition; delta-method interval.
+    double b = 0.0;
+    double y = 0.0;
+    for (std::size_t k = 0; k < 5; ++k) {
+      b += s[k]["total_time"].get<double>() / 5.0;
+      y += s[p * 5 + k]["total_time"].get<double>() / 5.0;
+    }
+    const double ratio = b / y;
+    double var = 0.0;
+    for (std::size_t k = 0; k < 5; ++k) {
+      const double d =
+          s[k]["total_time"].get<double>() - ratio * s[p * 5 + k]["total_time"].get<double>();
+      var += d * d / 4.0;
+    }
+    const double se = std::sqrt(var / 5.0) / y;
+    CHECK(cell_number(row, "speedup_total_time") == Approx(ratio).epsilon(1e-13));
+    CHECK(cell_number(row, "speedup_total_time_ci_low") ==
+          Approx(ratio - t4 * se).epsilon(1e-9).margin(1e-12));
+    CHECK(cell_number(row, "speedup_total_time_ci_high") ==
+          Approx(ratio + t4 * se).epsilon(1e-9).margin(1e-12));
+  }
+  CHECK(rows[0].at("speedup_total_time") == "1");
+  CHECK(cell_number(rows[1], "speedup_total_time") > 1.0);  // waiting for half is faster
+
+  // traces.csv: every trace row of every run, in index order, with f* and f − f*.
+  const auto traces = read_csv(dir / "out" / "traces.csv");
+  std::size_t at = 0;
+  for (const auto& run : spec.runs) {
+    std::istringstream trace(slurp(dir / "out" / run.folder / "trace.csv"));
+    std::string line;
+    std::getline(trace, line);
+    while (std::getline(trace, line)) {
+      REQUIRE(at < traces.size());
+      const auto& row = traces[at++];
+      CHECK(row.at("scheme") == run.scheme);
+      CHECK(row.at("rep") == std::to_string(run.repetition));
+      CHECK(row.at("seed") == std::to_string(run.seed));
+      CHECK(line.rfind(row.at("iteration") + "," + row.at("time") + ",", 0) == 0);
+      const double f_star = s[run.index]["f_star"].get<double>();
+      CHECK(cell_number(row, "f_star") == f_star);
+      CHECK(cell_number(row, "gap") == Approx(cell_number(row, "loss") - f_star).margin(1e-15));
+    }
+  }
+  CHECK(at == traces.size());
+  CHECK(slurp(dir / "out" / "traces.csv")
+            .rfind("scheme,rep,seed,iteration,time,loss,test_loss,test_metric,f_star,gap\n", 0) ==
+        0);
+
+  // Rebuilt on resume: deleted, then rerun with every run complete.
+  fs::remove(dir / "out" / "summary.csv");
+  const std::string before = slurp(dir / "out" / "traces.csv");
+  REQUIRE(run_binary(fmt::format("sweep '{}' --out '{}' --jobs 1",
+                                 (dir / "s.json").string(),
+                                 (dir / "out").string())) == 0);
+  CHECK(read_csv(dir / "out" / "summary.csv") == rows);
+  CHECK(slurp(dir / "out" / "traces.csv") == before);
 }

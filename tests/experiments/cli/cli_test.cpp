@@ -335,8 +335,9 @@ TEST_CASE("cli: the unknown-key list names target_loss and backend", "[experimen
   const Result r = run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "o").string()), dir);
   CHECK(r.status == 2);
   CHECK(r.err == fmt::format("error: {}:/targetloss: unknown key; valid keys are: backend, code, "
-                             "data, delay, loss, name, network, optimizer, partitions, rescale, "
-                             "sampler, seed, stopping, stragglers, target_loss, threads, workers\n",
+                             "data, data_seed, delay, loss, name, network, optimizer, partitions, "
+                             "rescale, sampler, seed, stopping, stragglers, target_loss, threads, "
+                             "workers\n",
                              cfg.string()));
 }
 
