@@ -57,7 +57,7 @@ double phi(double z) { return 0.5 * std::erfc(-z / std::numbers::sqrt2); }
 TEST_CASE("lognormal delay: moments and cdf are the closed forms", "[sim][delays][families]") {
   // Loads 2 and 0.5 under tail "load": T = ℓa + ℓY.
   const LogNormalDelay d({2.0, 0.5}, {.shift = 0.3, .log_mean = -0.2, .log_sd = 0.6});
-  for (const auto [w, l] : {std::pair{0, 2.0}, std::pair{1, 0.5}}) {
+  for (const auto& [w, l] : {std::pair{0, 2.0}, std::pair{1, 0.5}}) {
     const double ey = std::exp(-0.2 + 0.18);
     const double vy = (std::exp(0.36) - 1.0) * std::exp(-0.4 + 0.36);
     CHECK(d.lower_bound(w) == Approx(l * 0.3));
