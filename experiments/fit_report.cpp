@@ -39,6 +39,7 @@ nlohmann::json family_json(const sim::FamilyFit& f) {
   j["ks_statistic"] = f.ks.statistic;
   j["ks_p_value"] = f.ks.p_value;
   j["iterations"] = f.iterations;
+  j["flag"] = f.degenerate() ? nlohmann::json(f.flag) : nlohmann::json();
   return j;
 }
 
@@ -50,7 +51,8 @@ nlohmann::json report_json(const sim::DelayFitReport& r) {
   return {{"workers", r.workers},
           {"observations", r.observations},
           {"fits", fits},
-          {"best", r.best ? nlohmann::json(r.fits[*r.best].family) : nlohmann::json()}};
+          {"best", r.best ? nlohmann::json(r.fits[*r.best].family) : nlohmann::json()},
+          {"choice", r.choice}};
 }
 
 }  // namespace
@@ -93,7 +95,9 @@ TraceFit fit_trace_file(const std::string& path, bool per_worker) {
   if (per_worker) {
     for (const auto& s : sequences) {
       sim::DelayFitReport r = sim::fit_delay_models({s}, ordered);
-      r.fits.pop_back();  // heterogeneous: one worker
+      std::erase_if(r.fits, [](const sim::FamilyFit& f) {
+        return f.family.starts_with("heterogeneous");  // per-worker factors: one worker
+      });
       fit.per_worker.push_back(std::move(r));
     }
   }

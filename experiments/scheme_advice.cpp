@@ -61,7 +61,14 @@ void predict_iteration_time(const RunPlan& plan, bool theory_applies, SchemeCand
   if (theory_applies) {
     if (const auto scheme = sim::describe_scheme(plan.scheme, &why)) {
       const auto delays = plan.make_delays();
-      const sim::IterationTimePrediction p = sim::predict_iteration_time(*scheme, *delays);
+      const sim::IterationTimePrediction p =
+          sim::predict_iteration_time(*scheme, *delays, prediction_options(plan, kIterationDraws));
+      if (p.method == "simulation") {
+        c.iteration_time = p.mean;
+        c.iteration_time_method = fmt::format(
+            "simulation ({} draws, s.e. {:.2g}; {})", p.draws, p.standard_error, p.fallback_reason);
+        return;
+      }
       if (std::isfinite(p.mean)) {
         c.iteration_time = p.mean;
         c.iteration_time_method = "theory (" + p.method + ")";
@@ -86,7 +93,8 @@ void predict_iterations(const RunPlan& plan,
   if (theory_applies && plan.objective->loss().name() == "least_squares") {
     if (const auto scheme = sim::describe_scheme(plan.scheme, &why)) {
       const auto delays = plan.make_delays();
-      const sim::IterationTimePrediction timing = sim::predict_iteration_time(*scheme, *delays);
+      const sim::IterationTimePrediction timing =
+          sim::predict_iteration_time(*scheme, *delays, prediction_options(plan, kIterationDraws));
       const nlohmann::json p = convergence_predictions(plan, &*scheme, &timing);
       // Only for exact schemes (α = 1): their gap is deterministic, so the curve's crossing is
       // every run's first iteration at the target. For approximate schemes the curve is E[gap],

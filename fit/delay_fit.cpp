@@ -1,15 +1,25 @@
 #include "fit/delay_fit.h"
 
+#include <fmt/format.h>
+
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
 #include <algorithm>
 #include <array>
+#include <boost/math/constants/constants.hpp>
 #include <boost/math/distributions/chi_squared.hpp>
 #include <boost/math/distributions/exponential.hpp>
+#include <boost/math/distributions/gamma.hpp>
+#include <boost/math/distributions/lognormal.hpp>
 #include <boost/math/distributions/pareto.hpp>
+#include <boost/math/distributions/weibull.hpp>
+#include <boost/math/special_functions/digamma.hpp>
+#include <boost/math/special_functions/trigamma.hpp>
 #include <boost/math/tools/minima.hpp>
+#include <boost/math/tools/roots.hpp>
 #include <cmath>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
@@ -23,6 +33,8 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 /// Relative change of log L below which EM and alternating maximisation stop.
 constexpr double kTolerance = 1e-10;
+/// A fitted probability this close to 0 or 1 flags the fit as degenerate.
+constexpr double kProbabilityEdge = 1e-6;
 
 using LogLikelihood = std::function<double(const Eigen::VectorXd&)>;
 
@@ -126,6 +138,54 @@ double log_sum_exp(double x, double y) {
   return m == -kInf ? -kInf : m + std::log(std::exp(x - m) + std::exp(y - m));
 }
 
+/// The shift c ∈ [0, low) (low = min t) that maximises a profile log-likelihood, `negative(c)`
+/// being minus its value: an 81-point grid in u = log(1 − c/low) ∈ [log 1e-8, 0], then Brent
+/// around the best point. at_bound: the best is the grid's end c = low(1 − 1e-8), where the
+/// law's scale collapses onto the smallest time (a degenerate fit).
+struct ProfiledShift {
+  double shift = 0.0;
+  bool at_bound = false;
+};
+
+ProfiledShift profile_shift(double low, const std::function<double(double)>& negative) {
+  constexpr int kGrid = 81;
+  const double u_low = std::log(1e-8);
+  const auto shift_at = [&](double u) { return low * -std::expm1(u); };
+  double best_u = 0.0;
+  double best = kInf;
+  for (int i = 0; i < kGrid; ++i) {
+    const double u = u_low * (1.0 - static_cast<double>(i) / (kGrid - 1));
+    const double v = negative(shift_at(u));
+    if (v < best) {
+      best = v;
+      best_u = u;
+    }
+  }
+  const double step = -u_low / (kGrid - 1);
+  const auto [u, value] =
+      boost::math::tools::brent_find_minima([&](double v) { return negative(shift_at(v)); },
+                                            std::max(u_low, best_u - step),
+                                            std::min(0.0, best_u + step),
+                                            50);
+  const double chosen = value < best ? u : best_u;
+  return {shift_at(chosen), chosen <= u_low + 1e-3 * step};
+}
+
+/// Appends `why` to the fit's degeneracy flag ("degenerate: a; b").
+void add_flag(FamilyFit& fit, const std::string& why) {
+  fit.flag += (fit.flag.empty() ? "degenerate: " : "; ") + why;
+}
+
+/// Flags each named parameter (a probability) within 1e-6 of 0 or 1.
+void flag_probabilities(FamilyFit& fit, std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    const double p = fit.value(name);
+    if (p < kProbabilityEdge || p > 1.0 - kProbabilityEdge) {
+      add_flag(fit, fmt::format("{} at {:.3g}", name, p));
+    }
+  }
+}
+
 // ---- bimodal -------------------------------------------------------------------------------
 
 struct Bimodal {
@@ -186,6 +246,146 @@ std::tuple<Bimodal, double, int> bimodal_em(Bimodal b,
     b.slow_probability = std::clamp(w_sum / n, 1e-9, 1.0 - 1e-9);
   }
   return {b, previous, iteration};
+}
+
+/// The excesses t − c of sorted times (all > 0 for c < min t), their mean and mean log.
+struct Excess {
+  std::vector<double> x;
+  double mean = 0.0;
+  double mean_log = 0.0;
+};
+
+Excess excess_over(const std::vector<double>& sorted, double c) {
+  Excess e;
+  e.x.reserve(sorted.size());
+  for (const double t : sorted) {
+    e.x.push_back(t - c);
+    e.mean += t - c;
+    e.mean_log += std::log(t - c);
+  }
+  e.mean /= static_cast<double>(sorted.size());
+  e.mean_log /= static_cast<double>(sorted.size());
+  return e;
+}
+
+/// The checks shared by the three-parameter shifted families; empty when they can be fitted.
+std::string shifted_family_problem(const std::vector<double>& sorted) {
+  if (sorted.size() < 3 || sorted.front() == sorted.back()) {
+    return "needs at least three distinct times";
+  }
+  if (sorted.front() <= 0.0) {
+    return "needs every time > 0 (the shift is >= 0)";
+  }
+  return "";
+}
+
+/// Log-normal MLE of (μ, σ) at shift c: the mean and (biased) sd of log(t − c).
+std::array<double, 2> lognormal_at(const std::vector<double>& sorted, double c) {
+  const Excess e = excess_over(sorted, c);
+  double ss = 0.0;
+  for (const double x : e.x) {
+    ss += (std::log(x) - e.mean_log) * (std::log(x) - e.mean_log);
+  }
+  return {e.mean_log, std::sqrt(ss / static_cast<double>(sorted.size()))};
+}
+
+/// Gamma MLE of (k, θ) at shift c: log k − ψ(k) = log mean − mean log (Newton from the
+/// Minka/Thom start, in log k), θ = mean / k.
+std::array<double, 2> gamma_at(const std::vector<double>& sorted, double c) {
+  const Excess e = excess_over(sorted, c);
+  const double s = std::log(e.mean) - e.mean_log;
+  if (!(s > 0.0)) {
+    return {kInf, 0.0};
+  }
+  double k = (3.0 - s + std::sqrt((s - 3.0) * (s - 3.0) + 24.0 * s)) / (12.0 * s);
+  for (int i = 0; i < 50; ++i) {
+    const double g = std::log(k) - boost::math::digamma(k) - s;
+    const double dg = 1.0 / k - boost::math::trigamma(k);
+    const double next = std::max(k - g / dg, 0.5 * k);
+    if (std::abs(next - k) <= 1e-14 * k) {
+      k = next;
+      break;
+    }
+    k = next;
+  }
+  return {k, e.mean / k};
+}
+
+/// Weibull MLE of (k, λ) at shift c: Σx^k log x / Σx^k − 1/k = mean log x (increasing in k,
+/// bracketed in [1e-3, 1e3]; times scaled by their maximum first), λ = (mean x^k)^{1/k}.
+std::array<double, 2> weibull_at(const std::vector<double>& sorted, double c) {
+  const Excess e = excess_over(sorted, c);
+  const double top = e.x.back();
+  std::vector<double> logs;
+  for (const double x : e.x) {
+    logs.push_back(std::log(x / top));
+  }
+  const double mean_log = e.mean_log - std::log(top);
+  const auto g = [&](double k) {
+    double num = 0.0;
+    double den = 0.0;
+    for (const double l : logs) {
+      const double p = std::exp(k * l);
+      num += p * l;
+      den += p;
+    }
+    return num / den - 1.0 / k - mean_log;
+  };
+  constexpr double kLow = 1e-3;
+  constexpr double kHigh = 1e3;
+  double k = g(kLow) >= 0.0 ? kLow : kHigh;
+  if (g(kLow) < 0.0 && g(kHigh) > 0.0) {
+    std::uintmax_t its = 200;
+    const auto r = boost::math::tools::toms748_solve(
+        g, kLow, kHigh, boost::math::tools::eps_tolerance<double>(50), its);
+    k = 0.5 * (r.first + r.second);
+  }
+  double mean_power = 0.0;
+  for (const double l : logs) {
+    mean_power += std::exp(k * l);
+  }
+  mean_power /= static_cast<double>(logs.size());
+  return {k, top * std::pow(mean_power, 1.0 / k)};
+}
+
+/// A three-parameter shifted family: its name and the keys of its two tail parameters.
+struct ShiftedFamily {
+  std::string name;
+  std::array<const char*, 2> keys;
+};
+
+/// Fits T = c + Y by profile likelihood: `at(sorted, c)` is the MLE of Y's two parameters at
+/// shift c, `ll(sorted, (c, p1, p2))` the full log-likelihood (its information gives the standard
+/// errors), `tail_cdf((c, p1, p2), y)` = P(Y ≤ y); c by profile_shift, flagged at its bound.
+FamilyFit fit_profiled(
+    const ShiftedFamily& family,
+    std::span<const double> times,
+    const std::function<double(const std::vector<double>&, const Eigen::VectorXd&)>& ll,
+    const std::function<std::array<double, 2>(const std::vector<double>&, double)>& at,
+    const std::function<double(const Eigen::Vector3d&, double)>& tail_cdf) {
+  const std::vector<double> sorted = sorted_copy(times);
+  if (const std::string why = shifted_family_problem(sorted); !why.empty()) {
+    return unfitted(family.name, why);
+  }
+  const LogLikelihood log_l = [&](const Eigen::VectorXd& x) { return ll(sorted, x); };
+  const auto full = [&](double c) {
+    const auto [p1, p2] = at(sorted, c);
+    return Eigen::Vector3d(c, p1, p2);
+  };
+  const ProfiledShift c =
+      profile_shift(sorted.front(), [&](double shift) { return -log_l(full(shift)); });
+  const Eigen::Vector3d x = full(c.shift);
+  const auto se = standard_errors(log_l, x);
+  FamilyFit fit;
+  fit.family = family.name;
+  fit.parameters = {
+      {"shift", x(0), se[0]}, {family.keys[0], x(1), se[1]}, {family.keys[1], x(2), se[2]}};
+  fit.parameter_count = 3;
+  if (c.at_bound) {
+    add_flag(fit, "shift at the smallest time (the search bound; the tail's scale collapses)");
+  }
+  finish(fit, log_l(x), sorted, [&](double t) { return t <= x(0) ? 0.0 : tail_cdf(x, t - x(0)); });
+  return fit;
 }
 
 // ---- markov --------------------------------------------------------------------------------
@@ -361,29 +561,12 @@ FamilyFit fit_pareto(std::span<const double> times) {
     }
     return n / s;
   };
-  // Profile in u = log(x_m / min t) ∈ [log 1e-8, 0]: c = min t·(1 − e^u) ≥ 0.
-  auto negative_profile = [&](double u) {
-    const double c = low * (1.0 - std::exp(u));
+  const ProfiledShift profiled = profile_shift(low, [&](double c) {
     Eigen::VectorXd x(2);
     x << c, shape_at(c);
     return -ll(x);
-  };
-  constexpr int kGrid = 81;
-  const double u_low = std::log(1e-8);
-  double best_u = 0.0;
-  double best = kInf;
-  for (int i = 0; i < kGrid; ++i) {
-    const double u = u_low * (1.0 - static_cast<double>(i) / (kGrid - 1));
-    const double v = negative_profile(u);
-    if (v < best) {
-      best = v;
-      best_u = u;
-    }
-  }
-  const double step = -u_low / (kGrid - 1);
-  const auto [u, value] = boost::math::tools::brent_find_minima(
-      negative_profile, std::max(u_low, best_u - step), std::min(0.0, best_u + step), 50);
-  const double c = value < best ? low * (1.0 - std::exp(u)) : low * (1.0 - std::exp(best_u));
+  });
+  const double c = profiled.shift;
   Eigen::VectorXd x(2);
   x << c, shape_at(c);
   const auto se = standard_errors(ll, x);
@@ -391,8 +574,71 @@ FamilyFit fit_pareto(std::span<const double> times) {
   fit.family = "pareto";
   fit.parameters = {{"shift", c, se[0]}, {"scale", low - c, se[0]}, {"shape", x(1), se[1]}};
   fit.parameter_count = 3;
+  if (profiled.at_bound) {
+    add_flag(fit, fmt::format("scale at {:.3g} (the search bound 1e-8 min t)", low - c));
+  }
   const boost::math::pareto_distribution<double> pareto(low - c, x(1));
   finish(fit, ll(x), sorted, [&](double t) { return t <= low ? 0.0 : cdf(pareto, t - c); });
+  return fit;
+}
+
+FamilyFit fit_lognormal(std::span<const double> times) {
+  const double half_log_2pi = 0.5 * std::log(2.0 * boost::math::constants::pi<double>());
+  return fit_profiled(
+      {"lognormal", {"log_mean", "log_sd"}},
+      times,
+      [&](const std::vector<double>& sorted, const Eigen::VectorXd& x) {
+        double sum = 0.0;
+        for (const double t : sorted) {
+          const double z = std::log(t - x(0));
+          sum += -z - std::log(x(2)) - half_log_2pi - (z - x(1)) * (z - x(1)) / (2.0 * x(2) * x(2));
+        }
+        return sum;
+      },
+      lognormal_at,
+      [](const Eigen::Vector3d& x, double y) {
+        return cdf(boost::math::lognormal_distribution<double>(x(1), x(2)), y);
+      });
+}
+
+FamilyFit fit_gamma(std::span<const double> times) {
+  return fit_profiled(
+      {"gamma", {"shape", "scale"}},
+      times,
+      [](const std::vector<double>& sorted, const Eigen::VectorXd& x) {
+        double sum = 0.0;
+        for (const double t : sorted) {
+          sum += (x(1) - 1.0) * std::log(t - x(0)) - (t - x(0)) / x(2);
+        }
+        const auto n = static_cast<double>(sorted.size());
+        return sum - n * (std::lgamma(x(1)) + x(1) * std::log(x(2)));
+      },
+      gamma_at,
+      [](const Eigen::Vector3d& x, double y) {
+        return cdf(boost::math::gamma_distribution<double>(x(1), x(2)), y);
+      });
+}
+
+FamilyFit fit_weibull(std::span<const double> times) {
+  FamilyFit fit = fit_profiled(
+      {"weibull", {"shape", "scale"}},
+      times,
+      [](const std::vector<double>& sorted, const Eigen::VectorXd& x) {
+        double sum = 0.0;
+        for (const double t : sorted) {
+          const double z = (t - x(0)) / x(2);
+          sum += (x(1) - 1.0) * std::log(z) - std::pow(z, x(1));
+        }
+        const auto n = static_cast<double>(sorted.size());
+        return sum + n * (std::log(x(1)) - std::log(x(2)));
+      },
+      weibull_at,
+      [](const Eigen::Vector3d& x, double y) {
+        return cdf(boost::math::weibull_distribution<double>(x(1), x(2)), y);
+      });
+  if (fit.fitted() && (fit.value("shape") <= 1.001e-3 || fit.value("shape") >= 0.999e3)) {
+    add_flag(fit, fmt::format("shape at {:.3g} (the search bound)", fit.value("shape")));
+  }
   return fit;
 }
 
@@ -453,11 +699,23 @@ FamilyFit fit_bimodal(std::span<const double> times) {
                     {"slowdown", best.slowdown, std::nullopt}};
   fit.parameter_count = 4;
   fit.iterations = best_iterations;
+  flag_probabilities(fit, {"slow_probability"});
+  if (best.slowdown <= 1.0 + kProbabilityEdge) {
+    add_flag(fit, "slowdown at 1 (the two components coincide)");
+  }
   finish(fit, best_ll, sorted, [&](double t) {
     return (1.0 - best.slow_probability) * shifted_exponential_cdf(shift, best.rate, t) +
            best.slow_probability * shifted_exponential_cdf(shift, best.rate, t / best.slowdown);
   });
   return fit;
+}
+
+/// P(T ≤ t) of the stationary marginal of a fitted markov family.
+double markov_marginal_cdf(const FamilyFit& markov, double t) {
+  const double p = markov.value("to_slow");
+  const double slow = p / (p + markov.value("to_normal"));
+  return (1.0 - slow) * shifted_exponential_cdf(markov.value("shift"), markov.value("rate"), t) +
+         slow * shifted_exponential_cdf(markov.value("slow_shift"), markov.value("slow_rate"), t);
 }
 
 FamilyFit fit_markov(const std::vector<std::vector<double>>& sequences) {
@@ -532,10 +790,118 @@ FamilyFit fit_markov(const std::vector<std::vector<double>>& sequences) {
                     {"to_normal", m.to_normal, se[3]}};
   fit.parameter_count = 6;
   fit.iterations = iterations;
-  const double slow = m.to_slow / (m.to_slow + m.to_normal);
-  finish(fit, ll, pooled, [&](double t) {
-    return (1.0 - slow) * shifted_exponential_cdf(shift, m.rate, t) +
-           slow * shifted_exponential_cdf(m.slow_shift, m.slow_rate, t);
+  flag_probabilities(fit, {"to_slow", "to_normal"});
+  finish(fit, ll, pooled, [&](double t) { return markov_marginal_cdf(fit, t); });
+  return fit;
+}
+
+/// The median of `s` (not empty).
+double median_of(std::vector<double> s) {
+  const auto mid = s.begin() + static_cast<std::ptrdiff_t>(s.size() / 2);
+  std::nth_element(s.begin(), mid, s.end());
+  return *mid;
+}
+
+/// Worker `seq`'s log L under the fitted chain `m` at factor c: log L_m(seq/c) − n log c.
+double scaled_markov_log_likelihood(const Markov& m, const std::vector<double>& seq, double c) {
+  std::vector<double> scaled = seq;
+  for (double& t : scaled) {
+    t /= c;
+  }
+  return markov_e_step(m, {scaled}, false).log_likelihood -
+         static_cast<double>(seq.size()) * std::log(c);
+}
+
+/// One alternation step for the factors: each c_i maximises its worker's log L under the fitted
+/// chain (Brent on log c within ±0.5 of the start, c ≤ min_i t / a so that every t/c_i stays in
+/// the normal state's support). Returns Σ_i of the maximised log L.
+double refine_factors(const Markov& m,
+                      const std::vector<std::vector<double>>& sequences,
+                      std::vector<double>& factors) {
+  double total = 0.0;
+  for (std::size_t i = 0; i < sequences.size(); ++i) {
+    const double smallest = *std::min_element(sequences[i].begin(), sequences[i].end());
+    const double high = std::min(std::log(factors[i]) + 0.5, std::log(smallest / m.shift));
+    const double low = std::min(std::log(factors[i]) - 0.5, high);
+    const auto [log_c, negative] = boost::math::tools::brent_find_minima(
+        [&](double v) { return -scaled_markov_log_likelihood(m, sequences[i], std::exp(v)); },
+        low,
+        high,
+        30);
+    const double start = scaled_markov_log_likelihood(m, sequences[i], factors[i]);
+    if (-negative > start) {
+      factors[i] = std::exp(log_c);
+      total -= negative;
+    } else {
+      total += start;
+    }
+  }
+  return total;
+}
+
+FamilyFit fit_heterogeneous_markov(const std::vector<std::vector<double>>& sequences) {
+  const std::string family = "heterogeneous_markov";
+  if (sequences.size() < 2) {
+    return unfitted(family, "needs at least two workers");
+  }
+  // Medians, not means: a worker's mean moves with its number of slow spells.
+  std::vector<double> factors;
+  for (const auto& s : sequences) {
+    if (s.size() < 2) {
+      return unfitted(family, "needs at least two iterations per worker");
+    }
+    factors.push_back(median_of(s));
+  }
+  const double fastest = *std::min_element(factors.begin(), factors.end());
+  if (!(fastest > 0.0)) {
+    return unfitted(family, "needs a positive median time for every worker");
+  }
+  std::vector<std::vector<double>> scaled = sequences;
+  for (std::size_t i = 0; i < scaled.size(); ++i) {
+    factors[i] /= fastest;
+    for (double& t : scaled[i]) {
+      t /= factors[i];
+    }
+  }
+  FamilyFit fit = fit_markov(scaled);
+  if (!fit.fitted()) {
+    return unfitted(family, fit.problem);
+  }
+  const Markov m{fit.value("shift"),
+                 fit.value("rate"),
+                 fit.value("slow_shift"),
+                 fit.value("slow_rate"),
+                 fit.value("to_slow"),
+                 fit.value("to_normal")};
+  const double log_likelihood = refine_factors(m, sequences, factors);
+  // Back to the fastest worker at c = 1: T = c_i·M is unchanged when c_i → c_i/k and the chain's
+  // times scale by k (shifts × k, rates / k), and so is log L.
+  const double k = *std::min_element(factors.begin(), factors.end());
+  for (double& c : factors) {
+    c /= k;
+  }
+  for (auto& p : fit.parameters) {
+    const double scale = p.name.ends_with("shift") ? k : p.name.ends_with("rate") ? 1.0 / k : 1.0;
+    p.value *= scale;
+    if (p.standard_error) {
+      *p.standard_error *= scale;
+    }
+  }
+  fit.family = family;
+  fit.factors = factors;
+  fit.parameter_count += static_cast<int>(factors.size()) - 1;
+  std::vector<double> pooled;
+  for (const auto& s : sequences) {
+    pooled.insert(pooled.end(), s.begin(), s.end());
+  }
+  std::sort(pooled.begin(), pooled.end());
+  const FamilyFit markov = fit;
+  finish(fit, log_likelihood, pooled, [&](double t) {
+    double f = 0.0;
+    for (std::size_t i = 0; i < sequences.size(); ++i) {
+      f += static_cast<double>(sequences[i].size()) * markov_marginal_cdf(markov, t / factors[i]);
+    }
+    return f / static_cast<double>(pooled.size());
   });
   return fit;
 }
@@ -671,6 +1037,39 @@ HeterogeneityTest test_equal_rates(const std::vector<std::vector<double>>& seque
   return test;
 }
 
+/// Picks the smallest AIC among the fits that may be chosen and says why (DelayFitReport).
+void choose_best(DelayFitReport& report) {
+  std::vector<std::string> excluded;
+  for (std::size_t i = 0; i < report.fits.size(); ++i) {
+    const FamilyFit& f = report.fits[i];
+    if (!f.fitted()) {
+      continue;
+    }
+    // Per-worker factors only when the test of equal rates rejects: AIC alone would let a
+    // handful of noisy factors win on a large homogeneous sample.
+    if (f.family.starts_with("heterogeneous") && !report.heterogeneity.heterogeneous()) {
+      excluded.push_back(f.family + " (equal rates not rejected)");
+      continue;
+    }
+    if (f.degenerate()) {
+      excluded.push_back(f.family + " (degenerate)");
+      continue;
+    }
+    if (!report.best || f.aic < report.fits[*report.best].aic) {
+      report.best = i;
+    }
+  }
+  if (!report.best) {
+    report.choice = "no family fitted without a degenerate flag";
+    return;
+  }
+  report.choice =
+      fmt::format("{}: smallest AIC among the fitted families", report.fits[*report.best].family);
+  if (!excluded.empty()) {
+    report.choice += fmt::format("; not eligible: {}", fmt::join(excluded, ", "));
+  }
+}
+
 DelayFitReport fit_delay_models(const std::vector<std::vector<double>>& sequences, bool ordered) {
   DelayFitReport report;
   report.workers = static_cast<int>(sequences.size());
@@ -683,22 +1082,19 @@ DelayFitReport fit_delay_models(const std::vector<std::vector<double>>& sequence
   report.fits.push_back(
       guarded("shifted_exponential", [&] { return fit_shifted_exponential(pooled); }));
   report.fits.push_back(guarded("pareto", [&] { return fit_pareto(pooled); }));
+  report.fits.push_back(guarded("lognormal", [&] { return fit_lognormal(pooled); }));
+  report.fits.push_back(guarded("gamma", [&] { return fit_gamma(pooled); }));
+  report.fits.push_back(guarded("weibull", [&] { return fit_weibull(pooled); }));
   report.fits.push_back(guarded("bimodal", [&] { return fit_bimodal(pooled); }));
-  report.fits.push_back(ordered
-                            ? guarded("markov", [&] { return fit_markov(sequences); })
-                            : unfitted("markov", "needs iteration order (an iteration column)"));
+  const std::string unordered = "needs iteration order (an iteration column)";
+  report.fits.push_back(ordered ? guarded("markov", [&] { return fit_markov(sequences); })
+                                : unfitted("markov", unordered));
   report.fits.push_back(guarded("heterogeneous", [&] { return fit_heterogeneous(sequences); }));
+  report.fits.push_back(
+      ordered ? guarded("heterogeneous_markov", [&] { return fit_heterogeneous_markov(sequences); })
+              : unfitted("heterogeneous_markov", unordered));
   report.heterogeneity = test_equal_rates(sequences);
-  for (std::size_t i = 0; i < report.fits.size(); ++i) {
-    // Per-worker factors only when the test of equal rates rejects: AIC alone would let a
-    // handful of noisy factors win on a large homogeneous sample.
-    const bool allowed =
-        report.fits[i].family != "heterogeneous" || report.heterogeneity.heterogeneous();
-    if (report.fits[i].fitted() && allowed &&
-        (!report.best || report.fits[i].aic < report.fits[*report.best].aic)) {
-      report.best = i;
-    }
-  }
+  choose_best(report);
   return report;
 }
 

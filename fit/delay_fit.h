@@ -23,6 +23,14 @@
 //   maximisation,
 //                        c_i = λ·mean_i(t) clamped to min_i(t)/a, then (a, λ) of the pooled t/c_i,
 //                        normalised so the fastest worker has c = 1
+//   lognormal, gamma,    T = c + Y with Y log-normal (μ, σ), gamma (k, θ) or Weibull (k, λ): at
+//   weibull              fixed c the MLE of Y's parameters is closed form (log-normal) or one
+//                        equation in the shape (gamma: log k − ψ(k) = log mean − mean log, Newton;
+//                        Weibull: Σx^k log x/Σx^k − 1/k = mean log x, TOMS 748), and c ∈ [0,
+//                        min t) by the profile search of pareto
+//   heterogeneous_markov T_i = c_i·M_i, M the markov family: c_i from per-worker medians (fastest
+//                        1), the markov fit of t/c_i, then each c_i re-maximised under that chain
+// Degenerate fits (FamilyFit::flag) are never chosen as the best.
 // AIC = 2k − 2 log L (k free parameters). Kolmogorov–Smirnov of the pooled sample against the
 // fitted marginal (the stationary mixture for markov, the mixture over workers for
 // heterogeneous). Standard errors from the inverse observed information (central differences of
@@ -56,7 +64,12 @@ struct FamilyFit {
   double aic = 0.0;
   KolmogorovSmirnov ks;
   int iterations = 0;  ///< EM / alternating iterations (0 for closed forms)
+  /// Empty, or "degenerate: …" naming each parameter at an edge: a probability within 1e-6 of
+  /// 0 or 1, a shift, scale or shape at its search bound, a bimodal slowdown of 1. A flagged
+  /// family is never chosen as the best.
+  std::string flag;
   [[nodiscard]] bool fitted() const { return problem.empty(); }
+  [[nodiscard]] bool degenerate() const { return !flag.empty(); }
   /// The parameter named `name`; asserts that it exists.
   [[nodiscard]] double value(const std::string& name) const;
 };
@@ -65,9 +78,15 @@ struct FamilyFit {
 [[nodiscard]] FamilyFit fit_shifted_exponential(std::span<const double> times);
 [[nodiscard]] FamilyFit fit_pareto(std::span<const double> times);
 [[nodiscard]] FamilyFit fit_bimodal(std::span<const double> times);
+[[nodiscard]] FamilyFit fit_lognormal(std::span<const double> times);
+[[nodiscard]] FamilyFit fit_gamma(std::span<const double> times);
+[[nodiscard]] FamilyFit fit_weibull(std::span<const double> times);
 /// `sequences[w]`: worker w's times in iteration order (each ≥ 2 long).
 [[nodiscard]] FamilyFit fit_markov(const std::vector<std::vector<double>>& sequences);
 [[nodiscard]] FamilyFit fit_heterogeneous(const std::vector<std::vector<double>>& sequences);
+/// c_i = median_i / min_j median_j (fastest worker 1), fit_markov on the t/c_i, then one
+/// alternation: each c_i maximises its worker's log L under that chain (not a joint maximum).
+[[nodiscard]] FamilyFit fit_heterogeneous_markov(const std::vector<std::vector<double>>& sequences);
 
 /// Test of equal rates across workers: the likelihood ratio of per-worker exponential rates of
 /// the excess over the common shift against one rate,
@@ -92,10 +111,14 @@ struct DelayFitReport {
   int workers = 0;
   std::size_t observations = 0;
   bool ordered = false;
-  std::vector<FamilyFit> fits;  ///< shifted_exponential, pareto, bimodal, markov, heterogeneous
-  /// Index of the smallest AIC among fitted families (heterogeneous only when
-  /// heterogeneity.heterogeneous()).
+  /// shifted_exponential, pareto, lognormal, gamma, weibull, bimodal, markov, heterogeneous,
+  /// heterogeneous_markov
+  std::vector<FamilyFit> fits;
+  /// Index of the smallest AIC among fitted families without a degenerate flag (the
+  /// heterogeneous families only when heterogeneity.heterogeneous()).
   std::optional<std::size_t> best;
+  /// Which family is best and why, naming the fitted families that were not eligible.
+  std::string choice;
   HeterogeneityTest heterogeneity;
 };
 

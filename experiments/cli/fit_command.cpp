@@ -29,28 +29,37 @@ std::string parameters_text(const sim::FamilyFit& f) {
 }
 
 void print_fits(const sim::DelayFitReport& r) {
-  std::cout << fmt::format("{:<20} {:>3} {:>14} {:>14} {:>8} {:>8}  {}\n",
+  std::size_t width = 4;
+  for (const auto& f : r.fits) {
+    width = std::max(width, f.flag.size());
+  }
+  std::cout << fmt::format("{:<20} {:>3} {:>14} {:>14} {:>8} {:>8}  {:<{}}  {}\n",
                            "family",
                            "k",
                            "log L",
                            "AIC",
                            "KS D",
                            "KS p",
+                           "flag",
+                           width,
                            "parameters (± s.e.)");
   for (const auto& f : r.fits) {
     if (!f.fitted()) {
       std::cout << fmt::format("{:<20} not fitted: {}\n", f.family, f.problem);
       continue;
     }
-    std::cout << fmt::format("{:<20} {:>3} {:>14.6f} {:>14.6f} {:>8.5f} {:>8.4f}  {}\n",
+    std::cout << fmt::format("{:<20} {:>3} {:>14.6f} {:>14.6f} {:>8.5f} {:>8.4f}  {:<{}}  {}\n",
                              f.family,
                              f.parameter_count,
                              f.log_likelihood,
                              f.aic,
                              f.ks.statistic,
                              f.ks.p_value,
+                             f.degenerate() ? f.flag : std::string("-"),
+                             width,
                              parameters_text(f));
   }
+  std::cout << fmt::format("chosen: {}\n", r.choice);
 }
 
 void print_text(const TraceFit& fit) {

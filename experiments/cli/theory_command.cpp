@@ -254,7 +254,14 @@ int command_theory(
     return 0;
   }
   std::cout << fmt::format("{:<34} {}\n", "method", p["method"].get<std::string>());
+  if (p.contains("fallback_reason")) {
+    std::cout << fmt::format("{:<34} {} draws: {}\n",
+                             "simulated instead",
+                             p["draws"].get<std::uint64_t>(),
+                             p["fallback_reason"].get<std::string>());
+  }
   print_value(p, "expected_iteration_time", "expected iteration time (s)");
+  print_value(p, "iteration_time_se", "its standard error (s)");
   print_value(p, "iteration_time_sd", "iteration time sd (s)");
   print_value(p, "group_erasure_probability", "group-erasure probability q");
   print_value(p, "q2", "two groups erased q2");

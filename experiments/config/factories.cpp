@@ -20,10 +20,14 @@
 #include "models/tabular_synthetic_data.h"
 #include "sim/delays/bimodal_delay.h"
 #include "sim/delays/delay_model.h"
+#include "sim/delays/gamma_delay.h"
 #include "sim/delays/heterogeneous_delay.h"
+#include "sim/delays/heterogeneous_markov_delay.h"
+#include "sim/delays/lognormal_delay.h"
 #include "sim/delays/markov_delay.h"
 #include "sim/delays/pareto_delay.h"
 #include "sim/delays/trace_delay.h"
+#include "sim/delays/weibull_delay.h"
 
 namespace stragglersim::experiments {
 
@@ -168,16 +172,22 @@ DelayMaker make_shifted_exponential(JsonReader& delay,
   return [=] { return sim::ShiftedExponentialDelay::make(loads, o); };
 }
 
+/// shift, shape, scale and tail of the Pareto, gamma and Weibull models.
+template <typename Options>
+Options read_shape_scale(JsonReader& delay) {
+  Options o;
+  o.shift = delay.number("shift", o.shift);
+  o.shape = delay.number("shape", o.shape);
+  o.scale = delay.number("scale", o.scale);
+  o.tail = read_tail(delay);
+  return checked_delay(delay, o);
+}
+
 DelayMaker make_pareto(JsonReader& delay,
                        const sim::WorkerLoads& worker_loads,
                        const std::filesystem::path& /*base_dir*/) {
   const std::vector<double> loads = worker_loads.expanded();
-  sim::ParetoDelay::Options o;
-  o.shift = delay.number("shift", o.shift);
-  o.scale = delay.number("scale", o.scale);
-  o.shape = delay.number("shape", o.shape);
-  o.tail = read_tail(delay);
-  checked_delay(delay, o);
+  const auto o = read_shape_scale<sim::ParetoDelay::Options>(delay);
   return [=] { return std::make_unique<sim::ParetoDelay>(loads, o); };
 }
 
@@ -195,10 +205,7 @@ DelayMaker make_bimodal(JsonReader& delay,
   return [=] { return std::make_unique<sim::BimodalDelay>(loads, o); };
 }
 
-DelayMaker make_markov(JsonReader& delay,
-                       const sim::WorkerLoads& worker_loads,
-                       const std::filesystem::path& /*base_dir*/) {
-  const std::vector<double> loads = worker_loads.expanded();
+sim::MarkovDelay::Options read_markov(JsonReader& delay) {
   sim::MarkovDelay::Options o;
   o.shift = delay.number("shift", o.shift);
   o.rate = delay.number("rate", o.rate);
@@ -207,7 +214,14 @@ DelayMaker make_markov(JsonReader& delay,
   o.to_slow = delay.number("to_slow", o.to_slow);
   o.to_normal = delay.number("to_normal", o.to_normal);
   o.tail = read_tail(delay);
-  checked_delay(delay, o);
+  return checked_delay(delay, o);
+}
+
+DelayMaker make_markov(JsonReader& delay,
+                       const sim::WorkerLoads& worker_loads,
+                       const std::filesystem::path& /*base_dir*/) {
+  const std::vector<double> loads = worker_loads.expanded();
+  const sim::MarkovDelay::Options o = read_markov(delay);
   return [=] { return std::make_unique<sim::MarkovDelay>(loads, o); };
 }
 
@@ -242,6 +256,35 @@ std::size_t read_block_length(JsonReader& delay,
         fmt::format("\"auto\" or an integer in [1, {}] (the trace's iterations)", rows));
   }
   return static_cast<std::size_t>(delay.integer("block", std::nullopt, 1, rows));
+}
+
+DelayMaker make_lognormal(JsonReader& delay,
+                          const sim::WorkerLoads& worker_loads,
+                          const std::filesystem::path& /*base_dir*/) {
+  const std::vector<double> loads = worker_loads.expanded();
+  sim::LogNormalDelay::Options o;
+  o.shift = delay.number("shift", o.shift);
+  o.log_mean = delay.number("log_mean", o.log_mean);
+  o.log_sd = delay.number("log_sd", o.log_sd);
+  o.tail = read_tail(delay);
+  checked_delay(delay, o);
+  return [=] { return std::make_unique<sim::LogNormalDelay>(loads, o); };
+}
+
+DelayMaker make_gamma(JsonReader& delay,
+                      const sim::WorkerLoads& worker_loads,
+                      const std::filesystem::path& /*base_dir*/) {
+  const std::vector<double> loads = worker_loads.expanded();
+  const auto o = read_shape_scale<sim::GammaDelay::Options>(delay);
+  return [=] { return std::make_unique<sim::GammaDelay>(loads, o); };
+}
+
+DelayMaker make_weibull(JsonReader& delay,
+                        const sim::WorkerLoads& worker_loads,
+                        const std::filesystem::path& /*base_dir*/) {
+  const std::vector<double> loads = worker_loads.expanded();
+  const auto o = read_shape_scale<sim::WeibullDelay::Options>(delay);
+  return [=] { return std::make_unique<sim::WeibullDelay>(loads, o); };
 }
 
 /// The trace is read once, here, so that a bad file fails the config (exit 2) before any run.
@@ -284,6 +327,30 @@ DelayMaker make_trace(JsonReader& delay,
   return [=] { return std::make_unique<sim::TraceDelay>(loads, *trace, o); };
 }
 
+/// The required "factors" array (JSON types here, values by validate_factors).
+std::vector<double> read_factors(JsonReader& delay, std::size_t workers) {
+  if (!delay.has("factors")) {
+    delay.fail("factors", "missing required key; expected an array of one speed factor per worker");
+  }
+  const auto& raw = delay.raw("factors");
+  const std::string expected =
+      fmt::format("an array of {} numbers > 0 (one slowdown factor per worker)", workers);
+  if (!raw.is_array()) {
+    delay.fail_value("factors", "wrong shape", raw, expected);
+  }
+  std::vector<double> factors;
+  for (const auto& f : raw) {
+    if (!f.is_number()) {
+      delay.fail_value("factors", "bad factor", f, expected);
+    }
+    factors.push_back(f.get<double>());
+  }
+  if (const Validation v = sim::validate_factors(factors, workers)) {
+    reject(delay, nullptr, *v);
+  }
+  return factors;
+}
+
 DelayMaker make_heterogeneous(JsonReader& delay,
                               const sim::WorkerLoads& worker_loads,
                               const std::filesystem::path& /*base_dir*/) {
@@ -292,26 +359,21 @@ DelayMaker make_heterogeneous(JsonReader& delay,
   o.shift = delay.number("shift", o.shift);
   o.rate = delay.number("rate", o.rate);
   o.tail = read_tail(delay);
-  if (!delay.has("factors")) {
-    delay.fail("factors", "missing required key; expected an array of one speed factor per worker");
-  }
-  // The JSON types are checked here, the values by the options.
-  const auto& raw = delay.raw("factors");
-  const std::string expected =
-      fmt::format("an array of {} numbers > 0 (one slowdown factor per worker)", loads.size());
-  if (!raw.is_array()) {
-    delay.fail_value("factors", "wrong shape", raw, expected);
-  }
-  for (const auto& f : raw) {
-    if (!f.is_number()) {
-      delay.fail_value("factors", "bad factor", f, expected);
-    }
-    o.factors.push_back(f.get<double>());
-  }
+  o.factors = read_factors(delay, loads.size());
   if (const Validation v = o.validate(loads.size())) {
     reject(delay, nullptr, *v);
   }
   return [=] { return std::make_unique<sim::HeterogeneousDelay>(loads, o); };
+}
+
+DelayMaker make_heterogeneous_markov(JsonReader& delay,
+                                     const sim::WorkerLoads& worker_loads,
+                                     const std::filesystem::path& /*base_dir*/) {
+  const std::vector<double> loads = worker_loads.expanded();
+  sim::HeterogeneousMarkovDelay::Options o;
+  o.markov = read_markov(delay);
+  o.factors = read_factors(delay, loads.size());
+  return [=] { return std::make_unique<sim::HeterogeneousMarkovDelay>(loads, o); };
 }
 
 /// r from "r" or "fraction" (r = ⌈fraction·n⌉), exactly one of them.
@@ -452,6 +514,9 @@ const std::vector<FactoryRow<DelayFactory>>& delay_factories() {
   const sim::BimodalDelay::Options bi;
   const sim::HeterogeneousDelay::Options he;
   const sim::MarkovDelay::Options ma;
+  const sim::LogNormalDelay::Options ln;
+  const sim::GammaDelay::Options ga;
+  const sim::WeibullDelay::Options wb;
   static const std::vector<FactoryRow<DelayFactory>> table = {
       {"bimodal",
        "shifted exponential slowed by a factor slowdown with probability slow_probability",
@@ -461,6 +526,13 @@ const std::vector<FactoryRow<DelayFactory>>& delay_factories() {
         {"slow_probability", number_text(bi.slow_probability)},
         {"slowdown", number_text(bi.slowdown)}},
        make_bimodal},
+      {"gamma",
+       "load-scaled shift plus a Gamma(shape, scale) tail",
+       {{"shift", number_text(ga.shift)},
+        {"shape", number_text(ga.shape)},
+        {"scale", number_text(ga.scale)},
+        {"tail", tail_text(ga.tail)}},
+       make_gamma},
       {"heterogeneous",
        "shifted exponential times a fixed slowdown factor per worker",
        {{"shift", number_text(he.shift)},
@@ -468,6 +540,25 @@ const std::vector<FactoryRow<DelayFactory>>& delay_factories() {
         {"tail", tail_text(he.tail)},
         {"factors", ""}},
        make_heterogeneous},
+      {"heterogeneous_markov",
+       "persistent stragglers on heterogeneous workers: a fixed factor per worker times the "
+       "markov model's time",
+       {{"shift", number_text(ma.shift)},
+        {"rate", number_text(ma.rate)},
+        {"slow_shift", number_text(ma.slow_shift)},
+        {"slow_rate", number_text(ma.slow_rate)},
+        {"to_slow", number_text(ma.to_slow)},
+        {"to_normal", number_text(ma.to_normal)},
+        {"tail", tail_text(ma.tail)},
+        {"factors", ""}},
+       make_heterogeneous_markov},
+      {"lognormal",
+       "load-scaled shift plus a log-normal tail: log of the tail ~ N(log_mean, log_sd^2)",
+       {{"shift", number_text(ln.shift)},
+        {"log_mean", number_text(ln.log_mean)},
+        {"log_sd", number_text(ln.log_sd)},
+        {"tail", tail_text(ln.tail)}},
+       make_lognormal},
       {"markov",
        "persistent stragglers: per-worker normal/slow Markov chain (to_slow, to_normal), "
        "shifted exponential per state",
@@ -501,6 +592,13 @@ const std::vector<FactoryRow<DelayFactory>>& delay_factories() {
         {"block", "auto"},
         {"tail", tail_text(sim::TailScaling::kLoad)}},
        make_trace},
+      {"weibull",
+       "load-scaled shift plus a Weibull(shape, scale) tail",
+       {{"shift", number_text(wb.shift)},
+        {"shape", number_text(wb.shape)},
+        {"scale", number_text(wb.scale)},
+        {"tail", tail_text(wb.tail)}},
+       make_weibull},
   };
   return table;
 }

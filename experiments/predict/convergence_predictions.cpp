@@ -691,6 +691,24 @@ nlohmann::json simulated_iteration_time(const RunPlan& plan, std::uint64_t draws
           {"expected_wall_time", wall / static_cast<double>(draws)}};
 }
 
+sim::IterationTimeSimulation iteration_time_simulation(const RunPlan& plan, std::uint64_t draws) {
+  return [&plan, draws] {
+    const nlohmann::json s = simulated_iteration_time(plan, draws);
+    const auto& q = s["group_erasure_probability"];
+    return sim::SimulatedIterationTime{s["expected_iteration_time"].get<double>(),
+                                       s["iteration_time_sd"].get<double>(),
+                                       s["iteration_time_se"].get<double>(),
+                                       q.is_number() ? q.get<double>() : std::nan(""),
+                                       draws};
+  };
+}
+
+sim::PredictionOptions prediction_options(const RunPlan& plan, std::uint64_t draws) {
+  sim::PredictionOptions o;
+  o.simulate = iteration_time_simulation(plan, draws);
+  return o;
+}
+
 void simulate_training(const RunPlan& plan,
                        std::uint64_t delay_seed,
                        const std::function<void(const sim::TraceRow&)>& on_row) {

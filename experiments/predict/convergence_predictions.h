@@ -30,6 +30,13 @@ nlohmann::json convergence_predictions(const RunPlan& plan,
 /// without groups), q2 (null), draws}.
 nlohmann::json simulated_iteration_time(const RunPlan& plan, std::uint64_t draws);
 
+/// simulated_iteration_time(plan, draws) as the fallback of sim::predict_iteration_time (`plan`
+/// must outlive the returned function).
+sim::IterationTimeSimulation iteration_time_simulation(const RunPlan& plan, std::uint64_t draws);
+
+/// Prediction options whose fallback is iteration_time_simulation(plan, draws).
+sim::PredictionOptions prediction_options(const RunPlan& plan, std::uint64_t draws);
+
 /// One simulated training run of the plan (fixed data and code) with the delay seed `delay_seed`;
 /// `on_row` sees every trace row. Throws sim::NumericalError as sim::train does.
 void simulate_training(const RunPlan& plan,

@@ -115,8 +115,10 @@ sim::IterationTimePrediction predict_with_network(const RunPlan& plan,
                                                   sim::SchemeDescription scheme,
                                                   const sim::DelayModel& delays) {
   const sim::NetworkOptions& net = plan.network;
+  // The fallback simulates the plan itself, network included.
+  const sim::PredictionOptions options = prediction_options(plan, kPolicyDraws);
   if (net.is_free()) {
-    return sim::predict_iteration_time(scheme, delays);
+    return sim::predict_iteration_time(scheme, delays, options);
   }
   const double c = net.latency + net.transfer_time();
   const bool deadline = scheme.rule == sim::RuleKind::kDeadline;
@@ -132,7 +134,10 @@ sim::IterationTimePrediction predict_with_network(const RunPlan& plan,
   if (deadline) {
     scheme.deadline -= c;
   }
-  p = sim::predict_iteration_time(scheme, delays);
+  p = sim::predict_iteration_time(scheme, delays, options);
+  if (p.method == "simulation") {
+    return p;
+  }
   p.mean += c;
   p.method += fmt::format(" + communication latency + size/bandwidth = {} s (exact shift)", c);
   return p;
@@ -266,6 +271,12 @@ nlohmann::json predictions(const RunPlan& plan, bool convergence) {
   out["group_erasure_probability"] = number_or_null(p.q);
   out["q2"] = number_or_null(p.q2);
   out["method"] = p.method;
+  out["estimated_operations"] = p.estimated_operations;
+  if (p.method == "simulation") {
+    out["iteration_time_se"] = p.standard_error;
+    out["draws"] = p.draws;
+    out["fallback_reason"] = p.fallback_reason;
+  }
   add_policy_prediction(plan, convergence, out);
 
   if (!convergence) {

@@ -4,11 +4,7 @@
 
 namespace stragglersim::sim {
 
-Validation HeterogeneousDelay::Options::validate(std::size_t workers) const {
-  if (auto v = options_check::first_of(
-          {options_check::at_least("shift", shift, 0.0), options_check::positive("rate", rate)})) {
-    return v;
-  }
+Validation validate_factors(const std::vector<double>& factors, std::size_t workers) {
   const std::string expected =
       fmt::format("an array of {} numbers > 0 (one slowdown factor per worker)", workers);
   if (factors.size() != workers) {
@@ -20,6 +16,14 @@ Validation HeterogeneousDelay::Options::validate(std::size_t workers) const {
     }
   }
   return std::nullopt;
+}
+
+Validation HeterogeneousDelay::Options::validate(std::size_t workers) const {
+  if (auto v = options_check::first_of(
+          {options_check::at_least("shift", shift, 0.0), options_check::positive("rate", rate)})) {
+    return v;
+  }
+  return validate_factors(factors, workers);
 }
 
 HeterogeneousDelay::HeterogeneousDelay(std::vector<double> loads, const Options& options)

@@ -45,4 +45,8 @@ class HeterogeneousDelay final : public DelayModel {
   std::vector<double> factors_;
 };
 
+/// The first factor of `factors` that is not > 0, or a size other than `workers`, as a Violation
+/// of the key "factors" (shared by the heterogeneous models).
+[[nodiscard]] Validation validate_factors(const std::vector<double>& factors, std::size_t workers);
+
 }  // namespace stragglersim::sim

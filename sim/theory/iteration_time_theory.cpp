@@ -43,6 +43,15 @@ constexpr int kMaxExactPairs = 500;
 constexpr const char* kMarginalsMethod =
     "numerical (independent marginals: the model's workers are dependent, the prediction is an "
     "approximation)";
+/// Cost of one CDF evaluation in DP operations (a Boost.Math CDF or two exp/log).
+constexpr double kCdfOperations = 50.0;
+/// Integrand evaluations assumed per quadrature piece by the cost estimate (61-point
+/// Gauss–Kronrod refined a few times) and per quantile search.
+constexpr double kEvaluationsPerPiece = 61.0 * 7.0;
+constexpr double kEvaluationsPerQuantile = 260.0;
+/// Beyond this many classes, or this many workers, workers are not merged into classes.
+constexpr int kMaxClasses = 64;
+constexpr int kMaxMergedWorkers = 1 << 16;
 
 std::size_t index(int i) { return static_cast<std::size_t>(i); }
 
@@ -100,6 +109,36 @@ Shape stop_shape(const SchemeDescription& s) {
   return {};
 }
 
+/// Operations of the exact computation, counted as it runs (one DP multiply-add is one; a CDF
+/// evaluation kCdfOperations): past `limit` it throws WorkExceeded and the prediction falls back
+/// to simulation. The count depends only on the inputs, never on the machine.
+struct WorkExceeded {};
+
+class WorkBudget {
+ public:
+  explicit WorkBudget(double limit) : limit_(limit) {}
+  void charge(double operations) const {
+    used_ += operations;
+    if (used_ > limit_) {
+      throw WorkExceeded{};
+    }
+  }
+  [[nodiscard]] double used() const { return used_; }
+
+ private:
+  double limit_;
+  mutable double used_ = 0.0;
+};
+
+/// Workers with equal marginals: class_of[i] indexes representative (its first worker) and
+/// size. One class per worker when merging is off or finds more than kMaxClasses.
+struct WorkerClasses {
+  std::vector<int> class_of;
+  std::vector<int> representative;
+  std::vector<int> size;
+  [[nodiscard]] int count() const { return static_cast<int>(representative.size()); }
+};
+
 /// P(at least r of the workers with arrival probabilities f (waiting probabilities w = 1 − f,
 /// given separately for accuracy) have arrived): Poisson-binomial DP with the state "≥ r"
 /// absorbing.
@@ -134,17 +173,50 @@ StopProbability at_least(std::span<const double> f,
 /// Evaluates P(Z ≤ t) for one scheme and delay model, with scratch space for the DPs.
 class StopDistribution {
  public:
-  StopDistribution(const SchemeDescription& scheme, const DelayModel& delay)
+  /// `classes` (optional) evaluates each class's CDF once per point; `budget` (optional)
+  /// counts the work of every evaluation.
+  StopDistribution(const SchemeDescription& scheme,
+                   const DelayModel& delay,
+                   const WorkerClasses* classes = nullptr,
+                   const WorkBudget* budget = nullptr)
       : scheme_(scheme),
         delay_(delay),
         shape_(stop_shape(scheme)),
+        classes_(classes),
+        budget_(budget),
         f_(index(scheme.workers)),
         w_(index(scheme.workers)) {}
 
   void fill(double t) const {
-    for (int i = 0; i < scheme_.workers; ++i) {
-      set_worker(i, t);
+    if (classes_ == nullptr) {
+      for (int i = 0; i < scheme_.workers; ++i) {
+        set_worker(i, t);
+      }
+      return;
     }
+    class_f_.resize(index(classes_->count()));
+    for (int c = 0; c < classes_->count(); ++c) {
+      class_f_[index(c)] = delay_.cdf(classes_->representative[index(c)], t);
+    }
+    for (int i = 0; i < scheme_.workers; ++i) {
+      set_arrived(i, class_f_[index(classes_->class_of[index(i)])]);
+    }
+  }
+
+  /// DP operations of one evaluate() (CDF reads excluded).
+  [[nodiscard]] double operations() const {
+    const double n = scheme_.workers;
+    switch (shape_.kind) {
+      case StopShape::kOrderStatistic:
+        return n * shape_.order;
+      case StopShape::kDeadline:
+        return n * n;
+      case StopShape::kFrcDecodable:
+        return n;
+      case StopShape::kFrcFirstROrDecodable:
+        return n / scheme_.d * (scheme_.r + 1.0) * (scheme_.d + 1.0) + n * scheme_.d;
+    }
+    return n;
   }
 
   /// Worker i's arrival probability becomes P(T_i ≤ t); the others keep theirs.
@@ -167,6 +239,10 @@ class StopDistribution {
       return {1.0, 0.0};
     }
     fill(t);
+    if (budget_ != nullptr) {
+      const int reads = classes_ != nullptr ? classes_->count() : scheme_.workers;
+      budget_->charge(reads * kCdfOperations + operations());
+    }
     return evaluate();
   }
 
@@ -252,6 +328,9 @@ class StopDistribution {
   const SchemeDescription& scheme_;
   const DelayModel& delay_;
   Shape shape_;
+  const WorkerClasses* classes_;
+  const WorkBudget* budget_;
+  mutable std::vector<double> class_f_;
   mutable std::vector<double> f_;
   mutable std::vector<double> w_;
   mutable std::vector<double> p_;
@@ -559,8 +638,28 @@ Moments discrete_moments(const StopDistribution& stop, const Jumps& jumps, doubl
   return {mean, std::sqrt(second)};
 }
 
+/// Whether workers i and j have the same delay distribution: by lower bound, moments and the CDF
+/// at a few points (relative 1e-14).
+bool same_marginal(const DelayModel& delay, int i, int j) {
+  const auto same = [](double x, double y) {
+    return x == y || std::abs(x - y) <= 1e-14 * std::max(std::abs(x), std::abs(y));
+  };
+  const double lb = delay.lower_bound(j);
+  const double unit = std::max(1.0, std::abs(lb));
+  if (!same(delay.lower_bound(i), lb) || !same(delay.mean(i), delay.mean(j)) ||
+      !same(delay.variance(i), delay.variance(j))) {
+    return false;
+  }
+  for (const double x : {0.01, 0.1, 0.5, 1.0, 3.0, 10.0, 100.0}) {
+    if (!same(delay.cdf(i, lb + x * unit), delay.cdf(j, lb + x * unit))) {
+      return false;
+    }
+  }
+  return true;
+}
+
 /// Whether every worker has the same delay distribution (exactly, for the shifted exponential;
-/// by lower bound, moments and CDF at a few points otherwise).
+/// by same_marginal otherwise).
 bool identical_workers(const DelayModel& delay) {
   if (const auto se = delay.shifted_exponential()) {
     for (std::size_t i = 1; i < se->worker_shift.size(); ++i) {
@@ -571,23 +670,52 @@ bool identical_workers(const DelayModel& delay) {
     }
     return true;
   }
-  const auto same = [](double x, double y) {
-    return x == y || std::abs(x - y) <= 1e-14 * std::max(std::abs(x), std::abs(y));
-  };
-  const double lb = delay.lower_bound(0);
-  const double unit = std::max(1.0, std::abs(lb));
   for (int i = 1; i < delay.workers(); ++i) {
-    if (!same(delay.lower_bound(i), lb) || !same(delay.mean(i), delay.mean(0)) ||
-        !same(delay.variance(i), delay.variance(0))) {
+    if (!same_marginal(delay, i, 0)) {
       return false;
-    }
-    for (const double x : {0.01, 0.1, 0.5, 1.0, 3.0, 10.0, 100.0}) {
-      if (!same(delay.cdf(i, lb + x * unit), delay.cdf(0, lb + x * unit))) {
-        return false;
-      }
     }
   }
   return true;
+}
+
+/// One class per worker.
+WorkerClasses singleton_classes(int n) {
+  WorkerClasses c;
+  for (int i = 0; i < n; ++i) {
+    c.class_of.push_back(i);
+    c.representative.push_back(i);
+    c.size.push_back(1);
+  }
+  return c;
+}
+
+/// Workers merged by same_marginal against each class's first worker, in worker order
+/// (singletons when `merge` is off, n > kMaxMergedWorkers or more than kMaxClasses classes).
+WorkerClasses worker_classes(const DelayModel& delay, bool merge) {
+  const int n = delay.workers();
+  if (!merge || n > kMaxMergedWorkers) {
+    return singleton_classes(n);
+  }
+  WorkerClasses c;
+  for (int i = 0; i < n; ++i) {
+    int found = -1;
+    for (int k = 0; k < c.count() && found < 0; ++k) {
+      if (same_marginal(delay, i, c.representative[index(k)])) {
+        found = k;
+      }
+    }
+    if (found < 0) {
+      if (c.count() == kMaxClasses) {
+        return singleton_classes(n);
+      }
+      found = c.count();
+      c.representative.push_back(i);
+      c.size.push_back(0);
+    }
+    c.class_of.push_back(found);
+    ++c.size[index(found)];
+  }
+  return c;
 }
 
 /// Group g = workers g·d … g·d + d − 1 (each worker its own group when uncoded).
@@ -598,11 +726,18 @@ struct Groups {
 
 /// P(every worker in `erased` is still unheard when the first-r stop happens):
 /// ∫ P(≥ r of the others arrived by t) dF_{min over erased}(t), with a central-difference density.
+/// Classes and the work budget of the numerical erasure integrals.
+struct ErasureContext {
+  const WorkerClasses& classes;
+  const WorkBudget& budget;
+};
+
 double first_r_erasure_numerical(const SchemeDescription& scheme,
                                  const DelayModel& delay,
                                  const Support& s,
                                  const Jumps& jumps,
-                                 std::span<const int> erased) {
+                                 std::span<const int> erased,
+                                 const ErasureContext& context) {
   const int n = scheme.workers;
   std::vector<char> skip(index(n), 0);
   for (const int i : erased) {
@@ -611,6 +746,7 @@ double first_r_erasure_numerical(const SchemeDescription& scheme,
   std::vector<double> f(index(n));
   std::vector<double> w(index(n));
   std::vector<double> p;
+  std::vector<double> class_f;
   const auto all_waiting = [&](double t) {
     double product = 1.0;
     for (const int i : erased) {
@@ -664,13 +800,20 @@ double first_r_erasure_numerical(const SchemeDescription& scheme,
     const double density = (8.0 * (all_waiting(t - h) - all_waiting(t + h)) -
                             (all_waiting(t - 2.0 * h) - all_waiting(t + 2.0 * h))) /
                            (12.0 * h);
+    const WorkerClasses& classes = context.classes;
+    context.budget.charge(4.0 * static_cast<double>(erased.size()) * kCdfOperations);
     if (density == 0.0) {
       return 0.0;
     }
+    class_f.resize(index(classes.count()));
+    for (int c = 0; c < classes.count(); ++c) {
+      class_f[index(c)] = delay.cdf(classes.representative[index(c)], t);
+    }
     for (int i = 0; i < n; ++i) {
-      f[index(i)] = delay.cdf(i, t);
+      f[index(i)] = class_f[index(classes.class_of[index(i)])];
       w[index(i)] = 1.0 - f[index(i)];
     }
+    context.budget.charge(classes.count() * kCdfOperations + static_cast<double>(n) * scheme.r);
     return at_least(f, w, skip, scheme.r, p).stopped * density;
   };
   return integrate_range(g, s, s.lower, kInfinity, kDensityTolerance);
@@ -725,11 +868,71 @@ std::optional<Erasure> structural_erasure(const SchemeDescription& scheme) {
   return std::nullopt;
 }
 
+/// The erasure sets of the numerical erasure path: every group, and the pairs group_pairs keeps.
+std::array<std::vector<std::vector<int>>, 2> erasure_sets(const Groups& groups) {
+  std::array<std::vector<std::vector<int>>, 2> sets;
+  for (int g = 0; g < groups.count; ++g) {
+    sets[0].push_back(group_members(groups, {g}));
+  }
+  if (groups.count >= 2) {
+    for (const auto& [g, h] : group_pairs(groups.count)) {
+      sets[1].push_back(group_members(groups, {g, h}));
+    }
+  }
+  return sets;
+}
+
+/// The sorted classes of `members`.
+std::vector<int> class_multiset(const std::vector<int>& members, const WorkerClasses& classes) {
+  std::vector<int> key;
+  for (const int i : members) {
+    key.push_back(classes.class_of[index(i)]);
+  }
+  std::sort(key.begin(), key.end());
+  return key;
+}
+
+/// How many distinct class multisets `sets` has (the erasure integrals computed).
+std::size_t distinct_class_sets(const std::vector<std::vector<int>>& sets,
+                                const WorkerClasses& classes) {
+  std::vector<std::vector<int>> keys;
+  for (const auto& set : sets) {
+    keys.push_back(class_multiset(set, classes));
+  }
+  std::sort(keys.begin(), keys.end());
+  return static_cast<std::size_t>(std::unique(keys.begin(), keys.end()) - keys.begin());
+}
+
+/// The mean of integral(set) over `sets` of erased workers, computed once per distinct multiset
+/// of classes (the integral depends on the erased workers only through their classes, the others
+/// being the complement).
+double class_average(const std::vector<std::vector<int>>& sets,
+                     const WorkerClasses& classes,
+                     const std::function<double(const std::vector<int>&)>& integral) {
+  std::vector<std::pair<std::vector<int>, std::size_t>> seen;  // (class multiset, first set)
+  double total = 0.0;
+  std::vector<double> values;
+  for (std::size_t k = 0; k < sets.size(); ++k) {
+    std::vector<int> key = class_multiset(sets[k], classes);
+    const auto it = std::find_if(
+        seen.begin(), seen.end(), [&](const auto& entry) { return entry.first == key; });
+    if (it == seen.end()) {
+      seen.emplace_back(std::move(key), values.size());
+      values.push_back(integral(sets[k]));
+      total += values.back();
+    } else {
+      total += values[it->second];
+    }
+  }
+  return total / static_cast<double>(sets.size());
+}
+
 /// `jumps`: distinct_atoms(delay), empty unless every marginal is discrete.
 Erasure erasure(const SchemeDescription& scheme,
                 const DelayModel& delay,
                 PredictionMethod method,
-                const Jumps& jumps) {
+                const Jumps& jumps,
+                const ErasureContext& context) {
   const int n = scheme.workers;
   if (const auto fixed = structural_erasure(scheme)) {
     return *fixed;
@@ -769,25 +972,17 @@ Erasure erasure(const SchemeDescription& scheme,
   }
   SchemeDescription first_r = scheme;
   first_r.rule = RuleKind::kFirstR;
-  const std::function<StopProbability(double)> first_r_dist = StopDistribution(first_r, delay);
+  const std::function<StopProbability(double)> first_r_dist =
+      StopDistribution(first_r, delay, &context.classes, &context.budget);
   // Discrete marginals sum over their atoms and need no integration support.
   const Support s = jumps.empty() ? make_support(first_r_dist, delay, kInfinity) : Support{};
+  const auto integral = [&](const std::vector<int>& members) {
+    return first_r_erasure_numerical(scheme, delay, s, jumps, members, context);
+  };
+  const auto sets = erasure_sets(groups);
   Erasure e;
-  const int distinct_groups = identical ? 1 : groups.count;
-  for (int g = 0; g < distinct_groups; ++g) {
-    e.q += first_r_erasure_numerical(scheme, delay, s, jumps, group_members(groups, {g})) /
-           distinct_groups;
-  }
-  if (groups.count < 2) {
-    e.q2 = kNaN;
-    return e;
-  }
-  const auto pairs =
-      identical ? std::vector<std::pair<int, int>>{{0, 1}} : group_pairs(groups.count);
-  for (const auto& [g, h] : pairs) {
-    e.q2 += first_r_erasure_numerical(scheme, delay, s, jumps, group_members(groups, {g, h})) /
-            static_cast<double>(pairs.size());
-  }
+  e.q = class_average(sets[0], context.classes, integral);
+  e.q2 = groups.count < 2 ? kNaN : class_average(sets[1], context.classes, integral);
   return e;
 }
 
@@ -889,6 +1084,55 @@ IterationTimePrediction rows_prediction(const SchemeDescription& scheme,
   return out;
 }
 
+/// Whether erasure() integrates (first_r rules on groups, non-identical workers or forced).
+bool erasure_integrates(const SchemeDescription& scheme,
+                        PredictionMethod method,
+                        const WorkerClasses& classes) {
+  const bool first_r =
+      scheme.rule == RuleKind::kFirstR || scheme.rule == RuleKind::kFirstROrDecodable;
+  return first_r && scheme.code != CodeFamily::kCyclic &&
+         (classes.count() > 1 || method == PredictionMethod::kNumerical);
+}
+
+/// The operations (WorkBudget units) the exact computation is expected to take: integrand
+/// evaluations × (CDF reads × kCdfOperations + DP operations), with kEvaluationsPerPiece
+/// evaluations per quadrature piece (pieces split at the classes' distinct lower bounds, plus
+/// the median and the tail), four integrals for the moments, one per distinct erasure set of
+/// classes, and kEvaluationsPerQuantile per quantile search; discrete marginals evaluate once
+/// per distinct atom instead.
+double estimated_operations(const SchemeDescription& scheme,
+                            const DelayModel& delay,
+                            PredictionMethod method,
+                            const Jumps& jumps,
+                            const WorkerClasses& classes) {
+  const double n = scheme.workers;
+  const double reads = classes.count() * kCdfOperations;
+  std::vector<double> bounds;
+  for (const int rep : classes.representative) {
+    bounds.push_back(delay.lower_bound(rep));
+  }
+  std::sort(bounds.begin(), bounds.end());
+  const auto pieces =
+      static_cast<double>(std::unique(bounds.begin(), bounds.end()) - bounds.begin()) + 2.0;
+  const StopDistribution stop(scheme, delay);
+  double total = jumps.empty()
+                     ? (4.0 * pieces * kEvaluationsPerPiece + 3.0 * kEvaluationsPerQuantile) *
+                           (reads + stop.operations())
+                     : static_cast<double>(jumps.size()) * stop.operations();
+  if (!erasure_integrates(scheme, method, classes)) {
+    return total;
+  }
+  const Groups groups{scheme.workers / scheme.d, scheme.d};
+  const auto sets = erasure_sets(groups);
+  const double integrals = static_cast<double>(distinct_class_sets(sets[0], classes) +
+                                               distinct_class_sets(sets[1], classes));
+  const double per_point = reads + 8.0 * scheme.d * kCdfOperations + n * scheme.r;
+  total += jumps.empty() ? integrals * pieces * kEvaluationsPerPiece * per_point +
+                               2.0 * kEvaluationsPerQuantile * (reads + n * scheme.r)
+                         : integrals * static_cast<double>(jumps.size()) * n * scheme.r;
+  return total;
+}
+
 }  // namespace
 
 std::vector<double> scheme_loads(const SchemeDescription& scheme) {
@@ -960,41 +1204,42 @@ bool has_closed_form(const SchemeDescription& scheme, const DelayModel& delay) {
          (shape.kind == StopShape::kOrderStatistic || shape.kind == StopShape::kFrcDecodable);
 }
 
-IterationTimePrediction predict_iteration_time(const SchemeDescription& scheme,
-                                               const DelayModel& delay,
-                                               PredictionMethod method) {
-  validate(scheme);
-  STRAGGLERSIM_ASSERT(delay.workers() == scheme.workers, "delay model and scheme disagree on n");
-  if (method == PredictionMethod::kAuto && !delay.rows().empty()) {
-    return rows_prediction(scheme, delay.rows());
-  }
-  IterationTimePrediction out;
-  // Discrete marginals: their CDF at every jump, read once for the erasures and the moments.
-  const Jumps jumps = distinct_atoms(delay);
-  const Erasure e = erasure(scheme, delay, method, jumps);
-  out.q = e.q;
-  out.q2 = e.q2;
+namespace {
 
+/// The closed forms of an i.i.d. shifted exponential (has_closed_form).
+IterationTimePrediction closed_form(const SchemeDescription& scheme, const DelayModel& delay) {
   const Shape shape = stop_shape(scheme);
   const auto se = delay.shifted_exponential();
-  if (method == PredictionMethod::kAuto && has_closed_form(scheme, delay)) {
-    const double shift = se->worker_shift[0];
-    const double scale = se->worker_scale[0];
-    const int n = scheme.workers;
-    if (shape.kind == StopShape::kOrderStatistic) {
-      out.mean = shift + scale * exponential_order_statistic_mean(n, shape.order);
-      out.sd = scale * std::sqrt(exponential_order_statistic_variance(n, shape.order));
-    } else {
-      const int groups = n / scheme.d;
-      const double group_scale = scale / scheme.d;
-      out.mean = shift + group_scale * exponential_order_statistic_mean(groups, groups);
-      out.sd = group_scale * std::sqrt(exponential_order_statistic_variance(groups, groups));
-    }
-    out.method = "closed form";
-    return out;
+  const double shift = se->worker_shift[0];
+  const double scale = se->worker_scale[0];
+  const int n = scheme.workers;
+  IterationTimePrediction out;
+  if (shape.kind == StopShape::kOrderStatistic) {
+    out.mean = shift + scale * exponential_order_statistic_mean(n, shape.order);
+    out.sd = scale * std::sqrt(exponential_order_statistic_variance(n, shape.order));
+  } else {
+    const int groups = n / scheme.d;
+    const double group_scale = scale / scheme.d;
+    out.mean = shift + group_scale * exponential_order_statistic_mean(groups, groups);
+    out.sd = group_scale * std::sqrt(exponential_order_statistic_variance(groups, groups));
   }
-  // Built only here: its scratch space is O(n).
-  const StopDistribution stop(scheme, delay);
+  out.method = "closed form";
+  return out;
+}
+
+/// The exact (numerical or discrete) prediction, charging `budget`.
+IterationTimePrediction exact_prediction(const SchemeDescription& scheme,
+                                         const DelayModel& delay,
+                                         PredictionMethod method,
+                                         const Jumps& jumps,
+                                         const ErasureContext& context) {
+  IterationTimePrediction out;
+  const Erasure e = erasure(scheme, delay, method, jumps, context);
+  out.q = e.q;
+  out.q2 = e.q2;
+  // Built only here: its scratch space is O(n). Discrete sweeps update single workers.
+  const StopDistribution stop(
+      scheme, delay, jumps.empty() ? &context.classes : nullptr, &context.budget);
   const double upper = scheme.rule == RuleKind::kDeadline ? scheme.deadline : kInfinity;
   const Moments m =
       jumps.empty() ? numerical_moments(stop, delay, upper) : discrete_moments(stop, jumps, upper);
@@ -1002,6 +1247,79 @@ IterationTimePrediction predict_iteration_time(const SchemeDescription& scheme,
   out.sd = m.sd;
   out.method = delay.independent_workers() ? "numerical" : kMarginalsMethod;
   return out;
+}
+
+IterationTimePrediction simulated(const IterationTimeSimulation& simulate,
+                                  double estimated,
+                                  const std::string& why) {
+  const SimulatedIterationTime s = simulate();
+  IterationTimePrediction out;
+  out.mean = s.mean;
+  out.sd = s.sd;
+  out.standard_error = s.standard_error;
+  out.q = s.q;
+  out.q2 = kNaN;
+  out.draws = s.draws;
+  out.estimated_operations = estimated;
+  out.method = "simulation";
+  out.fallback_reason = why;
+  return out;
+}
+
+}  // namespace
+
+IterationTimePrediction predict_iteration_time(const SchemeDescription& scheme,
+                                               const DelayModel& delay,
+                                               PredictionMethod method) {
+  PredictionOptions options;
+  options.method = method;
+  return predict_iteration_time(scheme, delay, options);
+}
+
+IterationTimePrediction predict_iteration_time(const SchemeDescription& scheme,
+                                               const DelayModel& delay,
+                                               const PredictionOptions& options) {
+  validate(scheme);
+  STRAGGLERSIM_ASSERT(delay.workers() == scheme.workers, "delay model and scheme disagree on n");
+  if (options.method == PredictionMethod::kAuto && !delay.rows().empty()) {
+    return rows_prediction(scheme, delay.rows());
+  }
+  if (options.method == PredictionMethod::kAuto && has_closed_form(scheme, delay)) {
+    IterationTimePrediction out = closed_form(scheme, delay);
+    const Erasure e =
+        erasure(scheme, delay, options.method, {}, {singleton_classes(0), WorkBudget(kInfinity)});
+    out.q = e.q;
+    out.q2 = e.q2;
+    return out;
+  }
+  // Discrete marginals: their CDF at every jump, read once for the erasures and the moments.
+  const Jumps jumps = distinct_atoms(delay);
+  const WorkerClasses classes = worker_classes(delay, options.merge_classes);
+  const double estimated = estimated_operations(scheme, delay, options.method, jumps, classes);
+  const bool can_simulate = static_cast<bool>(options.simulate);
+  if (can_simulate && estimated > options.operation_limit) {
+    return simulated(options.simulate,
+                     estimated,
+                     fmt::format("the exact computation was estimated at {:.3g} operations, over "
+                                 "the limit {:.3g}",
+                                 estimated,
+                                 options.operation_limit));
+  }
+  const WorkBudget budget(can_simulate ? kWorkCapFactor * options.operation_limit : kInfinity);
+  try {
+    IterationTimePrediction out =
+        exact_prediction(scheme, delay, options.method, jumps, {classes, budget});
+    out.estimated_operations = estimated;
+    out.operations = budget.used();
+    return out;
+  } catch (const WorkExceeded&) {
+    return simulated(options.simulate,
+                     estimated,
+                     fmt::format("the exact computation passed {:.3g} operations (estimated "
+                                 "{:.3g})",
+                                 budget.used(),
+                                 estimated));
+  }
 }
 
 std::optional<SchemeDescription> describe_scheme(const Scheme& scheme, std::string* why) {

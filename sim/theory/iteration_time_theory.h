@@ -76,6 +76,8 @@
 // Cyclic codes whose rule can stop before n − s arrivals (first_r with r < n − s, deadline) decode
 // by least squares, not by groups: q and q₂ are NaN there. q₂ is NaN when there is one group.
 
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -113,17 +115,55 @@ struct SchemeDescription {
 [[nodiscard]] std::vector<double> scheme_loads(const SchemeDescription& scheme);
 
 struct IterationTimePrediction {
-  double mean = 0.0;  ///< E[Z], simulated seconds (+∞ if it diverges)
-  double sd = 0.0;    ///< sqrt(Var[Z]) (+∞ if it diverges)
-  double q = 0.0;     ///< group-erasure probability (NaN where undefined, see above)
-  double q2 = 0.0;    ///< probability two given groups are both erased
-  /// "closed form", "numerical", "trace rows" or "numerical (independent marginals: ...)"
+  double mean = 0.0;   ///< E[Z], simulated seconds (+∞ if it diverges)
+  double sd = 0.0;     ///< sqrt(Var[Z]) (+∞ if it diverges)
+  double q = 0.0;      ///< group-erasure probability (NaN where undefined, see above)
+  double q2 = 0.0;     ///< probability two given groups are both erased (NaN when simulated)
+  /// "closed form", "numerical", "trace rows", "numerical (independent marginals: ...)" or
+  /// "simulation" (of mean and sd)
   std::string method;
+  /// Standard error of `mean`: 0 for closed forms and numerical results, the simulation's
+  /// s.e. for "simulation".
+  double standard_error = 0.0;
+  std::uint64_t draws = 0;            ///< simulated iterations ("simulation" only)
+  double estimated_operations = 0.0;  ///< the exact computation's cost estimate (0: closed form)
+  double operations = 0.0;            ///< operations the exact computation took ("numerical")
+  std::string fallback_reason;        ///< why "simulation" was used
 };
 
 /// kAuto uses closed forms where they exist; kNumerical forces the numerical path for the
 /// iteration time and the group-erasure probabilities (for cross-checks).
 enum class PredictionMethod { kAuto, kNumerical };
+
+/// A seeded simulation of the iteration time (the delay-only fast path): mean, sd, the mean's
+/// standard error, the erased fraction of groups (NaN without groups) and the draws.
+struct SimulatedIterationTime {
+  double mean = 0.0;
+  double sd = 0.0;
+  double standard_error = 0.0;
+  double q = 0.0;
+  std::uint64_t draws = 0;
+};
+using IterationTimeSimulation = std::function<SimulatedIterationTime()>;
+
+/// Operations (one DP multiply-add each; a CDF evaluation counts 50) the exact computation may
+/// take before the prediction simulates instead: about a second on one core.
+constexpr double kExactOperationLimit = 2e8;
+/// While it runs, the exact computation is stopped (and simulated) past this multiple of the
+/// limit, whatever the estimate said.
+constexpr double kWorkCapFactor = 4.0;
+
+struct PredictionOptions {
+  PredictionMethod method = PredictionMethod::kAuto;
+  /// Workers with equal marginals (same_marginal: lower bound, mean, variance and CDF at seven
+  /// points equal to 1e-14) form classes: each class's CDF is read once per point and the
+  /// erasure integrals are computed once per distinct multiset of classes.
+  bool merge_classes = true;
+  double operation_limit = kExactOperationLimit;
+  /// When set, the fallback: used when the estimate exceeds operation_limit or the computation
+  /// passes kWorkCapFactor·operation_limit. When empty, the exact computation always runs.
+  IterationTimeSimulation simulate;
+};
 
 /// Predicts the iteration time and group erasures of `scheme` under `delay` (whose workers()
 /// must equal scheme.workers; its loads should be scheme_loads(scheme)).
@@ -131,6 +171,10 @@ enum class PredictionMethod { kAuto, kNumerical };
     const SchemeDescription& scheme,
     const DelayModel& delay,
     PredictionMethod method = PredictionMethod::kAuto);
+/// The same with options: the cost estimate, classes and the simulation fallback.
+[[nodiscard]] IterationTimePrediction predict_iteration_time(const SchemeDescription& scheme,
+                                                             const DelayModel& delay,
+                                                             const PredictionOptions& options);
 
 /// P(Z ≤ t) and P(Z > t), each computed without subtracting the other from 1.
 struct StopProbability {

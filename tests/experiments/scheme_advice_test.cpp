@@ -124,14 +124,15 @@ TEST_CASE("advise: the README example, fitted to the trace, holds against seeded
   o.measure = 20;
   o.predicted_delay =
       best_delay_block(fit_trace_file((kExamples / "persistent_stragglers.csv").string(), false));
-  REQUIRE((*o.predicted_delay)["kind"] == "markov");
+  REQUIRE((*o.predicted_delay)["kind"] == "heterogeneous_markov");
   const Advice a = advise(config, "advise_persistent.json", kExamples, o);
   CHECK(a.predicted_delay == *o.predicted_delay);
   CHECK(advice_json(a)["recommended_config"]["delay"] == config["delay"]);
   for (const auto& c : a.ranked) {
-    if (c.label.rfind("bgc", 0) != 0) {
-      CHECK(c.iteration_time_method == "theory (numerical)");
-    }
+    // 24 distinct factors: first_r erasures are over budget and simulated (docs/model.md §6).
+    INFO(c.label << ": " << c.iteration_time_method);
+    CHECK((c.iteration_time_method == "theory (numerical)" ||
+           c.iteration_time_method.rfind("simulation (20000 draws", 0) == 0));
   }
   check_recommendation(a);
 }

@@ -21,8 +21,17 @@ TEST_CASE("list: prints every row of the factory tables with its keys", "[experi
         "slow_probability\n"
         "                        keys: shift (1), rate (1), tail (load), slow_probability (0.1), "
         "slowdown (5)\n"
+        "  gamma                 load-scaled shift plus a Gamma(shape, scale) tail\n"
+        "                        keys: shift (1), shape (2), scale (0.5), tail (load)\n"
         "  heterogeneous         shifted exponential times a fixed slowdown factor per worker\n"
         "                        keys: shift (1), rate (1), tail (load), factors\n"
+        "  heterogeneous_markov  persistent stragglers on heterogeneous workers: a fixed factor "
+        "per worker times the markov model's time\n"
+        "                        keys: shift (1), rate (1), slow_shift (4), slow_rate (0.25), "
+        "to_slow (0.02), to_normal (0.2), tail (load), factors\n"
+        "  lognormal             load-scaled shift plus a log-normal tail: log of the tail ~ "
+        "N(log_mean, log_sd^2)\n"
+        "                        keys: shift (1), log_mean (0), log_sd (0.5), tail (load)\n"
         "  markov                persistent stragglers: per-worker normal/slow Markov chain "
         "(to_slow, to_normal), shifted exponential per state\n"
         "                        keys: shift (1), rate (1), slow_shift (4), slow_rate (0.25), "
@@ -36,7 +45,9 @@ TEST_CASE("list: prints every row of the factory tables with its keys", "[experi
         "  trace                 measured per-worker times from a CSV file "
         "(iteration,worker,seconds or worker,seconds), replayed in order (cycle), resampled by "
         "rows (bootstrap), by blocks of consecutive rows (block) or per worker (empirical)\n"
-        "                        keys: path, mode (cycle), block (auto), tail (load)\n");
+        "                        keys: path, mode (cycle), block (auto), tail (load)\n"
+        "  weibull               load-scaled shift plus a Weibull(shape, scale) tail\n"
+        "                        keys: shift (1), shape (1.5), scale (1), tail (load)\n");
 }
 
 TEST_CASE("list: --json holds the same rows as the tables", "[experiments][list]") {
@@ -55,7 +66,7 @@ TEST_CASE("list: --json holds the same rows as the tables", "[experiments][list]
   CHECK(first_r["name"] == "first_r");
   CHECK(first_r["keys"][0]["name"] == "r");
   CHECK(first_r["keys"][0]["default"].is_null());
-  CHECK(j["delays"]["rows"][3]["keys"][2] ==
+  CHECK(j["delays"]["rows"][6]["keys"][2] ==
         nlohmann::json({{"name", "shape"}, {"default", "2.5"}}));
 }
 

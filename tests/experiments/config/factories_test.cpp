@@ -162,7 +162,7 @@ TEST_CASE("config: the unknown-key list is the factory row's keys", "[experiment
     auto keys = keys_of(row, kDelayKeys);
     std::sort(keys.begin(), keys.end());
     nlohmann::json delay = {{"kind", row.name}, {"bogus", 1}};
-    if (row.name == "heterogeneous") {
+    if (row.name.starts_with("heterogeneous")) {
       delay["factors"] = {1.0, 1.0, 1.0, 1.0};
     } else if (row.name == "trace") {
       delay["path"] = four_worker_trace(dir);
