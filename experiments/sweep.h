@@ -42,8 +42,8 @@
 #include <string>
 #include <vector>
 
-#include "experiments/run_diagnostics.h"
 #include "experiments/output_file.h"
+#include "experiments/run_diagnostics.h"
 
 namespace stragglersim::experiments {
 

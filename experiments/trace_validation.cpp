@@ -12,6 +12,7 @@
 #include "experiments/config/config_error.h"
 #include "experiments/config/run_plan.h"
 #include "experiments/fit_report.h"
+#include "experiments/predict/convergence_predictions.h"
 #include "experiments/scheme_advice.h"
 #include "fit/delay_fit.h"
 #include "models/base/invariant.h"
@@ -97,6 +98,9 @@ nlohmann::json fitted_block(const sim::DelayTrace& part, const std::string& tail
 }
 
 /// What one candidate scheme needs from the models: its plan (fitted delay) and description.
+/// Delay-only draws behind a fitted model's simulated iteration time (as `advise`).
+constexpr std::uint64_t kFittedModelDraws = 20'000;
+
 struct Context {
   const nlohmann::json& fitted_config;
   const std::string& file;
@@ -147,7 +151,10 @@ std::vector<ValidationRow> compare(const Context& ctx, const SchemeCandidate& ca
     } else if (row.model == kEmpiricalModel) {
       p = trace_prediction(ctx, *scheme, ctx.fit, sim::TraceDelay::Mode::kEmpirical);
     } else {
-      p = sim::predict_iteration_time(*scheme, *plan.make_delays());
+      // The theory's cost estimate decides: past it, seeded simulation with its s.e. (a fitted
+      // family with distinct per-worker factors can make the exact computation unaffordable).
+      p = sim::predict_iteration_time(
+          *scheme, *plan.make_delays(), prediction_options(plan, kFittedModelDraws));
     }
     row.predicted = p.mean;
     row.method = p.method;

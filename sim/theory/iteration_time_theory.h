@@ -115,10 +115,10 @@ struct SchemeDescription {
 [[nodiscard]] std::vector<double> scheme_loads(const SchemeDescription& scheme);
 
 struct IterationTimePrediction {
-  double mean = 0.0;   ///< E[Z], simulated seconds (+∞ if it diverges)
-  double sd = 0.0;     ///< sqrt(Var[Z]) (+∞ if it diverges)
-  double q = 0.0;      ///< group-erasure probability (NaN where undefined, see above)
-  double q2 = 0.0;     ///< probability two given groups are both erased (NaN when simulated)
+  double mean = 0.0;  ///< E[Z], simulated seconds (+∞ if it diverges)
+  double sd = 0.0;    ///< sqrt(Var[Z]) (+∞ if it diverges)
+  double q = 0.0;     ///< group-erasure probability (NaN where undefined, see above)
+  double q2 = 0.0;    ///< probability two given groups are both erased (NaN when simulated)
   /// "closed form", "numerical", "trace rows", "numerical (independent marginals: ...)" or
   /// "simulation" (of mean and sd)
   std::string method;

@@ -236,8 +236,9 @@ TEST_CASE("sweep: results and index are byte-identical for jobs 1 and jobs 2",
   REQUIRE(run_binary(fmt::format(
               "sweep '{}' --out '{}' --jobs 2", path.string(), (dir / "j2").string())) == 0);
   const auto one = tree(dir / "j1");
-  // index.csv, summary.csv, traces.csv, sweep_spec.json + config, trace, summary per run
-  CHECK(one.size() == 4 + 12 * 3);
+  // index.csv, summary.csv, traces.csv, sweep_spec.json, the one f* cache entry (every run has
+  // the same data) + config, trace, summary per run
+  CHECK(one.size() == 5 + 12 * 3);
   CHECK(one.at("summary.csv") == tree(dir / "j2").at("summary.csv"));
   CHECK(one.at("traces.csv") == tree(dir / "j2").at("traces.csv"));
   CHECK(one == tree(dir / "j2"));
@@ -472,6 +473,7 @@ TEST_CASE("sweep: three shards then merge equal one full sweep byte for byte",
   for (std::size_t i = 0; i < 3; ++i) {
     SweepOptions options;
     options.shard = {i, 3};
+    options.f_star_cache = out / "f_star_cache";  // as the command line's shards share it
     const auto result = run_sweep(spec, out, options);
     CHECK(result.ran == 4);  // index mod 3 == i: 12 runs, 4 each
     ran += result.ran;

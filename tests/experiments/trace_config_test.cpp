@@ -288,9 +288,11 @@ TEST_CASE("trace delay: block and empirical modes run reproducibly and check the
           "/delay/block: only block mode reads a block length; got 3; expected mode \"block\"");
   nlohmann::json unknown = block;
   unknown["mode"] = "blocks";
-  refused(unknown,
-          "/delay/mode: unknown trace mode 'blocks'; valid values are: block, bootstrap, cycle, "
-          "empirical");
+  refused(
+      unknown,
+      "/delay/mode: unknown trace mode 'blocks'; did you mean 'block'? valid values are: block, "
+      "bootstrap, cycle, "
+      "empirical");
   std::ofstream(dir / "pool.csv") << "worker,seconds\n0,1\n1,2\n2,3\n";
   nlohmann::json pool = {{"kind", "trace"}, {"path", "pool.csv"}, {"mode", "block"}};
   refused(pool,

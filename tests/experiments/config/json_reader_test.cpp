@@ -77,5 +77,6 @@ TEST_CASE("json reader: unknown keys and kinds name the nearest valid one",
   c["delay"]["kind"] = "paretto";
   CHECK(stragglersim::testing::plan_error(c, ".") ==
         "cfg.json:/delay/kind: unknown delay model 'paretto'; did you mean 'pareto'? valid values "
-        "are: bimodal, heterogeneous, markov, pareto, shifted_exponential, trace");
+        "are: bimodal, gamma, heterogeneous, heterogeneous_markov, lognormal, markov, pareto, "
+        "shifted_exponential, trace, weibull");
 }
