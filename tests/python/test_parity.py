@@ -184,7 +184,7 @@ def shipped_configs():
                        glob.glob(os.path.join(ROOT, "experiments", "paper", "*.json"))):
         with open(path, encoding="utf-8") as f:
             value = json.load(f)
-        if "grid" in value:
+        if "base" in value or "base_file" in value:  # a sweep file (docs/sweeps.md)
             if isinstance(value.get("base"), dict):
                 configs.append((path + ":/base", value["base"]))
         else:
