@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <boost/math/constants/constants.hpp>
 #include <boost/math/policies/error_handling.hpp>
 #include <boost/math/quadrature/exp_sinh.hpp>
@@ -650,12 +651,10 @@ bool same_marginal(const DelayModel& delay, int i, int j) {
       !same(delay.variance(i), delay.variance(j))) {
     return false;
   }
-  for (const double x : {0.01, 0.1, 0.5, 1.0, 3.0, 10.0, 100.0}) {
-    if (!same(delay.cdf(i, lb + x * unit), delay.cdf(j, lb + x * unit))) {
-      return false;
-    }
-  }
-  return true;
+  constexpr std::array<double, 7> kProbes = {0.01, 0.1, 0.5, 1.0, 3.0, 10.0, 100.0};
+  return std::ranges::all_of(kProbes, [&](double x) {
+    return same(delay.cdf(i, lb + x * unit), delay.cdf(j, lb + x * unit));
+  });
 }
 
 /// Whether every worker has the same delay distribution (exactly, for the shifted exponential;
@@ -885,6 +884,7 @@ std::array<std::vector<std::vector<int>>, 2> erasure_sets(const Groups& groups) 
 /// The sorted classes of `members`.
 std::vector<int> class_multiset(const std::vector<int>& members, const WorkerClasses& classes) {
   std::vector<int> key;
+  key.reserve(members.size());
   for (const int i : members) {
     key.push_back(classes.class_of[index(i)]);
   }
@@ -896,6 +896,7 @@ std::vector<int> class_multiset(const std::vector<int>& members, const WorkerCla
 std::size_t distinct_class_sets(const std::vector<std::vector<int>>& sets,
                                 const WorkerClasses& classes) {
   std::vector<std::vector<int>> keys;
+  keys.reserve(sets.size());
   for (const auto& set : sets) {
     keys.push_back(class_multiset(set, classes));
   }
@@ -912,13 +913,13 @@ double class_average(const std::vector<std::vector<int>>& sets,
   std::vector<std::pair<std::vector<int>, std::size_t>> seen;  // (class multiset, first set)
   double total = 0.0;
   std::vector<double> values;
-  for (std::size_t k = 0; k < sets.size(); ++k) {
-    std::vector<int> key = class_multiset(sets[k], classes);
+  for (const auto& set : sets) {
+    std::vector<int> key = class_multiset(set, classes);
     const auto it = std::find_if(
         seen.begin(), seen.end(), [&](const auto& entry) { return entry.first == key; });
     if (it == seen.end()) {
       seen.emplace_back(std::move(key), values.size());
-      values.push_back(integral(sets[k]));
+      values.push_back(integral(set));
       total += values.back();
     } else {
       total += values[it->second];
