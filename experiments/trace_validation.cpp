@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -234,17 +235,17 @@ StationarityTest test_stationarity(const std::vector<double>& series,
                                    std::size_t fit,
                                    double level) {
   STRAGGLERSIM_ASSERT(fit >= 2 && fit + 2 <= series.size(), "each part needs two iterations");
-  const std::size_t sizes[2] = {fit, series.size() - fit};
-  const double* starts[2] = {series.data(), series.data() + fit};
+  const std::array<std::size_t, 2> sizes = {fit, series.size() - fit};
+  const std::array<const double*, 2> starts = {series.data(), series.data() + fit};
   StationarityTest t;
   t.level = level;
   t.batch = std::max<std::size_t>(1,
                                   static_cast<std::size_t>(std::floor(std::sqrt(
                                       static_cast<double>(std::min(sizes[0], sizes[1]))))));
-  double means[2] = {0.0, 0.0};
+  std::array<double, 2> means = {0.0, 0.0};
   double squares = 0.0;
   std::size_t batches = 0;
-  for (int part = 0; part < 2; ++part) {
+  for (std::size_t part = 0; part < 2; ++part) {
     for (std::size_t k = 0; k < sizes[part]; ++k) means[part] += starts[part][k];
     means[part] /= static_cast<double>(sizes[part]);
     for (std::size_t b = 0; b + t.batch <= sizes[part]; b += t.batch, ++batches) {
