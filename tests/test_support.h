@@ -15,6 +15,8 @@
 #include <string>
 #include <system_error>
 
+#include "tests/test_paths.h"
+
 namespace stragglersim::testing {
 
 /// A fresh, empty folder temp/stragglersim_<suite>-<pid>/<name> (per process, so suites running
@@ -107,8 +109,11 @@ struct CommandResult {
 inline CommandResult run_stragglersim(const std::string& args, const std::filesystem::path& dir) {
   const auto out = dir / "stdout.txt";
   const auto err = dir / "stderr.txt";
-  const std::string cmd =
-      fmt::format("{} {} > '{}' 2> '{}'", STRAGGLERSIM_BINARY, args, out.string(), err.string());
+  const std::string cmd = fmt::format("{} {} > '{}' 2> '{}'",
+                                      stragglersim::testing::cli_binary(),
+                                      args,
+                                      out.string(),
+                                      err.string());
   CommandResult r;
   r.status = exit_status(std::system(cmd.c_str()));
   r.out = slurp(out);

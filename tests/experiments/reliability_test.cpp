@@ -101,7 +101,8 @@ std::vector<std::vector<std::string>> rows_of(const std::string& csv) {
 /// Starts `stragglersim run cfg --out out` with stderr in out/../stderr.txt; its pid, or 0.
 pid_t spawn_run(const fs::path& cfg, const fs::path& out) {
   const std::string err = (out.parent_path() / "stderr.txt").string();
-  std::vector<std::string> args = {STRAGGLERSIM_BINARY, "run", cfg.string(), "--out", out.string()};
+  std::vector<std::string> args = {
+      stragglersim::testing::cli_binary(), "run", cfg.string(), "--out", out.string()};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -858,14 +859,14 @@ TEST_CASE("reliability: a read-only file system is refused before the work",
           "[experiments][reliability][output]") {
   const auto dir = scratch("read_only");
   fs::create_directories(dir / "ro");
-  const auto times =
-      fs::path(STRAGGLERSIM_SOURCE_DIR) / "experiments/examples/persistent_stragglers.csv";
+  const auto times = fs::path(stragglersim::testing::source_dir()) /
+                     "experiments/examples/persistent_stragglers.csv";
   // A private mount namespace: the read-only tmpfs disappears with the command.
   const std::string cmd = fmt::format(
       "unshare -m sh -c \"mount -t tmpfs -o ro tmpfs '{0}/ro' && exec {1} fit '{2}' --out "
       "'{0}/ro/x.json'\" > '{0}/out.txt' 2> '{0}/err.txt'",
       dir.string(),
-      STRAGGLERSIM_BINARY,
+      stragglersim::testing::cli_binary(),
       times.string());
   const int status = stragglersim::testing::exit_status(std::system(cmd.c_str()));
   const std::string err = slurp(dir / "err.txt");

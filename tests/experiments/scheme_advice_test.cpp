@@ -14,12 +14,13 @@
 #include "experiments/config/config_error.h"
 #include "experiments/config/run_plan.h"
 #include "experiments/fit_report.h"
+#include "tests/test_paths.h"
 
 namespace stragglersim::experiments {
 namespace {
 
 const std::filesystem::path kExamples =
-    std::filesystem::path(STRAGGLERSIM_SOURCE_DIR) / "experiments" / "examples";
+    std::filesystem::path(stragglersim::testing::source_dir()) / "experiments" / "examples";
 
 std::vector<std::string> labels(const std::vector<SchemeCandidate>& c) {
   std::vector<std::string> out;

@@ -78,7 +78,8 @@ nlohmann::json gradient_base() {
 }
 
 int run_binary(const std::string& args) {
-  const std::string cmd = fmt::format("{} {} > /dev/null 2>&1", STRAGGLERSIM_BINARY, args);
+  const std::string cmd =
+      fmt::format("{} {} > /dev/null 2>&1", stragglersim::testing::cli_binary(), args);
   return stragglersim::testing::exit_status(std::system(cmd.c_str()));
 }
 
@@ -90,8 +91,8 @@ pid_t spawn_sweep(const fs::path& sweep, const fs::path& out, int jobs) {
     FILE* null = std::freopen("/dev/null", "w", stdout);
     null = std::freopen("/dev/null", "w", stderr);
     (void)null;
-    execl(STRAGGLERSIM_BINARY,
-          STRAGGLERSIM_BINARY,
+    execl(stragglersim::testing::cli_binary(),
+          stragglersim::testing::cli_binary(),
           "sweep",
           sweep.c_str(),
           "--out",

@@ -22,7 +22,7 @@ namespace {
 using testing::message_of;
 using testing::TempDir;
 
-const std::string kData = std::string(STRAGGLERSIM_SOURCE_DIR) + "/data/traces/";
+const std::string kData = std::string(stragglersim::testing::source_dir()) + "/data/traces/";
 
 std::string csv_of(const TimeTable& table, MissingCells missing = MissingCells::kDrop) {
   return write_imported_trace(table, missing).csv;

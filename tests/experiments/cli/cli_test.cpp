@@ -91,7 +91,7 @@ TEST_CASE("cli: summary records the git revision of the build", "[experiments][c
   const auto head = dir / "head.txt";
   const int status = stragglersim::testing::exit_status(
       std::system(fmt::format("git -C '{}' rev-parse --short=12 HEAD > '{}' 2> /dev/null",
-                              STRAGGLERSIM_SOURCE_DIR,
+                              stragglersim::testing::source_dir(),
                               head.string())
                       .c_str()));
   if (status != 0) {
@@ -192,7 +192,7 @@ TEST_CASE("cli: delay-only runs with a million workers", "[experiments][cli]") {
   const auto dir = scratch("delay_only");
   const Result r =
       run(fmt::format("run '{}/experiments/examples/delay_only_million.json' --out '{}'",
-                      STRAGGLERSIM_SOURCE_DIR,
+                      stragglersim::testing::source_dir(),
                       (dir / "out").string()),
           dir);
   REQUIRE(r.status == 0);

@@ -18,8 +18,8 @@ using testing::run_stragglersim;
 using testing::slurp;
 using testing::TempDir;
 
-const std::string kExampleTrace =
-    std::string(STRAGGLERSIM_SOURCE_DIR) + "/experiments/examples/persistent_stragglers.csv";
+const std::string kExampleTrace = std::string(stragglersim::testing::source_dir()) +
+                                  "/experiments/examples/persistent_stragglers.csv";
 
 TEST_CASE("cli: fit refuses malformed traces with exit 2 naming file:line", "[fit][cli]") {
   const TempDir dir("fit_cli");

@@ -31,7 +31,8 @@ fs::path scratch(const std::string& name) { return testing::scratch_dir("theory_
 /// Runs stragglersim with stdout and stderr both written to `out`.
 int run(const std::string& args, const fs::path& out) {
   return testing::exit_status(std::system(
-      fmt::format("{} {} > '{}' 2>&1", STRAGGLERSIM_BINARY, args, out.string()).c_str()));
+      fmt::format("{} {} > '{}' 2>&1", stragglersim::testing::cli_binary(), args, out.string())
+          .c_str()));
 }
 
 nlohmann::json delay_only(const nlohmann::json& code, const nlohmann::json& stopping) {

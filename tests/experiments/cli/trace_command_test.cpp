@@ -130,12 +130,12 @@ TEST_CASE("cli: trace import refuses bad files and options with exit 2", "[trace
 TEST_CASE("cli: import_all.sh re-creates the shipped imported traces byte for byte",
           "[trace_import][cli]") {
   const TempDir dir("trace_cli_all");
-  const std::filesystem::path source(STRAGGLERSIM_SOURCE_DIR);
+  const std::filesystem::path source(stragglersim::testing::source_dir());
   const auto r = run_stragglersim("--version", dir.path());  // the binary exists and runs
   REQUIRE(r.status == 0);
   const std::string command = "bash '" + (source / "data/traces/import_all.sh").string() + "' '" +
-                              STRAGGLERSIM_BINARY + "' '" + dir.path().string() + "' > '" +
-                              (dir.path() / "log.txt").string() + "' 2>&1";
+                              stragglersim::testing::cli_binary() + "' '" + dir.path().string() +
+                              "' > '" + (dir.path() / "log.txt").string() + "' 2>&1";
   REQUIRE(testing::exit_status(std::system(command.c_str())) == 0);
   const std::vector<std::string> files = {"pai_job1.csv",
                                           "pai_job2.csv",

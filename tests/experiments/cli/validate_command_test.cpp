@@ -13,7 +13,8 @@ namespace {
 using testing::run_stragglersim;
 using testing::TempDir;
 
-const std::string kExamples = std::string(STRAGGLERSIM_SOURCE_DIR) + "/experiments/examples/";
+const std::string kExamples =
+    std::string(stragglersim::testing::source_dir()) + "/experiments/examples/";
 
 TEST_CASE("cli: validate prints the table of the persistent-stragglers example",
           "[validate][cli]") {

@@ -15,6 +15,7 @@
 #include "sim/backends/simulated_backend.h"
 #include "sim/training_loop.h"
 #include "tests/experiments/config/plan_support.h"
+#include "tests/test_paths.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -244,7 +245,7 @@ TEST_CASE("experiments: a small fashion-mnist run learns t-shirt against shirt",
   CHECK(rows.back().loss < rows.front().loss);
 
   // The shipped example plans against the full data (12 000 training images).
-  const RunPlan full = plan_run_file(std::filesystem::path(STRAGGLERSIM_SOURCE_DIR) /
+  const RunPlan full = plan_run_file(std::filesystem::path(stragglersim::testing::source_dir()) /
                                      "experiments/examples/fashion_mnist_erasurehead.json");
   CHECK(full.objective->rows() == 12'000);
   CHECK(full.test_objective->rows() == 2'000);

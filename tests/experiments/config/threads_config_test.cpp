@@ -173,7 +173,7 @@ TEST_CASE("experiments: an uncoded threads run with a crashed worker exits 3 wit
     out << c.dump(2);
   }
   const std::string cmd = fmt::format("{} run '{}' --out '{}' > '{}' 2> '{}'",
-                                      STRAGGLERSIM_BINARY,
+                                      stragglersim::testing::cli_binary(),
                                       (dir / "cfg.json").string(),
                                       (dir / "out").string(),
                                       (dir / "stdout.txt").string(),

@@ -153,7 +153,7 @@ TEST_CASE("experiments: the exact sd beyond its flop budget is null with the cos
 
 TEST_CASE("experiments: the default ErasureHead config says its bound is vacuous",
           "[experiments][theory][convergence]") {
-  const RunPlan plan = plan_run_file(std::string(STRAGGLERSIM_SOURCE_DIR) +
+  const RunPlan plan = plan_run_file(std::string(stragglersim::testing::source_dir()) +
                                      "/experiments/examples/default_erasurehead.json");
   const nlohmann::json p = predictions(plan);
   REQUIRE(p["bound"].is_array());
