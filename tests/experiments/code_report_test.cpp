@@ -38,7 +38,7 @@ TEST_CASE("experiments: code report table counts refusals", "[experiments][repor
         std::string::npos);
 }
 
-TEST_CASE("codes: stability table of CRC and cyclic MDS for n = 8 ... 256", "[.stability]") {
+TEST_CASE("codes: stability table of CRC and cyclic MDS for n = 8 ... 256", "[.stability][heavy]") {
   std::vector<codes::StabilityRow> rows;
   for (const int n : {8, 16, 24, 32, 48, 64, 96, 128, 192, 256}) {
     const int s = n / 4;

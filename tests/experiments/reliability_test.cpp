@@ -161,7 +161,7 @@ std::pair<int, double> signalled_at(const fs::path& cfg,
 }  // namespace
 
 TEST_CASE("reliability: a signal during set-up ends the run with nothing written",
-          "[experiments][reliability][fstar]") {
+          "[experiments][reliability][fstar][heavy]") {
   const auto dir = scratch("sigint_setup");
   // 2500 × 2000 logistic: Newton's f* costs 10¹⁰ flops per Hessian, some ten of them: seconds
   // of set-up on any machine, well past the signal at 1.5 s.
@@ -455,7 +455,7 @@ TEST_CASE("reliability: an expander with more partitions than rows is refused be
 }
 
 TEST_CASE("reliability: SIGINT keeps every finished row and says interrupted",
-          "[experiments][reliability]") {
+          "[experiments][reliability][heavy]") {
   const auto dir = scratch("sigint");
   // 200 000 iterations of 20 000 workers on the worker sampler (order statistics would finish in
   // milliseconds): tens of seconds, far beyond the 1 s before the signal.
@@ -566,7 +566,7 @@ TEST_CASE("reliability: non-finite simulated time is a numerical failure",
 }
 
 TEST_CASE("reliability: theory cost does not grow with iterations or features",
-          "[experiments][reliability]") {
+          "[experiments][reliability][heavy]") {
   const auto dir = scratch("theory_bounded");
   nlohmann::json c = nlohmann::json::parse(R"({
     "name": "t", "seed": 1, "workers": 10,

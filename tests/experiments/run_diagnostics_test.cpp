@@ -279,7 +279,7 @@ TEST_CASE("run diagnostics: a step past 2/beta raises the loss and says where",
 }
 
 TEST_CASE("run diagnostics: above 4000 features f* comes from conjugate gradient, certified",
-          "[experiments][diagnostics]") {
+          "[experiments][diagnostics][heavy]") {
   // 5000 features (above the exact solvers' limit) and one iteration: the iterative solve is
   // affordable (docs/model.md §7) and must reach its certificate.
   const auto dir = scratch("iterative");

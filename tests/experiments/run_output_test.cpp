@@ -53,7 +53,7 @@ std::string first_line(const std::filesystem::path& file) {
 }  // namespace
 
 TEST_CASE("experiments: logistic traces carry test auc and least-squares traces do not",
-          "[experiments][data]") {
+          "[experiments][data][heavy]") {
   const auto dir = scratch();
   const auto logistic_config = config_with_data(
       {{"source", "synthetic"}, {"generator", "amazon_like"}, {"rows", 600}, {"features", 2000}});
@@ -86,7 +86,7 @@ TEST_CASE("experiments: logistic traces carry test auc and least-squares traces 
 }
 
 TEST_CASE("experiments: threads 1, 2 and 3 write the same trace and summary bytes",
-          "[experiments][threads]") {
+          "[experiments][threads][heavy]") {
   const auto dir = scratch();
   // Dense and sparse data, GD (every partition from the recorded pass) and Nesterov (the
   // backend computes the partitions it needs at the query point), step "auto" (β from the

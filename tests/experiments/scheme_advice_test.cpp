@@ -82,7 +82,7 @@ TEST_CASE("advise: candidate schemes for n workers", "[advise]") {
   CHECK_FALSE(applied.contains("partitions"));
 }
 
-TEST_CASE("advise: the recommendation holds against seeded runs (given delay)", "[advise]") {
+TEST_CASE("advise: the recommendation holds against seeded runs (given delay)", "[advise][heavy]") {
   auto config = read_json_file(kExamples / "advise_persistent.json");
   // The generator's heterogeneous part alone (experiments/examples/make_persistent_trace.py).
   std::vector<double> factors(24, 1.0);
@@ -119,7 +119,7 @@ TEST_CASE("advise: the recommendation holds against seeded runs (given delay)", 
 }
 
 TEST_CASE("advise: the README example, fitted to the trace, holds against seeded runs",
-          "[advise]") {
+          "[advise][heavy]") {
   const auto config = read_json_file(kExamples / "advise_persistent.json");
   AdviceOptions o;
   o.measure = 20;

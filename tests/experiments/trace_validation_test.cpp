@@ -64,7 +64,7 @@ TEST_CASE("validate: the change-point statistic by hand", "[experiments][validat
 }
 
 TEST_CASE("validate: a stationary trace is predicted within a few percent by every model",
-          "[experiments][validate]") {
+          "[experiments][validate][heavy]") {
   const TempDir dir("validate_stationary");
   const std::string path = dir.write("times.csv", exponential_trace(8, 800, 800, 1.0, 2.0));
   const sim::DelayTrace trace = sim::read_delay_trace(path);
@@ -116,7 +116,7 @@ TEST_CASE("validate: a stationary trace is predicted within a few percent by eve
   CHECK(j["rows"].size() == v.rows.size());
 }
 
-TEST_CASE("validate: a change point between the parts is flagged", "[experiments][validate]") {
+TEST_CASE("validate: a change point between the parts is flagged", "[experiments][validate][heavy]") {
   const TempDir dir("validate_change");
   // After 300 of 600 iterations the shift grows by half and the tail doubles.
   const std::string path = dir.write("times.csv", exponential_trace(8, 600, 300, 1.5, 1.0));

@@ -115,7 +115,7 @@ TEST_CASE("fit: kolmogorov-smirnov statistic of a small sample", "[fit]") {
   CHECK(ks.p_value == Approx(kolmogorov_tail((root + 0.12 + 0.11 / root) * 0.3)));
 }
 
-TEST_CASE("fit: shifted exponential recovers a and lambda and wins by AIC", "[fit]") {
+TEST_CASE("fit: shifted exponential recovers a and lambda and wins by AIC", "[fit][heavy]") {
   ShiftedExponentialDelay delay(std::vector<double>(20, 1.0), {0.7, 1.9, TailScaling::kLoad});
   const auto sample = draw(delay, 1000, 11);  // 20 000 draws
   const DelayFitReport r = fit_delay_models(sample, true);
@@ -132,7 +132,7 @@ TEST_CASE("fit: shifted exponential recovers a and lambda and wins by AIC", "[fi
   CHECK_FALSE(r.heterogeneity.heterogeneous());
 }
 
-TEST_CASE("fit: pareto recovers shift scale and shape and wins by AIC", "[fit]") {
+TEST_CASE("fit: pareto recovers shift scale and shape and wins by AIC", "[fit][heavy]") {
   ParetoDelay delay(std::vector<double>(20, 1.0), {0.7, 1.0, 2.5, TailScaling::kLoad});
   const auto sample = draw(delay, 1000, 12);
   const DelayFitReport r = fit_delay_models(sample, true);
@@ -145,7 +145,7 @@ TEST_CASE("fit: pareto recovers shift scale and shape and wins by AIC", "[fit]")
   CHECK(f.ks.p_value > 0.01);
 }
 
-TEST_CASE("fit: bimodal recovers the mixture by EM and wins by AIC", "[fit]") {
+TEST_CASE("fit: bimodal recovers the mixture by EM and wins by AIC", "[fit][heavy]") {
   BimodalDelay delay(std::vector<double>(20, 1.0), {0.7, 1.9, TailScaling::kLoad, 0.1, 5.0});
   const auto sample = draw(delay, 1000, 13);
   const DelayFitReport r = fit_delay_models(sample, true);
@@ -161,7 +161,7 @@ TEST_CASE("fit: bimodal recovers the mixture by EM and wins by AIC", "[fit]") {
   CHECK_FALSE(r.heterogeneity.heterogeneous());
 }
 
-TEST_CASE("fit: markov recovers persistent stragglers by baum-welch", "[fit]") {
+TEST_CASE("fit: markov recovers persistent stragglers by baum-welch", "[fit][heavy]") {
   const auto sample = markov_sample(20, 1000, 14);
   const DelayFitReport r = fit_delay_models(sample, true);
   const FamilyFit& f = family(r, "markov");
@@ -183,7 +183,7 @@ TEST_CASE("fit: markov recovers persistent stragglers by baum-welch", "[fit]") {
   CHECK_FALSE(r.heterogeneity.heterogeneous());
 }
 
-TEST_CASE("fit: heterogeneous workers are flagged and their factors recovered", "[fit]") {
+TEST_CASE("fit: heterogeneous workers are flagged and their factors recovered", "[fit][heavy]") {
   std::vector<double> factors(20, 1.0);
   for (std::size_t i = 0; i < 20; i += 5) {
     factors[i] = 1.5;
@@ -227,7 +227,7 @@ TEST_CASE("fit: degenerate samples are refused with a reason", "[fit]") {
 
 }  // namespace
 // The log-normal, gamma, Weibull and heterogeneous Markov families and the degenerate flags.
-TEST_CASE("fit: lognormal recovers shift log_mean and log_sd", "[fit][families]") {
+TEST_CASE("fit: lognormal recovers shift log_mean and log_sd", "[fit][families][heavy]") {
   LogNormalDelay delay(std::vector<double>(20, 1.0),
                        {.shift = 0.6, .log_mean = -0.3, .log_sd = 0.5});
   const auto sample = draw(delay, 1000, 21);
@@ -266,7 +266,7 @@ TEST_CASE("fit: weibull recovers shift shape and scale", "[fit][families]") {
   CHECK(f.ks.p_value > 0.01);
 }
 
-TEST_CASE("fit: heterogeneous markov recovers factors and the chain", "[fit][families]") {
+TEST_CASE("fit: heterogeneous markov recovers factors and the chain", "[fit][families][heavy]") {
   std::vector<double> factors(12, 1.0);
   for (std::size_t i = 0; i < 4; ++i) {
     factors[i] = 1.6;
@@ -305,7 +305,7 @@ TEST_CASE("fit: heterogeneous markov recovers factors and the chain", "[fit][fam
 }
 
 TEST_CASE("fit: a markov chain fitted to i.i.d. data is flagged and never chosen",
-          "[fit][families]") {
+          "[fit][families][heavy]") {
   // Independent over iterations, but 4 of 15 workers 2.5 times slower: the best chain is frozen
   // (each worker keeps its initial state), its transition probabilities at the 1e-9 clamp.
   std::vector<double> factors(15, 1.0);

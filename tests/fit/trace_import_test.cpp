@@ -383,7 +383,7 @@ struct TimelineCounts {
 };
 
 TEST_CASE("trace_import: the ByteDance timelines import with the verified counts",
-          "[fit][trace_import]") {
+          "[fit][trace_import][heavy]") {
   // clang-format off
   const std::vector<TimelineCounts> jobs = {
       {"timeline-AR.json.gz", 4, 44, 16, 1238, 102.64763715863228, 14823.769266858697,

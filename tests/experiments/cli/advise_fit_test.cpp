@@ -40,7 +40,7 @@ std::string heterogeneous_trace() {
 }  // namespace
 
 TEST_CASE("cli: advise --fit on 16 heterogeneous workers simulates what theory cannot afford",
-          "[experiments][cli][classes]") {
+          "[experiments][cli][classes][heavy]") {
   const testing::TempDir dir("advise_fit");
   const std::string trace = dir.write("times.csv", heterogeneous_trace());
   const nlohmann::json config = {

@@ -44,7 +44,7 @@ TEST_CASE("cli: fit refuses malformed traces with exit 2 naming file:line", "[fi
         ": no delay family could be fitted; got 3 times; expected at least five distinct times");
 }
 
-TEST_CASE("cli: fit --out writes the best block that --json reports", "[fit][cli]") {
+TEST_CASE("cli: fit --out writes the best block that --json reports", "[fit][cli][heavy]") {
   const TempDir dir("fit_cli_out");
   const std::string out = (dir.path() / "delay.json").string();
   const auto r = run_stragglersim("fit " + kExampleTrace + " --json --out " + out, dir.path());

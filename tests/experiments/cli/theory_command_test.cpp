@@ -213,7 +213,7 @@ TEST_CASE("experiments: the PL bound holds for a least-squares run with data",
   }
 }
 
-TEST_CASE("cli: check --quick passes and writes its tables", "[experiments][cli][check]") {
+TEST_CASE("cli: check --quick passes and writes its tables", "[experiments][cli][check][heavy]") {
   const auto dir = scratch("check");
   REQUIRE(run(fmt::format("check --quick --out '{}'", (dir / "out").string()), dir / "log.txt") ==
           0);

@@ -128,7 +128,7 @@ TEST_CASE("cli: trace import refuses bad files and options with exit 2", "[trace
 }
 
 TEST_CASE("cli: import_all.sh re-creates the shipped imported traces byte for byte",
-          "[trace_import][cli]") {
+          "[trace_import][cli][heavy]") {
   const TempDir dir("trace_cli_all");
   const std::filesystem::path source(stragglersim::testing::source_dir());
   const auto r = run_stragglersim("--version", dir.path());  // the binary exists and runs

@@ -17,7 +17,7 @@ const std::string kExamples =
     std::string(stragglersim::testing::source_dir()) + "/experiments/examples/";
 
 TEST_CASE("cli: validate prints the table of the persistent-stragglers example",
-          "[validate][cli]") {
+          "[validate][cli][heavy]") {
   const TempDir dir("validate_cli");
   const std::string args =
       kExamples + "advise_persistent.json --trace " + kExamples + "persistent_stragglers.csv";

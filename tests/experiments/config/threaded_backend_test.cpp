@@ -423,7 +423,7 @@ TEST_CASE("threads: the same seed gives the hand-computed times and the losses w
 }
 
 TEST_CASE("threads timing: heard sets differ only where the measured lateness covers the gap",
-          "[threads][timing]") {
+          "[threads][timing][heavy]") {
   // E[iteration] = 3.31 units (ErasureHead) and 4.45 units (exact FRC): 43 ms and 45 ms.
   const std::vector<std::tuple<std::string, nlohmann::json, HandRule, int, double>> cases = {
       {"erasurehead", kFirst6, kHandFirst6, 200, 0.013},

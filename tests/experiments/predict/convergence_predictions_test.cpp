@@ -97,7 +97,7 @@ TEST_CASE("experiments: the coded bound holds on the issue's smallest case",
 }
 
 TEST_CASE("experiments: 40 runs stay under the coded bound for every rescale",
-          "[experiments][theory][convergence]") {
+          "[experiments][theory][convergence][heavy]") {
   nlohmann::json config = gaussian_least_squares(600, 20, 1.0, 60);
   config["stopping"] = {{"rule", "first_r"}, {"r", 30}};
   for (const char* rescale : {"none", "expected", "empirical"}) {
@@ -112,7 +112,7 @@ TEST_CASE("experiments: 40 runs stay under the coded bound for every rescale",
 }
 
 TEST_CASE("experiments: the exact least-squares curve matches 200 runs at every t",
-          "[experiments][theory][convergence]") {
+          "[experiments][theory][convergence][heavy]") {
   nlohmann::json config = gaussian_least_squares(400, 20, 0.1, 20);
   config["stopping"] = {{"rule", "first_r"}, {"r", 10}};
   config["optimizer"]["iterations"] = 40;
@@ -315,7 +315,7 @@ TEST_CASE("experiments: 100 logistic runs stay under the bound with the local PL
 }
 
 TEST_CASE("experiments: on check's least-squares configs the bound is within 20x of the truth",
-          "[experiments][theory][convergence][bounds]") {
+          "[experiments][theory][convergence][bounds][heavy]") {
   nlohmann::json frc = convergence_config_for_test(600, 20, 1.0, 60, 60);
   frc["code"] = {{"kind", "frc"}, {"d", 2}};
   frc["stopping"] = {{"rule", "first_r"}, {"r", 30}};

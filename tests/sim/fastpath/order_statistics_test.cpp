@@ -320,7 +320,7 @@ Samples sample(const Case& c, Sampler sampler, std::uint64_t seed, std::uint64_t
 }
 
 TEST_CASE("order statistics: the same distributions as the worker sampler (KS, 10^5 each)",
-          "[order_statistics]") {
+          "[order_statistics][heavy]") {
   const auto uncoded = std::make_shared<codes::UncodedCode>(24);
   const auto frc3 = std::make_shared<codes::FractionalRepetitionCode>(24, 3);  // 8 groups of 3
   const auto frc6 = std::make_shared<codes::FractionalRepetitionCode>(12, 6);  // 2 groups of 6
