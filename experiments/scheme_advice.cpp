@@ -13,6 +13,7 @@
 #include "experiments/predict/predictions.h"
 #include "models/optimum.h"
 #include "sim/scheme.h"
+#include "sim/simulated_cluster.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -23,6 +24,7 @@ constexpr std::uint64_t kIterationDraws = 20000;
 /// Stream of the simulated training runs behind `iterations` (distinct from --measure's).
 constexpr std::uint64_t kAdviceStream = 0xad51;
 constexpr std::uint64_t kMeasureStream = 0x3ea5;
+constexpr std::uint64_t kCoverageStream = 0xc0fe;
 
 SchemeCandidate candidate(std::string label,
                           nlohmann::json code,
@@ -185,6 +187,7 @@ void evaluate(const nlohmann::json& config,
   predict_iterations(
       plan, theory_applies, advice.f_star, advice.target_gap, options.repetitions, c);
   c.total = c.iterations ? *c.iterations * c.iteration_time : kInf;
+  check_coverage(plan, c);
   if (options.measure > 0) {
     measure(plan, options.measure, advice.target_loss, c);
   }
@@ -280,6 +283,47 @@ std::vector<SchemeCandidate> scheme_candidates(int workers, double deadline) {
   return out;
 }
 
+void check_coverage(const RunPlan& plan, SchemeCandidate& c) {
+  const codes::GradientCode& code = *plan.scheme.code;
+  sim::SimulatedCluster cluster(plan.make_delays(),
+                                plan.scheme.rule,
+                                plan.stragglers,
+                                derive_seed(plan.seed, kCoverageStream),
+                                plan.network);
+  const auto k = static_cast<std::size_t>(code.partitions());
+  std::vector<std::uint64_t> covered(k, 0);
+  std::vector<std::uint64_t> last(k, 0);  // the last iteration counted for each partition
+  for (std::uint64_t t = 1; t <= kCoverageDraws; ++t) {
+    for (const int w : cluster.next_iteration().heard) {
+      for (const int j : code.support(w)) {
+        const auto u = static_cast<std::size_t>(j);
+        if (last[u] != t) {
+          last[u] = t;
+          ++covered[u];
+        }
+      }
+    }
+  }
+  const auto least = std::min_element(covered.begin(), covered.end());
+  c.least_covered_partition = static_cast<int>(least - covered.begin());
+  c.least_covered_fraction = static_cast<double>(*least) / static_cast<double>(kCoverageDraws);
+  if (c.least_covered_fraction < kBiasedCoverage) {
+    std::string holders;
+    for (int w = 0; w < code.workers(); ++w) {
+      const auto s = code.support(w);
+      if (std::find(s.begin(), s.end(), c.least_covered_partition) != s.end()) {
+        holders += (holders.empty() ? "" : ", ") + std::to_string(w);
+      }
+    }
+    c.caveat = fmt::format(
+        "partition {} ({}) is covered in {:.1f}% of iterations under the predicted delay: the "
+        "gradient all but never contains its data",
+        c.least_covered_partition,
+        holders.empty() ? "held by no worker" : "workers " + holders,
+        100.0 * c.least_covered_fraction);
+  }
+}
+
 nlohmann::json apply_candidate(const nlohmann::json& config, const SchemeCandidate& candidate) {
   nlohmann::json out = config;
   out["code"] = candidate.block["code"];
@@ -367,6 +411,9 @@ nlohmann::json advice_json(const Advice& advice) {
     row["iterations_method"] = c.iterations_method;
     row["time_to_target"] = std::isfinite(c.total) ? nlohmann::json(c.total) : nlohmann::json();
     row["time_to_target_method"] = "iterations_to_target * iteration_time";
+    row["least_covered_partition"] = c.least_covered_partition;
+    row["least_covered_fraction"] = c.least_covered_fraction;
+    row["caveat"] = c.caveat.empty() ? nlohmann::json() : nlohmann::json(c.caveat);
     if (c.measured_runs > 0) {
       row["measured_runs"] = c.measured_runs;
       row["measured_reached"] = c.measured_reached;
@@ -386,6 +433,8 @@ nlohmann::json advice_json(const Advice& advice) {
   if (!advice.ranked.empty() && std::isfinite(advice.ranked.front().total)) {
     out["recommended"] = advice.ranked.front().label;
     out["recommended_config"] = apply_candidate(advice.config, advice.ranked.front());
+    // The target the ranking was for (the config's, or the one --suboptimality set).
+    out["recommended_config"]["target_loss"] = advice.target_loss;
   } else {
     out["recommended"] = nullptr;
     out["recommended_config"] = nullptr;

@@ -51,7 +51,18 @@ struct SchemeCandidate {
   int measured_reached = 0;
   double measured_mean = 0.0;
   double measured_se = 0.0;
+  // Heard-set bias: the partition whose gradient the heard workers cover least often, over
+  // kCoverageDraws simulated iterations with the delay the predictions use.
+  int least_covered_partition = -1;
+  double least_covered_fraction = 1.0;  ///< fraction of iterations in which it is covered
+  std::string caveat;                   ///< non-empty when that fraction is below kBiasedCoverage
 };
+
+/// Iterations simulated for each candidate's coverage check.
+inline constexpr std::uint64_t kCoverageDraws = 2000;
+/// A candidate whose least-covered partition is covered in fewer iterations than this fraction
+/// is flagged: its gradient estimate all but never contains that data.
+inline constexpr double kBiasedCoverage = 0.10;
 
 struct Advice {
   double f_star = 0.0;
@@ -83,6 +94,12 @@ struct Advice {
                                                          int runs,
                                                          std::uint64_t seed,
                                                          double target_loss);
+
+/// Sets `c`'s least-covered partition, its coverage fraction and the caveat, from
+/// kCoverageDraws iterations of the event engine under `plan` (its delay, rule, policy and
+/// network; the seed derived from the plan's). A partition is covered in an iteration when a
+/// heard worker holds it.
+void check_coverage(const RunPlan& plan, SchemeCandidate& c);
 
 /// The config with `candidate`'s code, stopping and rescale (and "stragglers": "cancel").
 [[nodiscard]] nlohmann::json apply_candidate(const nlohmann::json& config,

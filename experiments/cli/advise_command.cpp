@@ -79,6 +79,11 @@ void print_table(const Advice& advice, const std::string& config_path) {
                              c.iteration_time_method,
                              c.iterations_method);
   }
+  for (const auto& c : advice.ranked) {
+    if (!c.caveat.empty()) {
+      std::cout << fmt::format("caveat: {}: {}\n", c.label, c.caveat);
+    }
+  }
 }
 
 int command_advise(const AdviseArguments& a) {
@@ -112,9 +117,10 @@ int command_advise(const AdviseArguments& a) {
     return 0;
   }
   const auto& best = advice.ranked.front();
-  std::cout << fmt::format("recommended: {} (predicted {:.3f} s to target)\nconfig block: {}\n",
+  std::cout << fmt::format("recommended: {} (predicted {:.3f} s to target{})\nconfig block: {}\n",
                            best.label,
                            best.total,
+                           best.caveat.empty() ? "" : "; see its caveat above",
                            best.block.dump());
   if (!a.fit.empty()) {
     std::cout << fmt::format(

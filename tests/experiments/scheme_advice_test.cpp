@@ -5,6 +5,8 @@
 
 #include "experiments/scheme_advice.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -80,6 +82,87 @@ TEST_CASE("advise: candidate schemes for n workers", "[advise]") {
   CHECK(applied["stopping"] == nlohmann::json({{"rule", "first_r_or_decodable"}, {"r", 18}}));
   CHECK(applied["stragglers"] == "cancel");
   CHECK_FALSE(applied.contains("partitions"));
+}
+
+/// The plan of `candidate` (a label of scheme_candidates(24, 0)) on the persistent example with
+/// `delay`.
+RunPlan candidate_plan(const std::string& label, const nlohmann::json& delay) {
+  auto config = read_json_file(kExamples / "advise_persistent.json");
+  config["delay"] = delay;
+  for (const auto& c : scheme_candidates(24, 0.0)) {
+    if (c.label == label) {
+      return plan_run(apply_candidate(config, c), "advise_persistent.json", kExamples);
+    }
+  }
+  FAIL("no candidate " << label);
+  return {};
+}
+
+TEST_CASE("advise: coverage of i.i.d. workers is r/n for first_r and 1 for decodable", "[advise]") {
+  const nlohmann::json iid = {{"kind", "shifted_exponential"}, {"shift", 0.5}, {"rate", 2.0}};
+  // Every iteration hears exactly r = 12 of 24 uncoded workers, so the mean coverage is 1/2 and
+  // the least-covered worker is at most that, and within 4 s.e. of it for each of the 24.
+  SchemeCandidate c;
+  check_coverage(candidate_plan("ignore-stragglers r=12", iid), c);
+  const double se = std::sqrt(0.25 / static_cast<double>(kCoverageDraws));
+  CHECK(c.least_covered_fraction <= 0.5);
+  CHECK(c.least_covered_fraction >= 0.5 - 4.0 * se);
+  CHECK(c.least_covered_partition >= 0);
+  CHECK(c.caveat.empty());
+  // Exact FRC under `decodable` covers every group in every iteration.
+  SchemeCandidate exact;
+  check_coverage(candidate_plan("exact frc d=2", iid), exact);
+  CHECK(exact.least_covered_fraction == 1.0);
+  CHECK(exact.caveat.empty());
+}
+
+TEST_CASE("advise: a scheme that never hears two slow workers is flagged", "[advise]") {
+  // Workers 0 and 1 are 20 times slower: ignore-stragglers r = 12 all but never hears them
+  // (P(a slow worker among the first 12) < 1e-3 here), exact FRC still covers their group.
+  std::vector<double> factors(24, 1.0);
+  factors[0] = factors[1] = 20.0;
+  const nlohmann::json slow = {
+      {"kind", "heterogeneous"}, {"shift", 0.5}, {"rate", 2.0}, {"factors", factors}};
+  SchemeCandidate c;
+  check_coverage(candidate_plan("ignore-stragglers r=12", slow), c);
+  CHECK(c.least_covered_partition <= 1);
+  CHECK(c.least_covered_fraction < kBiasedCoverage);
+  CHECK_THAT(c.caveat,
+             Catch::Matchers::StartsWith(fmt::format("partition {} (workers {}) is covered in ",
+                                                     c.least_covered_partition,
+                                                     c.least_covered_partition)));
+  // FRC d = 2 puts workers 0 and 1 in one group: under `decodable` it is always covered.
+  SchemeCandidate exact;
+  check_coverage(candidate_plan("exact frc d=2", slow), exact);
+  CHECK(exact.least_covered_fraction == 1.0);
+  // ErasureHead d = 2, r = 6 erases that group in most iterations: flagged, naming both holders.
+  SchemeCandidate eh;
+  check_coverage(candidate_plan("erasurehead frc d=2 r=6", slow), eh);
+  CHECK(eh.least_covered_partition == 0);
+  CHECK_THAT(eh.caveat, Catch::Matchers::StartsWith("partition 0 (workers 0, 1) is covered in "));
+}
+
+TEST_CASE("advise: the written config keeps the target the ranking was for", "[advise]") {
+  auto config = read_json_file(kExamples / "advise_persistent.json");
+  config["workers"] = config["partitions"] = 8;
+  config["data"]["rows"] = 80;
+  config["data"]["features"] = 10;
+  config["delay"] = {{"kind", "shifted_exponential"}, {"shift", 0.5}, {"rate", 2.0}};
+  config["optimizer"]["iterations"] = 30;
+  AdviceOptions o;
+  o.suboptimality = 0.05;
+  o.repetitions = 2;
+  const Advice a = advise(config, "advise_persistent.json", kExamples, o);
+  const nlohmann::json j = advice_json(a);
+  REQUIRE_FALSE(j["recommended_config"].is_null());
+  CHECK(j["recommended_config"]["target_loss"].get<double>() == a.target_loss);
+  CHECK(a.target_loss != config["target_loss"].get<double>());
+  for (const auto& row : j["schemes"]) {
+    if (!row.contains("problem")) {
+      CHECK(row.contains("least_covered_fraction"));
+      CHECK(row.contains("caveat"));
+    }
+  }
 }
 
 TEST_CASE("advise: the recommendation holds against seeded runs (given delay)", "[advise][heavy]") {
