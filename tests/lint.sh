@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Lint stage of tests/run_tests.sh: include layers, clang-format, clang-tidy. Each part prints its
+# Lint stage of tests/run_tests.sh: include layers, the test mirror (every module has a test,
+# tests/check_test_mirror.py), clang-format, clang-tidy. Each part prints its
 # time. clang-tidy reads build/release/compile_commands.json and Ninja's dependency log, so the
 # release build comes first.
 #   tests/lint.sh            all three
@@ -34,11 +35,15 @@ tidy_check() {
 }
 
 case "$part" in
-  layers) timed "include layers" bash "$root/tests/check_include_layers.sh" ;;
+  layers)
+    timed "include layers" bash "$root/tests/check_include_layers.sh"
+    timed "test mirror" /usr/bin/python3 "$root/tests/check_test_mirror.py"
+    ;;
   format) timed "clang-format" format_check ;;
   tidy) timed "clang-tidy" tidy_check ;;
   all)
     timed "include layers" bash "$root/tests/check_include_layers.sh"
+    timed "test mirror" /usr/bin/python3 "$root/tests/check_test_mirror.py"
     timed "clang-format" format_check
     timed "clang-tidy" tidy_check
     ;;
