@@ -3,17 +3,57 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "experiments/config/config_error.h"
 #include "experiments/config/factories.h"
 #include "experiments/config/json_reader.h"
 #include "experiments/config/memory_budget.h"
 #include "experiments/fit_report.h"
+#include "experiments/output_file.h"
 #include "experiments/predict/predictions.h"
 #include "experiments/run_diagnostics.h"
 #include "models/base/random_stream.h"
 
 namespace stragglersim::experiments {
+namespace {
+
+[[noreturn]] void reject_value(const std::string& option,
+                               const std::string& problem,
+                               const std::string& got,
+                               const std::string& expected) {
+  throw ConfigError(fmt::format("{}: {}; got \"{}\"; expected {}", option, problem, got, expected));
+}
+
+void check_options(const TraceImportRequest& a) {
+  if (a.format != "csv" && a.format != "chrome") {
+    reject_value("--format", "unknown format", a.format, "one of: chrome, csv");
+  }
+  const auto& other = a.format == "csv" ? a.chrome_only_given : a.csv_only_given;
+  if (!other.empty()) {
+    reject_value(other.front(),
+                 fmt::format("not an option of --format {}", a.format),
+                 other.front(),
+                 fmt::format("--format {}", a.format == "csv" ? "chrome" : "csv"));
+  }
+  if (a.group_by != "dp_rank" && a.group_by != "rank") {
+    reject_value("--group-by", "unknown grouping", a.group_by, "one of: dp_rank, rank");
+  }
+  if (a.missing != "drop" && a.missing != "censor") {
+    reject_value("--missing", "unknown rule", a.missing, "one of: censor, drop");
+  }
+  const stragglersim::Validation v = a.format == "csv" ? a.csv.validate() : a.chrome.validate();
+  if (v) {
+    std::string got = v->field == "--scale" ? fmt::format("{}", a.csv.scale) : "";
+    if (v->field == "--iteration") got = a.csv.iteration_column;
+    if (v->field == "--worker") got = a.csv.worker_column;
+    if (v->field == "--seconds") got = a.csv.seconds_column;
+    if (v->field == "--events") got = fmt::format("{}", fmt::join(a.chrome.events, ","));
+    reject_value(v->field, v->problem, got, v->expected);
+  }
+}
+
+}  // namespace
 
 nlohmann::json fit_times(const std::string& path, bool per_worker) {
   return fit_json(fit_trace_file(path, per_worker));
@@ -129,6 +169,64 @@ nlohmann::json code_report_json(const CodeReport& report) {
   nlohmann::json j = to_json(report);
   j.erase("assignment_csv");
   return j;
+}
+
+Validation validate_file(const nlohmann::json& config,
+                         const std::string& file,
+                         const std::filesystem::path& base_dir,
+                         const std::string& trace_path,
+                         double holdout) {
+  sim::DelayTrace trace;
+  try {
+    trace = sim::read_delay_trace(trace_path);
+  } catch (const sim::TraceFileError& e) {
+    throw ConfigError(fmt::format("--trace: {}", e.what()));
+  }
+  ValidationOptions options;
+  options.holdout = holdout;
+  return validate_trace(config, file, base_dir, trace, options);
+}
+
+TraceImportResult import_trace(TraceImportRequest request) {
+  check_options(request);
+  check_output_file(request.out, "--out");
+  request.chrome.group_by = request.group_by == "rank" ? sim::TraceGrouping::kRank
+                                                       : sim::TraceGrouping::kDataParallelRank;
+  const auto missing =
+      request.missing == "censor" ? sim::MissingCells::kCensor : sim::MissingCells::kDrop;
+  TraceImportResult r;
+  try {
+    r.table = request.format == "csv" ? sim::import_csv_times(request.path, request.csv)
+                                      : sim::import_chrome_times(request.path, request.chrome);
+    r.trace = sim::write_imported_trace(r.table, missing);
+  } catch (const sim::TraceFileError& e) {
+    throw ConfigError(e.what());
+  }
+  write_file_atomically(request.out, r.trace.csv);
+  return r;
+}
+
+nlohmann::json trace_import_json(const TraceImportRequest& request,
+                                 const TraceImportResult& result) {
+  const sim::ImportedTrace& t = result.trace;
+  const auto number = [](double v) {
+    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+  };
+  return {{"path", request.path},
+          {"out", request.out},
+          {"format", request.format},
+          {"workers", t.workers},
+          {"iterations", t.iterations},
+          {"missing_cells", t.missing_cells},
+          {"dropped_iterations", t.dropped_iterations},
+          {"censored_cells", t.censored_cells},
+          {"repeated_rows", result.table.repeated_rows},
+          {"median", number(t.median)},
+          {"mean", number(t.mean)},
+          {"max", number(t.max)},
+          {"worker_ids", result.table.worker_ids},
+          {"source_iterations", t.source_iterations},
+          {"renumbered", result.table.renumbered}};
 }
 
 }  // namespace stragglersim::experiments

@@ -9,6 +9,8 @@
 #include "experiments/code_report.h"
 #include "experiments/config/run_plan.h"
 #include "experiments/scheme_advice.h"
+#include "experiments/trace_validation.h"
+#include "fit/trace_import.h"
 
 namespace stragglersim::experiments {
 
@@ -52,5 +54,45 @@ struct CodeRequest {
                                            const std::filesystem::path& base_dir,
                                            AdviceOptions options,
                                            const std::string& fit_path);
+
+/// What `stragglersim validate CONFIG --trace TIMES.csv --holdout H` computes (docs/validate.md):
+/// ConfigError "--trace: FILE:LINE: ..." for a malformed trace, and validate_trace's errors.
+[[nodiscard]] Validation validate_file(const nlohmann::json& config,
+                                       const std::string& file,
+                                       const std::filesystem::path& base_dir,
+                                       const std::string& trace_path,
+                                       double holdout);
+
+/// One `stragglersim trace import` request (docs/traces.md): the command line's options, or the
+/// Python module's keyword arguments. Errors name the options as the command line spells them.
+struct TraceImportRequest {
+  std::string path;
+  std::string format;  ///< "csv" | "chrome"
+  sim::CsvImportOptions csv;
+  sim::ChromeImportOptions chrome;
+  std::string group_by = "dp_rank";  ///< "dp_rank" | "rank" (chrome)
+  std::string missing = "drop";      ///< "drop" | "censor"
+  std::string out;
+  /// Options given that belong to the other format (named in the error).
+  std::vector<std::string> csv_only_given;
+  std::vector<std::string> chrome_only_given;
+};
+
+/// The table read and the trace written.
+struct TraceImportResult {
+  sim::TimeTable table;
+  sim::ImportedTrace trace;
+};
+
+/// Checks the request (ConfigError naming the option and the accepted values), reserves `out`
+/// before reading, imports (ConfigError "FILE:LINE: ..." / "FILE: event N: ..." for a malformed
+/// source) and writes the trace atomically to `out`.
+TraceImportResult import_trace(TraceImportRequest request);
+
+/// The import's counts and mappings as JSON: path, out, workers, iterations, missing_cells,
+/// dropped_iterations, censored_cells, repeated_rows, median, mean, max, worker_ids,
+/// source_iterations, renumbered.
+[[nodiscard]] nlohmann::json trace_import_json(const TraceImportRequest& request,
+                                               const TraceImportResult& result);
 
 }  // namespace stragglersim::experiments

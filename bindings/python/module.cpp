@@ -335,6 +335,52 @@ std::string advise_text(const Input& input,
   });
 }
 
+/// `stragglersim validate CONFIG --trace TIMES.csv --holdout H --json` as JSON text.
+std::string validate_text(const Input& input, const std::string& trace, double holdout) {
+  return call_interruptible<std::string>([&](const std::atomic<bool>& /*stop*/) {
+    const Loaded l = load(input);
+    return validation_json(validate_file(l.json, l.source, l.base_dir, trace, holdout)).dump(2);
+  });
+}
+
+/// Python's keyword arguments of trace_import(): None is "not given".
+struct TraceImportArguments {
+  std::optional<std::string> iteration;
+  std::optional<std::string> worker;
+  std::optional<std::string> seconds;
+  std::optional<double> scale;
+  std::optional<std::vector<std::string>> events;
+  std::optional<std::string> group_by;
+  std::string missing = "drop";
+};
+
+/// `stragglersim trace import` as JSON text of trace_import_json (the trace written to `out`).
+std::string trace_import_text(const std::string& path,
+                              const std::string& format,
+                              const std::string& out,
+                              const TraceImportArguments& a) {
+  TraceImportRequest r;
+  r.path = path;
+  r.format = format;
+  r.out = out;
+  r.missing = a.missing;
+  const auto take = [](const auto& given, auto& field, const char* name, auto& list) {
+    if (given) {
+      field = *given;
+      list.emplace_back(name);
+    }
+  };
+  take(a.iteration, r.csv.iteration_column, "--iteration", r.csv_only_given);
+  take(a.worker, r.csv.worker_column, "--worker", r.csv_only_given);
+  take(a.seconds, r.csv.seconds_column, "--seconds", r.csv_only_given);
+  take(a.scale, r.csv.scale, "--scale", r.csv_only_given);
+  take(a.events, r.chrome.events, "--events", r.chrome_only_given);
+  take(a.group_by, r.group_by, "--group-by", r.chrome_only_given);
+  return call_interruptible<std::string>([&](const std::atomic<bool>& /*stop*/) {
+    return trace_import_json(r, import_trace(r)).dump(2);
+  });
+}
+
 Input input_of(const std::optional<std::string>& text, const std::optional<std::string>& path) {
   return {text, path.value_or("")};
 }
@@ -409,5 +455,40 @@ PYBIND11_MODULE(_stragglersim, m) {
       py::arg("repetitions"),
       py::arg("measure"),
       py::arg("fit_path"));
+  m.def(
+      "validate",
+      [](const std::optional<std::string>& text,
+         const std::optional<std::string>& path,
+         const std::string& trace,
+         double holdout) { return ex::validate_text(ex::input_of(text, path), trace, holdout); },
+      py::arg("text"),
+      py::arg("path"),
+      py::arg("trace"),
+      py::arg("holdout"));
+  m.def(
+      "trace_import",
+      [](const std::string& path,
+         const std::string& format,
+         const std::string& out,
+         const std::optional<std::string>& iteration,
+         const std::optional<std::string>& worker,
+         const std::optional<std::string>& seconds,
+         std::optional<double> scale,
+         const std::optional<std::vector<std::string>>& events,
+         const std::optional<std::string>& group_by,
+         const std::string& missing) {
+        return ex::trace_import_text(
+            path, format, out, {iteration, worker, seconds, scale, events, group_by, missing});
+      },
+      py::arg("path"),
+      py::arg("format"),
+      py::arg("out"),
+      py::arg("iteration"),
+      py::arg("worker"),
+      py::arg("seconds"),
+      py::arg("scale"),
+      py::arg("events"),
+      py::arg("group_by"),
+      py::arg("missing"));
   m.attr("version") = ex::kVersion;
 }

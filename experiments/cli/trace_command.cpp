@@ -9,60 +9,11 @@
 #include <vector>
 
 #include "experiments/cli/commands.h"
-#include "experiments/config/config_error.h"
-#include "experiments/run_output.h"
+#include "experiments/entry_points.h"
 #include "fit/trace_import.h"
 
 namespace stragglersim::experiments {
 namespace {
-
-struct ImportArgs {
-  std::string path;
-  std::string format;
-  sim::CsvImportOptions csv;
-  sim::ChromeImportOptions chrome;
-  std::string group_by = "dp_rank";
-  std::string missing = "drop";
-  std::string out;
-  /// Options given that belong to the other format (named for the error).
-  std::vector<std::string> csv_only_given;
-  std::vector<std::string> chrome_only_given;
-};
-
-[[noreturn]] void reject_value(const std::string& option,
-                               const std::string& problem,
-                               const std::string& got,
-                               const std::string& expected) {
-  throw ConfigError(fmt::format("{}: {}; got \"{}\"; expected {}", option, problem, got, expected));
-}
-
-void check_options(const ImportArgs& a) {
-  if (a.format != "csv" && a.format != "chrome") {
-    reject_value("--format", "unknown format", a.format, "one of: chrome, csv");
-  }
-  const auto& other = a.format == "csv" ? a.chrome_only_given : a.csv_only_given;
-  if (!other.empty()) {
-    reject_value(other.front(),
-                 fmt::format("not an option of --format {}", a.format),
-                 other.front(),
-                 fmt::format("--format {}", a.format == "csv" ? "chrome" : "csv"));
-  }
-  if (a.group_by != "dp_rank" && a.group_by != "rank") {
-    reject_value("--group-by", "unknown grouping", a.group_by, "one of: dp_rank, rank");
-  }
-  if (a.missing != "drop" && a.missing != "censor") {
-    reject_value("--missing", "unknown rule", a.missing, "one of: censor, drop");
-  }
-  const Validation v = a.format == "csv" ? a.csv.validate() : a.chrome.validate();
-  if (v) {
-    std::string got = v->field == "--scale" ? fmt::format("{}", a.csv.scale) : "";
-    if (v->field == "--iteration") got = a.csv.iteration_column;
-    if (v->field == "--worker") got = a.csv.worker_column;
-    if (v->field == "--seconds") got = a.csv.seconds_column;
-    if (v->field == "--events") got = fmt::format("{}", fmt::join(a.chrome.events, ","));
-    reject_value(v->field, v->problem, got, v->expected);
-  }
-}
 
 /// "0=a 1=b …": written index = source label.
 template <class Labels>
@@ -74,7 +25,9 @@ std::string mapping(const Labels& labels) {
   return out;
 }
 
-void print_summary(const ImportArgs& a, const sim::TimeTable& table, const sim::ImportedTrace& t) {
+void print_summary(const TraceImportRequest& a,
+                   const sim::TimeTable& table,
+                   const sim::ImportedTrace& t) {
   std::cout << fmt::format(
       "{}: {} workers, {} iterations written to {}; {} missing cells: {} iterations dropped, {} "
       "times censored{}\n",
@@ -106,31 +59,16 @@ void print_summary(const ImportArgs& a, const sim::TimeTable& table, const sim::
   }
 }
 
-int command_trace_import(ImportArgs a) {
-  check_options(a);
-  check_output_file(a.out, "--out");
-  a.chrome.group_by =
-      a.group_by == "rank" ? sim::TraceGrouping::kRank : sim::TraceGrouping::kDataParallelRank;
-  const auto missing =
-      a.missing == "censor" ? sim::MissingCells::kCensor : sim::MissingCells::kDrop;
-  sim::TimeTable table;
-  sim::ImportedTrace trace;
-  try {
-    table = a.format == "csv" ? sim::import_csv_times(a.path, a.csv)
-                              : sim::import_chrome_times(a.path, a.chrome);
-    trace = sim::write_imported_trace(table, missing);
-  } catch (const sim::TraceFileError& e) {
-    throw ConfigError(e.what());
-  }
-  write_file_atomically(a.out, trace.csv);
-  print_summary(a, table, trace);
+int command_trace_import(const TraceImportRequest& a) {
+  const TraceImportResult r = import_trace(a);
+  print_summary(a, r.table, r.trace);
   return 0;
 }
 
 }  // namespace
 
 Subcommand add_trace_command(CLI::App& app) {
-  auto args = std::make_shared<ImportArgs>();
+  auto args = std::make_shared<TraceImportRequest>();
   auto* cmd = app.add_subcommand("trace", "measured-time files: import other layouts");
   cmd->require_subcommand(1);
   auto* import = cmd->add_subcommand(

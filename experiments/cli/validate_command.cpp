@@ -8,10 +8,9 @@
 #include <memory>
 
 #include "experiments/cli/commands.h"
-#include "experiments/config/config_error.h"
 #include "experiments/config/run_plan.h"
+#include "experiments/entry_points.h"
 #include "experiments/trace_validation.h"
-#include "fit/delay_trace.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -91,16 +90,8 @@ void print_table(const Validation& v, const std::string& config) {
 
 int command_validate(const ValidateArguments& a) {
   const nlohmann::json config = read_json_file(a.config);
-  sim::DelayTrace trace;
-  try {
-    trace = sim::read_delay_trace(a.trace);
-  } catch (const sim::TraceFileError& e) {
-    throw ConfigError(fmt::format("--trace: {}", e.what()));
-  }
-  ValidationOptions options;
-  options.holdout = a.holdout;
   const std::filesystem::path base_dir = std::filesystem::path(a.config).parent_path();
-  const Validation v = validate_trace(config, a.config, base_dir, trace, options);
+  const Validation v = validate_file(config, a.config, base_dir, a.trace, a.holdout);
   if (a.json) {
     std::cout << validation_json(v).dump(2) << '\n';
   } else {

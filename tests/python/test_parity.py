@@ -1,4 +1,5 @@
-"""load_run, load_sweep, fit, advise, __version__ and the config schema against the command line.
+"""load_run, load_sweep, fit, advise, validate, trace_import, __version__ and the config schema
+against the command line.
 
 Every comparison runs the CLI binary of the same build on the same input.
 """
@@ -212,3 +213,59 @@ def test_the_schema_accepts_every_shipped_config_and_rejects_typos():
                 dict(good, stragglers="kill"),
                 {k: v for k, v in good.items() if k != "workers"}):
         assert list(validator.iter_errors(bad)) != [], bad
+
+
+def test_validate_is_what_validate_json_prints(tmp_path):
+    # 4 workers, 40 iterations of 1 s plus an exponential (fixed seed): fitted on the first half.
+    import random
+
+    draw = random.Random(8)
+    times = tmp_path / "times.csv"
+    with open(times, "w", encoding="utf-8") as f:
+        f.write("iteration,worker,seconds\n")
+        for i in range(1, 41):
+            for w in range(4):
+                f.write("{},{},{:.6f}\n".format(i, w, 1.0 + draw.expovariate(1.0)))
+    path = write_json(tmp_path / "cfg.json", training(workers=4, target_loss=0.45))
+    result = cli("validate", path, "--trace", times, "--holdout", 0.5, "--json")
+    assert result.returncode == 0, result.stderr
+    assert stragglersim.validate(path, times, holdout=0.5) == json.loads(result.stdout)
+    bad = cli("validate", path, "--trace", times, "--holdout", 1.5)
+    assert bad.returncode == 2
+    with pytest.raises(stragglersim.ConfigError) as e:
+        stragglersim.validate(path, times, holdout=1.5)
+    assert "error: " + str(e.value) == bad.stderr.splitlines()[0]
+
+
+def test_trace_import_writes_the_bytes_trace_import_writes(tmp_path):
+    source = tmp_path / "steps.csv"
+    source.write_text("step,rank,ms\n0,a,1200\n0,b,900\n1,a,1100\n1,b,\n2,b,950\n2,a,1000\n",
+                      encoding="utf-8")
+    args = ["--iteration", "step", "--worker", "rank", "--seconds", "ms", "--scale", "0.001"]
+    for missing in ("drop", "censor"):
+        cli_out = tmp_path / f"cli_{missing}.csv"
+        result = cli("trace", "import", source, "--format", "csv", *args, "--missing", missing,
+                     "--out", cli_out)
+        assert result.returncode == 0, result.stderr
+        py_out = tmp_path / f"py_{missing}.csv"
+        summary = stragglersim.trace_import(source, "csv", py_out, iteration="step",
+                                            worker="rank", seconds="ms", scale=0.001,
+                                            missing=missing)
+        assert py_out.read_bytes() == cli_out.read_bytes()
+        assert summary["workers"] == 2 and summary["worker_ids"] == ["a", "b"]
+        assert summary["missing_cells"] == 1
+        assert summary["iterations"] == (2 if missing == "drop" else 3)
+        assert summary["dropped_iterations"] == (1 if missing == "drop" else 0)
+        assert summary["censored_cells"] == (0 if missing == "drop" else 1)
+        # The first line of the command's summary, from the same counts.
+        assert result.stdout.splitlines()[0].startswith(
+            f"{source}: 2 workers, {summary['iterations']} iterations written to {cli_out}; "
+            "1 missing cells")
+    # A chrome-only option with --format csv: the command line's refusal, nothing written.
+    result = cli("trace", "import", source, "--format", "csv", "--group-by", "rank",
+                 "--out", tmp_path / "x.csv")
+    assert result.returncode == 2
+    with pytest.raises(stragglersim.ConfigError) as e:
+        stragglersim.trace_import(source, "csv", tmp_path / "y.csv", group_by="rank")
+    assert "error: " + str(e.value) == result.stderr.splitlines()[0]
+    assert not (tmp_path / "y.csv").exists()

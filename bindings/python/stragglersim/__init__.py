@@ -52,6 +52,8 @@ __all__ = [
     "fit",
     "fit_report",
     "advise",
+    "validate",
+    "trace_import",
     "load_run",
     "load_sweep",
 ]
@@ -304,6 +306,62 @@ def advise(config, suboptimality=None, repetitions=10, measure=0, fit=None):
             int(repetitions),
             int(measure),
             _os.fsdecode(fit) if fit is not None else "",
+        )
+    )
+
+
+def validate(config, trace, holdout=0.5):
+    """Predictions from one part of a measured trace against a replay of the rest:
+    `stragglersim validate CONFIG --trace TRACE --holdout H --json` (docs/validate.md).
+
+    Args:
+        config: a config with workers and data (dict or path), as for run().
+        trace: CSV of iteration,worker,seconds rows (the config's workers).
+        holdout: the held-out fraction of the iterations, in (0, 1).
+
+    Returns:
+        The validation dict of docs/validate.md (the fit part, the stationarity test, one row
+        per model and scheme with predicted and replayed times, and each model's verdict).
+
+    Raises:
+        ConfigError: a bad config, holdout or trace (the message names file:line).
+    """
+    text, path = _input(config)
+    return _json.loads(_stragglersim.validate(text, path, _os.fsdecode(trace), float(holdout)))
+
+
+def trace_import(path, format, out, iteration=None, worker=None, seconds=None, scale=None,
+                 events=None, group_by=None, missing="drop"):
+    """Convert measured times to the trace layout: `stragglersim trace import` (docs/traces.md).
+
+    Args:
+        path: the source file (a CSV table, or Chrome trace-event JSON, plain or gzip).
+        format: "csv" or "chrome".
+        out: the trace file written (iteration,worker,seconds).
+        iteration, worker, seconds, scale: csv only: the column names and seconds per unit.
+        events: chrome only: the event names whose durations are summed (a list of str).
+        group_by: chrome only: "dp_rank" (one worker per pid) or "rank" (per pid and tid).
+        missing: "drop" or "censor" iterations in which some worker has no time.
+
+    Returns:
+        A dict: path, out, format, workers, iterations, missing_cells, dropped_iterations,
+        censored_cells, repeated_rows, median, mean, max (of the times written), worker_ids
+        (the source's id of each written worker), source_iterations, renumbered.
+
+    Raises:
+        ConfigError: a bad option (named as the command line spells it, e.g. --scale) or a
+            malformed source (file:line, or file: event N).
+    """
+    return _json.loads(
+        _stragglersim.trace_import(
+            _os.fsdecode(path), str(format), _os.fsdecode(out),
+            None if iteration is None else str(iteration),
+            None if worker is None else str(worker),
+            None if seconds is None else str(seconds),
+            None if scale is None else float(scale),
+            None if events is None else [str(e) for e in events],
+            None if group_by is None else str(group_by),
+            str(missing),
         )
     )
 
