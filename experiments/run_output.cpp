@@ -184,6 +184,9 @@ void end_of_rows(ProduceRows&& produce_rows, RunOutcome& outcome) {
     outcome.error = e.what();
   } catch (const Interrupted&) {
     outcome.status = "interrupted";
+  } catch (const models::StopRequested&) {
+    // A real backend abandoned an iteration its workers held when the signal came.
+    outcome.status = "interrupted";
   }
 }
 

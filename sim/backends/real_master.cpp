@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "models/base/invariant.h"
+#include "models/base/stop_request.h"
 
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -204,12 +205,25 @@ void RealMaster::fail_timeout(const Round& round) const {
                   list_workers(missing)));
 }
 
+namespace {
+
+/// The earlier of `wake` and one stop poll from now; throws models::StopRequested when a signal
+/// was recorded.
+RealMaster::Clock::time_point poll_for_stop(RealMaster::Clock::time_point wake) {
+  if (const int signal = models::stop_signal().load(std::memory_order_relaxed); signal != 0) {
+    throw models::StopRequested(signal);
+  }
+  return std::min(wake, RealMaster::Clock::now() + RealMaster::kStopPoll);
+}
+
+}  // namespace
+
 void RealMaster::collect(Round& round, MasterTransport& transport) {
   const Clock::time_point wake =
       round.deadline_at ? std::min(*round.deadline_at, round.timeout_at) : round.timeout_at;
   while (!round.stopped) {
     batch_.clear();
-    transport.receive(wake, batch_);
+    transport.receive(poll_for_stop(wake), batch_);
     for (WorkerMessage& m : batch_) {
       accept(round, m);
     }
@@ -231,7 +245,7 @@ void RealMaster::drain(Round& round, MasterTransport& transport) {
   // The next broadcast waits for every worker (a crashed or hung one only until the timeout).
   while (round.answered < n_ && Clock::now() < round.timeout_at) {
     batch_.clear();
-    transport.receive(round.timeout_at, batch_);
+    transport.receive(poll_for_stop(round.timeout_at), batch_);
     for (const WorkerMessage& m : batch_) {
       if (m.iteration == round.iteration) {
         ++round.answered;

@@ -118,6 +118,8 @@ std::chrono::steady_clock::duration real_duration(double seconds);
 class RealMaster {
  public:
   using Clock = std::chrono::steady_clock;
+  /// How often a waiting master looks for a recorded signal.
+  static constexpr std::chrono::milliseconds kStopPoll{50};
   /// Illegal: worker counts that differ between code and delays; a fault naming no worker;
   /// a slow factor outside [1, kMaxSlowFactor]; non-positive options; a null code, rule or delay
   /// model.
@@ -127,7 +129,10 @@ class RealMaster {
              std::uint64_t seed,
              ThreadedOptions options);
 
-  /// Runs iteration `iteration` (increasing) at `query` through `transport`.
+  /// Runs iteration `iteration` (increasing) at `query` through `transport`. While it waits for
+  /// workers it looks at models::stop_signal() every kStopPoll and throws models::StopRequested
+  /// when SIGINT or SIGTERM was recorded: a hung worker cannot hold a signalled run until its
+  /// timeout (the iteration is abandoned; the rows before it stand).
   BackendIteration iterate(std::uint64_t iteration,
                            const Eigen::VectorXd& query,
                            MasterTransport& transport);

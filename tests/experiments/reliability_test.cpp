@@ -667,6 +667,49 @@ TEST_CASE("reliability: SIGINT stops the threads backend after the current itera
   CHECK(rows.back().front() == std::to_string(done));
 }
 
+TEST_CASE("reliability: SIGTERM ends a threads run held by a hung worker before its timeout",
+          "[experiments][reliability]") {
+  // Worker 1 hangs from iteration 3 under the `all` rule: without the master's stop poll the
+  // run would wait out the 3600 s timeout after the signal.
+  const auto dir = scratch("sigterm_hang");
+  nlohmann::json c = logistic(0.1);
+  c["optimizer"]["iterations"] = 50;
+  c["stopping"] = {{"rule", "all"}};
+  c["backend"] = {{"kind", "threads"},
+                  {"seconds_per_unit", 0.01},
+                  {"timeout", 3600},
+                  {"faults", {{{"worker", 1}, {"kind", "hang"}, {"from_iteration", 3}}}}};
+  const auto cfg = write_json(dir, "hang.json", c);
+  const pid_t pid = spawn_run(cfg, dir / "out");
+  REQUIRE(pid != 0);
+  // The iterations have started once the trace exists; by 1 s later the run waits on worker 1.
+  for (int i = 0; i < 600 && !fs::exists(dir / "out" / "trace.csv"); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ::kill(pid, SIGTERM);
+  const auto sent = std::chrono::steady_clock::now();
+  int raw = 0;
+  while (::waitpid(pid, &raw, WNOHANG) == 0 &&
+         std::chrono::steady_clock::now() - sent < std::chrono::seconds(30)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+  if (seconds >= 30.0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &raw, 0);
+  }
+  // The master polls every 50 ms; 30 s is far below the 3600 s it would otherwise wait.
+  CHECK(seconds < 30.0);
+  CHECK((WIFEXITED(raw) ? WEXITSTATUS(raw) : -1) == 143);
+  const auto summary = nlohmann::json::parse(slurp(dir / "out" / "summary.json"));
+  CHECK(summary["status"] == "interrupted");
+  // Iterations 1 and 2 finished; the third, held by the hung worker, was abandoned.
+  CHECK(summary["iterations"] == 2);
+  CHECK(rows_of(slurp(dir / "out" / "trace.csv")).size() == 3);
+}
+
 namespace {
 
 /// A character device like /dev/null (major 1, minor 3) at `path`: a root process writing to it
