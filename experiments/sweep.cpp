@@ -898,15 +898,21 @@ std::vector<std::size_t> pending_runs(const SweepSpec& spec,
   return todo;
 }
 
+namespace {
+
 /// A backend that cannot run inside this sweep: one of its own mpirun (traits.mpi), or one timed
 /// on real cores (shares_cores false) in an MPI sweep, whose ranks may share a node's cores.
 void refuse_in_sweep(const SweepSpec& spec,
                      const SweepRun& run,
                      const BackendRow& backend,
                      int ranks) {
-  const auto fits = quoted_names(backend_factories(), [](const BackendRow& row) {
-    return row.traits.shares_cores && !row.traits.mpi && row.unavailable.empty();
-  });
+  const auto rows = backend_factories();
+  const auto names = [&rows](bool shared_cores_only) {
+    return quoted_names(rows, [shared_cores_only](const BackendRow& row) {
+      return !row.traits.mpi && row.unavailable.empty() &&
+             (row.traits.shares_cores || !shared_cores_only);
+    });
+  };
   if (backend.traits.mpi) {
     throw ConfigError(fmt::format(
         "{}:/backend/kind: the {} backend runs one process per worker under its own mpirun; got "
@@ -915,7 +921,7 @@ void refuse_in_sweep(const SweepSpec& spec,
         run_label(spec, run),
         backend.name,
         backend.name,
-        fits));
+        names(false)));
   }
   if (ranks > 1 && !backend.traits.shares_cores) {
     throw ConfigError(fmt::format(
@@ -926,9 +932,11 @@ void refuse_in_sweep(const SweepSpec& spec,
         backend.name,
         backend.name,
         ranks,
-        fits));
+        names(true)));
   }
 }
+
+}  // namespace
 
 RunCheck check_run(const SweepSpec& spec, const SweepRun& run, int ranks) {
   RunCheck check;
@@ -994,6 +1002,7 @@ void validate_runs(const SweepSpec& spec,
     try {
       auto plan = std::make_unique<RunPlan>(
           plan_run(run.config, run_label(spec, run), spec.base_dir, {threads, &cache.setup}));
+      refuse_in_sweep(spec, run, plan->backend, 1);
       if (cache.share(*plan, spec.base_dir)) {
         plans[run.index] = std::move(plan);
       }

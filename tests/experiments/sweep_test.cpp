@@ -512,7 +512,8 @@ TEST_CASE("sweep: an mpi-backend run is refused before anything runs", "[experim
       sim::mpi_compiled_in()
           ? "m.json run 0 (/seed = 1, repetition 0):/backend/kind: the mpi backend runs one "
             "process per worker under its own mpirun; got \"mpi\" in a sweep; expected "
-            "\"simulated\", or the run on its own (mpirun -np workers+1 stragglersim run)"
+            "\"simulated\" or \"threads\", or the run on its own (mpirun -np workers+1 "
+            "stragglersim run)"
           : "m.json run 0 (/seed = 1, repetition 0):/backend/kind: the mpi backend is not "
             "compiled in (build with Open MPI: libopenmpi-dev, cmake "
             "-DSTRAGGLERSIM_WITH_MPI=ON); got \"mpi\"; expected \"simulated\" or \"threads\"";
