@@ -522,6 +522,7 @@ void read_backend(JsonReader& root, RunPlan& plan, bool delay_only) {
                           : JsonReader(absent, root.file(), root.pointer_of("backend"));
   const std::vector<BackendRow> rows = backend_factories();
   std::vector<std::string> names;
+  names.reserve(rows.size());
   for (const auto& row : rows) {
     names.push_back(row.name);
   }

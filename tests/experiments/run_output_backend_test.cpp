@@ -96,9 +96,9 @@ TEST_CASE("backends: a backend registered from outside runs a config like the bu
     trace = testing::slurp(dir / "counting" / "trace.csv");
 
     // Its keys are validated against its row, and its traits apply: no delay-only runs.
-    c["backend"] = {{"kind", "counting"}, {"lable", "x"}};
+    c["backend"] = {{"kind", "counting"}, {"labl", "x"}};
     CHECK(testing::plan_error(c, dir) ==
-          "cfg.json:/backend/lable: unknown key 'lable'; did you mean 'label'? valid keys are: "
+          "cfg.json:/backend/labl: unknown key 'labl'; did you mean 'label'? valid keys are: "
           "kind, label");
     c["backend"] = {{"kind", "countin"}};
     CHECK(testing::plan_error(c, dir) ==

@@ -509,7 +509,7 @@ TEST_CASE("sweep: an mpi-backend run is refused before anything runs", "[experim
   base["backend"] = {{"kind", "mpi"}};
   const auto spec = expand_sweep({{"base", base}, {"grid", {{"/seed", {1, 2}}}}}, "m.json", dir);
   const std::string expected =
-      sim::mpi_compiled_in()
+      stragglersim::sim::mpi_compiled_in()
           ? "m.json run 0 (/seed = 1, repetition 0):/backend/kind: the mpi backend runs one "
             "process per worker under its own mpirun; got \"mpi\" in a sweep; expected "
             "\"simulated\" or \"threads\", or the run on its own (mpirun -np workers+1 "
