@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "experiments/config/run_plan.h"
-#include "sim/backends/threaded_backend.h"
+#include "sim/backend.h"
 
 namespace stragglersim::sim {
 namespace {
@@ -43,9 +43,9 @@ experiments::RunPlan plan_for(bool erasurehead) {
 
 void bm_threaded_master_overhead(benchmark::State& state) {
   const auto plan = plan_for(state.range(0) != 0);
-  ThreadedBackend backend(
-      plan.objective, plan.scheme, plan.make_delays(), plan.seed, plan.threaded);
-  const double spu = plan.threaded.seconds_per_unit;
+  const std::unique_ptr<Backend> made = plan.make_backend(nullptr);
+  Backend& backend = *made;
+  const double spu = backend.seconds_per_unit();
   const Eigen::VectorXd x = Eigen::VectorXd::Constant(plan.objective->dimension(), 0.01);
   std::uint64_t t = 0;
   double stop_overhead = 0.0;
@@ -53,7 +53,7 @@ void bm_threaded_master_overhead(benchmark::State& state) {
   for (auto _ : state) {
     const BackendIteration it = backend.iterate(++t, x, nullptr);
     benchmark::DoNotOptimize(it.estimate.data());
-    const auto& record = backend.records().back();
+    const auto& record = backend.real_records()->back();
     stop_overhead += record.real_stop_seconds - it.iteration_time * spu;
     total_overhead += record.real_seconds - it.iteration_time * spu;
   }

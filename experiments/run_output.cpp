@@ -17,12 +17,11 @@
 #include "experiments/config/config_error.h"
 #include "experiments/predict/predictions.h"
 #include "experiments/run_diagnostics.h"
+#include "models/base/invariant.h"
 #include "models/base/stop_request.h"
 #include "models/metrics.h"
 #include "models/worker_pool.h"
-#include "sim/backends/mpi_backend.h"
-#include "sim/backends/simulated_backend.h"
-#include "sim/backends/threaded_backend.h"
+#include "sim/backend.h"
 #include "sim/fastpath/delay_only.h"
 #include "sim/training_loop.h"
 
@@ -146,7 +145,7 @@ RunSetUp set_up(const RunPlan& plan) {
   RunSetUp out;
   if (!plan.delay_only()) {
     // A pool of the run's threads for the f* solve (the simulated backend's count).
-    models::WorkerPool pool(plan.backend == BackendKind::kSimulated ? plan.threads : 1);
+    models::WorkerPool pool(plan.backend.traits.real_time ? 1 : plan.threads);
     out.optimum = reference_optimum(plan, &pool);
   }
   models::throw_if_stop_requested();
@@ -297,7 +296,7 @@ struct TraceColumns {
       : test(plan.test_objective != nullptr),
         auc(test && models::reports_auc(plan.objective->loss())),
         drain(plan.stragglers == sim::StragglerPolicy::kDrain),
-        threads(plan.backend != BackendKind::kSimulated) {}
+        threads(plan.backend.traits.real_time) {}
 
   [[nodiscard]] std::string header() const {
     std::string h =
@@ -322,37 +321,9 @@ struct TrainingTally {
   double real_stop_sum = 0.0;
   double real_wall_sum = 0.0;
   std::size_t heard_same = 0;
+  double seconds_per_unit = 0.0;  ///< the backend's (wall-clock backends)
   sim::TraceRow last;
 };
-
-/// The plan's backend; `records` and `mpi` point into it for the real backends.
-std::unique_ptr<sim::Backend> make_backend(
-    const RunPlan& plan,
-    const std::vector<sim::ThreadedIterationRecord>*& records,
-    sim::MpiBackend*& mpi,
-    models::WorkerPool* pool) {
-  switch (plan.backend) {
-    case BackendKind::kThreads: {
-      auto t = std::make_unique<sim::ThreadedBackend>(
-          plan.objective, plan.scheme, plan.make_delays(), plan.seed, plan.threaded);
-      records = &t->records();
-      return t;
-    }
-    case BackendKind::kMpi: {
-      auto m = std::make_unique<sim::MpiBackend>(
-          plan.scheme, plan.objective->dimension(), plan.make_delays(), plan.seed, plan.mpi);
-      records = &m->records();
-      mpi = m.get();
-      return m;
-    }
-    case BackendKind::kSimulated:
-      break;
-  }
-  auto cluster = std::make_unique<sim::SimulatedCluster>(
-      plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed, plan.network);
-  return std::make_unique<sim::SimulatedBackend>(
-      plan.objective, plan.scheme, std::move(cluster), pool);
-}
 
 }  // namespace
 
@@ -527,8 +498,7 @@ void add_optional_summary(const RunPlan& plan,
     s["total_wall_time"] = last.wall_time;
   }
   if (columns.threads) {
-    s["seconds_per_unit"] = plan.backend == BackendKind::kMpi ? plan.mpi.master.seconds_per_unit
-                                                              : plan.threaded.seconds_per_unit;
+    s["seconds_per_unit"] = tally.seconds_per_unit;
     s["total_real_wall_time"] = tally.real_wall_sum;
     s["total_real_time"] = last.real_seconds;
     s["total_real_stop_time"] = tally.real_stop_sum;
@@ -583,16 +553,17 @@ RunOutcome run_training(const RunPlan& plan,
   fmt::memory_buffer buffer;
   const std::string header = columns.header();
   buffer.append(header.data(), header.data() + header.size());
-  sim::MpiBackend* mpi = nullptr;
-  const std::vector<sim::ThreadedIterationRecord>* records = nullptr;
-  // Real backends time real cores: their master computes on one thread, leaving the rest to
-  // the workers.
-  const bool simulated = plan.backend == BackendKind::kSimulated;
-  models::WorkerPool pool(simulated ? plan.threads : 1);
-  const std::unique_ptr<sim::Backend> backend = make_backend(plan, records, mpi, &pool);
+  // Wall-clock backends time real cores: their master computes on one thread, leaving the rest
+  // to the workers.
+  models::WorkerPool pool(plan.backend.traits.real_time ? 1 : plan.threads);
+  const std::unique_ptr<sim::Backend> backend = plan.make_backend(&pool);
+  const std::vector<sim::ThreadedIterationRecord>* records = backend->real_records();
+  STRAGGLERSIM_ASSERT((records != nullptr) == columns.threads,
+                      "a backend keeps real records exactly when its row says it is real time");
   auto optimizer = plan.make_optimizer();
   RunOutcome outcome;
   TrainingTally tally;
+  tally.seconds_per_unit = backend->seconds_per_unit();
   TrainingDiagnostics diagnostics(plan, setup.optimum);
   end_of_rows(
       [&] {
@@ -616,10 +587,8 @@ RunOutcome run_training(const RunPlan& plan,
   if (records != nullptr) {
     outcome.heard_csv = heard_csv(*records);
   }
-  if (mpi != nullptr && !plan.mpi.inject) {
-    mpi->shutdown();  // collects the results still in flight, and their compute times
-    outcome.worker_times_csv =
-        worker_times_csv(mpi->worker_times(), tally.last.iteration, mpi->workers());
+  if (const auto times = backend->finish()) {
+    outcome.worker_times_csv = worker_times_csv(*times, tally.last.iteration, plan.workers);
   }
   outcome.summary = training_summary(plan, setup, columns, outcome, tally, diagnostics);
   return outcome;

@@ -19,7 +19,7 @@
 #include "experiments/output_file.h"
 #include "experiments/progress_line.h"
 #include "models/base/error.h"
-#include "sim/backends/mpi_backend.h"
+#include "sim/backend.h"
 
 namespace stragglersim::experiments {
 

@@ -898,19 +898,52 @@ std::vector<std::size_t> pending_runs(const SweepSpec& spec,
   return todo;
 }
 
+namespace {
+
+/// A backend that cannot run inside this sweep: one of its own mpirun (traits.mpi), or one timed
+/// on real cores (shares_cores false) in an MPI sweep, whose ranks may share a node's cores.
+void refuse_in_sweep(const SweepSpec& spec,
+                     const SweepRun& run,
+                     const BackendRow& backend,
+                     int ranks) {
+  const auto rows = backend_factories();
+  const auto names = [&rows](bool shared_cores_only) {
+    return quoted_names(rows, [shared_cores_only](const BackendRow& row) {
+      return !row.traits.mpi && row.unavailable.empty() &&
+             (row.traits.shares_cores || !shared_cores_only);
+    });
+  };
+  if (backend.traits.mpi) {
+    throw ConfigError(fmt::format(
+        "{}:/backend/kind: the {} backend runs one process per worker under its own mpirun; got "
+        "\"{}\" in a sweep; expected {}, or the run on its own (mpirun -np workers+1 stragglersim "
+        "run)",
+        run_label(spec, run),
+        backend.name,
+        backend.name,
+        names(false)));
+  }
+  if (ranks > 1 && !backend.traits.shares_cores) {
+    throw ConfigError(fmt::format(
+        "{}:/backend/kind: {}-backend runs are timed on real cores that other ranks may "
+        "share; got \"{}\" in an MPI sweep of {} ranks; expected {}, or the "
+        "sweep without mpirun (--jobs runs them one at a time)",
+        run_label(spec, run),
+        backend.name,
+        backend.name,
+        ranks,
+        names(true)));
+  }
+}
+
+}  // namespace
+
 RunCheck check_run(const SweepSpec& spec, const SweepRun& run, int ranks) {
   RunCheck check;
   try {
     const RunPlan plan =
         plan_run(run.config, run_label(spec, run), spec.base_dir, {.max_threads = 1});
-    if (ranks > 1 && plan.backend == BackendKind::kThreads) {
-      throw ConfigError(fmt::format(
-          "{}:/backend/kind: threads-backend runs are timed on real cores that other ranks may "
-          "share; got \"threads\" in an MPI sweep of {} ranks; expected \"simulated\", or the "
-          "sweep without mpirun (--jobs runs them one at a time)",
-          run_label(spec, run),
-          ranks));
-    }
+    refuse_in_sweep(spec, run, plan.backend, ranks);
   } catch (const ConfigError& e) {
     check.error = e.what();
     check.config_error = true;
@@ -969,6 +1002,7 @@ void validate_runs(const SweepSpec& spec,
     try {
       auto plan = std::make_unique<RunPlan>(
           plan_run(run.config, run_label(spec, run), spec.base_dir, {threads, &cache.setup}));
+      refuse_in_sweep(spec, run, plan->backend, 1);
       if (cache.share(*plan, spec.base_dir)) {
         plans[run.index] = std::move(plan);
       }
@@ -1031,7 +1065,7 @@ std::size_t execute_runs(const SweepSpec& spec,
       }
       plans[run.index]->f_star_cache = options.f_star_cache;
       RunOutcome outcome;
-      if (plans[run.index]->backend == BackendKind::kThreads) {
+      if (!plans[run.index]->backend.traits.shares_cores) {
         const std::unique_lock alone(cores);
         outcome = execute_run(*plans[run.index], dir);
       } else {

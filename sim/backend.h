@@ -6,6 +6,7 @@
 
 #include <Eigen/Core>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,31 @@ struct BackendIteration {
   Eigen::VectorXd estimate;  ///< Σ_j α_j ∇F_j(query)
 };
 
+/// One iteration of a wall-clock backend as its master saw it, next to what the simulation
+/// predicts for the same delays.
+struct ThreadedIterationRecord {
+  std::uint64_t iteration = 0;
+  double real_stop_seconds = 0.0;  ///< real seconds, broadcast to the stop
+  double real_seconds = 0.0;       ///< real seconds, broadcast to return (decode, drain included)
+  double real_wall_seconds = 0.0;  ///< real seconds, previous return to this return
+  double simulated_stop = 0.0;     ///< simulated seconds, broadcast to the stop
+  std::vector<int> heard;          ///< real arrival order
+  std::vector<int> simulated_heard;
+  bool same_set = false;  ///< heard and simulated_heard hold the same workers
+  /// Distance (simulated seconds) from the simulated stop to the nearest other simulated arrival
+  /// that could change the heard set if reordered (first_r: only later arrivals; all: +inf):
+  /// a disagreement with the simulation is a near-tie when this is below the scheduling jitter.
+  double near_tie_gap = 0.0;
+  int late_dropped = 0;  ///< messages of earlier iterations dropped during this iteration
+};
+
+/// One worker's measured compute time of one iteration (mpi, inject false), real seconds.
+struct WorkerTime {
+  std::uint64_t iteration = 0;
+  int worker = 0;
+  double seconds = 0.0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -31,6 +57,17 @@ class Backend {
   virtual BackendIteration iterate(std::uint64_t iteration,
                                    const Eigen::VectorXd& query,
                                    const Eigen::MatrixXd* partition_gradients) = 0;
+
+  /// A wall-clock backend's record of every iteration so far (the real_* trace columns and
+  /// heard.csv); null for a backend on the simulated clock.
+  [[nodiscard]] virtual const std::vector<ThreadedIterationRecord>* real_records() const {
+    return nullptr;
+  }
+  /// Real seconds per simulated second of the injected delays; 0 on the simulated clock.
+  [[nodiscard]] virtual double seconds_per_unit() const { return 0.0; }
+  /// Called once after the last iteration: ends the workers' work still in flight and returns
+  /// their measured compute times (worker_times.csv), or nullopt when the backend measures none.
+  virtual std::optional<std::vector<WorkerTime>> finish() { return std::nullopt; }
 };
 
 }  // namespace stragglersim::sim

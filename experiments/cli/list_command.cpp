@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "experiments/cli/commands.h"
+#include "experiments/config/backend_registry.h"
 #include "experiments/config/config_error.h"
 #include "experiments/config/config_schema.h"
 #include "experiments/config/factories.h"

@@ -17,8 +17,8 @@
 #include "experiments/interrupt.h"
 #include "experiments/run_diagnostics.h"
 #include "experiments/run_output.h"
+#include "models/base/invariant.h"
 #include "models/base/stop_request.h"
-#include "sim/backends/mpi_backend.h"
 #include "sim/backends/mpi_session.h"
 
 namespace stragglersim::experiments {
@@ -134,9 +134,10 @@ int command_run_mpi(const RunPlan& plan,
   if (session.size() != expected) {
     if (session.rank() == 0) {
       std::cerr << fmt::format(
-          "error: {}:/backend/kind: the mpi backend needs one process per worker and one "
+          "error: {}:/backend/kind: the {} backend needs one process per worker and one "
           "master; got mpirun -np {}; expected mpirun -np {} ({} workers + 1)\n",
           config,
+          plan.backend.name,
           session.size(),
           expected,
           plan.workers);
@@ -145,7 +146,9 @@ int command_run_mpi(const RunPlan& plan,
     return 2;
   }
   if (session.rank() != 0) {
-    sim::run_mpi_worker(*plan.objective, plan.scheme, plan.mpi, session.rank() - 1);
+    STRAGGLERSIM_ASSERT(plan.backend_setup.run_worker != nullptr,
+                        "an mpi backend's setup has a worker loop");
+    plan.backend_setup.run_worker(plan, session.rank() - 1);
     return 0;
   }
   make_output_folder(out_dir);
@@ -166,7 +169,7 @@ int run_planned(const RunPlan& plan,
         out_dir,
         other));
   }
-  if (plan.backend == BackendKind::kMpi) {
+  if (plan.backend.traits.mpi) {
     return command_run_mpi(plan, config, out_dir, quiet);
   }
   make_output_folder(out_dir);
@@ -207,7 +210,7 @@ int command_run(const std::string& config,
       return plan_run_file(config, mpi_worker);
     }();
     plan.f_star_cache = f_star_cache;
-    if (plan.backend == BackendKind::kMpi) {
+    if (plan.backend.traits.mpi) {
       guard.reset();  // mpirun forwards signals to every rank: the default action ends them
     }
     return run_planned(plan, config, out_dir, force, quiet);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "experiments/config/backend_registry.h"
 #include "experiments/config/factories.h"
 
 namespace stragglersim::experiments {
@@ -78,18 +79,7 @@ json data_schema() {
 }
 
 json backend_schema() {
-  json rows = json::array();
-  std::vector<ChoiceDoc> docs = backend_docs();
-  // mpi: the threads keys plus inject (docs/mpi_backend.md).
-  ChoiceDoc mpi{"mpi", "one MPI rank per worker and a master rank (mpirun -np workers+1)", {}};
-  for (const auto& row : docs) {
-    if (row.name == "threads") {
-      mpi.keys = row.keys;
-    }
-  }
-  mpi.keys.push_back({"inject", "true"});
-  docs.push_back(mpi);
-  return selected_object("kind", docs, json::object(), false, "simulated");
+  return selected_object("kind", backend_factories(), json::object(), false, kDefaultBackend);
 }
 
 json optimizer_schema() {

@@ -637,16 +637,6 @@ const std::vector<FactoryRow<StoppingFactory>>& stopping_factories() {
   return table;
 }
 
-const std::vector<ChoiceDoc>& backend_docs() {
-  static const std::vector<ChoiceDoc> table = {
-      {"simulated", "simulated clock: delays drawn from the delay model (default)", {}},
-      {"threads",
-       "one thread per worker on the wall clock, delays injected; needs data",
-       {{"seconds_per_unit", "0.01"}, {"timeout", "5"}, {"faults", "[]"}}},
-  };
-  return table;
-}
-
 const std::vector<ChoiceDoc>& optimizer_docs() {
   static const std::vector<ChoiceDoc> table = {
       {"gd", "gradient descent x <- x - step g (default)", {{"step", ""}, {"iterations", ""}}},

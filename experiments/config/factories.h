@@ -1,7 +1,8 @@
 #pragma once
 // The explicit name -> factory tables of the run-time plug-in points (docs/plugins.md): gradient
-// codes, delay models, loss models, stopping rules. A new implementation is one new file in its
-// library plus one row here. Each factory reads (and validates) its own keys from the config.
+// codes, delay models, loss models, stopping rules (backends: backend_registry.h). A new
+// implementation is one new file in its library plus one row here. Each factory reads (and
+// validates) its own keys from the config.
 
 #include <filesystem>
 #include <functional>
@@ -77,7 +78,8 @@ struct CodeFootprint {
 [[nodiscard]] CodeFootprint code_footprint(
     std::string_view kind, double workers, double partitions, double d, bool compact = false);
 
-/// A documented choice that is not a factory table (backends, optimizers, data generators).
+/// A documented choice that is not a factory table (optimizers, data generators), or a row's
+/// documentation (`stragglersim list`).
 struct ChoiceDoc {
   std::string name;
   std::string description;
@@ -108,7 +110,6 @@ inline const std::vector<std::string> kDelayKeys = {"kind"};
 inline const std::vector<std::string> kLossKeys = {"kind", "l2"};
 inline const std::vector<std::string> kStoppingKeys = {"rule"};
 
-const std::vector<ChoiceDoc>& backend_docs();
 const std::vector<ChoiceDoc>& optimizer_docs();
 const std::vector<ChoiceDoc>& generator_docs();
 /// The file data sources (csv, libsvm, fashion_mnist) with their keys; "synthetic" is

@@ -16,7 +16,6 @@
 #include "experiments/config/memory_budget.h"
 #include "models/base/random_stream.h"
 #include "models/worker_pool.h"
-#include "sim/backends/mpi_session.h"
 #include "sim/theory/iteration_time_theory.h"
 
 namespace stragglersim::experiments {
@@ -80,15 +79,17 @@ RunPlan plan_run_file(const std::filesystem::path& path, std::optional<int> mpi_
 
 namespace {
 
-/// Whether the config asks for the mpi backend (read before the data, whose loading depends on
-/// it; the backend object itself is validated later).
+/// Whether the config names a backend whose workers are processes of their own (traits.mpi):
+/// read before the data, whose loading depends on it; the backend object itself is validated
+/// later.
 bool backend_is_mpi(const nlohmann::json& config) {
-  return config.is_object() && config.contains("backend") && config["backend"].is_object() &&
-         config["backend"].contains("kind") && config["backend"]["kind"] == "mpi";
+  if (!config.is_object() || !config.contains("backend") || !config["backend"].is_object() ||
+      !config["backend"].contains("kind") || !config["backend"]["kind"].is_string()) {
+    return false;
+  }
+  const auto row = find_backend(config["backend"]["kind"].get<std::string>());
+  return row && row->traits.mpi;
 }
-
-/// A slow worker's default slowdown (the bimodal delay's default slowdown too).
-constexpr double kDefaultSlowFactor = 5.0;
 
 /// Largest "workers" (and "partitions"): 2^30, the largest n of the speedup-against-n study;
 /// above 10^7 only delay-only runs of compact codes fit in memory (the budget says which).
@@ -141,64 +142,6 @@ std::optional<double> scheme_erasure_probability(const RunPlan& plan) {
   return std::isnan(q) ? std::nullopt : std::optional<double>(q);
 }
 
-/// The keys of the real backends (threads, mpi; the kind already read): seconds_per_unit,
-/// timeout and faults, each fault {"worker", "kind": "crash" | "hang" | "slow", "from_iteration"
-/// (1)}, a slow one with "factor" (5).
-void read_real_backend(JsonReader& reader,
-                       const std::string& kind,
-                       const RunPlan& plan,
-                       bool delay_only,
-                       sim::ThreadedOptions& options,
-                       nlohmann::json& resolved_faults) {
-  if (delay_only) {
-    reader.fail_value("kind",
-                      fmt::format("the {} backend computes gradients and needs data", kind),
-                      kind,
-                      "\"simulated\" for a delay-only run (\"data\": null)");
-  }
-  options.policy = plan.stragglers;
-  options.seconds_per_unit = reader.positive("seconds_per_unit", 0.01);
-  // Capped so that a hung worker always ends the run (sim::kMaxThreadedTimeout: one hour).
-  options.timeout = reader.number("timeout", 5.0, 0.0, sim::kMaxThreadedTimeout);
-  if (options.timeout <= 0.0) {
-    reader.fail_value("timeout",
-                      "out of range",
-                      options.timeout,
-                      fmt::format("a number in (0, {}] seconds", sim::kMaxThreadedTimeout));
-  }
-  if (!reader.has("faults")) {
-    return;
-  }
-  const nlohmann::json& faults = reader.raw("faults");
-  if (!faults.is_array()) {
-    reader.fail_value("faults", "wrong type", faults, "an array of fault objects");
-  }
-  for (std::size_t i = 0; i < faults.size(); ++i) {
-    JsonReader f(faults[i], reader.file(), fmt::format("{}/{}", reader.pointer_of("faults"), i));
-    sim::WorkerFault fault;
-    fault.worker = static_cast<int>(f.integer("worker", std::nullopt, 0, plan.workers - 1));
-    for (const auto& other : options.faults) {
-      if (other.worker == fault.worker) {
-        f.fail_value("worker",
-                     "a second fault for the same worker",
-                     fault.worker,
-                     "each worker at most once");
-      }
-    }
-    const std::string kind_name = f.choice("kind", "fault", {"crash", "hang", "slow"}, {});
-    fault.kind = kind_name == "hang"   ? sim::FaultKind::kHang
-                 : kind_name == "slow" ? sim::FaultKind::kSlow
-                                       : sim::FaultKind::kCrash;
-    fault.from_iteration = static_cast<std::uint64_t>(f.integer("from_iteration", 1, 1));
-    if (fault.kind == sim::FaultKind::kSlow) {
-      fault.factor = f.number("factor", kDefaultSlowFactor, 1.0, sim::kMaxSlowFactor);
-    }
-    f.finish();
-    options.faults.push_back(fault);
-    resolved_faults.push_back(f.resolved());
-  }
-}
-
 /// Before the code is built: refuses a code whose matrices would not fit in memory (key
 /// /workers) and, with data, an expander code whose k = 2n/d exceeds the training rows (building
 /// its random graph for 10⁷ workers takes minutes before the row check would fire).
@@ -231,32 +174,6 @@ void check_code_size(const nlohmann::json& config,
     }
   }
   require_memory(root, "workers", fmt::format("code '{}'", kind), footprint.bytes, shape.workers);
-}
-
-/// The backend object (absent: simulated). threads and mpi share their keys; mpi adds inject.
-void read_backend_object(JsonReader& root,
-                         RunPlan& plan,
-                         bool delay_only,
-                         nlohmann::json& resolved_faults) {
-  JsonReader reader = root.object("backend");
-  const auto kind = reader.choice("kind", "backend", {"simulated", "threads", "mpi"}, "simulated");
-  if (kind == "threads") {
-    plan.backend = BackendKind::kThreads;
-    read_real_backend(reader, kind, plan, delay_only, plan.threaded, resolved_faults);
-  } else if (kind == "mpi") {
-    if (!sim::mpi_compiled_in()) {
-      reader.fail_value("kind",
-                        "the mpi backend is not compiled in (build with Open MPI: "
-                        "libopenmpi-dev, cmake -DSTRAGGLERSIM_WITH_MPI=ON)",
-                        kind,
-                        "\"simulated\" or \"threads\"");
-    }
-    plan.backend = BackendKind::kMpi;
-    plan.mpi.inject = reader.boolean("inject", true);
-    read_real_backend(reader, kind, plan, delay_only, plan.mpi.master, resolved_faults);
-  }
-  reader.finish();
-  root.merge("backend", reader);
 }
 
 /// The top-level counts and the data (first: the partition count is checked against its rows).
@@ -581,25 +498,59 @@ void read_network(JsonReader& root, RunPlan& plan, bool delay_only) {
                     "expected",
                     "'none' or 'empirical', or a first_r, all or decodable rule");
   }
-  if (plan.backend != BackendKind::kSimulated) {
-    const std::string kind = plan.backend == BackendKind::kThreads ? "threads" : "mpi";
+  if (plan.backend.traits.real_time) {
+    const std::string& kind = plan.backend.name;
     root.fail_value("network",
                     fmt::format("a network model applies to the simulated clock only (the {} "
                                 "backend's messages take their real time)",
                                 kind),
                     kind,
-                    "backend \"simulated\", or no \"network\" block");
+                    fmt::format("backend {}, or no \"network\" block",
+                                quoted_names(backend_factories(), [](const BackendRow& row) {
+                                  return !row.traits.real_time && row.unavailable.empty();
+                                })));
   }
 }
 
-/// The backend; returns the resolved faults of a threads backend.
-nlohmann::json read_backend(JsonReader& root, RunPlan& plan, bool delay_only) {
-  nlohmann::json resolved_faults = nlohmann::json::array();
+/// The backend object (absent: the simulated clock) through its row of the backend table: the
+/// row's availability and traits first, then its own keys.
+void read_backend(JsonReader& root, RunPlan& plan, bool delay_only) {
   root.allow("backend");
-  if (root.has("backend")) {
-    read_backend_object(root, plan, delay_only, resolved_faults);
+  const nlohmann::json absent = nlohmann::json::object();
+  JsonReader reader = root.has("backend")
+                          ? root.object("backend")
+                          : JsonReader(absent, root.file(), root.pointer_of("backend"));
+  const std::vector<BackendRow> rows = backend_factories();
+  std::vector<std::string> names;
+  names.reserve(rows.size());
+  for (const auto& row : rows) {
+    names.push_back(row.name);
   }
-  return resolved_faults;
+  const std::string kind = reader.choice("kind", "backend", names, kDefaultBackend);
+  const auto row =
+      std::find_if(rows.begin(), rows.end(), [&](const BackendRow& r) { return r.name == kind; });
+  if (!row->unavailable.empty()) {
+    reader.fail_value(
+        "kind",
+        fmt::format("the {} backend is {}", kind, row->unavailable),
+        kind,
+        quoted_names(rows, [](const BackendRow& r) { return r.unavailable.empty(); }));
+  }
+  if (delay_only && !row->traits.runs_delay_only) {
+    reader.fail_value("kind",
+                      fmt::format("the {} backend computes gradients and needs data", kind),
+                      kind,
+                      fmt::format("{} for a delay-only run (\"data\": null)",
+                                  quoted_names(rows, [](const BackendRow& r) {
+                                    return r.traits.runs_delay_only && r.unavailable.empty();
+                                  })));
+  }
+  plan.backend_setup = row->make(reader, BackendContext{plan.workers});
+  reader.finish(keys_of(*row, kBackendKeys));
+  if (root.has("backend")) {
+    root.merge("backend", reader);
+  }
+  plan.backend = *row;
 }
 
 }  // namespace
@@ -692,7 +643,7 @@ RunPlan plan_run(const nlohmann::json& config,
                        : data_key + root.resolved().value("loss", nlohmann::json()).dump();
   read_optimizer(
       root, plan, delay_only, data_key.empty() ? nullptr : options.setup, smoothness_key);
-  const nlohmann::json resolved_faults = read_backend(root, plan, delay_only);
+  read_backend(root, plan, delay_only);
   read_network(root, plan, delay_only);
   read_sampler(root, plan, delay_only);
   root.finish();
@@ -704,10 +655,7 @@ RunPlan plan_run(const nlohmann::json& config,
   }
   plan.resolved["partitions"] = plan.partitions;
   if (!root.has("backend")) {
-    plan.resolved["backend"] = {{"kind", "simulated"}};
-  }
-  if (plan.backend != BackendKind::kSimulated) {
-    plan.resolved["backend"]["faults"] = resolved_faults;
+    plan.resolved["backend"] = {{"kind", kDefaultBackend}};
   }
   return plan;
 }

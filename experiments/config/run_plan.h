@@ -14,9 +14,8 @@
 #include <optional>
 #include <string>
 
+#include "experiments/config/backend_registry.h"
 #include "models/objective.h"
-#include "sim/backends/mpi_backend.h"
-#include "sim/backends/threaded_backend.h"
 #include "sim/delays/delay_model.h"
 #include "sim/fastpath/order_statistics.h"
 #include "sim/network.h"
@@ -27,7 +26,6 @@
 namespace stragglersim::experiments {
 
 enum class OptimizerKind { kGd, kNesterov };
-enum class BackendKind { kSimulated, kThreads, kMpi };
 
 struct RunPlan {
   std::string name;
@@ -67,11 +65,10 @@ struct RunPlan {
   std::optional<double> target_loss;
   /// The "network" block (free when absent): latency, bandwidth, message size, serial link.
   sim::NetworkOptions network;
-  BackendKind backend = BackendKind::kSimulated;
-  /// Options of the threads backend (seconds_per_unit, timeout, faults; policy = stragglers).
-  sim::ThreadedOptions threaded;
-  /// Options of the mpi backend (inject; the threads keys in `master`).
-  sim::MpiOptions mpi;
+  /// The backend's row of the backend table (name and traits; "simulated" when the config has
+  /// no "backend" block) and what its config object set up.
+  BackendRow backend;
+  BackendSetup backend_setup;
 
   /// Folder of the f* cache (experiments/predict/plan_optimum.h); empty: no cache. Not in
   /// `resolved`: f* is the same either way.
@@ -80,6 +77,10 @@ struct RunPlan {
   [[nodiscard]] bool delay_only() const { return objective == nullptr; }
   /// A fresh optimiser at x₀ = 0.
   [[nodiscard]] std::unique_ptr<sim::Optimizer> make_optimizer() const;
+  /// A fresh backend of the run (`pool`: the training loop's, for the partition gradients).
+  [[nodiscard]] std::unique_ptr<sim::Backend> make_backend(models::WorkerPool* pool) const {
+    return backend_setup.make(*this, pool);
+  }
 };
 
 /// The set-up runs of one process share (a sweep): each data set is loaded once while some plan

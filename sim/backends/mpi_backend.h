@@ -51,13 +51,6 @@ struct MpiOptions {
   bool inject = true;
 };
 
-/// One worker's measured compute time of one iteration (inject false), real seconds.
-struct WorkerTime {
-  std::uint64_t iteration = 0;
-  int worker = 0;
-  double seconds = 0.0;
-};
-
 class MpiBackend final : public Backend, private MasterTransport {
  public:
   /// Runs on rank 0 of MPI_COMM_WORLD, with workers on ranks 1..n (n = code workers), each in
@@ -82,6 +75,20 @@ class MpiBackend final : public Backend, private MasterTransport {
     return master_.records();
   }
   [[nodiscard]] int workers() const { return n_; }
+  [[nodiscard]] const std::vector<ThreadedIterationRecord>* real_records() const override {
+    return &master_.records();
+  }
+  [[nodiscard]] double seconds_per_unit() const override {
+    return options_.master.seconds_per_unit;
+  }
+  /// inject false: shutdown(), then worker_times(); nullopt with inject (nothing measured).
+  std::optional<std::vector<WorkerTime>> finish() override {
+    if (options_.inject) {
+      return std::nullopt;
+    }
+    shutdown();
+    return worker_times_;
+  }
   /// Compute times of every result received (inject false; empty with inject), in arrival order.
   [[nodiscard]] const std::vector<WorkerTime>& worker_times() const { return worker_times_; }
   /// Stops every worker and waits for their byes (idempotent; the destructor calls it).

@@ -88,19 +88,29 @@ std::chrono::steady_clock::duration real_duration(double seconds) {
       std::chrono::duration<double>(std::clamp(seconds, 0.0, kLongestWait)));
 }
 
+Validation ThreadedOptions::validate() const {
+  if (auto v = options_check::positive("seconds_per_unit", seconds_per_unit)) {
+    return v;
+  }
+  if (!(timeout > 0.0 && timeout <= kMaxThreadedTimeout)) {
+    return Violation{
+        "timeout", "out of range", fmt::format("a number in (0, {}] seconds", kMaxThreadedTimeout)};
+  }
+  return std::nullopt;
+}
+
 RealMaster::RealMaster(Scheme scheme,
                        Eigen::Index dimension,
                        std::unique_ptr<DelayModel> delays,
                        std::uint64_t seed,
                        ThreadedOptions options)
     : scheme_(std::move(scheme)), dimension_(dimension), options_(std::move(options)) {
+  options_check::require_valid(options_);
   STRAGGLERSIM_ASSERT(scheme_.code != nullptr && scheme_.rule != nullptr,
                       "the master needs a code and a rule");
   STRAGGLERSIM_ASSERT(delays != nullptr, "the master needs a delay model");
   STRAGGLERSIM_ASSERT(delays->workers() == scheme_.code->workers(),
                       "code and delays must have the same workers");
-  STRAGGLERSIM_ASSERT(options_.seconds_per_unit > 0.0 && options_.timeout > 0.0,
-                      "seconds_per_unit and timeout must be positive");
   n_ = scheme_.code->workers();
   for (const auto& f : options_.faults) {
     STRAGGLERSIM_ASSERT(f.worker >= 0 && f.worker < n_ && f.from_iteration >= 1,

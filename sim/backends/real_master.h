@@ -25,6 +25,7 @@
 #include <span>
 #include <vector>
 
+#include "models/base/options_check.h"
 #include "sim/backend.h"
 #include "sim/delays/delay_model.h"
 #include "sim/scheme.h"
@@ -60,29 +61,16 @@ struct ThreadedOptions {
   /// Real seconds after a broadcast at which an unsatisfied rule is an error. Illegal: ≤ 0 or
   /// above kMaxThreadedTimeout.
   double timeout = 5.0;
+
+  /// The first violated constraint of seconds_per_unit and timeout (the faults are checked
+  /// against the workers by their reader and RealMaster).
+  [[nodiscard]] Validation validate() const;
 };
 
 /// The stopping rule was not satisfied within the timeout (e.g. uncoded with a crashed worker).
 class BackendTimeout : public NumericalError {
  public:
   using NumericalError::NumericalError;
-};
-
-/// One iteration as the master saw it, next to what the simulation predicts for the same delays.
-struct ThreadedIterationRecord {
-  std::uint64_t iteration = 0;
-  double real_stop_seconds = 0.0;  ///< real seconds, broadcast to the stop
-  double real_seconds = 0.0;       ///< real seconds, broadcast to return (decode, drain included)
-  double real_wall_seconds = 0.0;  ///< real seconds, previous return to this return
-  double simulated_stop = 0.0;     ///< simulated seconds, broadcast to the stop
-  std::vector<int> heard;          ///< real arrival order
-  std::vector<int> simulated_heard;
-  bool same_set = false;  ///< heard and simulated_heard hold the same workers
-  /// Distance (simulated seconds) from the simulated stop to the nearest other simulated arrival
-  /// that could change the heard set if reordered (first_r: only later arrivals; all: +inf):
-  /// a disagreement with the simulation is a near-tie when this is below the scheduling jitter.
-  double near_tie_gap = 0.0;
-  int late_dropped = 0;  ///< messages of earlier iterations dropped during this iteration
 };
 
 /// A worker's coded message y_i of iteration `iteration`, as the transport delivered it.

@@ -72,6 +72,10 @@ class ThreadedBackend final : public Backend, private MasterTransport {
   [[nodiscard]] const std::vector<ThreadedIterationRecord>& records() const {
     return master_.records();
   }
+  [[nodiscard]] const std::vector<ThreadedIterationRecord>* real_records() const override {
+    return &master_.records();
+  }
+  [[nodiscard]] double seconds_per_unit() const override { return options_.seconds_per_unit; }
   [[nodiscard]] const ThreadedOptions& options() const { return options_; }
   [[nodiscard]] int workers() const { return n_; }
 

@@ -22,6 +22,7 @@
 
 #include "experiments/config/config_error.h"
 #include "models/base/random_stream.h"
+#include "sim/backends/mpi_session.h"
 #include "tests/test_support.h"
 
 namespace {
@@ -499,6 +500,25 @@ TEST_CASE("sweep: three shards then merge equal one full sweep byte for byte",
   CHECK(run_binary(fmt::format(
             "sweep '{}' --out '{}' --shard 3/3", path.string(), (dir / "x").string())) == 2);
   fs::remove_all(dir);
+}
+
+TEST_CASE("sweep: an mpi-backend run is refused before anything runs", "[experiments][sweep]") {
+  // Its workers are processes of their own mpirun: inside a sweep it could only fail.
+  const auto dir = scratch("mpi_refused");
+  auto base = gradient_base();
+  base["backend"] = {{"kind", "mpi"}};
+  const auto spec = expand_sweep({{"base", base}, {"grid", {{"/seed", {1, 2}}}}}, "m.json", dir);
+  const std::string expected =
+      stragglersim::sim::mpi_compiled_in()
+          ? "m.json run 0 (/seed = 1, repetition 0):/backend/kind: the mpi backend runs one "
+            "process per worker under its own mpirun; got \"mpi\" in a sweep; expected "
+            "\"simulated\" or \"threads\", or the run on its own (mpirun -np workers+1 "
+            "stragglersim run)"
+          : "m.json run 0 (/seed = 1, repetition 0):/backend/kind: the mpi backend is not "
+            "compiled in (build with Open MPI: libopenmpi-dev, cmake "
+            "-DSTRAGGLERSIM_WITH_MPI=ON); got \"mpi\"; expected \"simulated\" or \"threads\"";
+  CHECK_THROWS_WITH(run_sweep(spec, dir / "out", SweepOptions{}), expected);
+  CHECK_FALSE(fs::exists(dir / "out"));
 }
 
 TEST_CASE("sweep: threads-backend runs never overlap under jobs 2", "[experiments][sweep]") {

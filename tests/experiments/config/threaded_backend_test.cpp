@@ -106,6 +106,21 @@ bool groups_covered(const std::vector<int>& order, std::size_t k, int n, int d) 
   return std::all_of(covered.begin(), covered.end(), [](char c) { return c != 0; });
 }
 
+/// The faults of a resolved backend object, read here rather than by the config layer.
+std::vector<WorkerFault> faults_of(const nlohmann::json& backend) {
+  std::vector<WorkerFault> faults;
+  for (const auto& f : backend["faults"]) {
+    const std::string kind = f["kind"].get<std::string>();
+    faults.push_back({f["worker"].get<int>(),
+                      kind == "slow"   ? FaultKind::kSlow
+                      : kind == "hang" ? FaultKind::kHang
+                                       : FaultKind::kCrash,
+                      f["from_iteration"].get<std::uint64_t>(),
+                      f.value("factor", 1.0)});
+  }
+  return faults;
+}
+
 /// The simulated clock recomputed independently of SimulatedCluster (see the file comment).
 class HandClock {
  public:
@@ -117,7 +132,7 @@ class HandClock {
         n_(delays_->workers()),
         drawn_(static_cast<std::size_t>(n_)),
         busy_until_(static_cast<std::size_t>(n_), 0.0),
-        faults_(plan.threaded.faults) {}
+        faults_(faults_of(plan.resolved["backend"])) {}
 
   HandIteration next() {
     ++iteration_;
@@ -213,9 +228,12 @@ experiments::RunPlan plan_of(const nlohmann::json& config) {
   return experiments::plan_run(config, "threads.json", std::filesystem::temp_directory_path());
 }
 
-std::unique_ptr<ThreadedBackend> make_threads(const experiments::RunPlan& plan) {
-  return std::make_unique<ThreadedBackend>(
-      plan.objective, plan.scheme, plan.make_delays(), plan.seed, plan.threaded);
+/// The plan's threads backend, made through its row of the backend table.
+std::unique_ptr<Backend> make_threads(const experiments::RunPlan& plan) {
+  REQUIRE(plan.backend.name == "threads");
+  auto backend = plan.make_backend(nullptr);
+  REQUIRE(backend->real_records() != nullptr);
+  return backend;
 }
 
 /// Forwards to the threaded backend and checks its simulated times against the hand clock in
@@ -237,7 +255,7 @@ class LockStep final : public Backend {
                            const Eigen::MatrixXd* partition_gradients) override {
     BackendIteration real = threads_->iterate(iteration, query, nullptr);
     const HandIteration h = hand_.next();
-    const auto& record = threads_->records().back();
+    const auto& record = threads_->real_records()->back();
     CHECK(real.iteration_time == h.stop);
     CHECK(real.wall_time == h.wall);
     CHECK(record.simulated_stop == h.stop);
@@ -250,12 +268,12 @@ class LockStep final : public Backend {
     }
     return real;
   }
-  [[nodiscard]] const ThreadedBackend& threads() const { return *threads_; }
+  [[nodiscard]] const Backend& threads() const { return *threads_; }
   [[nodiscard]] const std::vector<HandIteration>& hand() const { return hand_.history(); }
   double max_estimate_error = 0.0;
 
  private:
-  std::unique_ptr<ThreadedBackend> threads_;
+  std::unique_ptr<Backend> threads_;
   HandClock hand_;
   SimulatedBackend simulated_;
 };
@@ -336,11 +354,12 @@ Fidelity measure(const experiments::RunPlan& plan, HandRule rule) {
   const std::vector<TraceRow> rows = train_with(plan, backend);
   const std::vector<TraceRow> reference = train_simulated(plan);
   REQUIRE(rows.size() == reference.size());
-  const auto& records = backend.threads().records();
+  const auto& records = *backend.threads().real_records();
   const auto& hand = backend.hand();
   REQUIRE(records.size() == plan.iterations);
   REQUIRE(hand.size() == plan.iterations);
-  const double spu = plan.threaded.seconds_per_unit;
+  const double spu = backend.threads().seconds_per_unit();
+  REQUIRE(spu == plan.resolved["backend"]["seconds_per_unit"].get<double>());
   Fidelity f;
   f.iterations = records.size();
   f.first_mismatch = records.size() + 1;
@@ -468,9 +487,10 @@ TEST_CASE("threads: a slow worker's delay is its factor times the drawn one, rea
       {{"worker", 2}, {"kind", "slow"}, {"factor", 4.0}, {"from_iteration", 3}},
       {{"worker", 9}, {"kind", "slow"}, {"factor", 1.5}}};
   const auto plan = plan_of(config);
-  REQUIRE(plan.threaded.faults.size() == 2);
-  CHECK(plan.threaded.faults[0].kind == FaultKind::kSlow);
-  CHECK(plan.threaded.faults[0].factor == 4.0);
+  const std::vector<WorkerFault> faults = faults_of(plan.resolved["backend"]);
+  REQUIRE(faults.size() == 2);
+  CHECK(faults[0].kind == FaultKind::kSlow);
+  CHECK(faults[0].factor == 4.0);
   const Fidelity f = measure(plan, kHandFirst6);
   report("slow workers (no timing assertions)", f);
   CHECK(f.min_slack >= -kClockSlack);
@@ -487,7 +507,7 @@ TEST_CASE("threads: finish runs stale work to the end and its late messages are 
   LockStep backend(plan, kHandFirst6);
   const auto rows = train_with(plan, backend);
   int late = 0;
-  for (const auto& r : backend.threads().records()) {
+  for (const auto& r : *backend.threads().real_records()) {
     late += r.late_dropped;
     CHECK(r.heard.size() == 6);
   }
@@ -512,7 +532,7 @@ TEST_CASE("threads: drain waits for every worker and cancel does not", "[threads
       CHECK(it.iteration_time == h.stop);
       CHECK(it.wall_time == h.wall);
       totals[p] += it.real_seconds;
-      const auto& record = backend->records().back();
+      const auto& record = backend->real_records()->back();
       if (policies[p] == "drain") {
         // Every worker delivered before iterate returned: nothing is ever late.
         CHECK(it.real_seconds >= it.wall_time * spu - 1e-6);
@@ -539,7 +559,7 @@ TEST_CASE("threads: a deadline scaled by seconds_per_unit stops the master", "[t
   for (std::uint64_t t = 1; t <= plan.iterations; ++t) {
     const BackendIteration it = backend->iterate(t, x, nullptr);
     const HandIteration h = hand.next();
-    const auto& record = backend->records().back();
+    const auto& record = backend->real_records()->back();
     CHECK(it.iteration_time == h.stop);
     CHECK(record.simulated_stop == h.stop);
     if (h.heard.size() < 12) {
@@ -563,7 +583,7 @@ TEST_CASE("threads: an approximate scheme keeps going with a crashed and a hung 
   auto backend = make_threads(plan);
   const auto rows = train_with(plan, *backend);
   REQUIRE(rows.size() == 21);
-  for (const auto& r : backend->records()) {
+  for (const auto& r : *backend->real_records()) {
     CHECK(std::find(r.heard.begin(), r.heard.end(), 3) == r.heard.end());
     if (r.iteration >= 5) {
       CHECK(std::find(r.heard.begin(), r.heard.end(), 8) == r.heard.end());

@@ -15,6 +15,7 @@
 
 #include "experiments/config/config_error.h"
 #include "experiments/config/run_plan.h"
+#include "models/worker_pool.h"
 #include "tests/test_support.h"
 
 namespace stragglersim::experiments {
@@ -61,27 +62,30 @@ TEST_CASE("experiments: a threads backend config resolves its defaults",
   c["stragglers"] = "finish";
   c["backend"]["faults"] = {{{"worker", 3}, {"kind", "hang"}}};
   const RunPlan plan = plan_run(c, "cfg.json", scratch("resolve"));
-  CHECK(plan.backend == BackendKind::kThreads);
-  CHECK(plan.threaded.seconds_per_unit == 0.01);
-  CHECK(plan.threaded.timeout == 5.0);
-  CHECK(plan.threaded.policy == sim::StragglerPolicy::kFinish);
-  REQUIRE(plan.threaded.faults.size() == 1);
-  CHECK(plan.threaded.faults[0].worker == 3);
-  CHECK(plan.threaded.faults[0].kind == sim::FaultKind::kHang);
-  CHECK(plan.threaded.faults[0].from_iteration == 1);
+  CHECK(plan.backend.name == "threads");
+  CHECK(plan.backend.traits.real_time);
+  CHECK_FALSE(plan.backend.traits.shares_cores);
+  CHECK_FALSE(plan.backend.traits.mpi);
   CHECK(plan.resolved["backend"] ==
         nlohmann::json::parse(R"({"kind": "threads", "seconds_per_unit": 0.01, "timeout": 5.0,
           "faults": [{"worker": 3, "kind": "hang", "from_iteration": 1}]})"));
+  // The options reach the backend: the policy is the run's, seconds_per_unit the default.
+  models::WorkerPool pool(1);
+  const auto backend = plan.make_backend(&pool);
+  CHECK(backend->name() == "threads");
+  CHECK(backend->seconds_per_unit() == 0.01);
+  REQUIRE(backend->real_records() != nullptr);
+  CHECK(backend->real_records()->empty());
   c["backend"]["faults"] = {{{"worker", 2}, {"kind", "slow"}}};
   const RunPlan slow = plan_run(c, "cfg.json", scratch("resolve"));
-  REQUIRE(slow.threaded.faults.size() == 1);
-  CHECK(slow.threaded.faults[0].kind == sim::FaultKind::kSlow);
-  CHECK(slow.threaded.faults[0].factor == 5.0);
   CHECK(slow.resolved["backend"]["faults"] ==
         nlohmann::json::parse(
             R"([{"worker": 2, "kind": "slow", "from_iteration": 1, "factor": 5.0}])"));
   c.erase("backend");
-  CHECK(plan_run(c, "cfg.json", scratch("resolve")).backend == BackendKind::kSimulated);
+  const RunPlan simulated = plan_run(c, "cfg.json", scratch("resolve"));
+  CHECK(simulated.backend.name == "simulated");
+  CHECK_FALSE(simulated.backend.traits.real_time);
+  CHECK(simulated.resolved["backend"] == nlohmann::json({{"kind", "simulated"}}));
 }
 
 TEST_CASE("experiments: bad threads backend keys name the file and JSON pointer",
@@ -98,7 +102,7 @@ TEST_CASE("experiments: bad threads backend keys name the file and JSON pointer"
         "cfg.json:/backend/timeout: wrong type; got \"long\"; expected a number");
   CHECK(error_with([](auto& c) { c["backend"]["timout"] = 1.0; }) ==
         "cfg.json:/backend/timout: unknown key 'timout'; did you mean 'timeout'? valid keys are: "
-        "kind, seconds_per_unit, timeout");
+        "faults, kind, seconds_per_unit, timeout");
   CHECK(error_with([](auto& c) {
           c["backend"] = {{"kind", "simulated"}, {"timeout", 1.0}};
         }) == "cfg.json:/backend/timeout: unknown key 'timeout'; valid keys are: kind");

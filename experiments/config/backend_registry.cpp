@@ -1,0 +1,256 @@
+#include "experiments/config/backend_registry.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <mutex>
+#include <utility>
+
+#include "experiments/config/run_plan.h"
+#include "models/base/invariant.h"
+#include "sim/backends/mpi_backend.h"
+#include "sim/backends/mpi_session.h"
+#include "sim/backends/simulated_backend.h"
+#include "sim/backends/threaded_backend.h"
+#include "sim/simulated_cluster.h"
+
+namespace stragglersim::experiments {
+namespace {
+
+/// A slow worker's default slowdown (the bimodal delay's default slowdown too).
+constexpr double kDefaultSlowFactor = 5.0;
+
+BackendSetup make_simulated(JsonReader& /*backend*/, const BackendContext& /*context*/) {
+  BackendSetup setup;
+  setup.make = [](const RunPlan& plan, models::WorkerPool* pool) -> std::unique_ptr<sim::Backend> {
+    auto cluster = std::make_unique<sim::SimulatedCluster>(
+        plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed, plan.network);
+    return std::make_unique<sim::SimulatedBackend>(
+        plan.objective, plan.scheme, std::move(cluster), pool);
+  };
+  return setup;
+}
+
+/// The faults of a wall-clock backend: each {"worker", "kind": "crash" | "hang" | "slow",
+/// "from_iteration" (1)}, a slow one with "factor" (5); at most one per worker. Returns them
+/// resolved (defaults filled in).
+nlohmann::json read_faults(JsonReader& reader,
+                           const BackendContext& context,
+                           std::vector<sim::WorkerFault>& out) {
+  nlohmann::json resolved = nlohmann::json::array();
+  if (!reader.has("faults")) {
+    return resolved;
+  }
+  const nlohmann::json& faults = reader.raw("faults");
+  if (!faults.is_array()) {
+    reader.fail_value("faults", "wrong type", faults, "an array of fault objects");
+  }
+  for (std::size_t i = 0; i < faults.size(); ++i) {
+    JsonReader f(faults[i], reader.file(), fmt::format("{}/{}", reader.pointer_of("faults"), i));
+    sim::WorkerFault fault;
+    fault.worker = static_cast<int>(f.integer("worker", std::nullopt, 0, context.workers - 1));
+    for (const auto& other : out) {
+      if (other.worker == fault.worker) {
+        f.fail_value("worker",
+                     "a second fault for the same worker",
+                     fault.worker,
+                     "each worker at most once");
+      }
+    }
+    const std::string kind_name = f.choice("kind", "fault", {"crash", "hang", "slow"}, {});
+    fault.kind = kind_name == "hang"   ? sim::FaultKind::kHang
+                 : kind_name == "slow" ? sim::FaultKind::kSlow
+                                       : sim::FaultKind::kCrash;
+    fault.from_iteration = static_cast<std::uint64_t>(f.integer("from_iteration", 1, 1));
+    if (fault.kind == sim::FaultKind::kSlow) {
+      fault.factor = f.number("factor", kDefaultSlowFactor, 1.0, sim::kMaxSlowFactor);
+    }
+    f.finish();
+    out.push_back(fault);
+    resolved.push_back(f.resolved());
+  }
+  return resolved;
+}
+
+/// The master's keys of the wall-clock backends (threads, mpi): seconds_per_unit, timeout and
+/// faults. The straggler policy is the run's, set when the backend is made.
+sim::ThreadedOptions read_master_options(JsonReader& reader, const BackendContext& context) {
+  sim::ThreadedOptions options;
+  options.seconds_per_unit = reader.number("seconds_per_unit", options.seconds_per_unit);
+  // Capped so that a hung worker always ends the run (sim::kMaxThreadedTimeout: one hour).
+  options.timeout = reader.number("timeout", options.timeout);
+  if (const Validation v = options.validate()) {
+    reject(reader, nullptr, *v);
+  }
+  reader.merge("faults", read_faults(reader, context, options.faults));
+  return options;
+}
+
+BackendSetup make_threads(JsonReader& backend, const BackendContext& context) {
+  const sim::ThreadedOptions options = read_master_options(backend, context);
+  BackendSetup setup;
+  setup.make = [options](const RunPlan& plan,
+                         models::WorkerPool* /*pool*/) -> std::unique_ptr<sim::Backend> {
+    sim::ThreadedOptions run_options = options;
+    run_options.policy = plan.stragglers;
+    return std::make_unique<sim::ThreadedBackend>(
+        plan.objective, plan.scheme, plan.make_delays(), plan.seed, std::move(run_options));
+  };
+  return setup;
+}
+
+BackendSetup make_mpi(JsonReader& backend, const BackendContext& context) {
+  sim::MpiOptions options;
+  options.inject = backend.boolean("inject", options.inject);
+  options.master = read_master_options(backend, context);
+  const auto for_run = [options](const RunPlan& plan) {
+    sim::MpiOptions run_options = options;
+    run_options.master.policy = plan.stragglers;
+    return run_options;
+  };
+  BackendSetup setup;
+  setup.make = [for_run](const RunPlan& plan,
+                         models::WorkerPool* /*pool*/) -> std::unique_ptr<sim::Backend> {
+    return std::make_unique<sim::MpiBackend>(
+        plan.scheme, plan.objective->dimension(), plan.make_delays(), plan.seed, for_run(plan));
+  };
+  setup.run_worker = [for_run](const RunPlan& plan, int worker) {
+    sim::run_mpi_worker(*plan.objective, plan.scheme, for_run(plan), worker);
+  };
+  return setup;
+}
+
+/// The keys of the wall-clock backends, with their defaults.
+std::vector<KeyDoc> master_keys() {
+  const sim::ThreadedOptions defaults;
+  return {{"seconds_per_unit", fmt::format("{}", defaults.seconds_per_unit)},
+          {"timeout", fmt::format("{}", defaults.timeout)},
+          {"faults", "[]"}};
+}
+
+std::vector<BackendRow> builtin_rows() {
+  std::vector<KeyDoc> mpi_keys = master_keys();
+  mpi_keys.push_back({"inject", "true"});
+  return {
+      {"simulated",
+       "simulated clock: delays drawn from the delay model (default)",
+       {},
+       {.real_time = false, .shares_cores = true, .mpi = false, .runs_delay_only = true},
+       "",
+       make_simulated},
+      {"threads",
+       "one thread per worker on the wall clock, delays injected; needs data",
+       master_keys(),
+       {.real_time = true, .shares_cores = false, .mpi = false, .runs_delay_only = false},
+       "",
+       make_threads},
+      {"mpi",
+       "one MPI rank per worker and a master rank (mpirun -np workers+1)",
+       std::move(mpi_keys),
+       {.real_time = true, .shares_cores = false, .mpi = true, .runs_delay_only = false},
+       sim::mpi_compiled_in() ? ""
+                              : "not compiled in (build with Open MPI: libopenmpi-dev, cmake "
+                                "-DSTRAGGLERSIM_WITH_MPI=ON)",
+       make_mpi},
+  };
+}
+
+/// The table behind the functions below.
+class Registry {
+ public:
+  Registry() {
+    for (auto& row : builtin_rows()) {
+      add(std::move(row));
+    }
+    builtin_ = rows_.size();
+  }
+  /// The one way a row enters the table, built-in or registered.
+  void add(BackendRow row) {
+    STRAGGLERSIM_ASSERT(!row.name.empty() && row.make != nullptr,
+                        "a backend row needs a name and a factory");
+    STRAGGLERSIM_ASSERT(find(row.name) == rows_.end(),
+                        "backend '" + row.name + "' is already registered");
+    rows_.push_back(std::move(row));
+  }
+  void remove(std::string_view name) {
+    const auto found = find(name);
+    STRAGGLERSIM_ASSERT(
+        found - rows_.begin() >= static_cast<std::ptrdiff_t>(builtin_) && found != rows_.end(),
+        fmt::format("no registered backend '{}' to remove", name));
+    rows_.erase(found);
+  }
+  [[nodiscard]] std::vector<BackendRow>::const_iterator find(std::string_view name) const {
+    return std::find_if(
+        rows_.begin(), rows_.end(), [&](const BackendRow& row) { return row.name == name; });
+  }
+  [[nodiscard]] const std::vector<BackendRow>& rows() const { return rows_; }
+  /// Held by every caller while it reads or changes the rows.
+  [[nodiscard]] std::unique_lock<std::mutex> lock() { return std::unique_lock(mutex_); }
+
+ private:
+  std::mutex mutex_;
+  std::vector<BackendRow> rows_;
+  std::size_t builtin_ = 0;
+};
+
+Registry& registry() {
+  static Registry table;
+  return table;
+}
+
+}  // namespace
+
+std::vector<BackendRow> backend_factories() {
+  Registry& r = registry();
+  const auto lock = r.lock();
+  return r.rows();
+}
+
+std::optional<BackendRow> find_backend(std::string_view name) {
+  Registry& r = registry();
+  const auto lock = r.lock();
+  const auto found = r.find(name);
+  return found == r.rows().end() ? std::nullopt : std::optional<BackendRow>(*found);
+}
+
+void register_backend(BackendRow row) {
+  Registry& r = registry();
+  const auto lock = r.lock();
+  r.add(std::move(row));
+}
+
+void unregister_backend(std::string_view name) {
+  Registry& r = registry();
+  const auto lock = r.lock();
+  r.remove(name);
+}
+
+std::string quoted_names(const std::vector<BackendRow>& rows,
+                         const std::function<bool(const BackendRow&)>& keep) {
+  std::vector<std::string> names;
+  for (const auto& row : rows) {
+    if (keep(row)) {
+      names.push_back(fmt::format("\"{}\"", row.name));
+    }
+  }
+  if (names.size() <= 1) {
+    return names.empty() ? std::string() : names.front();
+  }
+  const std::string last = names.back();
+  names.pop_back();
+  return fmt::format("{} or {}", fmt::join(names, ", "), last);
+}
+
+std::vector<ChoiceDoc> backend_docs() {
+  std::vector<ChoiceDoc> docs;
+  for (const auto& row : backend_factories()) {
+    docs.push_back({row.name,
+                    row.unavailable.empty()
+                        ? row.description
+                        : fmt::format("{}; {}", row.description, row.unavailable),
+                    row.keys});
+  }
+  return docs;
+}
+
+}  // namespace stragglersim::experiments
