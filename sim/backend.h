@@ -22,6 +22,14 @@ struct BackendIteration {
   Eigen::VectorXd estimate;  ///< Σ_j α_j ∇F_j(query)
 };
 
+/// Stochastic gradients (the "optimizer.batch" option): every partition gradient a worker
+/// computes is over `batch` rows of its partition, sampled by models::minibatch_seed(seed, draw,
+/// j) (Objective::partition_minibatch_gradient).
+struct MinibatchOptions {
+  Eigen::Index batch = 1;
+  std::uint64_t seed = 1;  ///< the run's seed
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
