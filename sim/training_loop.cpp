@@ -87,6 +87,35 @@ void used_messages(const models::Objective& objective,
   });
 }
 
+/// (n/K) Σ_l s(τ_l) y_l over the update's gradients in (worker, computation) order (`order`),
+/// with their weights (n/K) s(τ_l) in `weights`.
+Eigen::VectorXd update_estimate(const models::Objective& objective,
+                                const codes::GradientCode& code,
+                                const AsynchronousUpdate& update,
+                                const std::map<std::uint64_t, Eigen::VectorXd>& history,
+                                const AsynchronousOptions& options,
+                                double scale,
+                                std::vector<std::size_t>& order,
+                                std::vector<double>& weights) {
+  order.resize(update.used.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const UsedGradient& ga = update.used[a];
+    const UsedGradient& gb = update.used[b];
+    return ga.worker != gb.worker ? ga.worker < gb.worker : ga.computation < gb.computation;
+  });
+  Eigen::MatrixXd messages;
+  used_messages(objective, code, update, order, history, options, messages);
+  weights.resize(order.size());
+  Eigen::VectorXd estimate = Eigen::VectorXd::Zero(objective.dimension());
+  for (std::size_t l = 0; l < order.size(); ++l) {
+    const auto tau = static_cast<double>(update.used[order[l]].staleness);
+    weights[l] = options.staleness_step == StalenessStep::kInverse ? scale / (1.0 + tau) : scale;
+    estimate.noalias() += weights[l] * messages.col(static_cast<Eigen::Index>(l));
+  }
+  return estimate;
+}
+
 /// Staleness mean and maximum, α = Σ_l w_l B_{i_l}ᵀ (its decoding error), partitions covered.
 void describe_update(const codes::GradientCode& code,
                      const AsynchronousUpdate& update,
@@ -144,24 +173,12 @@ void train_asynchronous(const models::Objective& objective,
   TraceRow row;
   record(row);
   const double scale = static_cast<double>(cluster.workers()) / static_cast<double>(cluster.k());
-  Eigen::MatrixXd messages;
   for (std::uint64_t t = 1; t <= options.run.iterations; ++t) {
     const AsynchronousUpdate& update = cluster.next_update();
-    std::vector<std::size_t> order(update.used.size());
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      const UsedGradient& ga = update.used[a];
-      const UsedGradient& gb = update.used[b];
-      return ga.worker != gb.worker ? ga.worker < gb.worker : ga.computation < gb.computation;
-    });
-    used_messages(objective, code, update, order, history, options, messages);
-    std::vector<double> weights(order.size());
-    Eigen::VectorXd estimate = Eigen::VectorXd::Zero(objective.dimension());
-    for (std::size_t l = 0; l < order.size(); ++l) {
-      const auto tau = static_cast<double>(update.used[order[l]].staleness);
-      weights[l] = options.staleness_step == StalenessStep::kInverse ? scale / (1.0 + tau) : scale;
-      estimate.noalias() += weights[l] * messages.col(static_cast<Eigen::Index>(l));
-    }
+    std::vector<std::size_t> order;
+    std::vector<double> weights;
+    Eigen::VectorXd estimate =
+        update_estimate(objective, code, update, history, options, scale, order, weights);
     estimate.noalias() += objective.l2() * optimizer.iterate();
     const double gradient_norm = full_gradient.norm();
     const double gradient_error = (estimate - full_gradient).norm();
