@@ -291,12 +291,15 @@ struct TraceColumns {
   /// to the stop, real_wall_time = real seconds from the first broadcast to this iteration's
   /// return, everything the master did in between included.
   bool threads = false;
+  /// Asynchronous runs: staleness_mean, staleness_max of each update's gradients.
+  bool staleness = false;
 
   explicit TraceColumns(const RunPlan& plan)
       : test(plan.test_objective != nullptr),
         auc(test && models::reports_auc(plan.objective->loss())),
         drain(plan.stragglers == sim::StragglerPolicy::kDrain),
-        threads(plan.backend.traits.real_time) {}
+        threads(plan.backend.traits.real_time),
+        staleness(plan.update.has_value()) {}
 
   [[nodiscard]] std::string header() const {
     std::string h =
@@ -306,6 +309,7 @@ struct TraceColumns {
     h += auc ? ",test_auc" : "";
     h += drain ? ",wall_time" : "";
     h += threads ? ",real_time,real_iteration_time,real_wall_time" : "";
+    h += staleness ? ",staleness_mean,staleness_max" : "";
     return h + '\n';
   }
 };
@@ -322,6 +326,8 @@ struct TrainingTally {
   double real_wall_sum = 0.0;
   std::size_t heard_same = 0;
   double seconds_per_unit = 0.0;  ///< the backend's (wall-clock backends)
+  double staleness_sum = 0.0;     ///< Σ over updates of the mean staleness
+  double staleness_max = 0.0;     ///< the largest staleness of any gradient
   sim::TraceRow last;
 };
 
@@ -458,6 +464,14 @@ void write_row(const RunPlan& plan,
     fmt::format_to(
         std::back_inserter(buffer), ",{},{},{}", row.real_seconds, real_stop, tally.real_wall_sum);
   }
+  if (columns.staleness) {
+    fmt::format_to(std::back_inserter(buffer),
+                   ",{},{}",
+                   optional_cell(row.staleness_mean),
+                   optional_cell(row.staleness_max));
+    tally.staleness_sum += row.staleness_mean.value_or(0.0);
+    tally.staleness_max = std::max(tally.staleness_max, row.staleness_max.value_or(0.0));
+  }
   buffer.push_back('\n');
   if (row.iteration > 0) {
     tally.times.add(row.iteration_time);
@@ -496,6 +510,15 @@ void add_optional_summary(const RunPlan& plan,
   }
   if (columns.drain) {
     s["total_wall_time"] = last.wall_time;
+  }
+  if (columns.staleness) {
+    s["update_rule"] = plan.scheme.rule->name();
+    s["update_k"] = plan.update->k;
+    s["mean_staleness"] =
+        last.iteration > 0
+            ? nlohmann::json(tally.staleness_sum / static_cast<double>(last.iteration))
+            : nlohmann::json();
+    s["max_staleness"] = tally.staleness_max;
   }
   if (columns.threads) {
     s["seconds_per_unit"] = tally.seconds_per_unit;
@@ -544,6 +567,26 @@ nlohmann::json training_summary(const RunPlan& plan,
   return s;
 }
 
+/// The asynchronous loop of a plan with an update rule, on its own clock.
+void train_asynchronously(const RunPlan& plan,
+                          const sim::TrainingOptions& options,
+                          sim::Optimizer& optimizer,
+                          const std::function<void(const sim::TraceRow&)>& on_row) {
+  sim::AsynchronousCluster cluster(
+      plan.make_delays(), plan.update->mode, plan.update->k, plan.seed);
+  sim::AsynchronousOptions async{options, plan.update->step, std::nullopt};
+  if (plan.batch) {
+    async.minibatch = sim::MinibatchOptions{*plan.batch, plan.seed};
+  }
+  sim::train_asynchronous(*plan.objective,
+                          plan.test_objective.get(),
+                          *plan.scheme.code,
+                          optimizer,
+                          cluster,
+                          async,
+                          on_row);
+}
+
 RunOutcome run_training(const RunPlan& plan,
                         const RunSetUp& setup,
                         TraceWriter& writer,
@@ -567,20 +610,22 @@ RunOutcome run_training(const RunPlan& plan,
   TrainingDiagnostics diagnostics(plan, setup.optimum);
   end_of_rows(
       [&] {
-        sim::train(*plan.objective,
-                   plan.test_objective.get(),
-                   *optimizer,
-                   *backend,
-                   sim::TrainingOptions{plan.iterations, &pool, plan.time_budget},
-                   [&](const sim::TraceRow& row) {
-                     write_row(plan, columns, records, row, buffer, tally);
-                     diagnostics.add(row);
-                     writer.add(buffer);
-                     if (progress) {
-                       progress({row.iteration, plan.iterations, row.time, row.loss});
-                     }
-                     stop_after_row(should_stop);
-                   });
+        const auto on_row = [&](const sim::TraceRow& row) {
+          write_row(plan, columns, records, row, buffer, tally);
+          diagnostics.add(row);
+          writer.add(buffer);
+          if (progress) {
+            progress({row.iteration, plan.iterations, row.time, row.loss});
+          }
+          stop_after_row(should_stop);
+        };
+        const sim::TrainingOptions options{plan.iterations, &pool, plan.time_budget};
+        if (plan.update) {
+          train_asynchronously(plan, options, *optimizer, on_row);
+        } else {
+          sim::train(
+              *plan.objective, plan.test_objective.get(), *optimizer, *backend, options, on_row);
+        }
       },
       outcome);
   writer.finish(buffer);

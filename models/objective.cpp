@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <boost/random/mersenne_twister.hpp>
 #include <boost/random/normal_distribution.hpp>
+#include <boost/random/uniform_int_distribution.hpp>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -179,6 +181,49 @@ void Objective::partition_gradient(int j,
   out.setZero();
   loss_->accumulate(*data_, partition(j), x, out);
   out /= static_cast<double>(rows());
+}
+
+void Objective::partition_minibatch_gradient(int j,
+                                             const Eigen::VectorXd& x,
+                                             Eigen::Index batch,
+                                             std::uint64_t seed,
+                                             Eigen::Ref<Eigen::VectorXd> out) const {
+  STRAGGLERSIM_ASSERT(j >= 0 && j < partitions_, "partition index out of range");
+  STRAGGLERSIM_ASSERT(out.size() == dimension(), "out has the wrong dimension");
+  const RowRange rows_j = partition(j);
+  const Eigen::Index size = rows_j.end - rows_j.begin;
+  STRAGGLERSIM_ASSERT(batch >= 1 && batch <= size, "minibatch outside 1 ... partition rows");
+  out.setZero();
+  // Selection sampling (Knuth's algorithm S): row r is kept with probability
+  // (still needed)/(rows left), which leaves every b-subset equally likely and visits the rows
+  // in ascending order; consecutive kept rows are accumulated as one range.
+  RandomEngine rng(seed);
+  Eigen::Index needed = batch;
+  Eigen::Index run_begin = -1;
+  for (Eigen::Index r = rows_j.begin; r < rows_j.end && needed > 0; ++r) {
+    boost::random::uniform_int_distribution<Eigen::Index> pick(0, rows_j.end - r - 1);
+    const bool keep = pick(rng) < needed;
+    if (keep) {
+      needed -= 1;
+      if (run_begin < 0) {
+        run_begin = r;
+      }
+    }
+    if (run_begin >= 0 && (!keep || needed == 0)) {
+      loss_->accumulate(*data_, RowRange{run_begin, keep ? r + 1 : r}, x, out);
+      run_begin = -1;
+    }
+  }
+  out *= static_cast<double>(size) / (static_cast<double>(batch) * static_cast<double>(rows()));
+}
+
+Eigen::Index Objective::smallest_partition_rows() const {
+  Eigen::Index smallest = std::numeric_limits<Eigen::Index>::max();
+  for (int j = 0; j < partitions_; ++j) {
+    const RowRange r = partition_rows(total_rows_, partitions_, j);
+    smallest = std::min(smallest, r.end - r.begin);
+  }
+  return smallest;
 }
 
 double Objective::smoothness(WorkerPool* pool) const {

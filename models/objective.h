@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "models/base/random_stream.h"
 #include "models/dataset.h"
 #include "models/loss_model.h"
 #include "models/worker_pool.h"
@@ -67,6 +68,17 @@ class Objective {
   [[nodiscard]] Eigen::VectorXd gradient(const Eigen::VectorXd& x) const;
   /// ∇F_j(x) written to `out` (size p).
   void partition_gradient(int j, const Eigen::VectorXd& x, Eigen::Ref<Eigen::VectorXd> out) const;
+  /// The stochastic partition gradient (|P_j| / (b·m)) Σ_{i∈S} ∇ℓ_i(x) over a uniform sample S
+  /// of b = `batch` distinct rows of P_j (selection sampling from an engine seeded by `seed`,
+  /// rows summed in ascending order): an unbiased estimate of ∇F_j(x), written to `out`.
+  /// Illegal: batch < 1 or > |P_j|.
+  void partition_minibatch_gradient(int j,
+                                    const Eigen::VectorXd& x,
+                                    Eigen::Index batch,
+                                    std::uint64_t seed,
+                                    Eigen::Ref<Eigen::VectorXd> out) const;
+  /// The smallest partition's rows, min_j |P_j| (the largest legal minibatch).
+  [[nodiscard]] Eigen::Index smallest_partition_rows() const;
 
   /// β = curvature_bound · λ_max(AᵀA/m) + λ₂, λ_max by seeded power iteration to relative
   /// tolerance 1e-10 (an upper bound on the smoothness constant of f); each product AᵀAv is
@@ -85,6 +97,17 @@ class Objective {
   bool partial_ = false;
   HeldRows held_;
 };
+
+/// The seed of one stochastic gradient's sample: partition j's rows for draw `draw` (the
+/// iteration of a synchronous run, the worker's computation count of an asynchronous one) of a
+/// run seeded `seed`. Depends on nothing else, so the samples are the same for every thread count.
+[[nodiscard]] constexpr std::uint64_t minibatch_seed(std::uint64_t seed,
+                                                     std::uint64_t draw,
+                                                     int partition) {
+  return derive_seed(
+      derive_seed(derive_seed(seed, static_cast<std::uint64_t>(Stream::kMinibatch)), draw),
+      static_cast<std::uint64_t>(partition));
+}
 
 /// λ_max(AᵀA/m) by power iteration from a fixed seeded start vector.
 double largest_gram_eigenvalue(const Dataset& data,

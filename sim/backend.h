@@ -48,6 +48,14 @@ struct WorkerTime {
   double seconds = 0.0;
 };
 
+/// Stochastic gradients (the "optimizer.batch" option): every partition gradient a worker
+/// computes is over `batch` rows of its partition, sampled by models::minibatch_seed(seed, draw,
+/// j) (Objective::partition_minibatch_gradient).
+struct MinibatchOptions {
+  Eigen::Index batch = 1;
+  std::uint64_t seed = 1;  ///< the run's seed
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;

@@ -104,3 +104,30 @@ int FirstROrDecodableStopping::minimum_arrivals() const {
 }
 
 }  // namespace stragglersim::sim
+
+namespace stragglersim::sim {
+
+std::string update_mode_name(UpdateMode mode) {
+  switch (mode) {
+    case UpdateMode::kKBatchSync:
+      return "k_batch_sync";
+    case UpdateMode::kKAsync:
+      return "k_async";
+    case UpdateMode::kKBatchAsync:
+      return "k_batch_async";
+  }
+  return "k_async";
+}
+
+Validation UpdateRule::Options::validate() const {
+  if (workers < 1) {
+    return Violation{"workers", "out of range", "an integer >= 1"};
+  }
+  return options_check::integer_in_range("k", k, 1, workers);
+}
+
+bool UpdateRule::stop_after(std::span<const int> heard) const {
+  return static_cast<int>(heard.size()) >= options_.k;
+}
+
+}  // namespace stragglersim::sim

@@ -25,6 +25,30 @@ struct StoppingShape {
   double deadline = 0.0;  ///< kDeadline: τ, seconds after the broadcast
 };
 
+/// The update disciplines of Dutta, Joshi, Ghosh, Dube and Nagpurkar ("Slow and stale gradients
+/// can win the race", AISTATS 2018; docs/model.md §4 "Asynchronous updates") other than K-sync
+/// (which is `first_r` with r = K under the cancel policy). The master updates after every K
+/// gradients:
+///   kKBatchSync   every worker computes at the current x, pushes and at once starts another
+///                 gradient at the same x; at the update every computation is cancelled and
+///                 every worker restarts at the new x (staleness 0);
+///   kKAsync       a worker computes at the x it last received, pushes and waits; the update
+///                 sends the new x to the K workers whose gradients it used (the others keep
+///                 computing at their older x);
+///   kKBatchAsync  a worker pushes, fetches the master's current x (after the update its push
+///                 triggered, if any) and at once starts another gradient: never idle.
+enum class UpdateMode { kKBatchSync, kKAsync, kKBatchAsync };
+
+/// How a stale gradient's step is scaled: constant (γ), or inverse (γ/(1 + τ), τ its staleness).
+enum class StalenessStep { kConstant, kInverse };
+
+/// What an update rule of the asynchronous loop is (UpdateRule).
+struct UpdateShape {
+  UpdateMode mode = UpdateMode::kKAsync;
+  int k = 1;
+  StalenessStep step = StalenessStep::kConstant;
+};
+
 class StoppingRule {
  public:
   virtual ~StoppingRule() = default;
@@ -32,6 +56,9 @@ class StoppingRule {
   /// The rule's shape; nullopt for a rule none of the shapes describes (callers then fall back
   /// to running it event by event, and the theory has no prediction for it).
   [[nodiscard]] virtual std::optional<StoppingShape> shape() const { return std::nullopt; }
+  /// Set for the update rules of the asynchronous loop (UpdateRule): a run with one takes the
+  /// asynchronous loop, not the synchronous engines.
+  [[nodiscard]] virtual std::optional<UpdateShape> update_shape() const { return std::nullopt; }
   /// Seconds after the broadcast at which the master stops whatever has arrived; nullopt if none.
   [[nodiscard]] virtual std::optional<double> deadline() const { return std::nullopt; }
   /// Called after each arrival with every worker heard so far, in arrival order.
@@ -165,6 +192,39 @@ class FirstROrDecodableStopping final : public StoppingRule {
  private:
   int r_;
   DecodableStopping decodable_;
+};
+
+/// The config name of a mode: k_batch_sync, k_async, k_batch_async.
+[[nodiscard]] std::string update_mode_name(UpdateMode mode);
+
+/// An update rule of the asynchronous loop (sim/asynchronous_cluster.h): not a rule the
+/// synchronous engines can run (shape() is nullopt); plan_run routes a run with one to the
+/// asynchronous loop. stop_after is true from the K-th gradient on. Illegal: options that fail
+/// validate().
+class UpdateRule final : public StoppingRule {
+ public:
+  struct Options {
+    int workers = 0;  ///< n
+    int k = 1;        ///< gradients per update, 1 ≤ K ≤ n
+    UpdateMode mode = UpdateMode::kKAsync;
+    StalenessStep step = StalenessStep::kConstant;
+    /// The first violated constraint: 1 ≤ K ≤ n.
+    [[nodiscard]] Validation validate() const;
+  };
+  explicit UpdateRule(const Options& options) : options_(options_check::require_valid(options)) {}
+  [[nodiscard]] std::string name() const override { return update_mode_name(options_.mode); }
+  [[nodiscard]] std::optional<UpdateShape> update_shape() const override {
+    return UpdateShape{options_.mode, options_.k, options_.step};
+  }
+  [[nodiscard]] bool stop_after(std::span<const int> heard) const override;
+  [[nodiscard]] int minimum_arrivals() const override { return options_.k; }
+  [[nodiscard]] int k() const { return options_.k; }
+  [[nodiscard]] int workers() const { return options_.workers; }
+  [[nodiscard]] UpdateMode mode() const { return options_.mode; }
+  [[nodiscard]] StalenessStep staleness_step() const { return options_.step; }
+
+ private:
+  Options options_;
 };
 
 }  // namespace stragglersim::sim

@@ -2,9 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <numeric>
 #include <utility>
 
+#include "models/base/invariant.h"
 #include "models/metrics.h"
 #include "sim/scheme.h"
 
@@ -44,7 +48,159 @@ void check_finite(const TraceRow& row) {
   }
 }
 
+/// ∇F_j at `x`: full, or the minibatch of the worker's computation `draw`.
+void partition_gradient_of(const models::Objective& objective,
+                           int j,
+                           const Eigen::VectorXd& x,
+                           std::uint64_t draw,
+                           const std::optional<MinibatchOptions>& minibatch,
+                           Eigen::Ref<Eigen::VectorXd> out) {
+  if (minibatch) {
+    objective.partition_minibatch_gradient(
+        j, x, minibatch->batch, models::minibatch_seed(minibatch->seed, draw, j), out);
+  } else {
+    objective.partition_gradient(j, x, out);
+  }
+}
+
+/// The used gradients' messages y_i (column l for used[order[l]]), each at its own stale x.
+void used_messages(const models::Objective& objective,
+                   const codes::GradientCode& code,
+                   const AsynchronousUpdate& update,
+                   const std::vector<std::size_t>& order,
+                   const std::map<std::uint64_t, Eigen::VectorXd>& history,
+                   const AsynchronousOptions& options,
+                   Eigen::MatrixXd& messages) {
+  const Eigen::Index p = objective.dimension();
+  messages.resize(p, static_cast<Eigen::Index>(order.size()));
+  models::run_tasks(options.run.pool, static_cast<int>(order.size()), [&](int l) {
+    const UsedGradient& g = update.used[order[static_cast<std::size_t>(l)]];
+    const Eigen::VectorXd& x = history.at(g.version);
+    Eigen::VectorXd buffer(p);
+    auto gradient = [&](int j) -> const Eigen::VectorXd& {
+      partition_gradient_of(objective, j, x, g.computation, options.minibatch, buffer);
+      return buffer;
+    };
+    Eigen::VectorXd y(p);
+    coded_message(code, g.worker, gradient, y);
+    messages.col(l) = y;
+  });
+}
+
+/// (n/K) Σ_l s(τ_l) y_l over the update's gradients in (worker, computation) order (`order`),
+/// with their weights (n/K) s(τ_l) in `weights`.
+Eigen::VectorXd update_estimate(const models::Objective& objective,
+                                const codes::GradientCode& code,
+                                const AsynchronousUpdate& update,
+                                const std::map<std::uint64_t, Eigen::VectorXd>& history,
+                                const AsynchronousOptions& options,
+                                double scale,
+                                std::vector<std::size_t>& order,
+                                std::vector<double>& weights) {
+  order.resize(update.used.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const UsedGradient& ga = update.used[a];
+    const UsedGradient& gb = update.used[b];
+    return ga.worker != gb.worker ? ga.worker < gb.worker : ga.computation < gb.computation;
+  });
+  Eigen::MatrixXd messages;
+  used_messages(objective, code, update, order, history, options, messages);
+  weights.resize(order.size());
+  Eigen::VectorXd estimate = Eigen::VectorXd::Zero(objective.dimension());
+  for (std::size_t l = 0; l < order.size(); ++l) {
+    const auto tau = static_cast<double>(update.used[order[l]].staleness);
+    weights[l] = options.staleness_step == StalenessStep::kInverse ? scale / (1.0 + tau) : scale;
+    estimate.noalias() += weights[l] * messages.col(static_cast<Eigen::Index>(l));
+  }
+  return estimate;
+}
+
+/// Staleness mean and maximum, α = Σ_l w_l B_{i_l}ᵀ (its decoding error), partitions covered.
+void describe_update(const codes::GradientCode& code,
+                     const AsynchronousUpdate& update,
+                     const std::vector<double>& weights,
+                     const std::vector<std::size_t>& order,
+                     TraceRow& row) {
+  double sum = 0.0;
+  double largest = 0.0;
+  Eigen::VectorXd alpha = Eigen::VectorXd::Zero(code.partitions());
+  for (std::size_t l = 0; l < order.size(); ++l) {
+    const UsedGradient& g = update.used[order[l]];
+    sum += static_cast<double>(g.staleness);
+    largest = std::max(largest, static_cast<double>(g.staleness));
+    const auto support = code.support(g.worker);
+    const auto values = code.support_values(g.worker);
+    for (std::size_t s = 0; s < support.size(); ++s) {
+      alpha(support[s]) += weights[l] * values[s];
+    }
+  }
+  row.staleness_mean = sum / static_cast<double>(order.size());
+  row.staleness_max = largest;
+  row.decoding_error = (alpha.array() - 1.0).square().sum();
+  row.partitions_covered = static_cast<int>((alpha.array() != 0.0).count());
+  for (const UsedGradient& g : update.used) {
+    row.heard.push_back(g.worker);
+  }
+  row.workers_heard = static_cast<int>(update.used.size());
+}
+
 }  // namespace
+
+void train_asynchronous(const models::Objective& objective,
+                        const models::Objective* test_objective,
+                        const codes::GradientCode& code,
+                        Optimizer& optimizer,
+                        AsynchronousCluster& cluster,
+                        const AsynchronousOptions& options,
+                        const std::function<void(const TraceRow&)>& on_row) {
+  STRAGGLERSIM_ASSERT(optimizer.queries_iterate(),
+                      "the asynchronous loop steps by gradient descent");
+  Eigen::MatrixXd partition_gradients;
+  Eigen::VectorXd full_gradient;
+  auto record = [&](TraceRow& row) {
+    const Eigen::VectorXd& x = optimizer.iterate();
+    row.loss = objective.evaluate(x, &partition_gradients, options.run.pool);
+    full_gradient = partition_gradients.rowwise().sum() + objective.l2() * x;
+    row.grad_norm = full_gradient.norm();
+    check_finite(row);
+    fill_test(test_objective, x, row);
+    on_row(row);
+  };
+  // The iterates some worker may still compute at, by version.
+  std::map<std::uint64_t, Eigen::VectorXd> history;
+  history.emplace(0, optimizer.iterate());
+  TraceRow row;
+  record(row);
+  const double scale = static_cast<double>(cluster.workers()) / static_cast<double>(cluster.k());
+  for (std::uint64_t t = 1; t <= options.run.iterations; ++t) {
+    const AsynchronousUpdate& update = cluster.next_update();
+    std::vector<std::size_t> order;
+    std::vector<double> weights;
+    Eigen::VectorXd estimate =
+        update_estimate(objective, code, update, history, options, scale, order, weights);
+    estimate.noalias() += objective.l2() * optimizer.iterate();
+    const double gradient_norm = full_gradient.norm();
+    const double gradient_error = (estimate - full_gradient).norm();
+    optimizer.step(estimate);
+    row = TraceRow{};
+    row.iteration = t;
+    row.time = update.time;
+    row.iteration_time = update.update_time;
+    row.wall_time = update.time;
+    row.gradient_error = gradient_error;
+    if (gradient_norm > 0.0) {
+      row.gradient_error_relative = gradient_error / gradient_norm;
+    }
+    describe_update(code, update, weights, order, row);
+    history.emplace(update.update, optimizer.iterate());
+    history.erase(history.begin(), history.lower_bound(cluster.oldest_version_in_use()));
+    record(row);
+    if (update.time >= options.run.time_budget) {
+      break;
+    }
+  }
+}
 
 void train(const models::Objective& objective,
            const models::Objective* test_objective,

@@ -10,7 +10,9 @@
 #include <optional>
 #include <vector>
 
+#include "codes/gradient_code.h"
 #include "models/objective.h"
+#include "sim/asynchronous_cluster.h"
 #include "sim/backend.h"
 #include "sim/optimizer.h"
 
@@ -31,7 +33,11 @@ struct TraceRow {
   std::optional<double> gradient_error_relative;  ///< gradient_error / ‖∇f(y)‖ (‖∇f(y)‖ > 0)
   int workers_heard = 0;
   int partitions_covered = 0;
-  std::vector<int> heard;             ///< the workers heard, in arrival order (empty in row 0)
+  std::vector<int> heard;  ///< the workers heard, in arrival order (empty in row 0)
+  /// Asynchronous runs (train_asynchronous), rows t ≥ 1: mean and largest staleness of the
+  /// update's gradients (updates between the parameters a gradient was computed at and x_{t−1}).
+  std::optional<double> staleness_mean;
+  std::optional<double> staleness_max;
   std::optional<double> test_loss;    ///< (1/m_test) Σ ℓ on the test set, no regulariser
   std::optional<double> test_metric;  ///< accuracy (logistic) or MSE (least squares)
   std::optional<double> test_auc;     ///< ROC AUC of the test margins (logistic only)
@@ -54,5 +60,28 @@ void train(const models::Objective& objective,
            Backend& backend,
            const TrainingOptions& options,
            const std::function<void(const TraceRow&)>& on_row);
+
+struct AsynchronousOptions {
+  TrainingOptions run;
+  StalenessStep staleness_step = StalenessStep::kConstant;
+  /// Stochastic gradients; each computation c of a worker draws its own sample (draw c).
+  std::optional<MinibatchOptions> minibatch;
+};
+
+/// The asynchronous loop (docs/model.md §4 "Asynchronous updates"): row t holds f(x_t) after t
+/// updates of `cluster`'s discipline. Update t uses the K gradients g_l computed at the stale
+/// iterates x_{v_l} (each worker's coded message y_i = Σ_j B_ij ∇F_j(x_{v_l}), stochastic with
+/// `options.minibatch`) and steps with the estimate
+///   ĝ = (n/K) Σ_l s(τ_l) g_l + λ₂ x_{t−1},   s(τ) = 1 (constant) or 1/(1 + τ) (inverse),
+/// the gradients summed in (worker, computation) order, so that K = n with every gradient
+/// fresh is the synchronous loop's sum over every worker, bit for bit. `optimizer` must query
+/// its iterate (gradient descent). Throws NumericalError as train does.
+void train_asynchronous(const models::Objective& objective,
+                        const models::Objective* test_objective,
+                        const codes::GradientCode& code,
+                        Optimizer& optimizer,
+                        AsynchronousCluster& cluster,
+                        const AsynchronousOptions& options,
+                        const std::function<void(const TraceRow&)>& on_row);
 
 }  // namespace stragglersim::sim

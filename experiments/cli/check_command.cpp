@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 
@@ -22,12 +23,14 @@
 #include "models/base/random_stream.h"
 #include "models/optimum.h"
 #include "models/synthetic_data.h"
+#include "sim/asynchronous_cluster.h"
 #include "sim/backends/simulated_backend.h"
 #include "sim/delays/markov_delay.h"
 #include "sim/fastpath/delay_only.h"
 #include "sim/fastpath/order_statistics.h"
 #include "sim/theory/convergence_theory.h"
 #include "sim/theory/iteration_time_theory.h"
+#include "sim/theory/update_time_theory.h"
 #include "sim/training_loop.h"
 
 namespace stragglersim::experiments {
@@ -869,6 +872,89 @@ void persistent_rows(bool quick, std::vector<CheckRow>& rows) {
                            batch_means.se()));
 }
 
+/// Mean time per update of a discipline on n = 8 workers of Δ + Exp(1) delays over 10⁵ updates,
+/// with its standard error from 100 batch means of 1000 updates (the asynchronous updates are
+/// correlated through the workers still busy; K-sync's are independent).
+Mean simulate_update_time(sim::UpdateDiscipline discipline, int n, int k, double shift) {
+  constexpr int kBatches = 100;
+  constexpr int kPerBatch = 1000;
+  const sim::ShiftedExponentialDelay::Options delay{.shift = shift, .rate = 1.0};
+  const std::uint64_t seed = 20180301;
+  std::function<double()> next;
+  std::unique_ptr<sim::SimulatedCluster> sync;
+  std::unique_ptr<sim::AsynchronousCluster> async;
+  if (discipline == sim::UpdateDiscipline::kKSync) {
+    sync = std::make_unique<sim::SimulatedCluster>(
+        std::make_unique<sim::ShiftedExponentialDelay>(n, 1.0, delay),
+        std::make_shared<sim::FirstRStopping>(k),
+        sim::StragglerPolicy::kCancel,
+        seed);
+    next = [&] { return sync->next_iteration().iteration_time; };
+  } else {
+    const sim::UpdateMode mode =
+        discipline == sim::UpdateDiscipline::kKBatchSync ? sim::UpdateMode::kKBatchSync
+        : discipline == sim::UpdateDiscipline::kKAsync   ? sim::UpdateMode::kKAsync
+                                                         : sim::UpdateMode::kKBatchAsync;
+    async = std::make_unique<sim::AsynchronousCluster>(
+        std::make_unique<sim::ShiftedExponentialDelay>(n, 1.0, delay), mode, k, seed);
+    next = [&] { return async->next_update().update_time; };
+  }
+  Mean batches;
+  for (int b = 0; b < kBatches; ++b) {
+    double sum = 0.0;
+    for (int u = 0; u < kPerBatch; ++u) {
+      sum += next();
+    }
+    batches.add(sum / kPerBatch);
+  }
+  return batches;
+}
+
+/// Dutta et al.'s time per update (sim/theory/update_time_theory.h) against the event engines:
+/// two-sided where the formula is exact, one-sided (simulation ≤ bound + 4 s.e.) where it is a
+/// bound.
+void update_time_rows(std::vector<CheckRow>& rows) {
+  struct Case {
+    sim::UpdateDiscipline discipline;
+    const char* label;
+    int k;
+    double shift;
+  };
+  const int n = 8;
+  const std::vector<Case> cases = {
+      {sim::UpdateDiscipline::kKSync, "K-sync", 3, 0.0},
+      {sim::UpdateDiscipline::kKSync, "K-sync", 3, 0.5},
+      {sim::UpdateDiscipline::kKBatchSync, "K-batch-sync", 3, 0.0},
+      {sim::UpdateDiscipline::kKBatchSync, "K-batch-sync", 3, 0.5},
+      {sim::UpdateDiscipline::kKAsync, "K-async", 3, 0.0},
+      {sim::UpdateDiscipline::kKAsync, "K-async", 1, 0.0},
+      {sim::UpdateDiscipline::kKAsync, "K-async", 3, 0.5},
+      {sim::UpdateDiscipline::kKBatchAsync, "K-batch-async", 3, 0.0},
+      {sim::UpdateDiscipline::kKBatchAsync, "K-batch-async", 3, 0.5},
+  };
+  for (const Case& c : cases) {
+    const sim::UpdateTimePrediction p =
+        sim::predict_update_time(c.discipline, n, c.k, c.shift, 1.0);
+    const Mean m = simulate_update_time(c.discipline, n, c.k, c.shift);
+    std::string claim = fmt::format("E[T/update] {} n={} K={} shift={}: {}{}",
+                                    c.label,
+                                    n,
+                                    c.k,
+                                    c.shift,
+                                    p.formula,
+                                    " (1e5 updates)");
+    if (p.upper_bound) {
+      rows.push_back({std::move(claim),
+                      p.expected,
+                      m.mean,
+                      4.0 * m.se(),
+                      m.mean <= p.expected + 4.0 * m.se()});
+    } else {
+      rows.push_back(two_sided(std::move(claim), p.expected, m.mean, m.se()));
+    }
+  }
+}
+
 int command_check(bool quick, const std::string& out_dir) {
   std::filesystem::path out;
   if (!out_dir.empty()) {
@@ -888,6 +974,7 @@ int command_check(bool quick, const std::string& out_dir) {
   exact_curve_rows(quick, rows, out);
   policy_rows(quick, rows);
   persistent_rows(quick, rows);
+  update_time_rows(rows);
   int failed = 0;
   std::string csv = "claim,theory,simulation,tolerance,result\n";
   std::cout << fmt::format(

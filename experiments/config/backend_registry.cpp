@@ -25,8 +25,12 @@ BackendSetup make_simulated(JsonReader& /*backend*/, const BackendContext& /*con
   setup.make = [](const RunPlan& plan, models::WorkerPool* pool) -> std::unique_ptr<sim::Backend> {
     auto cluster = std::make_unique<sim::SimulatedCluster>(
         plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed, plan.network);
+    std::optional<sim::MinibatchOptions> minibatch;
+    if (plan.batch) {
+      minibatch = sim::MinibatchOptions{*plan.batch, plan.seed};
+    }
     return std::make_unique<sim::SimulatedBackend>(
-        plan.objective, plan.scheme, std::move(cluster), pool);
+        plan.objective, plan.scheme, std::move(cluster), pool, minibatch);
   };
   return setup;
 }

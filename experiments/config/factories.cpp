@@ -428,6 +428,20 @@ RulePtr make_first_r_or_decodable(JsonReader& stopping, const CodePtr& code) {
   return std::make_shared<sim::FirstROrDecodableStopping>(o);
 }
 
+/// An update rule of the asynchronous loop: "k" (1 ≤ K ≤ n) and "staleness_step".
+RulePtr make_update_rule(JsonReader& stopping, const CodePtr& code, sim::UpdateMode mode) {
+  const int k = to_int(stopping.integer("k", std::nullopt));
+  const auto step =
+      stopping.choice("staleness_step", "staleness step", {"constant", "inverse"}, "constant");
+  const sim::UpdateRule::Options o{
+      code->workers(),
+      k,
+      mode,
+      step == "inverse" ? sim::StalenessStep::kInverse : sim::StalenessStep::kConstant};
+  checked_rule(stopping, o);
+  return std::make_shared<sim::UpdateRule>(o);
+}
+
 }  // namespace
 
 namespace {
@@ -633,14 +647,39 @@ const std::vector<FactoryRow<StoppingFactory>>& stopping_factories() {
        "the earlier of the r-th arrival and exact decodability (ErasureHead's rule)",
        {{"r", ""}, {"fraction", ""}},
        make_first_r_or_decodable},
+      {"k_async",
+       "asynchronous: update after every k gradients, new x to those k workers only (k = 1: "
+       "async SGD)",
+       {{"k", ""}, {"staleness_step", "constant"}},
+       [](JsonReader& r, const CodePtr& c) {
+         return make_update_rule(r, c, sim::UpdateMode::kKAsync);
+       }},
+      {"k_batch_async",
+       "asynchronous: update after every k gradients; workers fetch x and restart at once",
+       {{"k", ""}, {"staleness_step", "constant"}},
+       [](JsonReader& r, const CodePtr& c) {
+         return make_update_rule(r, c, sim::UpdateMode::kKBatchAsync);
+       }},
+      {"k_batch_sync",
+       "update after the first k gradients computed at x (workers restart at the same x "
+       "until then)",
+       {{"k", ""}, {"staleness_step", "constant"}},
+       [](JsonReader& r, const CodePtr& c) {
+         return make_update_rule(r, c, sim::UpdateMode::kKBatchSync);
+       }},
   };
   return table;
 }
 
 const std::vector<ChoiceDoc>& optimizer_docs() {
   static const std::vector<ChoiceDoc> table = {
-      {"gd", "gradient descent x <- x - step g (default)", {{"step", ""}, {"iterations", ""}}},
-      {"nesterov", "Nesterov's accelerated gradient", {{"step", ""}, {"iterations", ""}}},
+      {"gd",
+       "gradient descent x <- x - step g (default); batch: rows per partition of a stochastic "
+       "gradient",
+       {{"step", ""}, {"iterations", ""}, {"batch", ""}}},
+      {"nesterov",
+       "Nesterov's accelerated gradient",
+       {{"step", ""}, {"iterations", ""}, {"batch", ""}}},
   };
   return table;
 }

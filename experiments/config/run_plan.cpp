@@ -384,10 +384,35 @@ void read_loss(JsonReader& root, RunPlan& plan, LoadedData& data, bool delay_onl
   }
 }
 
+/// The optional minibatch size "batch" (docs/model.md §2): 1 ≤ batch ≤ the smallest partition's
+/// rows, on the simulated clock only (absent: full partition gradients).
+void read_batch(JsonReader& opt_reader, RunPlan& plan, bool simulated_backend) {
+  if (!opt_reader.has("batch")) {
+    return;
+  }
+  const std::int64_t batch = opt_reader.integer("batch", std::nullopt);
+  const Eigen::Index largest = plan.objective->smallest_partition_rows();
+  if (batch < 1 || batch > largest) {
+    opt_reader.fail_value("batch",
+                          "out of range",
+                          batch,
+                          fmt::format("an integer in [1, {}] (the rows of the smallest of the {} "
+                                      "partitions)",
+                                      largest,
+                                      plan.objective->partitions()));
+  }
+  if (!simulated_backend) {
+    opt_reader.fail_value(
+        "batch", "stochastic gradients need the simulated backend", batch, "no batch key");
+  }
+  plan.batch = static_cast<Eigen::Index>(batch);
+}
+
 /// The optimiser (delay-only runs read only the iteration count) and the target loss.
 void read_optimizer(JsonReader& root,
                     RunPlan& plan,
                     bool delay_only,
+                    bool simulated_backend,
                     SetupCache* setup,
                     const std::string& smoothness_key) {
   JsonReader opt_reader = root.object("optimizer");
@@ -439,6 +464,7 @@ void read_optimizer(JsonReader& root,
       plan.step = opt_reader.positive("step", std::nullopt);
     }
     plan.smoothness = beta;
+    read_batch(opt_reader, plan, simulated_backend);
   }
   opt_reader.finish();
   root.merge("optimizer", opt_reader);
@@ -553,6 +579,45 @@ void read_backend(JsonReader& root, RunPlan& plan, bool delay_only) {
   plan.backend = *row;
 }
 
+/// A run with an update rule of the asynchronous loop (docs/model.md §4 "Asynchronous updates")
+/// takes the asynchronous loop: data, the uncoded code, gradient descent on the simulated clock,
+/// without a network, rescale or straggler policy (none of them is defined there).
+void check_update_rule(const nlohmann::json& config, RunPlan& plan, const std::string& file) {
+  plan.update = plan.scheme.rule->update_shape();
+  if (!plan.update) {
+    return;
+  }
+  const JsonReader stopping(config["stopping"], file, "/stopping");
+  const std::string rule = plan.scheme.rule->name();
+  const auto refuse = [&](std::string_view what, const nlohmann::json& got, std::string_view ok) {
+    stopping.fail_value(
+        "rule", fmt::format("the asynchronous rule '{}' needs {}", rule, what), got, ok);
+  };
+  if (plan.delay_only()) {
+    refuse("data", "\"data\": null", "a data object (delay-only runs are synchronous only)");
+  }
+  if (plan.scheme.code->name() != "uncoded") {
+    refuse("the uncoded code", plan.scheme.code->name(), "code kind uncoded");
+  }
+  if (plan.backend.traits.real_time) {
+    refuse("the simulated clock",
+           config["backend"].value("kind", ""),
+           "a backend on the simulated clock");
+  }
+  if (plan.optimizer != OptimizerKind::kGd) {
+    refuse("gradient descent", "nesterov", "optimizer kind gd");
+  }
+  if (plan.stragglers != sim::StragglerPolicy::kCancel) {
+    refuse("no straggler policy", config["stragglers"], "stragglers absent or cancel");
+  }
+  if (plan.scheme.rescale != codes::Rescale::kNone) {
+    refuse("no rescale (it scales by n/K itself)", config["rescale"], "rescale absent or none");
+  }
+  if (config.contains("network")) {
+    refuse("a free network", config["network"], "no network block");
+  }
+}
+
 }  // namespace
 
 int hardware_cores() { return static_cast<int>(std::max(1U, std::thread::hardware_concurrency())); }
@@ -641,12 +706,20 @@ RunPlan plan_run(const nlohmann::json& config,
   const std::string smoothness_key =
       data_key.empty() ? std::string()
                        : data_key + root.resolved().value("loss", nlohmann::json()).dump();
-  read_optimizer(
-      root, plan, delay_only, data_key.empty() ? nullptr : options.setup, smoothness_key);
+  const bool simulated_backend =
+      !(config.is_object() && config.contains("backend") && config["backend"].is_object() &&
+        config["backend"].contains("kind") && config["backend"]["kind"] != "simulated");
+  read_optimizer(root,
+                 plan,
+                 delay_only,
+                 simulated_backend,
+                 data_key.empty() ? nullptr : options.setup,
+                 smoothness_key);
   read_backend(root, plan, delay_only);
   read_network(root, plan, delay_only);
   read_sampler(root, plan, delay_only);
   root.finish();
+  check_update_rule(config, plan, file);
   plan.resolved = root.resolved();
   plan.resolved.erase("threads");
   if (!root.has("data_seed")) {

@@ -58,6 +58,11 @@ struct RunPlan {
   double step = 0.0;
   /// β of the objective (0 for a delay-only run).
   double smoothness = 0.0;
+  /// The update rule of an asynchronous run (stopping.rule k_batch_sync, k_async,
+  /// k_batch_async); nullopt for a synchronous one.
+  std::optional<sim::UpdateShape> update;
+  /// optimizer.batch: rows per partition of each stochastic gradient (nullopt: full batch).
+  std::optional<Eigen::Index> batch;
   std::uint64_t iterations = 0;
   /// optimizer.time_budget: stop after the first iteration whose cumulative simulated time
   /// reaches it (+∞ when absent).

@@ -9,11 +9,13 @@ namespace stragglersim::sim {
 SimulatedBackend::SimulatedBackend(std::shared_ptr<const models::Objective> objective,
                                    Scheme scheme,
                                    std::unique_ptr<SimulatedCluster> cluster,
-                                   models::WorkerPool* pool)
+                                   models::WorkerPool* pool,
+                                   std::optional<MinibatchOptions> minibatch)
     : objective_(std::move(objective)),
       scheme_(std::move(scheme)),
       cluster_(std::move(cluster)),
-      pool_(pool) {
+      pool_(pool),
+      minibatch_(minibatch) {
   STRAGGLERSIM_ASSERT(objective_->partitions() == scheme_.code->partitions(),
                       "code and objective must have the same partitions");
   STRAGGLERSIM_ASSERT(cluster_->workers() == scheme_.code->workers(),
@@ -32,6 +34,9 @@ BackendIteration SimulatedBackend::iterate(std::uint64_t iteration,
   out.heard = timing.heard;
   out.decoding = scheme_.decode(timing.heard, iteration);
   const Eigen::Index p = objective_->dimension();
+  if (minibatch_) {
+    partition_gradients = nullptr;  // the full gradients are not what the workers compute
+  }
   if (partition_gradients == nullptr) {
     // The partitions some weighted worker holds, each computed once (in parallel on the pool,
     // each column the same bytes as a serial partition_gradient); erased ones never are.
@@ -45,7 +50,20 @@ BackendIteration SimulatedBackend::iterate(std::uint64_t iteration,
     }
     std::sort(needed_.begin(), needed_.end());
     needed_.erase(std::unique(needed_.begin(), needed_.end()), needed_.end());
-    objective_->partition_gradients(needed_, query, needed_gradients_, pool_);
+    if (minibatch_) {
+      needed_gradients_.resize(p, static_cast<Eigen::Index>(needed_.size()));
+      models::run_tasks(pool_, static_cast<int>(needed_.size()), [&](int s) {
+        const int j = needed_[static_cast<std::size_t>(s)];
+        objective_->partition_minibatch_gradient(
+            j,
+            query,
+            minibatch_->batch,
+            models::minibatch_seed(minibatch_->seed, iteration, j),
+            needed_gradients_.col(s));
+      });
+    } else {
+      objective_->partition_gradients(needed_, query, needed_gradients_, pool_);
+    }
     for (std::size_t s = 0; s < needed_.size(); ++s) {
       column_[static_cast<std::size_t>(needed_[s])] = static_cast<Eigen::Index>(s);
     }

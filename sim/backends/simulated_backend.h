@@ -7,6 +7,7 @@
 // thread count). Bit-reproducible.
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "models/objective.h"
@@ -20,11 +21,15 @@ class SimulatedBackend final : public Backend {
  public:
   /// Illegal: code and objective partition counts that differ. Partition gradients the
   /// iteration needs are computed in parallel on `pool` when given (it must outlive the
-  /// backend); the estimate is the same bytes for every thread count.
+  /// backend); the estimate is the same bytes for every thread count. With `minibatch`,
+  /// iteration t's partition gradients are stochastic, over the rows of draw t: every worker
+  /// holding partition j in iteration t uses the same sample (so a code's decode stays exact for
+  /// the sampled gradients), and the caller's full gradients are never used.
   SimulatedBackend(std::shared_ptr<const models::Objective> objective,
                    Scheme scheme,
                    std::unique_ptr<SimulatedCluster> cluster,
-                   models::WorkerPool* pool = nullptr);
+                   models::WorkerPool* pool = nullptr,
+                   std::optional<MinibatchOptions> minibatch = std::nullopt);
   [[nodiscard]] std::string name() const override { return "simulated"; }
   BackendIteration iterate(std::uint64_t iteration,
                            const Eigen::VectorXd& query,
@@ -36,6 +41,7 @@ class SimulatedBackend final : public Backend {
   Scheme scheme_;
   std::unique_ptr<SimulatedCluster> cluster_;
   models::WorkerPool* pool_;
+  std::optional<MinibatchOptions> minibatch_;
   std::vector<int> needed_;           // partitions in the support of a worker with weight ≠ 0
   std::vector<Eigen::Index> column_;  // partition j → its column of needed_gradients_
   Eigen::MatrixXd needed_gradients_;  // ∇F_j(query) of the needed partitions

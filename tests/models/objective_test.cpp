@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -275,4 +276,51 @@ TEST_CASE("models: objective rejects illegal arguments", "[models][objective]") 
   CHECK_THROWS_AS(f.value(Eigen::VectorXd::Zero(4)), std::logic_error);
   Eigen::VectorXd out(3);
   CHECK_THROWS_AS(f.partition_gradient(10, Eigen::VectorXd::Zero(3), out), std::logic_error);
+}
+
+TEST_CASE("models: minibatch gradients sample every subset of a partition equally often",
+          "[models][objective][batch]") {
+  // Least squares with row r = e_{r mod 5}, label 0: at x = 1 each row's gradient is its own
+  // unit vector, so a minibatch gradient shows which rows it summed.
+  const Eigen::Index m = 20;
+  Eigen::MatrixXd a = Eigen::MatrixXd::Zero(m, 5);
+  for (Eigen::Index r = 0; r < m; ++r) a(r, r % 5) = 1.0;
+  const auto data =
+      std::make_shared<const Dataset>(Dataset{DenseRows(a), Eigen::VectorXd::Zero(m)});
+  const Objective f(data, make_least_squares_loss(), 0.0, 4);
+  REQUIRE(f.smallest_partition_rows() == 5);
+  const Eigen::VectorXd x = Eigen::VectorXd::Ones(5);
+  std::map<int, int> subsets;
+  const int draws = 20000;
+  Eigen::VectorXd g(5);
+  for (int draw = 0; draw < draws; ++draw) {
+    f.partition_minibatch_gradient(
+        1, x, 2, stragglersim::models::minibatch_seed(3, static_cast<std::uint64_t>(draw), 1), g);
+    int mask = 0;
+    int kept = 0;
+    for (int k = 0; k < 5; ++k) {
+      if (g[k] != 0.0) {
+        REQUIRE(g[k] == Approx(5.0 / (2.0 * 20.0)));  // |P_j| / (b·m)
+        mask |= 1 << k;
+        kept += 1;
+      }
+    }
+    REQUIRE(kept == 2);
+    subsets[mask] += 1;
+  }
+  REQUIRE(subsets.size() == 10);  // all C(5, 2) subsets occur
+  const double se = std::sqrt(draws * 0.1 * 0.9);
+  for (const auto& [mask, count] : subsets) {
+    INFO("subset " << mask);
+    CHECK(std::abs(count - 0.1 * draws) <= 4.0 * se);
+  }
+  // The whole partition is the full partition gradient; the seed decides the sample.
+  Eigen::VectorXd full(5);
+  f.partition_gradient(2, x, full);
+  f.partition_minibatch_gradient(2, x, 5, 99, g);
+  CHECK((g - full).norm() <= 1e-15 * full.norm());
+  Eigen::VectorXd again(5);
+  f.partition_minibatch_gradient(1, x, 2, 12345, g);
+  f.partition_minibatch_gradient(1, x, 2, 12345, again);
+  CHECK(g == again);
 }

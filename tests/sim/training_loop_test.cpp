@@ -237,3 +237,202 @@ TEST_CASE("sim: a diverging step is reported and not written", "[sim][training]"
 }
 
 }  // namespace stragglersim::sim
+
+namespace stragglersim::sim {
+namespace {
+
+/// Every worker takes `seconds` in every iteration: zero spread.
+class ConstantDelay final : public DelayModel {
+ public:
+  ConstantDelay(int workers, double seconds) : workers_(workers), seconds_(seconds) {}
+  [[nodiscard]] std::string name() const override { return "constant"; }
+  [[nodiscard]] int workers() const override { return workers_; }
+  void sample(std::uint64_t /*iteration*/, RandomEngine& /*rng*/, std::span<double> out) override {
+    std::fill(out.begin(), out.end(), seconds_);
+  }
+  [[nodiscard]] double cdf(int /*worker*/, double t) const override {
+    return t >= seconds_ ? 1.0 : 0.0;
+  }
+  [[nodiscard]] double mean(int /*worker*/) const override { return seconds_; }
+  [[nodiscard]] double variance(int /*worker*/) const override { return 0.0; }
+  [[nodiscard]] double lower_bound(int /*worker*/) const override { return seconds_; }
+
+ private:
+  int workers_;
+  double seconds_;
+};
+
+std::shared_ptr<const models::Objective> small_logistic(int n) {
+  auto data =
+      std::make_shared<models::Dataset>(models::read_libsvm(write_libsvm(240, 8, 23).string()));
+  return std::make_shared<models::Objective>(data, models::make_logistic_loss(), 1e-3, n);
+}
+
+std::unique_ptr<DelayModel> spread_delays(int n) {
+  return std::make_unique<ShiftedExponentialDelay>(
+      n, 1.0, ShiftedExponentialDelay::Options{.shift = 0.2, .rate = 1.0});
+}
+
+Run train_sync(const std::shared_ptr<const models::Objective>& objective,
+               std::unique_ptr<DelayModel> delays,
+               std::shared_ptr<const StoppingRule> rule,
+               int iterations,
+               std::optional<MinibatchOptions> minibatch = std::nullopt,
+               models::WorkerPool* pool = nullptr) {
+  const int n = delays->workers();
+  Scheme scheme{std::make_shared<codes::UncodedCode>(n), rule, DecoderKind::kOptimal};
+  auto cluster =
+      std::make_unique<SimulatedCluster>(std::move(delays), rule, StragglerPolicy::kCancel, 5);
+  SimulatedBackend backend(objective, scheme, std::move(cluster), pool, minibatch);
+  GradientDescent gd(Eigen::VectorXd::Zero(objective->dimension()), 0.7);
+  Run run;
+  train(*objective,
+        nullptr,
+        gd,
+        backend,
+        TrainingOptions{static_cast<std::uint64_t>(iterations), pool},
+        [&](const TraceRow& row) { run.rows.push_back(row); });
+  return run;
+}
+
+Run train_async(const std::shared_ptr<const models::Objective>& objective,
+                std::unique_ptr<DelayModel> delays,
+                UpdateMode mode,
+                int k,
+                int iterations,
+                AsynchronousOptions options = {}) {
+  const int n = delays->workers();
+  const codes::UncodedCode code(n);
+  AsynchronousCluster cluster(std::move(delays), mode, k, 5);
+  GradientDescent gd(Eigen::VectorXd::Zero(objective->dimension()), 0.7);
+  options.run.iterations = static_cast<std::uint64_t>(iterations);
+  Run run;
+  train_asynchronous(*objective, nullptr, code, gd, cluster, options, [&](const TraceRow& row) {
+    run.rows.push_back(row);
+  });
+  return run;
+}
+
+}  // namespace
+
+TEST_CASE("sim: K-sync with K = n is uncoded GD bit for bit", "[sim][training][async]") {
+  const int n = 4;
+  const auto objective = small_logistic(n);
+  const Run all = train_sync(objective, spread_delays(n), std::make_shared<AllStopping>(n), 30);
+  const Run k_sync =
+      train_sync(objective, spread_delays(n), std::make_shared<FirstRStopping>(n), 30);
+  REQUIRE(all.rows.size() == k_sync.rows.size());
+  for (std::size_t t = 0; t < all.rows.size(); ++t) {
+    REQUIRE(all.rows[t].loss == k_sync.rows[t].loss);
+    REQUIRE(all.rows[t].time == k_sync.rows[t].time);
+  }
+}
+
+TEST_CASE("sim: K-async with K = n equals synchronous GD bit for bit", "[sim][training][async]") {
+  const int n = 4;
+  const auto objective = small_logistic(n);
+  // Zero spread: every worker takes 0.25 s, every update is a synchronous step.
+  const Run sync = train_sync(
+      objective, std::make_unique<ConstantDelay>(n, 0.25), std::make_shared<AllStopping>(n), 30);
+  const Run async =
+      train_async(objective, std::make_unique<ConstantDelay>(n, 0.25), UpdateMode::kKAsync, n, 30);
+  REQUIRE(sync.rows.size() == async.rows.size());
+  for (std::size_t t = 0; t < sync.rows.size(); ++t) {
+    REQUIRE(sync.rows[t].loss == async.rows[t].loss);
+    REQUIRE(sync.rows[t].time == async.rows[t].time);
+    REQUIRE(sync.rows[t].gradient_error == async.rows[t].gradient_error);
+    if (t > 0) {
+      REQUIRE(async.rows[t].staleness_max == 0.0);
+      REQUIRE(async.rows[t].decoding_error == 0.0);
+    }
+  }
+  // Random delays: K = n still waits for everyone, at the same times.
+  const Run sync_spread =
+      train_sync(objective, spread_delays(n), std::make_shared<AllStopping>(n), 30);
+  const Run async_spread = train_async(objective, spread_delays(n), UpdateMode::kKAsync, n, 30);
+  for (std::size_t t = 0; t < sync_spread.rows.size(); ++t) {
+    REQUIRE(sync_spread.rows[t].loss == async_spread.rows[t].loss);
+    REQUIRE(sync_spread.rows[t].time == async_spread.rows[t].time);
+  }
+}
+
+TEST_CASE("sim: asynchronous SGD records its staleness and still descends",
+          "[sim][training][async]") {
+  const int n = 6;
+  const auto objective = small_logistic(n);
+  for (const UpdateMode mode :
+       {UpdateMode::kKBatchSync, UpdateMode::kKAsync, UpdateMode::kKBatchAsync}) {
+    const Run run = train_async(objective, spread_delays(n), mode, 1, 120);
+    double largest = 0.0;
+    for (std::size_t t = 1; t < run.rows.size(); ++t) {
+      const TraceRow& row = run.rows[t];
+      REQUIRE(row.staleness_mean.has_value());
+      REQUIRE(*row.staleness_mean >= 0.0);
+      REQUIRE(*row.staleness_max >= *row.staleness_mean);
+      REQUIRE(row.workers_heard == 1);
+      // One gradient scaled by n/K = 6: α has one entry 6, the others 0.
+      REQUIRE(row.decoding_error == Approx(25.0 + 5.0));
+      largest = std::max(largest, *row.staleness_max);
+    }
+    CHECK(run.rows.back().loss < 0.9 * run.rows.front().loss);
+    CHECK((mode == UpdateMode::kKBatchSync ? largest == 0.0 : largest > 0.0));
+  }
+}
+
+TEST_CASE("sim: the inverse staleness step changes only stale updates", "[sim][training][async]") {
+  const int n = 4;
+  const auto objective = small_logistic(n);
+  AsynchronousOptions inverse;
+  inverse.staleness_step = StalenessStep::kInverse;
+  // K-batch-sync never uses a stale gradient: the same bytes with either step.
+  const Run a = train_async(objective, spread_delays(n), UpdateMode::kKBatchSync, 2, 40);
+  const Run b = train_async(objective, spread_delays(n), UpdateMode::kKBatchSync, 2, 40, inverse);
+  for (std::size_t t = 0; t < a.rows.size(); ++t) {
+    REQUIRE(a.rows[t].loss == b.rows[t].loss);
+  }
+  // K-async: the first update whose gradient is stale is where the losses part.
+  const Run c = train_async(objective, spread_delays(n), UpdateMode::kKAsync, 1, 40);
+  const Run d = train_async(objective, spread_delays(n), UpdateMode::kKAsync, 1, 40, inverse);
+  std::size_t first_stale = 0;
+  for (std::size_t t = 1; t < c.rows.size() && first_stale == 0; ++t) {
+    if (*c.rows[t].staleness_max > 0.0) {
+      first_stale = t;
+    }
+  }
+  REQUIRE(first_stale > 0);
+  for (std::size_t t = 0; t < first_stale; ++t) {
+    REQUIRE(c.rows[t].loss == d.rows[t].loss);
+  }
+  CHECK(c.rows[first_stale].loss != d.rows[first_stale].loss);
+}
+
+TEST_CASE("sim: minibatch gradients are the same bytes for every thread count",
+          "[sim][training][batch]") {
+  const int n = 4;
+  const auto objective = small_logistic(n);  // 60 rows per partition
+  models::WorkerPool serial(1);
+  models::WorkerPool three(3);
+  const MinibatchOptions batch{10, 21};
+  const Run s1 = train_sync(
+      objective, spread_delays(n), std::make_shared<FirstRStopping>(3), 25, batch, &serial);
+  const Run s3 = train_sync(
+      objective, spread_delays(n), std::make_shared<FirstRStopping>(3), 25, batch, &three);
+  const Run full = train_sync(objective, spread_delays(n), std::make_shared<FirstRStopping>(3), 25);
+  for (std::size_t t = 0; t < s1.rows.size(); ++t) {
+    REQUIRE(s1.rows[t].loss == s3.rows[t].loss);
+    REQUIRE(s1.rows[t].time == full.rows[t].time);  // sampling draws nothing from the delay stream
+  }
+  CHECK(s1.rows[5].loss != full.rows[5].loss);
+  CHECK(s1.rows.back().loss < 0.9 * s1.rows.front().loss);
+  AsynchronousOptions async_batch;
+  async_batch.minibatch = batch;
+  async_batch.run.pool = &three;
+  const Run a3 = train_async(objective, spread_delays(n), UpdateMode::kKAsync, 2, 25, async_batch);
+  async_batch.run.pool = &serial;
+  const Run a1 = train_async(objective, spread_delays(n), UpdateMode::kKAsync, 2, 25, async_batch);
+  for (std::size_t t = 0; t < a1.rows.size(); ++t) {
+    REQUIRE(a1.rows[t].loss == a3.rows[t].loss);
+  }
+}
+
+}  // namespace stragglersim::sim

@@ -105,7 +105,7 @@ TEST_CASE("experiments: bad configs name the file and JSON pointer and the accep
   CHECK(with([](auto& c) { c["stopping"]["rule"] = "fist_r"; }) ==
         "cfg.json:/stopping/rule: unknown stopping rule 'fist_r'; did you mean 'first_r'? valid "
         "values are: all, deadline, "
-        "decodable, first_r, first_r_or_decodable");
+        "decodable, first_r, first_r_or_decodable, k_async, k_batch_async, k_batch_sync");
   CHECK(with([](auto& c) { c["data"]["test_fraction"] = 1.5; }) ==
         "cfg.json:/data/test_fraction: out of range; got 1.5; expected a number in [0, 0.95]");
   CHECK(with([](auto& c) { c["optimizer"]["step"] = "fast"; }) ==
@@ -313,6 +313,61 @@ TEST_CASE("run_plan: a setup cache loads a data set again once no plan holds it"
   const RunPlan again = plan_run(config, "cfg.json", temp_dir(), {.setup = &cache});
   CHECK(again.objective->data().labels == fresh.objective->data().labels);
   CHECK(again.resolved == fresh.resolved);
+}
+
+}  // namespace stragglersim::experiments
+
+namespace stragglersim::experiments {
+
+TEST_CASE("run_plan: asynchronous rules and minibatches refuse bad options at their pointer",
+          "[experiments][config][errors][async]") {
+  auto with = [](const std::function<void(nlohmann::json&)>& edit) {
+    auto c = base_config();
+    c["code"] = {{"kind", "uncoded"}};
+    c["stopping"] = {{"rule", "k_async"}, {"k", 2}};
+    edit(c);
+    return error_of(c);
+  };
+  CHECK(with([](auto& c) { c["stopping"]["k"] = 9; }) ==
+        "cfg.json:/stopping/k: out of range; got 9; expected an integer in [1, 6]");
+  CHECK(with([](auto& c) { c["stopping"]["k"] = 0; }) ==
+        "cfg.json:/stopping/k: out of range; got 0; expected an integer in [1, 6]");
+  CHECK(with([](auto& c) { c["stopping"]["staleness_step"] = "inverted"; }) ==
+        "cfg.json:/stopping/staleness_step: unknown staleness step 'inverted'; did you mean "
+        "'inverse'? valid values are: constant, inverse");
+  // 240 rows, a quarter held out: 180 training rows in 6 partitions of 30.
+  CHECK(with([](auto& c) { c["optimizer"]["batch"] = 31; }) ==
+        "cfg.json:/optimizer/batch: out of range; got 31; expected an integer in [1, 30] (the rows "
+        "of the smallest of the 6 partitions)");
+  CHECK(with([](auto& c) { c["optimizer"]["batch"] = 0; }) ==
+        "cfg.json:/optimizer/batch: out of range; got 0; expected an integer in [1, 30] (the rows "
+        "of the smallest of the 6 partitions)");
+  CHECK(with([](auto& c) {
+          c["code"] = {{"kind", "frc"}, {"d", 2}};
+        }) ==
+        "cfg.json:/stopping/rule: the asynchronous rule 'k_async' needs the uncoded code; got "
+        "\"frc\"; expected code kind uncoded");
+  CHECK(with([](auto& c) { c["optimizer"]["kind"] = "nesterov"; }) ==
+        "cfg.json:/stopping/rule: the asynchronous rule 'k_async' needs gradient descent; got "
+        "\"nesterov\"; expected optimizer kind gd");
+  // A synchronous run refuses a bad batch the same way; a good one plans.
+  auto sync = base_config();
+  sync["optimizer"]["batch"] = 31;
+  CHECK(error_of(sync) ==
+        "cfg.json:/optimizer/batch: out of range; got 31; expected an integer in [1, 30] (the rows "
+        "of the smallest of the 6 partitions)");
+  sync["optimizer"]["batch"] = 30;
+  const RunPlan plan = plan_run(sync, "cfg.json", temp_dir());
+  CHECK(plan.batch == 30);
+  CHECK_FALSE(plan.update.has_value());
+  auto async = base_config();
+  async["code"] = {{"kind", "uncoded"}};
+  async["stopping"] = {{"rule", "k_batch_async"}, {"k", 6}, {"staleness_step", "inverse"}};
+  const RunPlan a = plan_run(async, "cfg.json", temp_dir());
+  REQUIRE(a.update.has_value());
+  CHECK(a.update->mode == sim::UpdateMode::kKBatchAsync);
+  CHECK(a.update->k == 6);
+  CHECK(a.update->step == sim::StalenessStep::kInverse);
 }
 
 }  // namespace stragglersim::experiments
