@@ -79,7 +79,7 @@ def test_softmax_trajectory_equals_numpy(tmp_path):
         assert abs(g - w) <= 1e-12 * abs(w), f"iteration {t}: {g} != {w}"
     assert got[-1] < 0.7 * got[0]
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["resolved_config"]["loss"]["classes"] == 3
+    assert summary["config"]["loss"]["classes"] == 3
 
 
 def test_softmax_confusion_counts_in_summary(tmp_path):
