@@ -112,8 +112,8 @@ struct Forward {
 
 class SoftmaxNetwork final : public LossModel {
  public:
-  explicit SoftmaxNetwork(SoftmaxNetworkOptions options)
-      : options_(options_check::require_valid(std::move(options))) {}
+  explicit SoftmaxNetwork(const SoftmaxNetworkOptions& options)
+      : options_(options_check::require_valid(options)) {}
 
   [[nodiscard]] std::string_view name() const override {
     return options_.hidden.empty() && !options_.bias ? "softmax" : "mlp";

@@ -772,7 +772,8 @@ const std::vector<ChoiceDoc>& data_source_docs() {
         {"header", "true"},
         {"label_column", "-1"}}},
       {"fashion_mnist",
-       "two classes of Fashion-MNIST's IDX files (Debian package dataset-fashion-mnist)",
+       "two classes (or \"all\" ten, labels 0-9) of Fashion-MNIST's IDX files (Debian package "
+       "dataset-fashion-mnist)",
        {{"dir", fashion.dir},
         {"classes", fmt::format("[{}, {}]", fashion.negative_class, fashion.positive_class)},
         {"scale", "true"},
