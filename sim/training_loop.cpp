@@ -33,7 +33,8 @@ void fill_test(const models::Objective* test, const Eigen::VectorXd& x, TraceRow
     // One forward pass gives both: accuracy is the confusion matrix's trace over the rows.
     const auto counts =
         models::confusion_counts(test->data().labels, loss.predict(test->data(), x), classes);
-    row.test_confusion.assign(static_cast<std::size_t>(classes) * classes, 0);
+    row.test_confusion.assign(static_cast<std::size_t>(classes) * static_cast<std::size_t>(classes),
+                              0);
     std::int64_t right = 0;
     for (int t = 0; t < classes; ++t) {
       for (int s = 0; s < classes; ++s) {
