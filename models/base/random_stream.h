@@ -19,7 +19,14 @@ using RandomEngine = boost::random::mt19937_64;
 }
 
 /// Named streams of one run.
-enum class Stream : std::uint64_t { kDelays = 1, kData = 2, kCode = 3, kSplit = 4, kFaults = 5, kInit = 6 };
+enum class Stream : std::uint64_t {
+  kDelays = 1,
+  kData = 2,
+  kCode = 3,
+  kSplit = 4,
+  kFaults = 5,
+  kInit = 6
+};
 
 [[nodiscard]] inline RandomEngine make_engine(std::uint64_t seed, Stream stream) {
   return RandomEngine(derive_seed(seed, static_cast<std::uint64_t>(stream)));
