@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <utility>
 
 #include "experiments/build_info.h"
@@ -496,6 +497,22 @@ void add_optional_summary(const RunPlan& plan,
     s["final_test_loss"] = *last.test_loss;
     s["final_test_metric"] = *last.test_metric;
     s["test_metric"] = std::string(plan.objective->loss().metric_name());
+    if (const int classes = plan.objective->loss().traits().classes;
+        classes > 0 && !last.test_confusion.empty()) {
+      nlohmann::json counts = nlohmann::json::array();
+      nlohmann::json recall = nlohmann::json::array();
+      for (int t = 0; t < classes; ++t) {
+        const auto begin = last.test_confusion.begin() + static_cast<std::ptrdiff_t>(t * classes);
+        const std::vector<std::int64_t> row(begin, begin + classes);
+        const std::int64_t total = std::accumulate(row.begin(), row.end(), std::int64_t{0});
+        counts.push_back(row);
+        recall.push_back(
+            total > 0 ? nlohmann::json(static_cast<double>(row[static_cast<std::size_t>(t)]) /
+                                       static_cast<double>(total))
+                      : nlohmann::json());
+      }
+      s["test_confusion"] = {{"classes", classes}, {"counts", counts}, {"class_accuracy", recall}};
+    }
     if (last.test_auc) {  // null where undefined (a test set of one class)
       s["final_test_auc"] =
           std::isfinite(*last.test_auc) ? nlohmann::json(*last.test_auc) : nlohmann::json();

@@ -103,6 +103,11 @@ std::vector<Eigen::Index> split_permutation(Eigen::Index m, std::uint64_t seed) 
 
 void LabelValues::add(double label) {
   constexpr std::size_t kKept = 3;
+  lowest = std::min(lowest, label);
+  highest = std::max(highest, label);
+  if (!not_class_index && !(label >= 0.0 && label == std::floor(label))) {
+    not_class_index = label;
+  }
   const auto at = std::lower_bound(values.begin(), values.end(), label);
   if ((at != values.end() && *at == label) || values.size() >= kKept) {
     return;

@@ -4,6 +4,8 @@
 #include <Eigen/Core>
 #include <Eigen/SparseCore>
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -78,6 +80,11 @@ struct Dataset {
 /// what a partial load reports of the rows it did not keep.
 struct LabelValues {
   std::vector<double> values;  ///< ascending
+  /// Over every label added (multiclass checks): the extremes, and a label that is not a
+  /// non-negative integer (the first added), if any.
+  double lowest = std::numeric_limits<double>::infinity();
+  double highest = -std::numeric_limits<double>::infinity();
+  std::optional<double> not_class_index;
   void add(double label);
 };
 

@@ -71,12 +71,16 @@ Dataset load_half(const std::string& dir,
       throw DataError(fmt::format(
           "{}: label at item {} is not a class; got {}; expected 0 to 9", labels_path, i, c));
     }
-    if ((c == options.negative_class || c == options.positive_class) &&
-        (limit == 0 || static_cast<Eigen::Index>(items.size()) < limit)) {
+    const bool kept_class =
+        options.all_classes || c == options.negative_class || c == options.positive_class;
+    if (kept_class && (limit == 0 || static_cast<Eigen::Index>(items.size()) < limit)) {
       items.push_back(i);
     }
   }
   const auto label_of = [&](std::size_t item) {
+    if (options.all_classes) {
+      return static_cast<double>(labels.values[item]);
+    }
     return labels.values[item] == options.positive_class ? 1.0 : -1.0;
   };
   if (rows != nullptr) *rows = static_cast<Eigen::Index>(items.size());

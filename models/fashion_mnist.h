@@ -30,6 +30,8 @@ struct FashionMnistOptions {
   std::string dir = std::string(kFashionMnistDir);
   int negative_class = 0;
   int positive_class = 6;
+  /// All ten classes with labels 0 … 9 (softmax models); the pair above is then unused.
+  bool all_classes = false;
   /// Features are pixel / 255 in [0, 1] when true, raw 0 … 255 otherwise.
   bool scale = true;
   /// The first `rows` training images of the two classes, in file order (0: all of them).
@@ -43,10 +45,10 @@ struct FashionMnistSets {
 
 /// Reads <dir>/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz (or the same names without .gz)
 /// and keeps the two classes: dense rows of 28·28 = 784 pixels, labels −1 (negative_class) and
-/// +1 (positive_class). Throws DataError naming the file for a missing or malformed file, a
-/// label count that differs from the image count, a label outside 0 … 9, or test images of
-/// another size than the training images. Illegal: a class outside 0 … 9, equal classes,
-/// rows < 0.
+/// +1 (positive_class); with all_classes every image, labels 0 … 9. Throws DataError naming the
+/// file for a missing or malformed file, a label count that differs from the image count, a label
+/// outside 0 … 9, or test images of another size than the training images. Illegal: a class outside
+/// 0 … 9, equal classes, rows < 0.
 FashionMnistSets load_fashion_mnist(const FashionMnistOptions& options);
 
 /// A partial load (an MPI worker's rows, docs/mpi_backend.md "Data"): the same files checked

@@ -5,8 +5,10 @@
 // The hot loop is one virtual call per partition (`accumulate`), never one per row.
 
 #include <Eigen/Core>
+#include <cstdint>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "models/dataset.h"
 
@@ -18,6 +20,13 @@ struct LossTraits {
   bool quadratic = false;      ///< ℓ is quadratic in z: the optimum solves normal equations
   /// |ℓ'(z; b)| ≤ |b| for every z (logistic): the gradient is bounded everywhere.
   bool bounded_derivative = false;
+  /// One margin z = aᵀx per row, x in R^p (value, derivative, second_derivative apply); false
+  /// for the softmax models (models/softmax_network.h), whose scalar methods must not be called.
+  bool scalar_margin = true;
+  /// f is convex in x: f*, the convergence bounds and step "auto" apply (false: the mlp).
+  bool convex = true;
+  /// Labels are class indices 0 … classes − 1 (softmax, mlp); 0 for the other losses.
+  int classes = 0;
 };
 
 class LossModel {
@@ -47,6 +56,21 @@ class LossModel {
   /// Test metric over rows: classification accuracy (logistic) or mean squared error.
   [[nodiscard]] virtual std::string_view metric_name() const = 0;
   [[nodiscard]] virtual double metric(const Dataset& data, const Eigen::VectorXd& x) const = 0;
+  /// The length of x for data with `features` columns: p for the linear losses.
+  [[nodiscard]] virtual Eigen::Index parameter_count(Eigen::Index features) const {
+    return features;
+  }
+  /// The optimiser's x₀, seeded from the run's init stream: zero unless the model needs
+  /// symmetry broken (the mlp).
+  [[nodiscard]] virtual Eigen::VectorXd initial_point(Eigen::Index features,
+                                                      std::uint64_t /*seed*/) const {
+    return Eigen::VectorXd::Zero(parameter_count(features));
+  }
+  /// Multiclass models (traits().classes > 0): the predicted class of every row. Others: empty.
+  [[nodiscard]] virtual std::vector<int> predict(const Dataset& /*data*/,
+                                                 const Eigen::VectorXd& /*x*/) const {
+    return {};
+  }
 };
 
 /// ℓ = ½ (aᵀx − b)².

@@ -228,11 +228,17 @@ Eigen::Index Objective::smallest_partition_rows() const {
 
 double Objective::smoothness(WorkerPool* pool) const {
   STRAGGLERSIM_ASSERT(!partial_, "beta needs the whole training set");
+  if (!loss_->traits().convex) {
+    return std::numeric_limits<double>::quiet_NaN();  // no global smoothness bound
+  }
   return loss_->curvature_bound() * largest_gram_eigenvalue(*data_, 1000, 1e-10, pool) + l2_;
 }
 
 std::optional<double> Objective::pl_constant() const {
   STRAGGLERSIM_ASSERT(!partial_, "mu needs the whole training set");
+  if (!loss_->traits().convex) {
+    return std::nullopt;  // the mlp: no PL inequality holds globally
+  }
   if (!loss_->traits().quadratic) {
     // Logistic loss on separable data has no minimiser, so only the regulariser gives PL.
     return l2_ > 0.0 ? std::optional<double>(l2_) : std::nullopt;

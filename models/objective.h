@@ -36,7 +36,10 @@ class Objective {
                                    HeldRows held);
 
   [[nodiscard]] int partitions() const { return partitions_; }
-  [[nodiscard]] Eigen::Index dimension() const { return data_->dimension(); }
+  /// The length of x: p for the linear losses, the parameter count of a softmax model.
+  [[nodiscard]] Eigen::Index dimension() const {
+    return loss_->parameter_count(data_->dimension());
+  }
   /// m, the training rows (of the whole set, also for held_partitions).
   [[nodiscard]] Eigen::Index rows() const { return total_rows_; }
   /// Whether this objective holds only some partitions (held_partitions).

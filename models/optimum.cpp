@@ -413,7 +413,8 @@ Optimum lbfgs(const Objective& f, const OptimumOptions& options, WorkerPool* poo
 
 bool exact_solver_fits(const Objective& f) {
   const double p = static_cast<double>(f.dimension());
-  return f.dimension() <= kDenseFeatureLimit &&
+  // Newton's Hessian is built from per-row margins: the linear losses only.
+  return f.loss().traits().scalar_margin && f.dimension() <= kDenseFeatureLimit &&
          static_cast<double>(f.rows()) * p * p <= kExactWorkLimit;
 }
 

@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <utility>
 
 #include "models/base/invariant.h"
 #include "models/metrics.h"
+#include "models/softmax_network.h"
 #include "sim/scheme.h"
 
 namespace stragglersim::sim {
@@ -19,15 +22,36 @@ void fill_test(const models::Objective* test, const Eigen::VectorXd& x, TraceRow
   if (test == nullptr) {
     return;
   }
+  const models::LossModel& loss = test->loss();
   // A finite training loss does not bound the test margins (a huge step can overflow them
   // while the training loss saturates): non-finite margins are numerical trouble, not a bug.
-  if (!models::margins(test->data(), x).allFinite()) {
+  const bool finite =
+      loss.traits().scalar_margin ? models::margins(test->data(), x).allFinite() : x.allFinite();
+  if (!finite) {
     throw NumericalError(fmt::format(
         "iteration {}: non-finite test margins (the step is probably too large)", row.iteration));
   }
   const double reg = 0.5 * test->l2() * x.squaredNorm();
   row.test_loss = test->value(x) - reg;
-  row.test_metric = test->loss().metric(test->data(), x);
+  if (const int classes = loss.traits().classes; classes > 0) {
+    // One forward pass gives both: accuracy is the confusion matrix's trace over the rows.
+    const auto counts =
+        models::confusion_counts(test->data().labels, loss.predict(test->data(), x), classes);
+    row.test_confusion.assign(static_cast<std::size_t>(classes) * static_cast<std::size_t>(classes),
+                              0);
+    std::int64_t right = 0;
+    for (int t = 0; t < classes; ++t) {
+      for (int s = 0; s < classes; ++s) {
+        row.test_confusion[static_cast<std::size_t>(t * classes + s)] = counts(t, s);
+      }
+      right += counts(t, t);
+    }
+    row.test_metric = test->rows() > 0
+                          ? static_cast<double>(right) / static_cast<double>(test->rows())
+                          : std::numeric_limits<double>::quiet_NaN();
+  } else {
+    row.test_metric = loss.metric(test->data(), x);
+  }
   row.test_auc = models::test_auc(*test, x);
 }
 

@@ -41,6 +41,8 @@ struct TraceRow {
   std::optional<double> test_loss;    ///< (1/m_test) Σ ℓ on the test set, no regulariser
   std::optional<double> test_metric;  ///< accuracy (logistic) or MSE (least squares)
   std::optional<double> test_auc;     ///< ROC AUC of the test margins (logistic only)
+  /// Multiclass models: C × C test confusion counts, row-major, [true class][predicted class].
+  std::vector<std::int64_t> test_confusion;
 };
 
 struct TrainingOptions {

@@ -235,23 +235,28 @@ models::FashionMnistOptions read_fashion_mnist_options(JsonReader& data,
   options.dir = resolve(base_dir, dir).string();
   const nlohmann::json classes =
       data.raw_or("classes", {options.negative_class, options.positive_class});
-  const bool valid = classes.is_array() && classes.size() == 2 &&
-                     std::all_of(classes.begin(),
-                                 classes.end(),
-                                 [](const auto& c) {
-                                   return c.is_number_integer() && c.template get<int>() >= 0 &&
-                                          c.template get<int>() <= 9;
-                                 }) &&
-                     classes[0] != classes[1];
-  if (!valid) {
-    data.fail_value(
-        "classes",
-        "invalid class pair",
-        classes,
-        fmt::format("[negative, positive], two different classes among {}", class_list()));
+  if (classes == "all") {
+    options.all_classes = true;
+  } else {
+    const bool valid = classes.is_array() && classes.size() == 2 &&
+                       std::all_of(classes.begin(),
+                                   classes.end(),
+                                   [](const auto& c) {
+                                     return c.is_number_integer() && c.template get<int>() >= 0 &&
+                                            c.template get<int>() <= 9;
+                                   }) &&
+                       classes[0] != classes[1];
+    if (!valid) {
+      data.fail_value("classes",
+                      "invalid class pair",
+                      classes,
+                      fmt::format("[negative, positive], two different classes among {}; or "
+                                  "\"all\" (labels 0 to 9)",
+                                  class_list()));
+    }
+    options.negative_class = classes[0].get<int>();
+    options.positive_class = classes[1].get<int>();
   }
-  options.negative_class = classes[0].get<int>();
-  options.positive_class = classes[1].get<int>();
   options.scale = data.boolean("scale", true);
   options.rows = data.integer("rows", 0, 0, 100'000'000);
   data.finish();
@@ -508,6 +513,40 @@ void require_binary_labels(LoadedData& data, JsonReader& root) {
   map(*data.train);
   if (data.test) {
     map(*data.test);
+  }
+}
+
+models::LabelValues label_summary(const LoadedData& data) {
+  if (data.label_values) {
+    return *data.label_values;
+  }
+  models::LabelValues out;
+  for (const double b : data.train->labels) {
+    out.add(b);
+  }
+  if (data.test) {
+    for (const double b : data.test->labels) {
+      out.add(b);
+    }
+  }
+  return out;
+}
+
+void require_class_labels(const models::LabelValues& labels, int classes, JsonReader& loss) {
+  const bool given = loss.has("classes");
+  const std::string expected = fmt::format("integer labels 0 to {} (classes = {}{})",
+                                           classes - 1,
+                                           classes,
+                                           given ? "" : ", the largest label + 1");
+  if (labels.not_class_index) {
+    loss.fail_value(given ? "classes" : "kind",
+                    "a training or test label is not a class index",
+                    *labels.not_class_index,
+                    expected);
+  }
+  if (labels.highest >= classes) {
+    loss.fail_value(
+        "classes", "a training or test label is outside the classes", labels.highest, expected);
   }
 }
 

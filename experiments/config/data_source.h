@@ -57,4 +57,11 @@ void load_held_partitions(LoadedData& data, int partitions, const std::vector<in
 /// /loss/kind.
 void require_binary_labels(LoadedData& data, JsonReader& root);
 
+/// The labels of every training and test row (a partial load: what the survey saw).
+models::LabelValues label_summary(const LoadedData& data);
+
+/// Softmax models need labels 0 … classes − 1: a label that is not a non-negative integer, or
+/// one ≥ classes, is an error at /loss/classes (given) or /loss/kind (classes from the data).
+void require_class_labels(const models::LabelValues& labels, int classes, JsonReader& loss);
+
 }  // namespace stragglersim::experiments

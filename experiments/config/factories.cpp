@@ -16,6 +16,7 @@
 #include "experiments/config/config_error.h"
 #include "models/fashion_mnist.h"
 #include "models/loss_model.h"
+#include "models/softmax_network.h"
 #include "models/synthetic_data.h"
 #include "models/tabular_synthetic_data.h"
 #include "sim/delays/bimodal_delay.h"
@@ -617,16 +618,72 @@ const std::vector<FactoryRow<DelayFactory>>& delay_factories() {
   return table;
 }
 
+namespace {
+
+// "classes": C ≥ 2, by default the data's (the largest label + 1).
+int read_classes(JsonReader& loss, int data_classes, models::SoftmaxNetworkOptions& o) {
+  o.classes = to_int(loss.integer("classes", data_classes));
+  if (const auto v = o.validate()) {
+    reject(loss, nullptr, *v);
+  }
+  return o.classes;
+}
+
+std::shared_ptr<const models::LossModel> make_softmax(JsonReader& loss, int data_classes) {
+  models::SoftmaxNetworkOptions o;
+  read_classes(loss, data_classes, o);
+  return models::make_softmax_network(o);
+}
+
+std::shared_ptr<const models::LossModel> make_mlp(JsonReader& loss, int data_classes) {
+  models::SoftmaxNetworkOptions o;
+  o.bias = true;
+  const nlohmann::json hidden = loss.raw_or("hidden", nlohmann::json::array({128}));
+  const bool integers = hidden.is_array() && std::all_of(hidden.begin(), hidden.end(), [](auto& h) {
+                          return h.is_number_integer();
+                        });
+  if (!integers || hidden.empty()) {
+    loss.fail_value("hidden",
+                    "not a list of layer widths",
+                    hidden,
+                    "a non-empty list of integer widths >= 1 (e.g. [128]; \"softmax\" for no "
+                    "hidden layer)");
+  }
+  for (const auto& h : hidden) {
+    o.hidden.push_back(to_int(h.get<std::int64_t>()));
+  }
+  const auto activation = loss.choice("activation", "activation", {"relu", "tanh"}, "relu");
+  o.activation = activation == "relu" ? models::Activation::kRelu : models::Activation::kTanh;
+  read_classes(loss, data_classes, o);
+  return models::make_softmax_network(o);
+}
+
+}  // namespace
+
 const std::vector<FactoryRow<LossFactory>>& loss_factories() {
   static const std::vector<FactoryRow<LossFactory>> table = {
       {"least_squares",
        "1/2 (a'x - b)^2 plus l2/2 |x|^2; test metric mse",
        {},
-       [] { return std::shared_ptr<const models::LossModel>(models::make_least_squares_loss()); }},
+       [](JsonReader& /*loss*/, int /*classes*/) {
+         return std::shared_ptr<const models::LossModel>(models::make_least_squares_loss());
+       }},
       {"logistic",
        "log(1 + exp(-b a'x)) plus l2/2 |x|^2, labels mapped to -1/+1; test accuracy and AUC",
        {},
-       [] { return std::shared_ptr<const models::LossModel>(models::make_logistic_loss()); }},
+       [](JsonReader& /*loss*/, int /*classes*/) {
+         return std::shared_ptr<const models::LossModel>(models::make_logistic_loss());
+       }},
+      {"mlp",
+       "softmax network: hidden layers of relu or tanh units with biases, cross-entropy on "
+       "labels 0..classes-1, seeded He/Glorot start; non-convex; test accuracy and confusion",
+       {{"hidden", "[128]"}, {"activation", "relu"}, {"classes", "max label + 1"}},
+       make_mlp},
+      {"softmax",
+       "multiclass softmax regression: cross-entropy of W'a on labels 0..classes-1 plus l2/2 "
+       "|W|^2, x = W (features x classes, column-major); test accuracy and confusion",
+       {{"classes", "max label + 1"}},
+       make_softmax},
   };
   return table;
 }
@@ -744,7 +801,8 @@ const std::vector<ChoiceDoc>& data_source_docs() {
         {"header", "true"},
         {"label_column", "-1"}}},
       {"fashion_mnist",
-       "two classes of Fashion-MNIST's IDX files (Debian package dataset-fashion-mnist)",
+       "two classes (or \"all\" ten, labels 0-9) of Fashion-MNIST's IDX files (Debian package "
+       "dataset-fashion-mnist)",
        {{"dir", fashion.dir},
         {"classes", fmt::format("[{}, {}]", fashion.negative_class, fashion.positive_class)},
         {"scale", "true"},

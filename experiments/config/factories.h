@@ -41,7 +41,10 @@ using CodeFactory = std::function<CodePtr(JsonReader& code, const ClusterShape& 
 /// `base_dir`: the config file's folder, against which a delay's relative file path resolves.
 using DelayFactory = std::function<DelayMaker(
     JsonReader& delay, const sim::WorkerLoads& loads, const std::filesystem::path& base_dir)>;
-using LossFactory = std::function<std::shared_ptr<const models::LossModel>()>;
+/// `data_classes`: the data's class count (largest label + 1, at least 0), the default of a
+/// multiclass model's "classes".
+using LossFactory =
+    std::function<std::shared_ptr<const models::LossModel>(JsonReader& loss, int data_classes)>;
 using StoppingFactory = std::function<RulePtr(JsonReader& stopping, const CodePtr& code)>;
 
 /// One config key a row accepts, with its default as the config would write it ("" when the

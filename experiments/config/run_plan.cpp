@@ -21,7 +21,9 @@
 namespace stragglersim::experiments {
 
 std::unique_ptr<sim::Optimizer> RunPlan::make_optimizer() const {
-  Eigen::VectorXd x0 = Eigen::VectorXd::Zero(objective ? objective->dimension() : 0);
+  Eigen::VectorXd x0 = initial_point.size() > 0
+                           ? initial_point
+                           : Eigen::VectorXd::Zero(objective ? objective->dimension() : 0);
   switch (optimizer) {
     case OptimizerKind::kGd:
       return std::make_unique<sim::GradientDescent>(std::move(x0), step);
@@ -353,11 +355,17 @@ void read_loss(JsonReader& root, RunPlan& plan, LoadedData& data, bool delay_onl
   JsonReader loss_reader = root.object("loss");
   const auto& loss_row = pick(loss_reader, "kind", "loss", loss_factories());
   const double l2 = loss_reader.number("l2", 0.0, 0.0);
+  const models::LabelValues labels = label_summary(data);
+  const double data_classes = labels.highest + 1.0;
+  const auto loss = loss_row.make(
+      loss_reader, data_classes >= 0.0 && data_classes <= 1e9 ? static_cast<int>(data_classes) : 0);
   loss_reader.finish(keys_of(loss_row, kLossKeys));
   root.merge("loss", loss_reader);
-  const auto loss = loss_row.make();
   if (loss->traits().binary_labels) {
     require_binary_labels(data, root);
+  }
+  if (loss->traits().classes > 0) {
+    require_class_labels(labels, loss->traits().classes, loss_reader);
   }
   if (plan.partitions > data.train_rows()) {
     root.fail_value("partitions",
@@ -366,13 +374,17 @@ void read_loss(JsonReader& root, RunPlan& plan, LoadedData& data, bool delay_onl
                     fmt::format("at most the {} training rows", data.train_rows()));
   }
   // The training loop keeps every partition's gradient (features × partitions, twice).
+  const auto parameters = static_cast<double>(loss->parameter_count(data.train->dimension()));
   require_memory(root,
                  "partitions",
-                 fmt::format("the partition gradients ({} features x {} partitions)",
-                             data.train->dimension(),
+                 fmt::format("the partition gradients ({} {} x {} partitions)",
+                             parameters,
+                             loss->traits().scalar_margin ? "features" : "parameters",
                              plan.partitions),
-                 16.0 * static_cast<double>(data.train->dimension()) * plan.partitions,
+                 16.0 * parameters * plan.partitions,
                  plan.partitions);
+  plan.initial_point = loss->initial_point(
+      data.train->dimension(), derive_seed(plan.seed, static_cast<std::uint64_t>(Stream::kInit)));
   if (data.held) {
     plan.objective = std::make_shared<models::Objective>(models::Objective::held_partitions(
         data.train, loss, l2, plan.partitions, data.train_rows(), *data.held));
@@ -429,9 +441,20 @@ void read_optimizer(JsonReader& root,
   } else if (!delay_only) {
     const auto kind = opt_reader.choice("kind", "optimizer", {"gd", "nesterov"}, "gd");
     plan.optimizer = kind == "nesterov" ? OptimizerKind::kNesterov : OptimizerKind::kGd;
+    const bool convex = plan.objective->loss().traits().convex;
     std::optional<double> cached =
         setup != nullptr ? setup->smoothness(smoothness_key) : std::nullopt;
-    if (!cached) {
+    if (!convex) {
+      // The mlp has no global smoothness bound: β is not defined and the step must be given.
+      cached = std::numeric_limits<double>::quiet_NaN();
+      if (opt_reader.has("step") && opt_reader.raw("step").is_string()) {
+        opt_reader.fail_value("step",
+                              "\"auto\" (1/beta) needs a smoothness bound, and the mlp (not "
+                              "convex) has none",
+                              opt_reader.raw("step"),
+                              "a number > 0");
+      }
+    } else if (!cached) {
       models::WorkerPool pool(plan.threads);
       cached = plan.objective->smoothness(&pool);
       if (setup != nullptr) {
@@ -439,7 +462,7 @@ void read_optimizer(JsonReader& root,
       }
     }
     const double beta = *cached;
-    if (!std::isfinite(beta)) {
+    if (convex && !std::isfinite(beta)) {
       // A value like 1e308 in a data file squares to infinity.
       root.fail("data",
                 fmt::format("the data's smoothness beta is not finite (values too large to "

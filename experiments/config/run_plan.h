@@ -80,7 +80,9 @@ struct RunPlan {
   std::filesystem::path f_star_cache;
 
   [[nodiscard]] bool delay_only() const { return objective == nullptr; }
-  /// A fresh optimiser at x₀ = 0.
+  /// x₀ of the loss (LossModel::initial_point, from the run's init stream); empty: zero.
+  Eigen::VectorXd initial_point;
+  /// A fresh optimiser at x₀ (initial_point).
   [[nodiscard]] std::unique_ptr<sim::Optimizer> make_optimizer() const;
   /// A fresh backend of the run (`pool`: the training loop's, for the partition gradients).
   [[nodiscard]] std::unique_ptr<sim::Backend> make_backend(models::WorkerPool* pool) const {

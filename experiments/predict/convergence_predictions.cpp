@@ -626,6 +626,10 @@ nlohmann::json convergence_predictions(const RunPlan& plan,
   nlohmann::json out;
   if (auto problem = convergence_cost_problem(plan)) {
     out["convergence_problem"] = *problem;
+    if (!plan.objective->loss().traits().convex) {
+      out["bound"] = nullptr;  // a non-convex model: stated, not merely not computed
+      out["bound_problem"] = *problem;
+    }
     return out;
   }
   const auto& f = *plan.objective;

@@ -219,6 +219,12 @@ models::OptimumOptions optimum_options(const RunPlan& plan) {
 }
 
 std::optional<std::string> optimum_cost_problem(const RunPlan& plan) {
+  if (!plan.objective->loss().traits().convex) {
+    return fmt::format(
+        "no convergence bound applies: the {} objective is not convex (f*, the PL constant and "
+        "the smoothness beta are undefined)",
+        plan.objective->loss().name());
+  }
   const int budget = optimum_options(plan).max_iterations;
   if (budget < kMinOptimumIterations) {
     return fmt::format(

@@ -26,6 +26,7 @@ enum class Stream : std::uint64_t {
   kSplit = 4,
   kFaults = 5,
   kMinibatch = 6,  ///< the rows of each stochastic gradient (models/objective.h minibatch_seed)
+  kInit = 7,       ///< a model's seeded initial point (models/softmax_network.h)
 };
 
 [[nodiscard]] inline RandomEngine make_engine(std::uint64_t seed, Stream stream) {

@@ -9,10 +9,13 @@
 #include <filesystem>
 #include <fstream>
 
+#include "codes/cyclic_mds_code.h"
+#include "codes/cyclic_repetition_code.h"
 #include "codes/fractional_repetition_code.h"
 #include "codes/uncoded_code.h"
 #include "models/base/random_stream.h"
 #include "models/libsvm_reader.h"
+#include "models/softmax_network.h"
 #include "sim/backends/simulated_backend.h"
 
 namespace stragglersim::sim {
@@ -50,7 +53,8 @@ Run train_scheme(const std::shared_ptr<const models::Objective>& objective,
                  double step,
                  int iterations,
                  std::uint64_t seed,
-                 bool nesterov = false) {
+                 bool nesterov = false,
+                 const Eigen::VectorXd* x0 = nullptr) {
   auto cluster = std::make_unique<SimulatedCluster>(
       std::make_unique<ShiftedExponentialDelay>(
           scheme.code->loads(),
@@ -60,10 +64,12 @@ Run train_scheme(const std::shared_ptr<const models::Objective>& objective,
       seed);
   SimulatedBackend backend(objective, scheme, std::move(cluster));
   std::unique_ptr<Optimizer> opt;
+  Eigen::VectorXd start =
+      x0 != nullptr ? *x0 : Eigen::VectorXd(Eigen::VectorXd::Zero(objective->dimension()));
   if (nesterov) {
-    opt = std::make_unique<Nesterov>(Eigen::VectorXd::Zero(objective->dimension()), step);
+    opt = std::make_unique<Nesterov>(std::move(start), step);
   } else {
-    opt = std::make_unique<GradientDescent>(Eigen::VectorXd::Zero(objective->dimension()), step);
+    opt = std::make_unique<GradientDescent>(std::move(start), step);
   }
   Run run;
   train(*objective,
@@ -128,6 +134,52 @@ TEST_CASE("sim: uncoded GD on a LIBSVM file equals plain full-batch GD to 1e-10"
     some_time_differs = some_time_differs || coded.rows[t].time != run.rows[t].time;
   }
   CHECK(some_time_differs);
+}
+
+TEST_CASE("sim: exact codes train the mlp like uncoded to 1e-12 per iteration",
+          "[sim][training][mlp]") {
+  // 60 rows of 5 features, 3 classes; an mlp 5 -> 6 (tanh) -> 3, 6 partitions.
+  const int n = 6;
+  RandomEngine rng(23);
+  boost::random::normal_distribution<double> normal;
+  models::DenseRows a(60, 5);
+  Eigen::VectorXd b(60);
+  for (Eigen::Index i = 0; i < 60; ++i) {
+    b[i] = static_cast<double>(i % 3);
+    for (Eigen::Index j = 0; j < 5; ++j) {
+      a(i, j) = normal(rng) + (j == i % 3 ? 1.0 : 0.0);
+    }
+  }
+  auto data = std::make_shared<models::Dataset>(a, b);
+  models::SoftmaxNetworkOptions o;
+  o.classes = 3;
+  o.hidden = {6};
+  o.activation = models::Activation::kTanh;
+  o.bias = true;
+  std::shared_ptr<const models::LossModel> net = models::make_softmax_network(o);
+  auto objective = std::make_shared<models::Objective>(data, net, 1e-3, n);
+  const Eigen::VectorXd x0 = net->initial_point(5, 99);
+  const int iterations = 30;
+  const auto uncoded = std::make_shared<codes::UncodedCode>(n);
+  Scheme plain{uncoded, std::make_shared<AllStopping>(n), DecoderKind::kExact};
+  const Run reference = train_scheme(objective, plain, 0.5, iterations, 3, false, &x0);
+  REQUIRE(reference.rows.size() == static_cast<std::size_t>(iterations + 1));
+  CHECK(reference.rows.back().loss < 0.8 * reference.rows.front().loss);
+
+  const auto frc = std::make_shared<codes::FractionalRepetitionCode>(n, 2);
+  const auto crc = std::make_shared<codes::CyclicRepetitionCode>(n, 2, 7);
+  const auto mds = std::make_shared<codes::CyclicMdsCode>(n, 1);
+  for (const std::shared_ptr<const codes::GradientCode>& code :
+       std::vector<std::shared_ptr<const codes::GradientCode>>{frc, crc, mds}) {
+    Scheme exact{code, std::make_shared<DecodableStopping>(code), DecoderKind::kExact};
+    const Run coded = train_scheme(objective, exact, 0.5, iterations, 3, false, &x0);
+    REQUIRE(coded.rows.size() == reference.rows.size());
+    for (std::size_t t = 0; t < coded.rows.size(); ++t) {
+      INFO(code->name() << " iteration " << t);
+      CHECK(std::abs(coded.rows[t].loss - reference.rows[t].loss) <=
+            1e-12 * std::abs(reference.rows[t].loss));
+    }
+  }
 }
 
 TEST_CASE("sim: ErasureHead trains with an inexact gradient and reports its error",

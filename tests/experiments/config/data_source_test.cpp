@@ -159,7 +159,7 @@ TEST_CASE("experiments: data source errors name the key and the accepted values"
   CHECK(fashion({{"classes", {3, 3}}}) ==
         "cfg.json:/data/classes: invalid class pair; got [3,3]; expected [negative, positive], "
         "two different classes among 0 T-shirt/top, 1 Trouser, 2 Pullover, 3 Dress, 4 Coat, 5 "
-        "Sandal, 6 Shirt, 7 Sneaker, 8 Bag, 9 Ankle boot");
+        "Sandal, 6 Shirt, 7 Sneaker, 8 Bag, 9 Ankle boot; or \"all\" (labels 0 to 9)");
   CHECK(fashion({{"classes", {0, 10}}})
             .rfind("cfg.json:/data/classes: invalid class pair; got "
                    "[0,10]; expected",
