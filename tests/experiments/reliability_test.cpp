@@ -644,8 +644,8 @@ TEST_CASE("reliability: wrong inputs are refused", "[experiments][reliability]")
   r = run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir);
   CHECK(r.status == 2);
   CHECK(r.err == "error: " + cfg.string() +
-                     ":/backend/timeout: out of range; got 1e+308; expected a number in [0, "
-                     "3600]\n");
+                     ":/backend/timeout: out of range; got 1e+308; expected a number in (0, "
+                     "3600] seconds\n");
   CHECK_FALSE(fs::exists(dir / "out"));
 }
 

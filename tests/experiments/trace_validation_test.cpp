@@ -116,7 +116,8 @@ TEST_CASE("validate: a stationary trace is predicted within a few percent by eve
   CHECK(j["rows"].size() == v.rows.size());
 }
 
-TEST_CASE("validate: a change point between the parts is flagged", "[experiments][validate][heavy]") {
+TEST_CASE("validate: a change point between the parts is flagged",
+          "[experiments][validate][heavy]") {
   const TempDir dir("validate_change");
   // After 300 of 600 iterations the shift grows by half and the tail doubles.
   const std::string path = dir.write("times.csv", exponential_trace(8, 600, 300, 1.5, 1.0));

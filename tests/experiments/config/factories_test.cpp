@@ -179,6 +179,8 @@ TEST_CASE("config: the unknown-key list is the factory row's keys", "[experiment
       c["stopping"]["r"] = 2;
     } else if (row.name == "deadline") {
       c["stopping"]["after"] = 2.0;
+    } else if (row.name.starts_with("k_")) {
+      c["stopping"]["k"] = 2;  // the asynchronous rules' K
     }
     CHECK(error_of(c) ==
           "cfg.json:/stopping/bogus: unknown key 'bogus'; valid keys are: " + join(keys));

@@ -85,7 +85,7 @@ TEST_CASE("theory: time per update of each discipline matches a seeded simulatio
 }
 
 TEST_CASE("theory: K-batch-sync's integral reduces to K/(n mu) as the shift vanishes",
-          "[sim][theory][async]") {
+          "[sim][theory][async][heavy]") {
   // Δ = 10⁻⁹ runs the numerical path; the exponential answer K/(nμ) is exact at Δ = 0 and the
   // mean moves by at most about ⌈K/n⌉·Δ.
   for (const int k : {1, 3, 5}) {
