@@ -61,6 +61,21 @@ void make_output_folder(const std::string& out_dir) {
   }
 }
 
+/// "T simulated s", with the real seconds beside it on a wall-clock backend; only the real
+/// seconds when no delay was injected (an MPI run with "inject": false measures its workers).
+std::string time_phrase(const RunPlan& plan, const nlohmann::json& s) {
+  const double simulated = s["total_time"].get<double>();
+  if (!s.contains("total_real_time")) {
+    return fmt::format("{:.6g} simulated s", simulated);
+  }
+  const double real = s["total_real_time"].get<double>();
+  const auto& backend = plan.resolved.value("backend", nlohmann::json::object());
+  if (backend.is_object() && backend.value("inject", true) == false) {
+    return fmt::format("{:.6g} real s (no injected delays)", real);
+  }
+  return fmt::format("{:.6g} simulated s ({:.6g} real s)", simulated, real);
+}
+
 int report_run(const RunPlan& plan,
                const RunOutcome& outcome,
                const std::string& config,
@@ -102,10 +117,10 @@ int report_run(const RunPlan& plan,
         s["iteration_time_standard_error"].get<double>(),
         s["total_time"].get<double>());
   } else {
-    std::cout << fmt::format("{}: {} iterations in {:.6g} simulated s, final loss {:.6g}",
+    std::cout << fmt::format("{}: {} iterations in {}, final loss {:.6g}",
                              plan.name,
                              s["iterations"].get<std::uint64_t>(),
-                             s["total_time"].get<double>(),
+                             time_phrase(plan, s),
                              s["final_loss"].get<double>());
     if (s.contains("final_test_metric")) {
       std::cout << fmt::format(", test {} {:.4g}",
