@@ -77,6 +77,34 @@ TEST_CASE("cli: run writes trace.csv and summary.json", "[experiments][cli]") {
   CHECK(files == 2);
 }
 
+TEST_CASE("cli: run's last line gives simulated and real seconds on the threads backend",
+          "[experiments][cli]") {
+  const auto dir = scratch("run_line");
+  auto c = config();
+  c["optimizer"]["iterations"] = 5;
+  c["backend"] = {{"kind", "threads"}, {"seconds_per_unit", 0.001}};
+  const auto cfg = write_config(dir, c);
+  const Result r =
+      run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir);
+  REQUIRE(r.status == 0);
+  const auto summary = nlohmann::json::parse(slurp(dir / "out" / "summary.json"));
+  // The line prints both totals of summary.json with 6 significant digits.
+  CHECK_THAT(r.out,
+             Catch::Matchers::StartsWith(
+                 fmt::format("{}: 5 iterations in {:.6g} simulated s ({:.6g} real s), final loss ",
+                             summary["name"].get<std::string>(),
+                             summary["total_time"].get<double>(),
+                             summary["total_real_time"].get<double>())));
+  // The simulated backend prints the simulated seconds alone.
+  c.erase("backend");
+  const auto simulated = write_config(dir, c);
+  const Result s =
+      run(fmt::format("run '{}' --out '{}'", simulated.string(), (dir / "sim").string()), dir);
+  REQUIRE(s.status == 0);
+  CHECK(s.out.find(" simulated s, final loss ") != std::string::npos);
+  CHECK(s.out.find("real s") == std::string::npos);
+}
+
 TEST_CASE("cli: summary records the git revision of the build", "[experiments][cli]") {
   // Taken at build time (tools/git_revision.cmake): after a commit, a rebuild records the
   // new HEAD without a reconfigure. The test binary is built with the executable, so HEAD now
