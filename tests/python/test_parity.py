@@ -23,20 +23,24 @@ from test_stragglersim import delay_only, read_csv_columns, training, write_json
 
 
 
-@pytest.fixture
-def times(tmp_path):
-    """A small times file: 4 workers, 30 iterations, 1 s plus an exponential of rate 1 + 0.3 w
-    (fixed seed): every family fits it within a second."""
+def write_times(path, iterations, seed, rate_step):
+    """A times file of 4 workers: 1 s plus an exponential of rate 1 + rate_step * w per worker w
+    and iteration (a fixed seed)."""
     import random
 
-    draw = random.Random(3)
-    path = tmp_path / "times.csv"
+    draw = random.Random(seed)
     with open(path, "w", encoding="utf-8") as f:
         f.write("iteration,worker,seconds\n")
-        for i in range(1, 31):
+        for i in range(1, iterations + 1):
             for w in range(4):
-                f.write("{},{},{:.6f}\n".format(i, w, 1.0 + draw.expovariate(1.0 + 0.3 * w)))
+                f.write("{},{},{:.6f}\n".format(i, w, 1.0 + draw.expovariate(1.0 + rate_step * w)))
     return str(path)
+
+
+@pytest.fixture
+def times(tmp_path):
+    """4 workers, 30 iterations, rates 1 + 0.3 w: every family fits it within a second."""
+    return write_times(tmp_path / "times.csv", 30, 3, 0.3)
 
 
 def cli(*args):
@@ -216,16 +220,8 @@ def test_the_schema_accepts_every_shipped_config_and_rejects_typos():
 
 
 def test_validate_is_what_validate_json_prints(tmp_path):
-    # 4 workers, 40 iterations of 1 s plus an exponential (fixed seed): fitted on the first half.
-    import random
-
-    draw = random.Random(8)
-    times = tmp_path / "times.csv"
-    with open(times, "w", encoding="utf-8") as f:
-        f.write("iteration,worker,seconds\n")
-        for i in range(1, 41):
-            for w in range(4):
-                f.write("{},{},{:.6f}\n".format(i, w, 1.0 + draw.expovariate(1.0)))
+    # 4 i.i.d. workers, 40 iterations: fitted on the first half, replayed on the second.
+    times = write_times(tmp_path / "times.csv", 40, 8, 0.0)
     path = write_json(tmp_path / "cfg.json", training(workers=4, target_loss=0.45))
     result = cli("validate", path, "--trace", times, "--holdout", 0.5, "--json")
     assert result.returncode == 0, result.stderr
