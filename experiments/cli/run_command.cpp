@@ -70,7 +70,7 @@ std::string time_phrase(const RunPlan& plan, const nlohmann::json& s) {
   }
   const double real = s["total_real_time"].get<double>();
   const auto& backend = plan.resolved.value("backend", nlohmann::json::object());
-  if (backend.is_object() && backend.value("inject", true) == false) {
+  if (backend.is_object() && !backend.value("inject", true)) {
     return fmt::format("{:.6g} real s (no injected delays)", real);
   }
   return fmt::format("{:.6g} simulated s ({:.6g} real s)", simulated, real);
