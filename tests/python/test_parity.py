@@ -4,7 +4,9 @@ against the command line.
 Every comparison runs the CLI binary of the same build on the same input.
 """
 
+import contextlib
 import glob
+import io
 import json
 import math
 import os
@@ -18,6 +20,7 @@ import pytest
 
 from conftest import CLI, ROOT
 import stragglersim
+import test_docs
 
 from test_stragglersim import delay_only, read_csv_columns, training, write_json
 
@@ -170,15 +173,31 @@ def test_help_shows_every_function_docstring():
     assert "__version__" in text or stragglersim.__version__ in text
 
 
-def test_the_study_in_the_docs_runs(tmp_path, monkeypatch):
+def test_the_tutorials_study_runs_in_python_as_the_docs_show(tmp_path, monkeypatch):
+    """docs/python.md's study (tutorial steps 2-8 in at most 15 lines) prints what the page shows
+    and what the tutorial's CLI commands print (the fitted family, the sweep's means)."""
     with open(os.path.join(ROOT, "docs", "python.md"), encoding="utf-8") as f:
-        text = f.read()
-    study = text.split("## A study", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+        section = f.read().split("## The tutorial's study", 1)[1]
+    study = section.split("```python", 1)[1].split("```", 1)[0]
+    shown = section.split("```text", 1)[1].split("```", 1)[0].strip().splitlines()
     assert len(study.strip().splitlines()) <= 15
+    with open(os.path.join(ROOT, "docs", "tutorial.md"), encoding="utf-8") as f:
+        blocks = test_docs.console_blocks(f.read())
+    env = test_docs.scratch(tmp_path)
+    for command, _ in blocks[0][1]:  # step 1: the data file and `init`'s config
+        subprocess.run(["bash", "-e", "-o", "pipefail", "-c", command], cwd=tmp_path, env=env,
+                       check=True, capture_output=True, timeout=120)
     monkeypatch.chdir(tmp_path)
-    scope = {}
-    exec(compile(study, "docs/python.md", "exec"), scope)  # noqa: S102 (the documented study)
-    assert scope["means"]["uncoded"] > 0 and scope["means"]["frc"] > 0
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(study, "docs/python.md", "exec"), {})  # noqa: S102 (the documented study)
+    lines = printed.getvalue().strip().splitlines()
+    assert lines == shown
+    tutorial_fit = [line for _, steps in blocks for command, expected in steps
+                    if command.startswith("grep -E '^(family") for line in expected]
+    assert tutorial_fit[-1] == f"chosen: {lines[0]}: smallest AIC among the fitted families"
+    tutorial_means = blocks[-1][1][0][1]  # step 8: load_sweep's means per scheme
+    assert lines[-len(tutorial_means):] == tutorial_means
 
 
 def shipped_configs():
