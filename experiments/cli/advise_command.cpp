@@ -141,11 +141,12 @@ Subcommand add_advise_command(CLI::App& app) {
   cmd->add_option("--suboptimality",
                   a->suboptimality,
                   "target f - f* <= S (f(x0) - f*) instead of target_loss")
-      ->check(CLI::Range(1e-12, 0.999999));
+      ->check(CLI::Range(1e-12, 0.999999))
+      ->default_str("");  // not given: the config's target_loss
   cmd->add_option("--repetitions", a->repetitions, "simulated runs per scheme (default 10)")
       ->check(CLI::Range(1, 10000));
-  cmd->add_option("--measure", a->measure, "also measure each scheme over N seeded runs")
-      ->check(CLI::Range(1, 10000));
+  cmd->add_option("--measure", a->measure, "also measure each scheme over N seeded runs (0: none)")
+      ->check(CLI::Range(0, 10000));
   add_output_option(*cmd, "--write", a->write, "write the recommended config here", false);
   add_quiet_flag(*cmd, a->quiet);
   add_max_memory_option(*cmd);

@@ -70,9 +70,11 @@ Subcommand add_codes_command(CLI::App& app) {
       ->required();
   cmd->add_option("--seed", args->seed, "seed (the code stream is derived as in a run)");
   cmd->add_option(
-      "--stragglers", args->stragglers, "stragglers per pattern (default: the code's s)");
+         "--stragglers", args->stragglers, "stragglers per pattern (default: the code's s)")
+      ->default_str("");
   cmd->add_option(
-      "--wait-for", args->wait_for, "workers heard per pattern (overrides --stragglers)");
+         "--wait-for", args->wait_for, "workers heard per pattern (overrides --stragglers)")
+      ->default_str("");
   cmd->add_option("--samples", args->samples, "random patterns when not exhaustive")
       ->check(CLI::Range(1, 10000000));
   cmd->add_flag("--json", args->json, "print JSON instead of a table");

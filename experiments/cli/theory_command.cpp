@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "experiments/cli/commands.h"
+#include "experiments/config/config_error.h"
 #include "experiments/config/run_plan.h"
 #include "experiments/entry_points.h"
 #include "experiments/predict/convergence_predictions.h"
@@ -224,6 +225,11 @@ void print_speedup_table(const nlohmann::json& p) {
 int command_theory(
     const std::string& config, bool json, int repetitions, const std::string& csv, bool quiet) {
   std::optional<OutputFile> csv_file;  // reserved before the work
+  if (!csv.empty() && repetitions == 0) {
+    throw ConfigError(
+        "<command line>: --csv without --measure; got no --measure; expected --measure N with N "
+        ">= 1 (the CSV holds the measured runs)");
+  }
   if (!csv.empty()) {
     csv_file.emplace(csv, "--csv");
   }
@@ -311,8 +317,9 @@ Subcommand add_theory_command(CLI::App& app) {
   cmd->add_option("config", *config, "config file (JSON)")->required();
   cmd->add_flag("--json", *json, "print JSON");
   add_max_memory_option(*cmd);
-  cmd->add_option("--measure", *repetitions, "also simulate N runs (fixed data, delay seeds vary)")
-      ->check(CLI::Range(1, 100000));
+  cmd->add_option(
+         "--measure", *repetitions, "also simulate N runs (fixed data, delay seeds vary; 0: none)")
+      ->check(CLI::Range(0, 100000));
   add_output_option(*cmd,
                     "--csv",
                     *csv,

@@ -215,7 +215,7 @@ def sweep(spec, out, jobs=1):
     Args:
         spec: the sweep file as a dict ({"base": {...}, "grid": {"/code/d": [2, 3]},
             "repetitions": 1, "name": ...}) or its path.
-        out: output folder (runs/<index>-<slug>/ and index.csv); a rerun resumes.
+        out: output folder (runs/<slug>/ and index.csv); a rerun resumes.
         jobs: parallel runs.
 
     Returns:

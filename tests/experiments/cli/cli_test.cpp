@@ -506,6 +506,59 @@ TEST_CASE("cli: --help names the run folders and the short options", "[experimen
   }
 }
 
+TEST_CASE("cli: every --help default lies in the range it states", "[experiments][cli]") {
+  // A default outside its range ("--measure INT in [1 - 10000]=0") is a sentinel the user
+  // cannot type back: such options show no default (their text says what "not given" means).
+  const auto dir = scratch("help_ranges");
+  const std::regex ranged(R"((--[a-z-]+) \S+ in \[([-0-9.e]+) - ([-0-9.e]+)\]=([-0-9.e]+))");
+  int ranges = 0;
+  for (const char* command : {"run",
+                              "codes",
+                              "theory",
+                              "check",
+                              "sweep",
+                              "list",
+                              "fit",
+                              "trace import",
+                              "advise",
+                              "init",
+                              "validate"}) {
+    const Result help = run(fmt::format("{} --help", command), dir);
+    REQUIRE(help.status == 0);
+    for (auto it = std::sregex_iterator(help.out.begin(), help.out.end(), ranged);
+         it != std::sregex_iterator();
+         ++it) {
+      const auto& m = *it;
+      INFO(command << " " << m[1].str() << ": [" << m[2].str() << ", " << m[3].str() << "] default "
+                   << m[4].str());
+      CHECK(std::stod(m[2].str()) <= std::stod(m[4].str()));
+      CHECK(std::stod(m[4].str()) <= std::stod(m[3].str()));
+      ++ranges;
+    }
+  }
+  CHECK(ranges >= 7);  // codes, theory, sweep --jobs, advise, init
+  const Result advise = run("advise --help", dir);
+  CHECK(advise.out.find("--measure INT:INT in [0 - 10000]=0") != std::string::npos);
+  CHECK(advise.out.find("--suboptimality FLOAT:FLOAT in [1e-12 - 0.999999]\n") !=
+        std::string::npos);
+  const Result codes = run("codes --help", dir);
+  CHECK(codes.out.find("--stragglers INT ") != std::string::npos);
+  CHECK(codes.out.find("--wait-for INT ") != std::string::npos);
+}
+
+TEST_CASE("cli: theory --csv without --measure is refused before anything is written",
+          "[experiments][cli]") {
+  const auto dir = scratch("theory_csv");
+  const auto cfg = write_config(dir, config());
+  const Result r =
+      run(fmt::format("theory '{}' --csv '{}'", cfg.string(), (dir / "m.csv").string()), dir);
+  CHECK(r.status == 2);
+  CHECK(r.err ==
+        "error: <command line>: --csv without --measure; got no --measure; expected --measure N "
+        "with N >= 1 (the CSV holds the measured runs)\n");
+  CHECK_FALSE(fs::exists(dir / "m.csv"));
+}
+
 TEST_CASE("cli: fit of a missing file names no line", "[experiments][cli][quiet]") {
   const auto dir = scratch("fit_missing");
   const Result r = run("fit missing.csv", dir);
