@@ -153,7 +153,9 @@ def run(config, out=None):
     Raises:
         ConfigError: bad config (nothing written).
         NumericalError: non-finite loss or refused exact decode; .run holds the partial run.
-        KeyboardInterrupt: Ctrl-C; the run is abandoned and nothing is written.
+        KeyboardInterrupt: Ctrl-C; as after the CLI's SIGINT the run ends after its current
+            row, and out keeps the finished rows and a summary with status "interrupted"
+            (out=None: the temporary folder is removed).
     """
     text, path = _input(config)
     if out is not None:
