@@ -13,6 +13,7 @@
 // the run polls after each iteration: the run is abandoned, nothing is written, the exception
 // propagates.
 
+#include <fmt/format.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -35,6 +36,8 @@
 
 #include "experiments/build_info.h"
 #include "experiments/config/config_error.h"
+#include "experiments/config/json_reader.h"
+#include "experiments/config/memory_budget.h"
 #include "experiments/config/run_plan.h"
 #include "experiments/entry_points.h"
 #include "experiments/run_output.h"
@@ -54,13 +57,9 @@ struct Input {
   std::string path;
 };
 
-nlohmann::json parse_dict(const std::string& text) {
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(std::string(kDictSource) + ": invalid JSON: " + e.what());
-  }
-}
+/// A dict's JSON text, read as a config file is (parse_json: the same nesting and number-range
+/// checks and messages, with "<dict>" as the file).
+nlohmann::json parse_dict(const std::string& text) { return parse_json(text, kDictSource); }
 
 /// The JSON, its name in messages and the folder relative paths resolve against.
 struct Loaded {
@@ -287,6 +286,19 @@ py::array_t<double> iteration_times(const Input& input, std::uint64_t iterations
       l.json["optimizer"] = {{"iterations", iterations}};
     }
     const RunPlan p = plan_run(l.json, l.source, l.base_dir);
+    // The result is held whole (8 bytes an iteration): refused like a run's allocations, before
+    // any is made, rather than a MemoryError from the vector.
+    const double bytes = 8.0 * static_cast<double>(iterations);
+    if (bytes > static_cast<double>(memory_limit())) {
+      throw ConfigError(fmt::format(
+          "{}: iterations: {} iteration times would need about {} of memory; got {}; expected "
+          "at most {} iterations (half the physical memory, as a run's --max-memory default)",
+          l.source,
+          iterations,
+          format_bytes(bytes),
+          iterations,
+          memory_limit() / 8));
+    }
     sim::DelayOnlySimulator simulator(
         p.make_delays(), p.scheme.rule, p.scheme.code, p.stragglers, p.seed, p.network, p.sampler);
     std::vector<double> out;

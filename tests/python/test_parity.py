@@ -284,3 +284,36 @@ def test_trace_import_writes_the_bytes_trace_import_writes(tmp_path):
         stragglersim.trace_import(source, "csv", tmp_path / "y.csv", group_by="rank")
     assert "error: " + str(e.value) == result.stderr.splitlines()[0]
     assert not (tmp_path / "y.csv").exists()
+
+
+def nested(depth):
+    """A dict config nested `depth` objects deep ({"a": {"a": ...}})."""
+    config = {}
+    inner = config
+    for _ in range(depth - 1):
+        inner["a"] = {}
+        inner = inner["a"]
+    return config
+
+
+def test_a_dict_nested_past_pythons_recursion_gives_the_readers_config_error():
+    # 70 levels: Python encodes it and the C++ reader refuses it; 5 000: Python's encoder would
+    # raise RecursionError, and the module gives the reader's message itself.
+    with pytest.raises(stragglersim.ConfigError) as cpp:
+        stragglersim.run(nested(70))
+    with pytest.raises(stragglersim.ConfigError) as python:
+        stragglersim.run(nested(5000))
+    assert str(python.value) == str(cpp.value)
+    assert str(cpp.value) == "<dict>:" + "/a" * 64 + ": nesting too deep; got more than 64 " \
+        "levels; expected at most 64 nested arrays and objects"
+    assert stragglersim.run(delay_only()).summary["status"] == "ok"
+
+
+def test_iteration_times_refuses_a_result_larger_than_the_memory_limit():
+    config = delay_only()
+    with pytest.raises(stragglersim.ConfigError) as error:
+        stragglersim.iteration_times(config, 2**40)  # 8 TiB of float64
+    message = str(error.value)
+    assert message.startswith("<dict>: iterations: 1099511627776 iteration times would need "
+                              "about 8 TB of memory; got 1099511627776; expected at most ")
+    assert len(stragglersim.iteration_times(config, 10)) == 10

@@ -116,11 +116,39 @@ class NumericalError(RuntimeError):
         self.run = run
 
 
+_MAX_DEPTH = 64  # kMaxJsonDepth of experiments/config/json_reader.h
+
+
+def _too_deep(value):
+    """The JSON pointer of the first array or object nested deeper than _MAX_DEPTH, else None."""
+    stack = [(value, "", 1)]
+    while stack:
+        item, pointer, depth = stack.pop()
+        if isinstance(item, dict):
+            children = list(item.items())
+        elif isinstance(item, (list, tuple)):
+            children = list(enumerate(item))
+        else:
+            continue
+        if depth > _MAX_DEPTH:
+            return pointer
+        for key, child in reversed(children):
+            escaped = str(key).replace("~", "~0").replace("/", "~1")
+            stack.append((child, pointer + "/" + escaped, depth + 1))
+    return None
+
+
 def _input(config, what="config"):
     """(json text, path) for the native module."""
     if isinstance(config, dict):
         try:
             return _json.dumps(config, allow_nan=False), None
+        except RecursionError:
+            # Deeper than Python's encoder recurses: the C++ reader's message for that nesting.
+            raise ConfigError(
+                "{}:{}: nesting too deep; got more than {} levels; expected at most {} nested "
+                "arrays and objects".format(_DICT, _too_deep(config), _MAX_DEPTH, _MAX_DEPTH)
+            ) from None
         except (TypeError, ValueError) as e:
             raise ConfigError("{}: the {} is not JSON: {}".format(_DICT, what, e)) from None
     if isinstance(config, (str, bytes, _os.PathLike)):
