@@ -10,8 +10,10 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 #include <utility>
 
 #include "experiments/build_info.h"
@@ -604,19 +606,30 @@ void train_asynchronously(const RunPlan& plan,
                           on_row);
 }
 
+/// The pool and backend of a training run. execute_run owns them and lets them go only after it
+/// wrote the run's files: a backend's destructor may end the process (MPI_Abort when a worker
+/// rank never answers the stop), and must not lose summary.json or heard.csv.
+struct TrainingResources {
+  std::optional<models::WorkerPool> pool;
+  std::unique_ptr<sim::Backend> backend;
+};
+
 RunOutcome run_training(const RunPlan& plan,
                         const RunSetUp& setup,
                         TraceWriter& writer,
                         const StopHook& should_stop,
-                        const ProgressHook& progress) {
+                        const ProgressHook& progress,
+                        TrainingResources& resources) {
   const TraceColumns columns(plan);
   fmt::memory_buffer buffer;
   const std::string header = columns.header();
   buffer.append(header.data(), header.data() + header.size());
   // Wall-clock backends time real cores: their master computes on one thread, leaving the rest
   // to the workers.
-  models::WorkerPool pool(plan.backend.traits.real_time ? 1 : plan.threads);
-  const std::unique_ptr<sim::Backend> backend = plan.make_backend(&pool);
+  models::WorkerPool& pool =
+      resources.pool.emplace(plan.backend.traits.real_time ? 1 : plan.threads);
+  resources.backend = plan.make_backend(&pool);
+  sim::Backend* const backend = resources.backend.get();
   const std::vector<sim::ThreadedIterationRecord>* records = backend->real_records();
   STRAGGLERSIM_ASSERT((records != nullptr) == columns.threads,
                       "a backend keeps real records exactly when its row says it is real time");
@@ -668,8 +681,10 @@ RunOutcome execute_run(const RunPlan& plan,
   // summary.json, written last and atomically, marks a complete run; trace.csv grows row by row.
   remove_regular_file(out_dir / "summary.json");
   TraceWriter trace(out_dir / "trace.csv");
-  RunOutcome outcome = plan.delay_only() ? run_delay_only(plan, setup, trace, should_stop, progress)
-                                         : run_training(plan, setup, trace, should_stop, progress);
+  TrainingResources resources;  // outlives the writes below (TrainingResources)
+  RunOutcome outcome = plan.delay_only()
+                           ? run_delay_only(plan, setup, trace, should_stop, progress)
+                           : run_training(plan, setup, trace, should_stop, progress, resources);
   // Every row may be finite while a total or a variance of the times overflows (delays near
   // 1e300): numerical trouble too, not an "ok" run with an infinity in its summary.
   for (const auto& [key, value] : outcome.summary.items()) {

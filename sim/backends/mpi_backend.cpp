@@ -134,7 +134,16 @@ MpiBackend::MpiBackend(Scheme scheme,
   }
 }
 
-MpiBackend::~MpiBackend() { shutdown(); }
+MpiBackend::~MpiBackend() {
+  shutdown();
+  if (unresponsive_ > 0) {
+    std::fprintf(stderr,
+                 "error: %d of %d MPI workers did not stop; aborting the MPI job\n",
+                 unresponsive_,
+                 n_);
+    MPI_Abort(MPI_COMM_WORLD, 3);  // last resort: a rank that no longer answers
+  }
+}
 
 BackendIteration MpiBackend::iterate(std::uint64_t iteration,
                                      const Eigen::VectorXd& query,
@@ -232,11 +241,10 @@ void MpiBackend::shutdown() {
   while (impl_->byes < n_) {
     if (poll(nullptr) == 0) {
       if (Clock::now() > give_up) {
-        std::fprintf(stderr,
-                     "error: %d of %d MPI workers did not stop; aborting the MPI job\n",
-                     n_ - impl_->byes,
-                     n_);
-        MPI_Abort(MPI_COMM_WORLD, 3);  // last resort: a rank that no longer answers
+        // Their sends would never complete: the destructor aborts the job, once the run's
+        // files are written.
+        unresponsive_ = n_ - impl_->byes;
+        return;
       }
       std::this_thread::sleep_for(kMasterPoll);
     }

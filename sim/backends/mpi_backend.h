@@ -91,7 +91,10 @@ class MpiBackend final : public Backend, private MasterTransport {
   }
   /// Compute times of every result received (inject false; empty with inject), in arrival order.
   [[nodiscard]] const std::vector<WorkerTime>& worker_times() const { return worker_times_; }
-  /// Stops every worker and waits for their byes (idempotent; the destructor calls it).
+  /// Stops every worker and waits for their byes, up to max(timeout, 10 s) (idempotent; the
+  /// destructor calls it). Ranks that never answer (a stopped or lost process) are counted, and
+  /// the destructor then aborts the MPI job with status 3: run_output keeps the backend alive
+  /// until the run's summary.json and heard.csv are written, so the abort loses no file.
   void shutdown();
 
  private:
@@ -110,6 +113,7 @@ class MpiBackend final : public Backend, private MasterTransport {
   std::unique_ptr<Impl> impl_;
   std::vector<WorkerTime> worker_times_;
   bool shut_down_ = false;
+  int unresponsive_ = 0;  ///< workers whose bye never came (shutdown gave up on them)
 };
 
 /// The loop of worker `worker` (0-based; MPI rank worker + 1): computes y_i = Σ_j B_ij ∇F_j(x)

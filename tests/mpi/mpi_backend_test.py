@@ -250,6 +250,62 @@ def case_timeout(runner):
           "the trace is complete up to the last good row")
 
 
+# Runs the command in argv[3:]; on MPI rank argv[2], once the master's trace (argv[1]) holds a
+# few rows, stops it with SIGSTOP (a rank that no longer answers). Writes the stopped pid to
+# <argv[1]>.stopped; SIGTERM (mpirun ending the job) kills the command, stopped or not.
+STOP_RANK = ("import os, signal, subprocess, sys, time\n"
+             "trace, target = sys.argv[1], sys.argv[2]\n"
+             "child = subprocess.Popen(sys.argv[3:])\n"
+             "def end(*_):\n"
+             "    child.kill()\n"
+             "    sys.exit(143)\n"
+             "signal.signal(signal.SIGTERM, end)\n"
+             "if os.environ.get('OMPI_COMM_WORLD_RANK') == target:\n"
+             "    while child.poll() is None:\n"
+             "        try:\n"
+             "            with open(trace) as f:\n"
+             "                if sum(1 for _ in f) >= 3:\n"
+             "                    break\n"
+             "        except FileNotFoundError:\n"
+             "            pass\n"
+             "        time.sleep(0.05)\n"
+             "    if child.poll() is None:\n"
+             "        os.kill(child.pid, signal.SIGSTOP)\n"
+             "        with open(trace + '.stopped', 'w') as f:\n"
+             "            f.write(str(child.pid))\n"
+             "sys.exit(child.wait())\n")
+
+
+def case_stopped_rank(runner):
+    """A worker rank SIGSTOPped mid-run under first_r: the run needs none of its messages and
+    finishes every iteration, then the stop handshake gives up on it after max(timeout, 10 s)
+    and the master aborts the job (exit 3) — after writing summary.json and heard.csv."""
+    iterations = 300
+    config = config_with(optimizer={"iterations": iterations}, backend={"timeout": 2.0})
+    out = os.path.join(runner.scratch, "stopped")
+    trace = os.path.join(out, "trace.csv")
+    try:
+        status, err, out = runner.run("stopped", config,
+                                      wrapper=[sys.executable, "-c", STOP_RANK, trace, "5"])
+    finally:
+        if os.path.exists(trace + ".stopped"):  # never leave a stopped process behind
+            with open(trace + ".stopped") as f:
+                try:
+                    os.kill(int(f.read()), 9)
+                except ProcessLookupError:
+                    pass
+    check(os.path.exists(trace + ".stopped"), "worker 4 (rank 5) was stopped during the run")
+    check(status == 3, f"the job ends with exit 3 (got {status})")
+    check("error: 1 of 8 MPI workers did not stop; aborting the MPI job" in err,
+          "the master names the workers that did not stop")
+    check(os.path.exists(os.path.join(out, "summary.json")), "summary.json exists")
+    summary = read_summary(out)
+    check(summary["status"] == "ok" and summary["iterations"] == iterations,
+          "summary.json was written before the abort: every iteration ran")
+    check(len(read_csv(os.path.join(out, "heard.csv"))) == iterations,
+          "heard.csv was written before the abort, one row per iteration")
+
+
 def case_wrong_np(runner):
     config = config_with(optimizer={"iterations": 5})
     status, err, out = runner.run("wrong-np", config, np=3)
@@ -371,6 +427,7 @@ CASES = {
     "hang_drain": lambda r: case_hang(r, "drain"),
     "slow": case_slow,
     "timeout": case_timeout,
+    "stopped_rank": case_stopped_rank,
     "wrong_np": case_wrong_np,
     "no_inject": case_no_inject,
     "fashion_idx": case_fashion_idx,
