@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "models/base/invariant.h"
+#include "models/base/stop_request.h"
 
 namespace stragglersim::codes {
 namespace {
@@ -211,6 +212,7 @@ CodeReport analyse_code(const GradientCode& code, const CodeReportOptions& optio
                                                  options.samples,
                                                  options.seed,
                                                  [&](std::span<const int> heard) {
+                                                   models::throw_if_stop_requested();
                                                    optimal.add(code.decode_optimal(heard));
                                                    one_step.add(code.decode_one_step(heard));
                                                    exact.add(code.decode_exact(heard));

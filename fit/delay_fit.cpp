@@ -26,6 +26,7 @@
 #include <utility>
 
 #include "models/base/invariant.h"
+#include "models/base/stop_request.h"
 
 namespace stragglersim::sim {
 namespace {
@@ -221,6 +222,7 @@ std::tuple<Bimodal, double, int> bimodal_em(Bimodal b,
   double previous = -kInf;
   int iteration = 0;
   for (; iteration < max_iterations; ++iteration) {
+    models::throw_if_stop_requested();  // a pass over every time: a caller's Ctrl-C (Python)
     double ll = 0.0;
     double w_sum = 0.0;
     double s1 = 0.0;
@@ -411,6 +413,7 @@ std::array<double, 2> markov_log_emissions(const Markov& m, double t) {
 MarkovStatistics markov_e_step(const Markov& m,
                                const std::vector<std::vector<double>>& sequences,
                                bool expectations) {
+  models::throw_if_stop_requested();  // a forward-backward pass over every sequence
   MarkovStatistics s;
   const double stationary_slow = m.to_slow / (m.to_slow + m.to_normal);
   const std::array<std::array<double, 2>, 2> p = {

@@ -10,8 +10,8 @@
 // Long calls run on a worker thread while the calling thread waits with the GIL released, so
 // other Python threads run; every 50 ms the waiting thread takes the GIL to run Python's signal
 // handlers, and a KeyboardInterrupt (or any exception a handler raises) sets the stop flag that
-// the run polls after each iteration: the run is abandoned, nothing is written, the exception
-// propagates.
+// the run polls after each row (the run ends there, as after the CLI's SIGINT) and the other
+// calls' set-up checks (call_abandonable); the exception propagates.
 
 #include <fmt/format.h>
 #include <pybind11/numpy.h>
@@ -22,6 +22,7 @@
 #include <charconv>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -42,6 +43,7 @@
 #include "experiments/entry_points.h"
 #include "experiments/run_output.h"
 #include "experiments/sweep.h"
+#include "models/base/stop_request.h"
 #include "sim/fastpath/delay_only.h"
 
 namespace py = pybind11;
@@ -86,8 +88,10 @@ RunPlan plan(const Input& input) {
 
 /// Runs `job(stop)` on a worker thread; the caller waits with the GIL released and checks
 /// Python's signals every 50 ms (see the file comment). Rethrows the job's exception.
+/// `record_signal`: also record SIGINT in models::stop_signal() once a handler raised (and clear
+/// it when the call ends), for jobs that run inside a models::StopScope (call_abandonable).
 template <typename Result, typename Job>
-Result call_interruptible(Job job) {
+Result call_interruptible(Job job, bool record_signal = false) {
   std::atomic<bool> stop{false};
   std::optional<Result> result;
   std::exception_ptr error;
@@ -118,12 +122,18 @@ Result call_interruptible(Job job) {
         if (PyErr_CheckSignals() != 0) {
           interrupted = true;
           stop.store(true);
+          if (record_signal) {
+            models::stop_signal().store(SIGINT);
+          }
         }
       }
       lock.lock();
     }
     lock.unlock();
     worker.join();
+    if (record_signal && interrupted) {
+      models::stop_signal().store(0);  // this call's interrupt is over: later calls run
+    }
   }
   if (interrupted) {
     throw py::error_already_set();  // the handler's exception, usually KeyboardInterrupt
@@ -132,6 +142,21 @@ Result call_interruptible(Job job) {
     std::rethrow_exception(error);
   }
   return std::move(*result);
+}
+
+/// For the calls without a stop hook of their own (theory, code, fit, advise, validate, trace
+/// import): the job runs inside a models::StopScope and a Python signal is recorded for it, so
+/// the checks the CLI's `run` set-up uses (data loading, f*, the theory's gradient path) and
+/// those of the fits' EM passes and the code report's patterns abandon it (StopRequested)
+/// within one step instead of letting Ctrl-C wait for the whole computation.
+template <typename Result, typename Job>
+Result call_abandonable(Job job) {
+  return call_interruptible<Result>(
+      [&](const std::atomic<bool>& stop) {
+        const models::StopScope scope;
+        return job(stop);
+      },
+      true);
 }
 
 /// Columns holding counts (int64 in Python); every other column is float64.
@@ -222,7 +247,7 @@ py::tuple run(const Input& input, const std::string& out_dir) {
 
 /// `stragglersim theory --json` as JSON text.
 std::string theory(const Input& input) {
-  return call_interruptible<std::string>(
+  return call_abandonable<std::string>(
       [&](const std::atomic<bool>& /*stop*/) { return theory_report(plan(input)).dump(2); });
 }
 
@@ -243,7 +268,7 @@ std::string code(int workers,
   request.stragglers = stragglers;
   request.wait_for = wait_for;
   request.samples = samples;
-  return call_interruptible<std::string>([&](const std::atomic<bool>& /*stop*/) {
+  return call_abandonable<std::string>([&](const std::atomic<bool>& /*stop*/) {
     return code_report_json(inspect_code(request)).dump(2);
   });
 }
@@ -318,7 +343,7 @@ py::array_t<double> iteration_times(const Input& input, std::uint64_t iterations
 
 /// `stragglersim fit TIMES.csv --json [--per-worker]` as JSON text.
 std::string fit_text(const std::string& path, bool per_worker) {
-  return call_interruptible<std::string>(
+  return call_abandonable<std::string>(
       [&](const std::atomic<bool>& /*stop*/) { return fit_times(path, per_worker).dump(2); });
 }
 
@@ -335,7 +360,7 @@ std::string advise_text(const Input& input,
                                   "least 0; got repetitions ") +
                       std::to_string(repetitions) + ", measure " + std::to_string(measure));
   }
-  return call_interruptible<std::string>([&](const std::atomic<bool>& /*stop*/) {
+  return call_abandonable<std::string>([&](const std::atomic<bool>& /*stop*/) {
     const Loaded l = load(input);
     AdviceOptions options;
     if (suboptimality > 0.0) {
@@ -349,7 +374,7 @@ std::string advise_text(const Input& input,
 
 /// `stragglersim validate CONFIG --trace TIMES.csv --holdout H --json` as JSON text.
 std::string validate_text(const Input& input, const std::string& trace, double holdout) {
-  return call_interruptible<std::string>([&](const std::atomic<bool>& /*stop*/) {
+  return call_abandonable<std::string>([&](const std::atomic<bool>& /*stop*/) {
     const Loaded l = load(input);
     return validation_json(validate_file(l.json, l.source, l.base_dir, trace, holdout)).dump(2);
   });
@@ -388,7 +413,7 @@ std::string trace_import_text(const std::string& path,
   take(a.scale, r.csv.scale, "--scale", r.csv_only_given);
   take(a.events, r.chrome.events, "--events", r.chrome_only_given);
   take(a.group_by, r.group_by, "--group-by", r.chrome_only_given);
-  return call_interruptible<std::string>([&](const std::atomic<bool>& /*stop*/) {
+  return call_abandonable<std::string>([&](const std::atomic<bool>& /*stop*/) {
     return trace_import_json(r, import_trace(r)).dump(2);
   });
 }
