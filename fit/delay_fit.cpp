@@ -18,6 +18,7 @@
 #include <boost/math/tools/minima.hpp>
 #include <boost/math/tools/roots.hpp>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <limits>
@@ -139,6 +140,25 @@ double log_sum_exp(double x, double y) {
   return m == -kInf ? -kInf : m + std::log(std::exp(x - m) + std::exp(y - m));
 }
 
+/// Boost's Brent minimum of `f` on [low, high] to `bits` bits, in at most kBrentSteps
+/// evaluations, a NaN value counting as +inf: unbounded, the search cycled forever on the NaN
+/// log-likelihoods of a trace holding a time of 1e308 (`fit` hung).
+constexpr std::uintmax_t kBrentSteps = 500;
+
+template <typename F>
+std::pair<double, double> brent_minimum(F&& f, double low, double high, int bits) {
+  std::uintmax_t steps = kBrentSteps;
+  return boost::math::tools::brent_find_minima(
+      [&](double v) {
+        const double y = f(v);
+        return std::isnan(y) ? kInf : y;
+      },
+      low,
+      high,
+      bits,
+      steps);
+}
+
 /// The shift c ∈ [0, low) (low = min t) that maximises a profile log-likelihood, `negative(c)`
 /// being minus its value: an 81-point grid in u = log(1 − c/low) ∈ [log 1e-8, 0], then Brent
 /// around the best point. at_bound: the best is the grid's end c = low(1 − 1e-8), where the
@@ -163,11 +183,10 @@ ProfiledShift profile_shift(double low, const std::function<double(double)>& neg
     }
   }
   const double step = -u_low / (kGrid - 1);
-  const auto [u, value] =
-      boost::math::tools::brent_find_minima([&](double v) { return negative(shift_at(v)); },
-                                            std::max(u_low, best_u - step),
-                                            std::min(0.0, best_u + step),
-                                            50);
+  const auto [u, value] = brent_minimum([&](double v) { return negative(shift_at(v)); },
+                                        std::max(u_low, best_u - step),
+                                        std::min(0.0, best_u + step),
+                                        50);
   const double chosen = value < best ? u : best_u;
   return {shift_at(chosen), chosen <= u_low + 1e-3 * step};
 }
@@ -671,7 +690,7 @@ FamilyFit fit_bimodal(std::span<const double> times) {
   const double step = std::log(kappa_high) / (kGrid - 1);
   const double centre = std::log(best.slowdown);
   const Bimodal from = best;
-  const auto [log_kappa, negative] = boost::math::tools::brent_find_minima(
+  const auto [log_kappa, negative] = brent_minimum(
       [&](double v) {
         Bimodal b = from;
         b.slowdown = std::exp(v);
@@ -764,11 +783,11 @@ FamilyFit fit_markov(const std::vector<std::vector<double>>& sequences) {
     }
   }
   const double span = (pooled[pooled.size() * 995 / 1000] - shift) / (kGrid - 1);
-  const auto [b, negative] = boost::math::tools::brent_find_minima(
-      [&](double v) { return -std::get<1>(profile(v, 40, best_model)); },
-      std::max(shift, best_b - span),
-      best_b + span,
-      20);
+  const auto [b, negative] =
+      brent_minimum([&](double v) { return -std::get<1>(profile(v, 40, best_model)); },
+                    std::max(shift, best_b - span),
+                    best_b + span,
+                    20);
   if (-negative > best_ll) {
     best_b = b;
   }
@@ -826,7 +845,7 @@ double refine_factors(const Markov& m,
     const double smallest = *std::min_element(sequences[i].begin(), sequences[i].end());
     const double high = std::min(std::log(factors[i]) + 0.5, std::log(smallest / m.shift));
     const double low = std::min(std::log(factors[i]) - 0.5, high);
-    const auto [log_c, negative] = boost::math::tools::brent_find_minima(
+    const auto [log_c, negative] = brent_minimum(
         [&](double v) { return -scaled_markov_log_likelihood(m, sequences[i], std::exp(v)); },
         low,
         high,
@@ -1031,6 +1050,13 @@ HeterogeneityTest test_equal_rates(const std::vector<std::vector<double>>& seque
     statistic -= static_cast<double>(sequences[i].size()) * std::log(test.mean_excess[i]);
   }
   test.statistic = 2.0 * statistic;
+  if (!std::isfinite(test.dispersion) || std::isnan(test.statistic)) {
+    // Times near 1e308 overflow the variances: no test (printed as not tested, never as nan).
+    test.degrees_of_freedom = 0;
+    test.statistic = 0.0;
+    test.dispersion = 1.0;
+    return test;
+  }
   if (!std::isfinite(test.statistic) || test.dispersion <= 0.0) {
     test.p_value = 0.0;
     return test;

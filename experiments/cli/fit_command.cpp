@@ -86,7 +86,8 @@ void print_text(const TraceFit& fit) {
         h.heterogeneous() ? fmt::format("heterogeneous workers (p < {})", h.level)
                           : fmt::format("no evidence of heterogeneity at level {}", h.level));
   } else {
-    std::cout << "equal rates: not tested (one worker or no spread)\n";
+    std::cout << "equal rates: not tested (one worker, no spread, or times too large for double "
+                 "precision)\n";
   }
   for (std::size_t w = 0; w < fit.per_worker.size(); ++w) {
     std::cout << fmt::format("\nworker {}: {} times\n", w, fit.per_worker[w].observations);

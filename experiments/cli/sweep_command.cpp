@@ -279,10 +279,13 @@ int command_sweep_mpi(const SweepArgs& args) {
       options.progress = [&progress](std::size_t done, std::size_t skipped, std::size_t total) {
         progress.update(done, skipped, total);
       };
-      std::cerr << fmt::format("sweep {}: {} runs on {} MPI ranks, checking every config first\n",
-                               spec.name,
-                               spec.runs.size(),
-                               session.size());
+      // On a terminal only: elsewhere a bad sweep's stderr starts with its `error:` line.
+      if (::isatty(STDERR_FILENO) == 1) {
+        std::cerr << fmt::format("sweep {}: {} runs on {} MPI ranks, checking every config first\n",
+                                 spec.name,
+                                 spec.runs.size(),
+                                 session.size());
+      }
     }
     const SigintGuard sigint;
     const auto start = std::chrono::steady_clock::now();
@@ -352,8 +355,9 @@ int command_sweep(const SweepArgs& args) {
   };
   const SigintGuard sigint;
   const auto start = std::chrono::steady_clock::now();
-  // Validation loads every run's data before the first run starts: say so, it can take a while.
-  if (!args.quiet) {
+  // Validation loads every run's data before the first run starts: say so on a terminal, it can
+  // take a while (elsewhere a bad sweep's stderr starts with its `error:` line).
+  if (!args.quiet && ::isatty(STDERR_FILENO) == 1) {
     std::cerr << fmt::format(
         "sweep {}: {} runs, checking every config first\n", spec.name, spec.runs.size());
   }

@@ -393,7 +393,7 @@ TEST_CASE("cli: unusable output files and folders exit 2 before any compute",
   const Result s = run(fmt::format("sweep '{}' --out '{}'", sweep.string(), file.string()), dir);
   CHECK(s.status == 2);
   CHECK(s.err ==
-        "sweep sweep: 2 runs, checking every config first\nerror: --out: exists and is "
+        "error: --out: exists and is "
         "not a folder; got \"" +
             file.string() + "\"; expected a new or existing folder\n");
   CHECK(slurp(file) == "x");

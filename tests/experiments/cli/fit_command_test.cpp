@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "experiments/config/config_error.h"
@@ -42,6 +43,35 @@ TEST_CASE("cli: fit refuses malformed traces with exit 2 naming file:line", "[fi
         ":2: seconds must be finite and ≥ 0; got -0.5 (expected a measured time)");
   check("worker,seconds\n0,1\n0,1\n0,1\n",
         ": no delay family could be fitted; got 3 times; expected at least five distinct times");
+}
+
+TEST_CASE("cli: fit ends on a trace holding a time of 1e308 and prints no nan", "[fit][cli]") {
+  // Found by tests/reliability/campaign.py: 2 workers x 40 iterations, worker 1's iteration 25
+  // at 1e308. The log-likelihoods of some families are NaN there, and Brent's search cycled on
+  // them forever; the equal-rates test printed "dispersion -nan".
+  const std::string times =
+      "1.35181 2.00919 7.06868 1.11339 1.05211 1.49055 4.23508 1.38977 2.41349 1.58616 "
+      "3.3233 1.54849 4.65968 2.05671 6.32613 1.90534 2.18349 1.06089 1.38714 1.21135 "
+      "2.40889 4.23234 4.26965 1.33907 3.39825 3.54873 5.06621 1.19766 1.73314 3.1005 "
+      "3.17766 2.44465 2.60068 1.2435 1.09779 1.23019 2.67548 3.76173 3.9203 2.81798 "
+      "10.5012 1.31036 3.06151 1.21152 3.08067 2.89323 2.66619 1.22076 10.2329 1e308 "
+      "5.80173 1.66368 5.6473 1.58311 1.23571 1.59988 5.46004 1.80763 2.62421 1.71351 "
+      "2.35408 2.13131 1.22677 3.34651 1.46865 1.73313 3.91166 1.54916 1.38514 2.15362 "
+      "8.72374 1.03987 2.5515 1.78862 1.07234 1.32556 2.25566 1.34478 3.89505 1.21663 ";
+  std::string csv = "iteration,worker,seconds\n";
+  std::istringstream in(times);
+  std::string value;
+  for (int k = 0; in >> value; ++k) {
+    csv += std::to_string(k / 2 + 1) + "," + std::to_string(k % 2) + "," + value + "\n";
+  }
+  const TempDir dir("fit_1e308");
+  const auto r = run_stragglersim("fit " + dir.write("times.csv", csv), dir.path());
+  INFO(r.err);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("nan") == std::string::npos);
+  CHECK(r.out.find("equal rates: not tested (one worker, no spread, or times too large for "
+                   "double precision)") != std::string::npos);
+  CHECK(r.out.find("best by AIC: ") != std::string::npos);
 }
 
 TEST_CASE("cli: fit --out writes the best block that --json reports", "[fit][cli][heavy]") {
