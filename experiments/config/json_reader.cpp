@@ -68,6 +68,21 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
 
 namespace {
 
+/// `text` with control characters written as JSON writes them (\u0000 ...): a NUL in a key or
+/// value would otherwise end the C string of the error message there.
+std::string printable(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      out += fmt::format("\\u{:04x}", u);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string escape_pointer_token(std::string_view key) {
   std::string out;
   for (const char c : key) {
@@ -79,7 +94,7 @@ std::string escape_pointer_token(std::string_view key) {
       out += c;
     }
   }
-  return out;
+  return printable(out);
 }
 
 }  // namespace
@@ -252,10 +267,12 @@ std::string JsonReader::choice(std::string_view key,
       return v;
     }
   }
-  fail(
-      key,
-      fmt::format(
-          "unknown {} '{}'{}valid values are: {}", what, v, did_you_mean(v, values), join(values)));
+  fail(key,
+       fmt::format("unknown {} '{}'{}valid values are: {}",
+                   what,
+                   printable(v),
+                   did_you_mean(v, values),
+                   join(values)));
 }
 
 JsonReader JsonReader::object(std::string_view key) {
@@ -274,7 +291,7 @@ void JsonReader::finish(std::vector<std::string> valid) const {
     if (!std::binary_search(valid.begin(), valid.end(), item.key())) {
       fail(item.key(),
            fmt::format("unknown key '{}'{}valid keys are: {}",
-                       item.key(),
+                       printable(item.key()),
                        did_you_mean(item.key(), valid),
                        join(valid)));
     }

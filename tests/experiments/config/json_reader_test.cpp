@@ -80,3 +80,20 @@ TEST_CASE("json reader: unknown keys and kinds name the nearest valid one",
         "are: bimodal, gamma, heterogeneous, heterogeneous_markov, lognormal, markov, pareto, "
         "shifted_exponential, trace, weibull");
 }
+
+TEST_CASE("json reader: a NUL or control character in a key or value is escaped in the message",
+          "[experiments][config]") {
+  // Issue 31 item 18: the C string of the message ended at the NUL ("error: c.json:/a").
+  const std::string nul_key = std::string("a") + '\0' + "b";
+  CHECK(finish_error({{nul_key, 1.0}}, {"rate"}) ==
+        "cfg.json:/delay/a\\u0000b: unknown key 'a\\u0000b'; valid keys are: rate");
+  CHECK(finish_error({{"x\ty", 1.0}}, {"rate"}) ==
+        "cfg.json:/delay/x\\u0009y: unknown key 'x\\u0009y'; valid keys are: rate");
+  auto c = stragglersim::testing::config_with_data(nullptr);
+  c.erase("loss");
+  c["optimizer"] = {{"iterations", 5}};
+  c["delay"]["kind"] = std::string("par") + '\0' + "eto";
+  const std::string message = stragglersim::testing::plan_error(c, ".");
+  CHECK(message.find('\0') == std::string::npos);
+  CHECK(message.rfind("cfg.json:/delay/kind: unknown delay model 'par\\u0000eto'", 0) == 0);
+}
