@@ -202,7 +202,7 @@ TraceImportResult import_trace(TraceImportRequest request) {
   } catch (const sim::TraceFileError& e) {
     throw ConfigError(e.what());
   }
-  write_file_atomically(request.out, r.trace.csv);
+  OutputFile(request.out, "--out").commit(r.trace.csv);  // messages name the option
   return r;
 }
 

@@ -14,6 +14,7 @@
 #include "experiments/config/config_error.h"
 #include "experiments/config/factories.h"
 #include "experiments/config/run_plan.h"
+#include "experiments/output_file.h"
 #include "experiments/run_output.h"
 #include "models/csv_reader.h"
 #include "models/libsvm_reader.h"
@@ -160,12 +161,14 @@ int command_init(const InitArguments& a) {
   const fs::path base = a.out.empty() ? fs::current_path() : fs::absolute(a.out).parent_path();
   (void)plan_run(nlohmann::json::parse(config.dump()), file, base);
   const std::string text = config.dump(2) + "\n";
-  print_explanation(config, loss_note);
   if (a.out.empty()) {
+    print_explanation(config, loss_note);
     std::cout << text;
     return 0;
   }
-  write_file_atomically(a.out, text);
+  // Written before the explanation: a failed write's error is then all that stderr says.
+  OutputFile(a.out, "--out").commit(text);  // messages name the option, as fit --out's do
+  print_explanation(config, loss_note);
   std::cerr << fmt::format("wrote {}; run it: stragglersim run {} -o out\n", a.out, a.out);
   return 0;
 }

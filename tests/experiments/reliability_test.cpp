@@ -778,11 +778,17 @@ std::vector<FileCommand> file_commands(const fs::path& dir) {
   advise["optimizer"]["iterations"] = 10;
   const auto advise_cfg = write_json(dir, "advise.json", advise);
   const auto theory_cfg = write_json(dir, "theory.json", logistic(0.1));
+  const auto source = write(dir, "source.csv", "step,rank,t\n1,0,1.5\n1,1,2\n2,0,1.25\n2,1,1.1\n");
   return {
       {"--out", fmt::format("fit '{}' --out '{{}}'", times.string())},
       {"--csv", R"(codes --workers 4 --code '{{"kind": "frc", "d": 2}}' --csv '{}')"},
       {"--csv", fmt::format("theory '{}' --measure 2 --csv '{{}}'", theory_cfg.string())},
       {"--write", fmt::format("advise '{}' --repetitions 2 --write '{{}}'", advise_cfg.string())},
+      {"--out",
+       fmt::format("trace import '{}' --format csv --iteration step --worker rank --seconds t "
+                   "--out '{{}}'",
+                   source.string())},
+      {"--out", "init --workers 4 -o '{}'"},
   };
 }
 
