@@ -32,7 +32,7 @@ cat > grad.json <<'JSON'
 JSON
 "$bin" sweep grad.json --out j1 --jobs 1 > /dev/null 2>&1 || fail "sweep --jobs 1"
 timeout 300 "${mpi[@]}" "$bin" sweep grad.json --out m3 > m3.log 2>&1 || { cat m3.log; fail "mpirun sweep"; }
-grep -q "on 3 MPI ranks" m3.log || { cat m3.log; fail "rank 0 did not report 3 ranks"; }
+grep -q "with 3 MPI ranks" m3.log || { cat m3.log; fail "rank 0 did not report 3 ranks"; }
 mask_wall_clock j1
 mask_wall_clock m3
 diff -r j1 m3 > /dev/null || fail "3 MPI ranks differ from --jobs 1: $(diff -rq j1 m3 | head -3)"
