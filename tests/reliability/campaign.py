@@ -286,8 +286,21 @@ class Generator:
             return "fit", argv, outputs, None, None
         if r < 0.84:
             source = os.path.join(folder, "source.csv")
-            self.write_table(source)
             out, what = self.output_path(folder, "imported.csv")
+            if self.clean:  # a measured-times table in its own column names
+                self.times(source, self.rng.choice([1, 2, 4]))
+                with open(source) as f:
+                    text = f.read().replace("iteration,worker,seconds", "step,rank,ms", 1)
+                with open(source, "w") as f:
+                    f.write(text)
+                argv = ["trace", "import", source, "--format", "csv", "--iteration", "step",
+                        "--worker", "rank", "--seconds", "ms", "--out", out]
+                if self.rng.random() < 0.5:
+                    argv += ["--scale", self.rng.choice(["0.001", "1", "2.5"])]
+                if self.rng.random() < 0.3:
+                    argv += ["--missing", self.rng.choice(["drop", "censor"])]
+                return "trace import", argv, {out: what}, None, None
+            self.write_table(source)
             argv = ["trace", "import", source, "--format", self.rng.choice(["csv", "chrome", "x"]),
                     "--out", out]
             for option, values in (("--iteration", ["x0", "label", "nope"]),
