@@ -242,6 +242,15 @@ class Generator:
             path = os.path.join(blocker, name)
         return path, kind
 
+    def maybe_output(self, folder, argv, option, name, chance):
+        """With probability `chance`, appends `option PATH` (output_path) to argv; returns
+        {PATH: what it is}, or {} when the command writes no file."""
+        if self.rng.random() >= chance:
+            return {}
+        path, what = self.output_path(folder, name)
+        argv += [option, path]
+        return {path: what}
+
     def input(self, folder):
         """(kind, argv, outputs {path: what}, run folder or None, signal delay or None)."""
         r = self.rng.random()
@@ -266,21 +275,13 @@ class Generator:
                                    ("--samples", [1, 20, 200])):
                 if self.rng.random() < 0.3:
                     argv += [option, str(self.rng.choice(values))]
-            outputs = {}
-            if self.rng.random() < 0.3:
-                csv, what = self.output_path(folder, "b.csv")
-                argv += ["--csv", csv]
-                outputs[csv] = what
+            outputs = self.maybe_output(folder, argv, "--csv", "b.csv", 0.3)
             return "codes", argv, outputs, None, None
         if r < 0.78:
             times = os.path.join(folder, "times.csv")
             self.times(times, self.rng.choice([1, 2, 4, 8]))
             argv = ["fit", times]
-            outputs = {}
-            if self.rng.random() < 0.4:
-                out, what = self.output_path(folder, "delay.json")
-                argv += ["--out", out]
-                outputs[out] = what
+            outputs = self.maybe_output(folder, argv, "--out", "delay.json", 0.4)
             if self.rng.random() < 0.2:
                 argv += ["--per-worker"]
             return "fit", argv, outputs, None, None
@@ -332,11 +333,7 @@ class Generator:
                 config["loss"] = {"kind": "least_squares"}
                 config["workers"] = self.rng.choice([2, 4, 6])
             argv = ["advise", write("config.json", config), "--repetitions", "2"]
-            outputs = {}
-            if self.rng.random() < 0.4:
-                out, what = self.output_path(folder, "advised.json")
-                argv += ["--write", out]
-                outputs[out] = what
+            outputs = self.maybe_output(folder, argv, "--write", "advised.json", 0.4)
             return "advise", argv, outputs, None, None
         base = self.config(folder)
         grid_key = self.rng.choice(["/seed", "/workers", "/code/d", "/code", "/x"])
