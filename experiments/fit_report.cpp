@@ -3,6 +3,7 @@
 #include "experiments/fit_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 
@@ -117,6 +118,20 @@ nlohmann::json delay_block(const sim::FamilyFit& fit) {
 }
 
 nlohmann::json best_delay_block(const TraceFit& fit) {
+  std::vector<std::string> flagged;
+  for (const auto& f : fit.report.fits) {
+    if (f.fitted() && f.degenerate()) {
+      flagged.push_back(f.family);
+    }
+  }
+  if (!fit.report.best && !flagged.empty()) {
+    throw ConfigError(fmt::format(
+        "{}: no delay family could be fitted without a degenerate flag; got {} times; the "
+        "fitted ones are all flagged: {}",
+        fit.path,
+        fit.report.observations,
+        fmt::join(flagged, ", ")));
+  }
   if (!fit.report.best) {
     throw ConfigError(
         fmt::format("{}: no delay family could be fitted; got {} "

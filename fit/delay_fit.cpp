@@ -6,6 +6,7 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <boost/math/constants/constants.hpp>
 #include <boost/math/distributions/chi_squared.hpp>
 #include <boost/math/distributions/exponential.hpp>
@@ -19,11 +20,13 @@
 #include <boost/math/tools/roots.hpp>
 #include <cmath>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <initializer_list>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 #include "models/base/invariant.h"
@@ -79,8 +82,39 @@ std::vector<std::optional<double>> standard_errors(const LogLikelihood& ll,
 
 std::vector<double> sorted_copy(std::span<const double> times) {
   std::vector<double> s(times.begin(), times.end());
-  std::sort(s.begin(), s.end());
+  if (!std::is_sorted(s.begin(), s.end())) {
+    std::sort(s.begin(), s.end());
+  }
   return s;
+}
+
+/// Traces of more times than this are searched on a sample of this many and the estimate is
+/// then polished on every time (docs/fit.md "Large traces"): the grids and profile searches
+/// cost hundreds of passes over the data, the polish a few dozen.
+constexpr std::size_t kSearchSample = 4096;
+/// The bimodal and Markov fits profile a boundary parameter (κ, b) whose log-likelihood jumps
+/// at every time: their grid runs on the search sample, the local search around its best and EM
+/// to convergence on a sample of this many times (every time when there are no more), then,
+/// beyond it, a polish on every time.
+constexpr std::size_t kLocalSearchLimit = 32768;
+/// At most this many EM (Baum–Welch) passes over every time in a polish; each starts at the
+/// sample's estimate, within its sampling error of the optimum.
+constexpr int kPolishPasses = 25;
+
+/// Every ((n − 1)/(m − 1))-th order statistic of `sorted` (the first and the last included), m =
+/// `size`; all of `sorted` when it is no larger. A deterministic sample with the trace's
+/// quantiles and its smallest time (the support of the shifted families).
+std::vector<double> search_sample(const std::vector<double>& sorted,
+                                  std::size_t size = kSearchSample) {
+  if (sorted.size() <= size) {
+    return sorted;
+  }
+  std::vector<double> sample(size);
+  const std::size_t last = sorted.size() - 1;
+  for (std::size_t i = 0; i < size; ++i) {
+    sample[i] = sorted[i * last / (size - 1)];
+  }
+  return sample;
 }
 
 /// Fills log L, AIC and the KS test of a fitted family.
@@ -134,12 +168,6 @@ double shifted_exponential_cdf(double shift, double rate, double t) {
   return t <= shift ? 0.0 : cdf(boost::math::exponential_distribution<double>(rate), t - shift);
 }
 
-/// log(e^x + e^y) without overflow; −∞ terms allowed.
-double log_sum_exp(double x, double y) {
-  const double m = std::max(x, y);
-  return m == -kInf ? -kInf : m + std::log(std::exp(x - m) + std::exp(y - m));
-}
-
 /// Boost's Brent minimum of `f` on [low, high] to `bits` bits, in at most kBrentSteps
 /// evaluations, a NaN value counting as +inf: unbounded, the search cycled forever on the NaN
 /// log-likelihoods of a trace holding a time of 1e308 (`fit` hung).
@@ -161,14 +189,18 @@ std::pair<double, double> brent_minimum(F&& f, double low, double high, int bits
 
 /// The shift c ∈ [0, low) (low = min t) that maximises a profile log-likelihood, `negative(c)`
 /// being minus its value: an 81-point grid in u = log(1 − c/low) ∈ [log 1e-8, 0], then Brent
-/// around the best point. at_bound: the best is the grid's end c = low(1 − 1e-8), where the
-/// law's scale collapses onto the smallest time (a degenerate fit).
+/// around the best point. With `polish` (minus the profile over every time, `negative` being
+/// over the search sample), Brent again on the polish within a grid step of the sample's best.
+/// at_bound: the best is the grid's end c = low(1 − 1e-8), where the law's scale collapses onto
+/// the smallest time (a degenerate fit).
 struct ProfiledShift {
   double shift = 0.0;
   bool at_bound = false;
 };
 
-ProfiledShift profile_shift(double low, const std::function<double(double)>& negative) {
+ProfiledShift profile_shift(double low,
+                            const std::function<double(double)>& negative,
+                            const std::function<double(double)>* polish = nullptr) {
   constexpr int kGrid = 81;
   const double u_low = std::log(1e-8);
   const auto shift_at = [&](double u) { return low * -std::expm1(u); };
@@ -187,8 +219,30 @@ ProfiledShift profile_shift(double low, const std::function<double(double)>& neg
                                         std::max(u_low, best_u - step),
                                         std::min(0.0, best_u + step),
                                         50);
-  const double chosen = value < best ? u : best_u;
+  double chosen = value < best ? u : best_u;
+  if (polish != nullptr) {
+    const double start = (*polish)(shift_at(chosen));
+    const auto [v, polished] = brent_minimum([&](double w) { return (*polish)(shift_at(w)); },
+                                             std::max(u_low, chosen - step),
+                                             std::min(0.0, chosen + step),
+                                             30);
+    chosen = polished < start ? v : chosen;
+  }
   return {shift_at(chosen), chosen <= u_low + 1e-3 * step};
+}
+
+/// profile_shift of sorted times with `log_likelihood(data, c)` the profile log L of `data` at
+/// shift c: the grid and its Brent step on the search sample, the polish on every time.
+ProfiledShift profile_shift_over(
+    const std::vector<double>& sorted,
+    const std::function<double(const std::vector<double>&, double)>& log_likelihood) {
+  const std::vector<double> sample = search_sample(sorted);
+  const std::function<double(double)> on_sample = [&](double c) {
+    return -log_likelihood(sample, c);
+  };
+  const std::function<double(double)> on_all = [&](double c) { return -log_likelihood(sorted, c); };
+  return profile_shift(
+      sorted.front(), on_sample, sample.size() < sorted.size() ? &on_all : nullptr);
 }
 
 /// Appends `why` to the fit's degeneracy flag ("degenerate: a; b").
@@ -206,27 +260,72 @@ void flag_probabilities(FamilyFit& fit, std::initializer_list<const char*> names
   }
 }
 
+/// Runs every task once, on this thread and one more, each taking the next task not yet taken;
+/// rethrows the exception of the first task (in order) that threw, after all have ended.
+void run_on_two_threads(const std::vector<std::function<void()>>& tasks) {
+  std::atomic<std::size_t> next{0};
+  std::vector<std::exception_ptr> errors(tasks.size());
+  const auto work = [&] {
+    for (std::size_t i = next++; i < tasks.size(); i = next++) {
+      try {
+        tasks[i]();
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  std::thread helper(work);
+  work();
+  helper.join();
+  for (const auto& e : errors) {
+    if (e) {
+      std::rethrow_exception(e);
+    }
+  }
+}
+
 // ---- bimodal -------------------------------------------------------------------------------
 
 struct Bimodal {
   double shift, rate, slow_probability, slowdown;
 };
 
-/// log f₁(t), log f₂(t) of the bimodal components.
-std::array<double, 2> bimodal_log_components(const Bimodal& b, double t) {
-  const double normal = std::log(b.rate) - b.rate * (t - b.shift);
-  const double slow = t >= b.slowdown * b.shift ? std::log(b.rate) - std::log(b.slowdown) -
-                                                      b.rate * (t / b.slowdown - b.shift)
-                                                : -kInf;
-  return {normal, slow};
+/// log((1 − π) f₁(t)) and log(π f₂(t)) of the bimodal components, their logarithms of the
+/// parameters computed once (a pass calls it for every time).
+class BimodalTerms {
+ public:
+  explicit BimodalTerms(const Bimodal& b)
+      : b_(b),
+        normal_(std::log1p(-b.slow_probability) + std::log(b.rate)),
+        slow_(std::log(b.slow_probability) + std::log(b.rate) - std::log(b.slowdown)),
+        start_(b.slowdown * b.shift) {}
+
+  [[nodiscard]] std::array<double, 2> operator()(double t) const {
+    return {normal_ - b_.rate * (t - b_.shift),
+            t >= start_ ? slow_ - b_.rate * (t / b_.slowdown - b_.shift) : -kInf};
+  }
+
+ private:
+  Bimodal b_;
+  double normal_, slow_, start_;
+};
+
+/// log(e^a + e^c) and the weight e^c / (e^a + e^c), with one exp and one log1p.
+std::array<double, 2> log_total_and_weight(double a, double c) {
+  if (c == -kInf) {
+    return {a, 0.0};
+  }
+  const double d = c - a;
+  const double e = std::exp(-std::abs(d));
+  return {std::max(a, c) + std::log1p(e), d > 0.0 ? 1.0 / (1.0 + e) : e / (1.0 + e)};
 }
 
 double bimodal_log_likelihood(const Bimodal& b, std::span<const double> times) {
+  const BimodalTerms terms(b);
   double ll = 0.0;
   for (const double t : times) {
-    const auto [normal, slow] = bimodal_log_components(b, t);
-    ll +=
-        log_sum_exp(std::log1p(-b.slow_probability) + normal, std::log(b.slow_probability) + slow);
+    const auto [a, c] = terms(t);
+    ll += log_total_and_weight(a, c)[0];
   }
   return ll;
 }
@@ -242,17 +341,15 @@ std::tuple<Bimodal, double, int> bimodal_em(Bimodal b,
   int iteration = 0;
   for (; iteration < max_iterations; ++iteration) {
     models::throw_if_stop_requested();  // a pass over every time: a caller's Ctrl-C (Python)
+    const BimodalTerms terms(b);
     double ll = 0.0;
     double w_sum = 0.0;
     double s1 = 0.0;
     double s2 = 0.0;
     for (const double t : times) {
-      const auto [normal, slow] = bimodal_log_components(b, t);
-      const double a = std::log1p(-b.slow_probability) + normal;
-      const double c = std::log(b.slow_probability) + slow;
-      const double total = log_sum_exp(a, c);
+      const auto [a, c] = terms(t);
+      const auto [total, w] = log_total_and_weight(a, c);
       ll += total;
-      const double w = std::exp(c - total);
       w_sum += w;
       s1 += (1.0 - w) * (t - b.shift);
       s2 += w * t;
@@ -269,20 +366,21 @@ std::tuple<Bimodal, double, int> bimodal_em(Bimodal b,
   return {b, previous, iteration};
 }
 
-/// The excesses t − c of sorted times (all > 0 for c < min t), their mean and mean log.
+/// The logarithms of the excesses t − c of sorted times (all > 0 for c < min t), and the means
+/// of the excesses and of their logarithms.
 struct Excess {
-  std::vector<double> x;
+  std::vector<double> log_x;
   double mean = 0.0;
   double mean_log = 0.0;
 };
 
 Excess excess_over(const std::vector<double>& sorted, double c) {
   Excess e;
-  e.x.reserve(sorted.size());
+  e.log_x.reserve(sorted.size());
   for (const double t : sorted) {
-    e.x.push_back(t - c);
+    e.log_x.push_back(std::log(t - c));
     e.mean += t - c;
-    e.mean_log += std::log(t - c);
+    e.mean_log += e.log_x.back();
   }
   e.mean /= static_cast<double>(sorted.size());
   e.mean_log /= static_cast<double>(sorted.size());
@@ -300,23 +398,35 @@ std::string shifted_family_problem(const std::vector<double>& sorted) {
   return "";
 }
 
-/// Log-normal MLE of (μ, σ) at shift c: the mean and (biased) sd of log(t − c).
-std::array<double, 2> lognormal_at(const std::vector<double>& sorted, double c) {
+/// The MLE of a shifted family's two tail parameters at shift c and the profile log-likelihood
+/// there (log L at those parameters, in closed form from the pass's sums).
+struct AtShift {
+  double first = 0.0;
+  double second = 0.0;
+  double log_likelihood = -kInf;
+};
+
+/// Log-normal MLE of (μ, σ) at shift c: the mean and (biased) sd of log(t − c); log L =
+/// −Σ log x − n log σ − n log √(2π) − n/2.
+AtShift lognormal_at(const std::vector<double>& sorted, double c) {
   const Excess e = excess_over(sorted, c);
   double ss = 0.0;
-  for (const double x : e.x) {
-    ss += (std::log(x) - e.mean_log) * (std::log(x) - e.mean_log);
+  for (const double z : e.log_x) {
+    ss += (z - e.mean_log) * (z - e.mean_log);
   }
-  return {e.mean_log, std::sqrt(ss / static_cast<double>(sorted.size()))};
+  const auto n = static_cast<double>(sorted.size());
+  const double sd = std::sqrt(ss / n);
+  const double half_log_2pi = 0.5 * std::log(2.0 * boost::math::constants::pi<double>());
+  return {e.mean_log, sd, -n * (e.mean_log + std::log(sd) + half_log_2pi + 0.5)};
 }
 
 /// Gamma MLE of (k, θ) at shift c: log k − ψ(k) = log mean − mean log (Newton from the
-/// Minka/Thom start, in log k), θ = mean / k.
-std::array<double, 2> gamma_at(const std::vector<double>& sorted, double c) {
+/// Minka/Thom start, in log k), θ = mean / k; log L = n((k − 1) mean log − k − log Γ(k) − k log θ).
+AtShift gamma_at(const std::vector<double>& sorted, double c) {
   const Excess e = excess_over(sorted, c);
   const double s = std::log(e.mean) - e.mean_log;
   if (!(s > 0.0)) {
-    return {kInf, 0.0};
+    return {kInf, 0.0, -kInf};
   }
   double k = (3.0 - s + std::sqrt((s - 3.0) * (s - 3.0) + 24.0 * s)) / (12.0 * s);
   for (int i = 0; i < 50; ++i) {
@@ -329,44 +439,72 @@ std::array<double, 2> gamma_at(const std::vector<double>& sorted, double c) {
     }
     k = next;
   }
-  return {k, e.mean / k};
+  const auto n = static_cast<double>(sorted.size());
+  const double theta = e.mean / k;
+  return {k, theta, n * ((k - 1.0) * e.mean_log - k - std::lgamma(k) - k * std::log(theta))};
 }
 
-/// Weibull MLE of (k, λ) at shift c: Σx^k log x / Σx^k − 1/k = mean log x (increasing in k,
-/// bracketed in [1e-3, 1e3]; times scaled by their maximum first), λ = (mean x^k)^{1/k}.
-std::array<double, 2> weibull_at(const std::vector<double>& sorted, double c) {
-  const Excess e = excess_over(sorted, c);
-  const double top = e.x.back();
-  std::vector<double> logs;
-  for (const double x : e.x) {
-    logs.push_back(std::log(x / top));
+/// The Weibull shape equation g(k) = Σp·l / Σp − 1/k − mean l = 0 (p = e^{kl}, l = log(x / max x))
+/// with its derivative g′(k) = var_p(l) + 1/k² > 0, from one pass.
+std::array<double, 2> weibull_equation(const Excess& e, double k) {
+  const double log_top = e.log_x.back();
+  double p_sum = 0.0;
+  double pl_sum = 0.0;
+  double pll_sum = 0.0;
+  for (const double z : e.log_x) {
+    const double l = z - log_top;
+    const double p = std::exp(k * l);
+    p_sum += p;
+    pl_sum += p * l;
+    pll_sum += p * l * l;
   }
-  const double mean_log = e.mean_log - std::log(top);
-  const auto g = [&](double k) {
-    double num = 0.0;
-    double den = 0.0;
-    for (const double l : logs) {
-      const double p = std::exp(k * l);
-      num += p * l;
-      den += p;
-    }
-    return num / den - 1.0 / k - mean_log;
-  };
+  const double mean_l = pl_sum / p_sum;
+  return {mean_l - 1.0 / k - (e.mean_log - log_top),
+          pll_sum / p_sum - mean_l * mean_l + 1.0 / (k * k)};
+}
+
+/// Weibull MLE of (k, λ) at shift c: g(k) = 0 (increasing in k, bracketed in [1e-3, 1e3]; times
+/// scaled by their maximum first), λ = (mean x^k)^{1/k}; log L = n(log k − k log λ − 1) +
+/// (k − 1)Σ log x. `hint` (the shape at the previous shift, NaN for none) starts Newton's
+/// method, a few passes; without one, or when Newton leaves the bracket, TOMS 748 on it.
+AtShift weibull_at(const std::vector<double>& sorted, double c, double& hint) {
+  const Excess e = excess_over(sorted, c);
+  const double log_top = e.log_x.back();
   constexpr double kLow = 1e-3;
   constexpr double kHigh = 1e3;
-  double k = g(kLow) >= 0.0 ? kLow : kHigh;
-  if (g(kLow) < 0.0 && g(kHigh) > 0.0) {
-    std::uintmax_t its = 200;
-    const auto r = boost::math::tools::toms748_solve(
-        g, kLow, kHigh, boost::math::tools::eps_tolerance<double>(50), its);
-    k = 0.5 * (r.first + r.second);
+  double k = std::isnan(hint) ? kInf : hint;
+  for (int i = 0; i < 30 && std::isfinite(k); ++i) {
+    const auto [g, dg] = weibull_equation(e, k);
+    const double next = k - g / dg;
+    if (!(next > kLow && next < kHigh)) {
+      k = kInf;
+    } else if (std::abs(next - k) <= 1e-7 * k) {
+      k = next;  // quadratic convergence: the next step would be ~1e-14 k
+      break;
+    } else {
+      k = next;
+    }
   }
+  if (!std::isfinite(k)) {
+    const auto g = [&](double v) { return weibull_equation(e, v)[0]; };
+    k = g(kLow) >= 0.0 ? kLow : kHigh;
+    if (g(kLow) < 0.0 && g(kHigh) > 0.0) {
+      std::uintmax_t its = 200;
+      const auto r = boost::math::tools::toms748_solve(
+          g, kLow, kHigh, boost::math::tools::eps_tolerance<double>(50), its);
+      k = 0.5 * (r.first + r.second);
+    }
+  }
+  hint = k;
   double mean_power = 0.0;
-  for (const double l : logs) {
-    mean_power += std::exp(k * l);
+  for (const double z : e.log_x) {
+    mean_power += std::exp(k * (z - log_top));
   }
-  mean_power /= static_cast<double>(logs.size());
-  return {k, top * std::pow(mean_power, 1.0 / k)};
+  mean_power /= static_cast<double>(e.log_x.size());
+  const auto n = static_cast<double>(sorted.size());
+  const double log_scale = log_top + std::log(mean_power) / k;
+  return {
+      k, std::exp(log_scale), n * (std::log(k) - k * log_scale - 1.0) + (k - 1.0) * n * e.mean_log};
 }
 
 /// A three-parameter shifted family: its name and the keys of its two tail parameters.
@@ -376,26 +514,25 @@ struct ShiftedFamily {
 };
 
 /// Fits T = c + Y by profile likelihood: `at(sorted, c)` is the MLE of Y's two parameters at
-/// shift c, `ll(sorted, (c, p1, p2))` the full log-likelihood (its information gives the standard
-/// errors), `tail_cdf((c, p1, p2), y)` = P(Y ≤ y); c by profile_shift, flagged at its bound.
+/// shift c with the profile log L, `ll(sorted, (c, p1, p2))` the full log-likelihood (its
+/// information gives the standard errors), `tail_cdf((c, p1, p2), y)` = P(Y ≤ y); c by
+/// profile_shift on the search sample, polished on every time, flagged at its bound.
 FamilyFit fit_profiled(
     const ShiftedFamily& family,
     std::span<const double> times,
     const std::function<double(const std::vector<double>&, const Eigen::VectorXd&)>& ll,
-    const std::function<std::array<double, 2>(const std::vector<double>&, double)>& at,
+    const std::function<AtShift(const std::vector<double>&, double)>& at,
     const std::function<double(const Eigen::Vector3d&, double)>& tail_cdf) {
   const std::vector<double> sorted = sorted_copy(times);
   if (const std::string why = shifted_family_problem(sorted); !why.empty()) {
     return unfitted(family.name, why);
   }
-  const LogLikelihood log_l = [&](const Eigen::VectorXd& x) { return ll(sorted, x); };
-  const auto full = [&](double c) {
-    const auto [p1, p2] = at(sorted, c);
-    return Eigen::Vector3d(c, p1, p2);
-  };
-  const ProfiledShift c =
-      profile_shift(sorted.front(), [&](double shift) { return -log_l(full(shift)); });
-  const Eigen::Vector3d x = full(c.shift);
+  const ProfiledShift c = profile_shift_over(
+      sorted,
+      [&](const std::vector<double>& data, double v) { return at(data, v).log_likelihood; });
+  const AtShift best = at(sorted, c.shift);
+  const Eigen::Vector3d x(c.shift, best.first, best.second);
+  const LogLikelihood log_l = [&](const Eigen::VectorXd& y) { return ll(sorted, y); };
   const auto se = standard_errors(log_l, x);
   FamilyFit fit;
   fit.family = family.name;
@@ -422,16 +559,73 @@ struct MarkovStatistics {
   double from_normal = 0.0, normal_to_slow = 0.0, from_slow = 0.0, slow_to_normal = 0.0;
 };
 
-std::array<double, 2> markov_log_emissions(const Markov& m, double t) {
-  return {std::log(m.rate) - m.rate * (t - m.shift),
-          t >= m.slow_shift ? std::log(m.slow_rate) - m.slow_rate * (t - m.slow_shift) : -kInf};
+/// log f_normal(t), log f_slow(t) of the chain's states, their log rates computed once.
+class MarkovEmissions {
+ public:
+  explicit MarkovEmissions(const Markov& m)
+      : m_(m), log_rate_(std::log(m.rate)), log_slow_rate_(std::log(m.slow_rate)) {}
+
+  [[nodiscard]] std::array<double, 2> operator()(double t) const {
+    return {log_rate_ - m_.rate * (t - m_.shift),
+            t >= m_.slow_shift ? log_slow_rate_ - m_.slow_rate * (t - m_.slow_shift) : -kInf};
+  }
+
+ private:
+  Markov m_;
+  double log_rate_, log_slow_rate_;
+};
+
+/// log L of the chain for one worker's times seq[t] / divisor: the forward pass with per-step
+/// scaling, the scales multiplied and their logarithm taken only when the product nears the
+/// ends of the double range (one exp per time, no log).
+double markov_sequence_log_likelihood(const Markov& m,
+                                      const MarkovEmissions& log_emissions,
+                                      std::span<const double> seq,
+                                      double divisor) {
+  const double stationary_slow = m.to_slow / (m.to_slow + m.to_normal);
+  double log_likelihood = 0.0;
+  double scale = 1.0;
+  std::array<double, 2> alpha = {1.0 - stationary_slow, stationary_slow};
+  for (std::size_t t = 0; t < seq.size(); ++t) {
+    const auto le = log_emissions(seq[t] / divisor);
+    const double top = std::max(le[0], le[1]);
+    const std::array<double, 2> e = le[0] >= le[1]
+                                        ? std::array<double, 2>{1.0, std::exp(le[1] - top)}
+                                        : std::array<double, 2>{std::exp(le[0] - top), 1.0};
+    std::array<double, 2> a = alpha;
+    if (t > 0) {
+      a = {alpha[0] * (1.0 - m.to_slow) + alpha[1] * m.to_normal,
+           alpha[0] * m.to_slow + alpha[1] * (1.0 - m.to_normal)};
+    }
+    a[0] *= e[0];
+    a[1] *= e[1];
+    const double c = a[0] + a[1];
+    log_likelihood += top;
+    scale *= c;
+    if (!(scale > 1e-200 && scale < 1e200)) {
+      log_likelihood += std::log(scale);
+      scale = 1.0;
+    }
+    const double inverse = 1.0 / c;
+    alpha = {a[0] * inverse, a[1] * inverse};
+  }
+  return log_likelihood + std::log(scale);
 }
 
-/// Forward–backward with per-step scaling over every worker's sequence; `expectations` false
-/// runs the forward pass only (log L).
-MarkovStatistics markov_e_step(const Markov& m,
-                               const std::vector<std::vector<double>>& sequences,
-                               bool expectations) {
+/// log L of the chain over every worker's sequence (markov_sequence_log_likelihood, summed).
+double markov_log_likelihood(const Markov& m, const std::vector<std::vector<double>>& sequences) {
+  models::throw_if_stop_requested();  // a forward pass over every sequence
+  const MarkovEmissions log_emissions(m);
+  double log_likelihood = 0.0;
+  for (const auto& seq : sequences) {
+    log_likelihood += markov_sequence_log_likelihood(m, log_emissions, seq, 1.0);
+  }
+  return log_likelihood;
+}
+
+/// Forward–backward with per-step scaling over every worker's sequence: the E-step's
+/// statistics and log L.
+MarkovStatistics markov_e_step(const Markov& m, const std::vector<std::vector<double>>& sequences) {
   models::throw_if_stop_requested();  // a forward-backward pass over every sequence
   MarkovStatistics s;
   const double stationary_slow = m.to_slow / (m.to_slow + m.to_normal);
@@ -439,14 +633,18 @@ MarkovStatistics markov_e_step(const Markov& m,
       {{1.0 - m.to_slow, m.to_slow}, {m.to_normal, 1.0 - m.to_normal}}};
   std::vector<std::array<double, 2>> alpha;
   std::vector<std::array<double, 2>> emission;
+  const MarkovEmissions log_emissions(m);
   for (const auto& seq : sequences) {
     const std::size_t len = seq.size();
     alpha.assign(len, {0.0, 0.0});
     emission.assign(len, {0.0, 0.0});
+    double scale = 1.0;
     for (std::size_t t = 0; t < len; ++t) {
-      const auto le = markov_log_emissions(m, seq[t]);
+      const auto le = log_emissions(seq[t]);
       const double top = std::max(le[0], le[1]);
-      emission[t] = {std::exp(le[0] - top), std::exp(le[1] - top)};
+      // The larger term is e^0 = 1 exactly: one exp per time.
+      emission[t] = le[0] >= le[1] ? std::array<double, 2>{1.0, std::exp(le[1] - top)}
+                                   : std::array<double, 2>{std::exp(le[0] - top), 1.0};
       std::array<double, 2> a{};
       if (t == 0) {
         a = {1.0 - stationary_slow, stationary_slow};
@@ -459,23 +657,29 @@ MarkovStatistics markov_e_step(const Markov& m,
       a[0] *= emission[t][0];
       a[1] *= emission[t][1];
       const double c = a[0] + a[1];
-      s.log_likelihood += std::log(c) + top;
-      alpha[t] = {a[0] / c, a[1] / c};
+      s.log_likelihood += top;
+      scale *= c;  // log c taken when the product nears the ends of the double range
+      if (!(scale > 1e-200 && scale < 1e200)) {
+        s.log_likelihood += std::log(scale);
+        scale = 1.0;
+      }
+      const double inverse = 1.0 / c;
+      alpha[t] = {a[0] * inverse, a[1] * inverse};
       // Keep the scale with the emission so that the backward pass reuses it.
-      emission[t] = {emission[t][0] / c, emission[t][1] / c};
+      emission[t] = {emission[t][0] * inverse, emission[t][1] * inverse};
     }
-    if (!expectations) {
-      continue;
-    }
+    s.log_likelihood += std::log(scale);
     std::array<double, 2> beta = {1.0, 1.0};
     for (std::size_t t = len; t-- > 0;) {
       const double g0 = alpha[t][0] * beta[0];
       const double g1 = alpha[t][1] * beta[1];
-      const double g = g0 + g1;
-      s.normal_weight += g0 / g;
-      s.normal_excess += g0 / g * (seq[t] - m.shift);
-      s.slow_weight += g1 / g;
-      s.slow_excess += g1 / g * (seq[t] - m.slow_shift);
+      const double inverse = 1.0 / (g0 + g1);
+      const double w0 = g0 * inverse;
+      const double w1 = g1 * inverse;
+      s.normal_weight += w0;
+      s.normal_excess += w0 * (seq[t] - m.shift);
+      s.slow_weight += w1;
+      s.slow_excess += w1 * (seq[t] - m.slow_shift);
       if (t == 0) {
         break;
       }
@@ -488,10 +692,11 @@ MarkovStatistics markov_e_step(const Markov& m,
           xi_sum += xi[j][k];
         }
       }
-      s.from_normal += (xi[0][0] + xi[0][1]) / xi_sum;
-      s.normal_to_slow += xi[0][1] / xi_sum;
-      s.from_slow += (xi[1][0] + xi[1][1]) / xi_sum;
-      s.slow_to_normal += xi[1][0] / xi_sum;
+      const double xi_inverse = 1.0 / xi_sum;
+      s.from_normal += (xi[0][0] + xi[0][1]) * xi_inverse;
+      s.normal_to_slow += xi[0][1] * xi_inverse;
+      s.from_slow += (xi[1][0] + xi[1][1]) * xi_inverse;
+      s.slow_to_normal += xi[1][0] * xi_inverse;
       beta = {p[0][0] * emission[t][0] * beta[0] + p[0][1] * emission[t][1] * beta[1],
               p[1][0] * emission[t][0] * beta[0] + p[1][1] * emission[t][1] * beta[1]};
     }
@@ -507,7 +712,7 @@ std::tuple<Markov, double, int> baum_welch(Markov m,
   double previous = -kInf;
   int iteration = 0;
   for (; iteration < max_iterations; ++iteration) {
-    const MarkovStatistics s = markov_e_step(m, sequences, true);
+    const MarkovStatistics s = markov_e_step(m, sequences);
     if (!std::isfinite(s.log_likelihood) ||
         std::abs(s.log_likelihood - previous) <= kTolerance * std::abs(s.log_likelihood)) {
       previous = s.log_likelihood;
@@ -576,18 +781,26 @@ FamilyFit fit_pareto(std::span<const double> times) {
     }
     return n * std::log(x(1)) + n * x(1) * std::log(low - x(0)) - (x(1) + 1.0) * sum_log;
   };
-  auto shape_at = [&](double c) {
-    double s = 0.0;
-    for (const double t : sorted) {
-      s += std::log((t - c) / (low - c));
-    }
-    return n / s;
+  // At shift c the shape's MLE is α = n / Σ log((t − c)/(min t − c)), and log L in closed form
+  // from the one sum Σ log(t − c).
+  struct Profile {
+    double shape, log_likelihood;
   };
-  const ProfiledShift profiled = profile_shift(low, [&](double c) {
-    Eigen::VectorXd x(2);
-    x << c, shape_at(c);
-    return -ll(x);
-  });
+  auto profile_at = [&](const std::vector<double>& data, double c) {
+    const auto m = static_cast<double>(data.size());
+    double sum_log = 0.0;
+    for (const double t : data) {
+      sum_log += std::log(t - c);
+    }
+    const double log_scale = std::log(low - c);
+    const double shape = m / (sum_log - m * log_scale);
+    return Profile{shape, m * std::log(shape) + m * shape * log_scale - (shape + 1.0) * sum_log};
+  };
+  auto shape_at = [&](double c) { return profile_at(sorted, c).shape; };
+  const ProfiledShift profiled =
+      profile_shift_over(sorted, [&](const std::vector<double>& data, double c) {
+        return profile_at(data, c).log_likelihood;
+      });
   const double c = profiled.shift;
   Eigen::VectorXd x(2);
   x << c, shape_at(c);
@@ -648,13 +861,16 @@ FamilyFit fit_weibull(std::span<const double> times) {
       [](const std::vector<double>& sorted, const Eigen::VectorXd& x) {
         double sum = 0.0;
         for (const double t : sorted) {
-          const double z = (t - x(0)) / x(2);
-          sum += (x(1) - 1.0) * std::log(z) - std::pow(z, x(1));
+          const double log_z = std::log((t - x(0)) / x(2));
+          sum += (x(1) - 1.0) * log_z - std::exp(x(1) * log_z);
         }
         const auto n = static_cast<double>(sorted.size());
         return sum + n * (std::log(x(1)) - std::log(x(2)));
       },
-      weibull_at,
+      [hint = std::numeric_limits<double>::quiet_NaN()](const std::vector<double>& sorted,
+                                                        double c) mutable {
+        return weibull_at(sorted, c, hint);
+      },
       [](const Eigen::Vector3d& x, double y) {
         return cdf(boost::math::weibull_distribution<double>(x(1), x(2)), y);
       });
@@ -664,11 +880,14 @@ FamilyFit fit_weibull(std::span<const double> times) {
   return fit;
 }
 
-FamilyFit fit_bimodal(std::span<const double> times) {
-  const std::vector<double> sorted = sorted_copy(times);
-  if (sorted.size() < 5 || sorted.front() == sorted.back()) {
-    return unfitted("bimodal", "needs at least five distinct times");
-  }
+namespace {
+
+/// The profile search of the bimodal fit: a κ grid on sorted times `grid` (EM for (λ, π) at
+/// each), then on sorted times `local` (with the same smallest time) Brent around the best κ and
+/// EM to convergence there. Returns the estimate, log L and EM's steps.
+std::tuple<Bimodal, double, int> search_bimodal(const std::vector<double>& grid,
+                                                const std::vector<double>& local) {
+  const std::vector<double>& sorted = grid;
   const double shift = sorted.front();
   const double median = sorted[sorted.size() / 2];
   const double rate0 =
@@ -694,17 +913,67 @@ FamilyFit fit_bimodal(std::span<const double> times) {
       [&](double v) {
         Bimodal b = from;
         b.slowdown = std::exp(v);
-        return -std::get<1>(bimodal_em(b, sorted, 60));
+        return -std::get<1>(bimodal_em(b, local, 60));
       },
       std::max(0.0, centre - step),
       centre + step,
       30);
+  if (&local != &grid) {
+    best_ll = std::get<1>(bimodal_em(best, local, 60));
+  }
   if (-negative > best_ll) {
     best.slowdown = std::exp(log_kappa);
   }
-  const auto [refined, refined_ll, best_iterations] = bimodal_em(best, sorted, 2000);
-  best = refined;
-  best_ll = refined_ll;
+  return bimodal_em(best, local, 2000);
+}
+
+/// The bimodal estimate on every time from the search sample's `start`: EM at the sample's κ,
+/// then κ by Brent within ±0.1 of log κ at that (λ, π) (one pass per step), then EM again; each EM
+/// at most kPolishPasses passes. Returns the estimate, its log L and the EM passes taken.
+std::tuple<Bimodal, double, int> polish_bimodal(Bimodal start, const std::vector<double>& sorted) {
+  // Named, not structured bindings: the lambdas below capture them (C++20 allows it; Clang 14,
+  // which clang-tidy runs on, does not).
+  Bimodal b{};
+  double ll = 0.0;
+  int passes = 0;
+  std::tie(b, ll, passes) = bimodal_em(start, sorted, kPolishPasses);
+  const double centre = std::log(b.slowdown);
+  const auto [log_kappa, negative] = brent_minimum(
+      [&](double v) {
+        Bimodal at = b;
+        at.slowdown = std::exp(v);
+        return -bimodal_log_likelihood(at, sorted);
+      },
+      std::max(0.0, centre - 0.1),
+      centre + 0.1,
+      30);
+  if (-negative > bimodal_log_likelihood(b, sorted)) {
+    b.slowdown = std::exp(log_kappa);
+  }
+  const auto [polished, polished_ll, more] = bimodal_em(b, sorted, kPolishPasses);
+  // EM's log L is the one before its last step: the returned estimate's own, recomputed.
+  return {polished, bimodal_log_likelihood(polished, sorted), passes + more};
+}
+
+}  // namespace
+
+FamilyFit fit_bimodal(std::span<const double> times) {
+  const std::vector<double> sorted = sorted_copy(times);
+  if (sorted.size() < 5 || sorted.front() == sorted.back()) {
+    return unfitted("bimodal", "needs at least five distinct times");
+  }
+  const double shift = sorted.front();
+  const std::vector<double> sample = search_sample(sorted);
+  const bool local = sorted.size() <= kLocalSearchLimit;
+  const std::vector<double>& grid = sample.size() < sorted.size() ? sample : sorted;
+  Bimodal best{};
+  double best_ll = 0.0;
+  int best_iterations = 0;
+  std::tie(best, best_ll, best_iterations) =
+      search_bimodal(grid, local ? sorted : search_sample(sorted, kLocalSearchLimit));
+  if (!local) {
+    std::tie(best, best_ll, best_iterations) = polish_bimodal(best, sorted);
+  }
   // κ fixes where the slow component's support starts (κa): a boundary estimate like a, so
   // the information is taken over (λ, π) only.
   auto ll = [&](const Eigen::VectorXd& x) {
@@ -740,6 +1009,121 @@ double markov_marginal_cdf(const FamilyFit& markov, double t) {
          slow * shifted_exponential_cdf(markov.value("slow_shift"), markov.value("slow_rate"), t);
 }
 
+namespace {
+
+/// About kSearchSample times of `sequences` (`total` in all) for the Markov search, as windows of
+/// consecutive iterations (the chain's order kept within each): every worker contributes
+/// windows of up to 64 iterations, evenly spread over its sequence. All of `sequences` when
+/// they are no larger.
+std::vector<std::vector<double>> markov_search_sample(
+    const std::vector<std::vector<double>>& sequences,
+    std::size_t total,
+    std::size_t size = kSearchSample) {
+  if (total <= size) {
+    return sequences;
+  }
+  const std::size_t per_worker = std::max<std::size_t>(2, size / sequences.size());
+  std::vector<std::vector<double>> windows;
+  for (const auto& seq : sequences) {
+    const std::size_t width = std::min({per_worker, std::size_t{64}, seq.size()});
+    const std::size_t count = std::max<std::size_t>(1, per_worker / width);
+    for (std::size_t j = 0; j < count; ++j) {
+      const std::size_t start = (seq.size() - width) * (2 * j + 1) / (2 * count);
+      windows.emplace_back(seq.begin() + static_cast<std::ptrdiff_t>(start),
+                           seq.begin() + static_cast<std::ptrdiff_t>(start + width));
+    }
+  }
+  return windows;
+}
+
+/// The profile search of the Markov fit from `init`: EM cannot move the slow shift b (points
+/// below it have zero slow responsibility), so log L is profiled over b on a grid of quantiles
+/// of `sequences`, then refined by Brent around the best on `local` (the same or more of the
+/// workers' times); Baum–Welch to convergence there. Returns the estimate, log L and the passes
+/// of the last Baum–Welch.
+std::tuple<Markov, double, int> search_markov(const std::vector<std::vector<double>>& sequences,
+                                              const std::vector<std::vector<double>>& local,
+                                              const Markov& init) {
+  std::vector<double> pooled;
+  for (const auto& s : sequences) {
+    pooled.insert(pooled.end(), s.begin(), s.end());
+  }
+  std::sort(pooled.begin(), pooled.end());
+  const double shift = init.shift;
+  auto profile = [&](double b, int iterations, Markov from) {
+    from.slow_shift = b;
+    return baum_welch(from, sequences, iterations);
+  };
+  auto profile_local = [&](double b, int iterations, Markov from) {
+    from.slow_shift = b;
+    return baum_welch(from, local, iterations);
+  };
+  constexpr int kGrid = 40;
+  std::array<double, kGrid> grid{};
+  double best_b = shift;
+  int best_i = 0;
+  Markov best_model = init;
+  double best_ll = -kInf;
+  for (int i = 0; i < kGrid; ++i) {
+    const auto q =
+        static_cast<std::size_t>(0.995 * static_cast<double>(pooled.size() - 1) * i / (kGrid - 1));
+    grid[static_cast<std::size_t>(i)] = pooled[q];
+    const auto [m, ll, its] = profile(pooled[q], 40, init);
+    if (ll > best_ll) {
+      best_ll = ll;
+      best_b = pooled[q];
+      best_i = i;
+      best_model = m;
+    }
+  }
+  // Brent between the best quantile's neighbours (the grid is in quantiles, not in seconds).
+  const auto at = [&](int i) { return grid[static_cast<std::size_t>(i)]; };
+  const double low = best_i > 0 ? at(best_i - 1) : shift;
+  const double high = best_i + 1 < kGrid ? at(best_i + 1) : best_b + (best_b - at(best_i - 1));
+  const auto [b, negative] =
+      brent_minimum([&](double v) { return -std::get<1>(profile_local(v, 40, best_model)); },
+                    std::max(shift, low),
+                    std::max(high, low),
+                    20);
+  if (&local != &sequences) {
+    best_ll = std::get<1>(profile_local(best_b, 40, best_model));
+  }
+  if (-negative > best_ll) {
+    best_b = b;
+  }
+  return profile_local(best_b, 2000, best_model);
+}
+
+/// The Markov estimate on every sequence from the search's `start`: Baum–Welch at the start's b,
+/// then b by Brent within ±5 % of b − a at those parameters (one forward pass per step), then
+/// Baum–Welch again; each at most kPolishPasses passes. Returns the estimate, its log L and the
+/// passes taken.
+std::tuple<Markov, double, int> polish_markov(const Markov& start,
+                                              const std::vector<std::vector<double>>& sequences) {
+  Markov m{};
+  double ll = 0.0;
+  int passes = 0;
+  std::tie(m, ll, passes) = baum_welch(start, sequences, kPolishPasses);
+  const double reach = 0.05 * (m.slow_shift - m.shift);
+  const auto forward = [&](const Markov& at) { return markov_log_likelihood(at, sequences); };
+  const auto [b, negative] = brent_minimum(
+      [&](double v) {
+        Markov at = m;
+        at.slow_shift = v;
+        return -forward(at);
+      },
+      std::max(m.shift, m.slow_shift - reach),
+      m.slow_shift + reach,
+      30);
+  if (-negative > forward(m)) {
+    m.slow_shift = b;
+  }
+  const auto [polished, polished_ll, more] = baum_welch(m, sequences, kPolishPasses);
+  return {polished, forward(polished), passes + more};
+}
+
+}  // namespace
+
 FamilyFit fit_markov(const std::vector<std::vector<double>>& sequences) {
   std::vector<double> pooled;
   for (const auto& s : sequences) {
@@ -748,56 +1132,37 @@ FamilyFit fit_markov(const std::vector<std::vector<double>>& sequences) {
     }
     pooled.insert(pooled.end(), s.begin(), s.end());
   }
-  const FamilyFit start = fit_bimodal(pooled);
-  if (!start.fitted()) {
-    return unfitted("markov", start.problem);
-  }
   std::sort(pooled.begin(), pooled.end());
+  if (pooled.size() < 5 || pooled.front() == pooled.back()) {
+    return unfitted("markov", "needs at least five distinct times");
+  }
   const double shift = pooled.front();
-  // The bimodal fit's slow component is the starting slow state.
-  const double pi = std::clamp(start.value("slow_probability"), 0.01, 0.5);
-  const Markov init{shift,
-                    start.value("rate"),
-                    shift,
-                    start.value("rate") / start.value("slowdown"),
-                    0.1 * pi,
-                    0.1 * (1.0 - pi)};
-  // EM cannot move the slow shift b (points below it have zero slow responsibility): profile
-  // log L over b on a grid of quantiles, then refine by golden section around the best.
-  auto profile = [&](double b, int iterations, Markov from) {
-    from.slow_shift = b;
-    return baum_welch(from, sequences, iterations);
-  };
-  constexpr int kGrid = 40;
-  double best_b = shift;
-  Markov best_model = init;
-  double best_ll = -kInf;
-  for (int i = 0; i < kGrid; ++i) {
-    const auto q =
-        static_cast<std::size_t>(0.995 * static_cast<double>(pooled.size() - 1) * i / (kGrid - 1));
-    const auto [m, ll, its] = profile(pooled[q], 40, init);
-    if (ll > best_ll) {
-      best_ll = ll;
-      best_b = pooled[q];
-      best_model = m;
-    }
+  const auto sample = markov_search_sample(sequences, pooled.size());
+  // The bimodal estimate of the search sample's times is the start: its slow component the
+  // starting slow state.
+  std::vector<double> sample_pooled;
+  for (const auto& s : sample) {
+    sample_pooled.insert(sample_pooled.end(), s.begin(), s.end());
   }
-  const double span = (pooled[pooled.size() * 995 / 1000] - shift) / (kGrid - 1);
-  const auto [b, negative] =
-      brent_minimum([&](double v) { return -std::get<1>(profile(v, 40, best_model)); },
-                    std::max(shift, best_b - span),
-                    best_b + span,
-                    20);
-  if (-negative > best_ll) {
-    best_b = b;
+  std::sort(sample_pooled.begin(), sample_pooled.end());
+  const std::vector<double> start_sample = search_sample(sample_pooled);
+  const Bimodal start = std::get<0>(search_bimodal(start_sample, start_sample));
+  const double pi = std::clamp(start.slow_probability, 0.01, 0.5);
+  const Markov init{
+      shift, start.rate, shift, start.rate / start.slowdown, 0.1 * pi, 0.1 * (1.0 - pi)};
+  const bool local = pooled.size() <= kLocalSearchLimit;
+  auto fitted = search_markov(
+      pooled.size() > kSearchSample ? sample : sequences,
+      local ? sequences : markov_search_sample(sequences, pooled.size(), kLocalSearchLimit),
+      init);
+  if (!local) {
+    fitted = polish_markov(std::get<0>(fitted), sequences);
   }
-  const auto fitted = profile(best_b, 2000, best_model);
   const Markov& m = std::get<0>(fitted);
   const double ll = std::get<1>(fitted);
   const int iterations = std::get<2>(fitted);
   auto log_l = [&](const Eigen::VectorXd& x) {
-    return markov_e_step({shift, x(0), m.slow_shift, x(1), x(2), x(3)}, sequences, false)
-        .log_likelihood;
+    return markov_log_likelihood({shift, x(0), m.slow_shift, x(1), x(2), x(3)}, sequences);
   };
   Eigen::VectorXd x(4);
   x << m.rate, m.slow_rate, m.to_slow, m.to_normal;
@@ -826,11 +1191,8 @@ double median_of(std::vector<double> s) {
 
 /// Worker `seq`'s log L under the fitted chain `m` at factor c: log L_m(seq/c) − n log c.
 double scaled_markov_log_likelihood(const Markov& m, const std::vector<double>& seq, double c) {
-  std::vector<double> scaled = seq;
-  for (double& t : scaled) {
-    t /= c;
-  }
-  return markov_e_step(m, {scaled}, false).log_likelihood -
+  models::throw_if_stop_requested();  // a forward pass over one worker's times
+  return markov_sequence_log_likelihood(m, MarkovEmissions(m), seq, c) -
          static_cast<double>(seq.size()) * std::log(c);
 }
 
@@ -861,41 +1223,109 @@ double refine_factors(const Markov& m,
   return total;
 }
 
-FamilyFit fit_heterogeneous_markov(const std::vector<std::vector<double>>& sequences) {
-  const std::string family = "heterogeneous_markov";
-  if (sequences.size() < 2) {
-    return unfitted(family, "needs at least two workers");
-  }
-  // Medians, not means: a worker's mean moves with its number of slow spells.
+namespace {
+
+/// The workers' times divided by their median factors c_i = median_i / min_j median_j (medians,
+/// not means: a worker's mean moves with its number of slow spells), or why they cannot be.
+struct MedianScaled {
   std::vector<double> factors;
+  std::vector<std::vector<double>> scaled;
+  std::string problem;
+};
+
+MedianScaled median_scaled(const std::vector<std::vector<double>>& sequences) {
+  MedianScaled out;
+  if (sequences.size() < 2) {
+    out.problem = "needs at least two workers";
+    return out;
+  }
   for (const auto& s : sequences) {
     if (s.size() < 2) {
-      return unfitted(family, "needs at least two iterations per worker");
+      out.problem = "needs at least two iterations per worker";
+      return out;
     }
-    factors.push_back(median_of(s));
+    out.factors.push_back(median_of(s));
   }
-  const double fastest = *std::min_element(factors.begin(), factors.end());
+  const double fastest = *std::min_element(out.factors.begin(), out.factors.end());
   if (!(fastest > 0.0)) {
-    return unfitted(family, "needs a positive median time for every worker");
+    out.problem = "needs a positive median time for every worker";
+    return out;
   }
-  std::vector<std::vector<double>> scaled = sequences;
-  for (std::size_t i = 0; i < scaled.size(); ++i) {
-    factors[i] /= fastest;
-    for (double& t : scaled[i]) {
-      t /= factors[i];
+  out.scaled = sequences;
+  for (std::size_t i = 0; i < out.scaled.size(); ++i) {
+    out.factors[i] /= fastest;
+    for (double& t : out.scaled[i]) {
+      t /= out.factors[i];
     }
   }
-  FamilyFit fit = fit_markov(scaled);
+  return out;
+}
+
+Markov chain_of(const FamilyFit& f) {
+  return Markov{f.value("shift"),
+                f.value("rate"),
+                f.value("slow_shift"),
+                f.value("slow_rate"),
+                f.value("to_slow"),
+                f.value("to_normal")};
+}
+
+/// The heterogeneous Markov fit from its two starts: `fit`, the chain fitted to the times
+/// scaled by the median `factors`, and `unscaled`, the markov family's fit (factors 1).
+FamilyFit heterogeneous_markov_from(const std::vector<std::vector<double>>& sequences,
+                                    std::vector<double> factors,
+                                    FamilyFit fit,
+                                    const FamilyFit& unscaled);
+
+}  // namespace
+
+FamilyFit fit_heterogeneous_markov(const std::vector<std::vector<double>>& sequences,
+                                   const FamilyFit* markov) {
+  const std::string family = "heterogeneous_markov";
+  MedianScaled start = median_scaled(sequences);
+  if (!start.problem.empty()) {
+    return unfitted(family, start.problem);
+  }
+  FamilyFit fit = fit_markov(start.scaled);
   if (!fit.fitted()) {
     return unfitted(family, fit.problem);
   }
-  const Markov m{fit.value("shift"),
-                 fit.value("rate"),
-                 fit.value("slow_shift"),
-                 fit.value("slow_rate"),
-                 fit.value("to_slow"),
-                 fit.value("to_normal")};
-  const double log_likelihood = refine_factors(m, sequences, factors);
+  return heterogeneous_markov_from(sequences,
+                                   std::move(start.factors),
+                                   std::move(fit),
+                                   markov != nullptr ? *markov : fit_markov(sequences));
+}
+
+namespace {
+
+FamilyFit heterogeneous_markov_from(const std::vector<std::vector<double>>& sequences,
+                                    std::vector<double> factors,
+                                    FamilyFit fit,
+                                    const FamilyFit& unscaled) {
+  const std::string family = "heterogeneous_markov";
+  // The second start, factors 1 under the chain of the unscaled times, taken when the first
+  // fits worse than that chain alone: the family nests the markov family, and this start keeps
+  // its fit at least as good (refine_factors only accepts gains). Otherwise the first start is
+  // kept even where the second's log L is higher: one alternation from the unscaled chain keeps
+  // that chain, whose rates are pulled by the slower workers' times (the first start's are not).
+  // The two alternations are independent and run side by side.
+  std::vector<double> ones(sequences.size(), 1.0);
+  double from_ones = -kInf;
+  double log_likelihood = 0.0;
+  run_on_two_threads({[&] { log_likelihood = refine_factors(chain_of(fit), sequences, factors); },
+                      [&] {
+                        if (unscaled.fitted()) {
+                          from_ones = refine_factors(chain_of(unscaled), sequences, ones);
+                        }
+                      }});
+  {
+    if (unscaled.fitted() && log_likelihood < unscaled.log_likelihood &&
+        from_ones > log_likelihood) {
+      fit = unscaled;
+      factors = ones;
+      log_likelihood = from_ones;
+    }
+  }
   // Back to the fastest worker at c = 1: T = c_i·M is unchanged when c_i → c_i/k and the chain's
   // times scale by k (shifts × k, rates / k), and so is log L.
   const double k = *std::min_element(factors.begin(), factors.end());
@@ -917,16 +1347,22 @@ FamilyFit fit_heterogeneous_markov(const std::vector<std::vector<double>>& seque
     pooled.insert(pooled.end(), s.begin(), s.end());
   }
   std::sort(pooled.begin(), pooled.end());
-  const FamilyFit markov = fit;
+  const Markov m = chain_of(fit);
+  const double slow = m.to_slow / (m.to_slow + m.to_normal);
   finish(fit, log_likelihood, pooled, [&](double t) {
     double f = 0.0;
     for (std::size_t i = 0; i < sequences.size(); ++i) {
-      f += static_cast<double>(sequences[i].size()) * markov_marginal_cdf(markov, t / factors[i]);
+      const double u = t / factors[i];
+      f += static_cast<double>(sequences[i].size()) *
+           ((1.0 - slow) * shifted_exponential_cdf(m.shift, m.rate, u) +
+            slow * shifted_exponential_cdf(m.slow_shift, m.slow_rate, u));
     }
     return f / static_cast<double>(pooled.size());
   });
   return fit;
 }
+
+}  // namespace
 
 FamilyFit fit_heterogeneous(const std::vector<std::vector<double>>& sequences) {
   if (sequences.size() < 2) {
@@ -1108,20 +1544,49 @@ DelayFitReport fit_delay_models(const std::vector<std::vector<double>>& sequence
     pooled.insert(pooled.end(), s.begin(), s.end());
   }
   report.observations = pooled.size();
-  report.fits.push_back(
-      guarded("shifted_exponential", [&] { return fit_shifted_exponential(pooled); }));
-  report.fits.push_back(guarded("pareto", [&] { return fit_pareto(pooled); }));
-  report.fits.push_back(guarded("lognormal", [&] { return fit_lognormal(pooled); }));
-  report.fits.push_back(guarded("gamma", [&] { return fit_gamma(pooled); }));
-  report.fits.push_back(guarded("weibull", [&] { return fit_weibull(pooled); }));
-  report.fits.push_back(guarded("bimodal", [&] { return fit_bimodal(pooled); }));
+  std::sort(pooled.begin(), pooled.end());
   const std::string unordered = "needs iteration order (an iteration column)";
-  report.fits.push_back(ordered ? guarded("markov", [&] { return fit_markov(sequences); })
-                                : unfitted("markov", unordered));
-  report.fits.push_back(guarded("heterogeneous", [&] { return fit_heterogeneous(sequences); }));
-  report.fits.push_back(
-      ordered ? guarded("heterogeneous_markov", [&] { return fit_heterogeneous_markov(sequences); })
-              : unfitted("heterogeneous_markov", unordered));
+  const MedianScaled start = ordered ? median_scaled(sequences) : MedianScaled{};
+  // Each family (and the chain of the median-scaled times, the heterogeneous Markov fit's first
+  // start) is a task writing its own slot; two threads take them in this order, the slowest
+  // first. The fits are independent, so the report is the same bytes on one core or two.
+  constexpr std::size_t kFamilies = 9;
+  std::vector<FamilyFit> fits(kFamilies);
+  FamilyFit scaled_chain;
+  const std::vector<std::function<void()>> tasks = {
+      [&] {
+        fits[6] = ordered ? guarded("markov", [&] { return fit_markov(sequences); })
+                          : unfitted("markov", unordered);
+      },
+      [&] {
+        scaled_chain =
+            !ordered || !start.problem.empty()
+                ? FamilyFit{}
+                : guarded("heterogeneous_markov", [&] { return fit_markov(start.scaled); });
+      },
+      [&] { fits[4] = guarded("weibull", [&] { return fit_weibull(pooled); }); },
+      [&] { fits[5] = guarded("bimodal", [&] { return fit_bimodal(pooled); }); },
+      [&] { fits[3] = guarded("gamma", [&] { return fit_gamma(pooled); }); },
+      [&] { fits[2] = guarded("lognormal", [&] { return fit_lognormal(pooled); }); },
+      [&] { fits[1] = guarded("pareto", [&] { return fit_pareto(pooled); }); },
+      [&] {
+        fits[0] = guarded("shifted_exponential", [&] { return fit_shifted_exponential(pooled); });
+      },
+      [&] { fits[7] = guarded("heterogeneous", [&] { return fit_heterogeneous(sequences); }); },
+  };
+  run_on_two_threads(tasks);
+  if (!ordered) {
+    fits[8] = unfitted("heterogeneous_markov", unordered);
+  } else if (!start.problem.empty()) {
+    fits[8] = unfitted("heterogeneous_markov", start.problem);
+  } else if (!scaled_chain.fitted()) {
+    fits[8] = unfitted("heterogeneous_markov", scaled_chain.problem);
+  } else {
+    fits[8] = guarded("heterogeneous_markov", [&] {
+      return heterogeneous_markov_from(sequences, start.factors, scaled_chain, fits[6]);
+    });
+  }
+  report.fits = std::move(fits);
   report.heterogeneity = test_equal_rates(sequences);
   choose_best(report);
   return report;

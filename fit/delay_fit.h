@@ -86,7 +86,11 @@ struct FamilyFit {
 [[nodiscard]] FamilyFit fit_heterogeneous(const std::vector<std::vector<double>>& sequences);
 /// c_i = median_i / min_j median_j (fastest worker 1), fit_markov on the t/c_i, then one
 /// alternation: each c_i maximises its worker's log L under that chain (not a joint maximum).
-[[nodiscard]] FamilyFit fit_heterogeneous_markov(const std::vector<std::vector<double>>& sequences);
+/// When that fits worse than `markov` (fit_markov of the unscaled times, fitted here when null),
+/// a second start, c_i = 1 under `markov` followed by the same alternation, is taken instead:
+/// the family nests the markov family and never fits worse than it.
+[[nodiscard]] FamilyFit fit_heterogeneous_markov(const std::vector<std::vector<double>>& sequences,
+                                                 const FamilyFit* markov = nullptr);
 
 /// Test of equal rates across workers: the likelihood ratio of per-worker exponential rates of
 /// the excess over the common shift against one rate,

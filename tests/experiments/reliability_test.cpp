@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "experiments/output_file.h"
+#include "fit/delay_fit.h"
 #include "tests/test_support.h"
 
 extern char** environ;  // NOLINT: POSIX
@@ -1063,24 +1064,34 @@ TEST_CASE("reliability: extreme delay parameters never reach an internal error",
 TEST_CASE("reliability: fit leaves out families whose estimate overflows",
           "[experiments][reliability]") {
   const auto dir = scratch("fit_overflow");
-  // Three times of 1e308: the exponential rate underflows to 0, which Boost.Math refuses.
-  const auto times = write(dir, "t.csv", "worker,seconds\n0,1e308\n0,1e308\n0,1e308\n0,1\n0,2\n");
-  const Result r = run(fmt::format("fit '{}' --json", times.string()), dir);
-  CHECK(r.status == 0);
-  const auto j = nlohmann::json::parse(r.out);
+  // Three times of 1e308: the exponential rate underflows to 0, which Boost.Math refuses. The
+  // heavy-tailed families are fitted, with finite numbers, but their likelihood grows towards
+  // the search bound of the shift (flagged): no family is eligible, and `fit` says so.
+  const std::vector<std::vector<double>> times = {{1e308, 1e308, 1e308, 1.0, 2.0}};
+  const stragglersim::sim::DelayFitReport report =
+      stragglersim::sim::fit_delay_models(times, false);
   std::size_t refused = 0;
-  for (const auto& f : j["fits"]) {
-    if (f["family"] == "shifted_exponential" || f["family"] == "bimodal") {
-      CHECK(f["problem"] ==
+  for (const auto& f : report.fits) {
+    if (f.family == "shifted_exponential" || f.family == "bimodal") {
+      CHECK(f.problem ==
             "estimate not finite (times too large or too spread for double precision)");
       ++refused;
     }
-    if (f["fitted"].get<bool>()) {  // every family still ranked has finite numbers
-      CHECK(std::isfinite(f["aic"].get<double>()));
+    if (f.fitted()) {  // every family still ranked has finite numbers
+      INFO(f.family);
+      CHECK(std::isfinite(f.aic));
+      CHECK(std::isfinite(f.ks.p_value));
+      CHECK(f.degenerate());
     }
   }
   CHECK(refused == 2);
-  CHECK(j["best"] == "pareto");
+  CHECK_FALSE(report.best.has_value());
+  const auto csv = write(dir, "t.csv", "worker,seconds\n0,1e308\n0,1e308\n0,1e308\n0,1\n0,2\n");
+  const Result r = run(fmt::format("fit '{}' --json", csv.string()), dir);
+  CHECK(r.status == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err.find(": no delay family could be fitted without a degenerate flag; got 5 times; the "
+                   "fitted ones are all flagged: pareto, lognormal, weibull") != std::string::npos);
 }
 
 TEST_CASE("reliability: thread counts are capped by the machine", "[experiments][reliability]") {
