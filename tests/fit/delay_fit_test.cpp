@@ -370,6 +370,45 @@ TEST_CASE("fit: heterogeneous markov recovers factors and the chain", "[fit][fam
   CHECK(r.choice.starts_with("heterogeneous_markov: smallest AIC"));
 }
 
+TEST_CASE("fit: the report of two threads equals the families fitted one by one", "[fit][heavy]") {
+  // 6 workers × 7 000 iterations: beyond the local-search limit (32 768 times), so the search
+  // sample, the local sample and the polish all run. fit_delay_models fits the families two at a
+  // time; each must be exactly what its own function returns on one thread.
+  const auto sample = markov_sample(6, 7000, 41);
+  const std::vector<double> all = pooled(sample);
+  const DelayFitReport r = fit_delay_models(sample, true);
+  const FamilyFit markov = fit_markov(sample);
+  const std::vector<FamilyFit> alone = {fit_shifted_exponential(all),
+                                        fit_pareto(all),
+                                        fit_lognormal(all),
+                                        fit_gamma(all),
+                                        fit_weibull(all),
+                                        fit_bimodal(all),
+                                        markov,
+                                        fit_heterogeneous(sample),
+                                        fit_heterogeneous_markov(sample, &markov)};
+  REQUIRE(r.fits.size() == alone.size());
+  for (std::size_t i = 0; i < alone.size(); ++i) {
+    INFO(alone[i].family);
+    CHECK(r.fits[i].family == alone[i].family);
+    CHECK(r.fits[i].log_likelihood == alone[i].log_likelihood);
+    CHECK(r.fits[i].ks.statistic == alone[i].ks.statistic);
+    REQUIRE(r.fits[i].parameters.size() == alone[i].parameters.size());
+    for (std::size_t k = 0; k < alone[i].parameters.size(); ++k) {
+      CHECK(r.fits[i].parameters[k].value == alone[i].parameters[k].value);
+    }
+    CHECK(r.fits[i].factors == alone[i].factors);
+  }
+  // The chain recovers its parameters through the polish, and the heterogeneous chain, which
+  // nests it, fits at least as well.
+  check_parameter(markov, "to_slow", 0.05);
+  check_parameter(markov, "to_normal", 0.2);
+  check_parameter(markov, "rate", 1.9);
+  check_parameter(markov, "slow_rate", 0.5);
+  CHECK(std::abs(markov.value("slow_shift") - 3.0) < 0.05);
+  CHECK(family(r, "heterogeneous_markov").log_likelihood >= markov.log_likelihood);
+}
+
 TEST_CASE("fit: a markov chain fitted to i.i.d. data is flagged and never chosen",
           "[fit][families][heavy]") {
   // Independent over iterations, but 4 of 15 workers 2.5 times slower: the best chain is frozen
