@@ -169,7 +169,7 @@ TEST_CASE("fit: kolmogorov-smirnov skips blocks yet equals the statistic of ever
   }
 }
 
-TEST_CASE("fit: shifted exponential recovers a and lambda; richer families gain only chance",
+TEST_CASE("fit: shifted exponential recovers a and lambda and richer families gain only chance",
           "[fit][heavy]") {
   ShiftedExponentialDelay delay(std::vector<double>(20, 1.0), {0.7, 1.9, TailScaling::kLoad});
   const auto sample = draw(delay, 1000, 11);  // 20 000 draws
