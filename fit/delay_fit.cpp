@@ -575,23 +575,44 @@ class MarkovEmissions {
   double log_rate_, log_slow_rate_;
 };
 
+/// The emissions e^{le − max le} (the larger is 1 exactly: one exp per time) and max le.
+std::pair<std::array<double, 2>, double> relative_emissions(const std::array<double, 2>& le) {
+  const double top = std::max(le[0], le[1]);
+  return {le[0] >= le[1] ? std::array<double, 2>{1.0, std::exp(le[1] - top)}
+                         : std::array<double, 2>{std::exp(le[0] - top), 1.0},
+          top};
+}
+
+/// Adds Σ log c of the forward pass's per-step scales c to a log-likelihood: their product is
+/// kept and its logarithm added only when it nears the ends of the double range (no log per
+/// time), the rest at the end of the sequence.
+class LogOfScales {
+ public:
+  void multiply(double c, double& log_likelihood) {
+    product_ *= c;
+    if (!(product_ > 1e-200 && product_ < 1e200)) {
+      log_likelihood += std::log(product_);
+      product_ = 1.0;
+    }
+  }
+  void finish(double& log_likelihood) const { log_likelihood += std::log(product_); }
+
+ private:
+  double product_ = 1.0;
+};
+
 /// log L of the chain for one worker's times seq[t] / divisor: the forward pass with per-step
-/// scaling, the scales multiplied and their logarithm taken only when the product nears the
-/// ends of the double range (one exp per time, no log).
+/// scaling.
 double markov_sequence_log_likelihood(const Markov& m,
                                       const MarkovEmissions& log_emissions,
                                       std::span<const double> seq,
                                       double divisor) {
   const double stationary_slow = m.to_slow / (m.to_slow + m.to_normal);
   double log_likelihood = 0.0;
-  double scale = 1.0;
+  LogOfScales scales;
   std::array<double, 2> alpha = {1.0 - stationary_slow, stationary_slow};
   for (std::size_t t = 0; t < seq.size(); ++t) {
-    const auto le = log_emissions(seq[t] / divisor);
-    const double top = std::max(le[0], le[1]);
-    const std::array<double, 2> e = le[0] >= le[1]
-                                        ? std::array<double, 2>{1.0, std::exp(le[1] - top)}
-                                        : std::array<double, 2>{std::exp(le[0] - top), 1.0};
+    const auto [e, top] = relative_emissions(log_emissions(seq[t] / divisor));
     std::array<double, 2> a = alpha;
     if (t > 0) {
       a = {alpha[0] * (1.0 - m.to_slow) + alpha[1] * m.to_normal,
@@ -601,15 +622,12 @@ double markov_sequence_log_likelihood(const Markov& m,
     a[1] *= e[1];
     const double c = a[0] + a[1];
     log_likelihood += top;
-    scale *= c;
-    if (!(scale > 1e-200 && scale < 1e200)) {
-      log_likelihood += std::log(scale);
-      scale = 1.0;
-    }
+    scales.multiply(c, log_likelihood);
     const double inverse = 1.0 / c;
     alpha = {a[0] * inverse, a[1] * inverse};
   }
-  return log_likelihood + std::log(scale);
+  scales.finish(log_likelihood);
+  return log_likelihood;
 }
 
 /// log L of the chain over every worker's sequence (markov_sequence_log_likelihood, summed).
@@ -638,13 +656,10 @@ MarkovStatistics markov_e_step(const Markov& m, const std::vector<std::vector<do
     const std::size_t len = seq.size();
     alpha.assign(len, {0.0, 0.0});
     emission.assign(len, {0.0, 0.0});
-    double scale = 1.0;
+    LogOfScales scales;
     for (std::size_t t = 0; t < len; ++t) {
-      const auto le = log_emissions(seq[t]);
-      const double top = std::max(le[0], le[1]);
-      // The larger term is e^0 = 1 exactly: one exp per time.
-      emission[t] = le[0] >= le[1] ? std::array<double, 2>{1.0, std::exp(le[1] - top)}
-                                   : std::array<double, 2>{std::exp(le[0] - top), 1.0};
+      const auto [e, top] = relative_emissions(log_emissions(seq[t]));
+      emission[t] = e;
       std::array<double, 2> a{};
       if (t == 0) {
         a = {1.0 - stationary_slow, stationary_slow};
@@ -658,17 +673,13 @@ MarkovStatistics markov_e_step(const Markov& m, const std::vector<std::vector<do
       a[1] *= emission[t][1];
       const double c = a[0] + a[1];
       s.log_likelihood += top;
-      scale *= c;  // log c taken when the product nears the ends of the double range
-      if (!(scale > 1e-200 && scale < 1e200)) {
-        s.log_likelihood += std::log(scale);
-        scale = 1.0;
-      }
+      scales.multiply(c, s.log_likelihood);
       const double inverse = 1.0 / c;
       alpha[t] = {a[0] * inverse, a[1] * inverse};
       // Keep the scale with the emission so that the backward pass reuses it.
       emission[t] = {emission[t][0] * inverse, emission[t][1] * inverse};
     }
-    s.log_likelihood += std::log(scale);
+    scales.finish(s.log_likelihood);
     std::array<double, 2> beta = {1.0, 1.0};
     for (std::size_t t = len; t-- > 0;) {
       const double g0 = alpha[t][0] * beta[0];
@@ -918,7 +929,7 @@ std::tuple<Bimodal, double, int> search_bimodal(const std::vector<double>& grid,
       std::max(0.0, centre - step),
       centre + step,
       30);
-  if (&local != &grid) {
+  if (&local != &grid) {  // other times than the grid's: its best log L, again on `local`
     best_ll = std::get<1>(bimodal_em(best, local, 60));
   }
   if (-negative > best_ll) {
@@ -1001,13 +1012,26 @@ FamilyFit fit_bimodal(std::span<const double> times) {
   return fit;
 }
 
-/// P(T ≤ t) of the stationary marginal of a fitted markov family.
-double markov_marginal_cdf(const FamilyFit& markov, double t) {
-  const double p = markov.value("to_slow");
-  const double slow = p / (p + markov.value("to_normal"));
-  return (1.0 - slow) * shifted_exponential_cdf(markov.value("shift"), markov.value("rate"), t) +
-         slow * shifted_exponential_cdf(markov.value("slow_shift"), markov.value("slow_rate"), t);
+namespace {
+
+/// P(T ≤ t) of the chain's stationary marginal.
+double markov_marginal_cdf(const Markov& m, double t) {
+  const double slow = m.to_slow / (m.to_slow + m.to_normal);
+  return (1.0 - slow) * shifted_exponential_cdf(m.shift, m.rate, t) +
+         slow * shifted_exponential_cdf(m.slow_shift, m.slow_rate, t);
 }
+
+/// The chain of a fitted markov family.
+Markov chain_of(const FamilyFit& f) {
+  return Markov{f.value("shift"),
+                f.value("rate"),
+                f.value("slow_shift"),
+                f.value("slow_rate"),
+                f.value("to_slow"),
+                f.value("to_normal")};
+}
+
+}  // namespace
 
 namespace {
 
@@ -1085,7 +1109,7 @@ std::tuple<Markov, double, int> search_markov(const std::vector<std::vector<doub
                     std::max(shift, low),
                     std::max(high, low),
                     20);
-  if (&local != &sequences) {
+  if (&local != &sequences) {  // other times than the grid's: its best log L on `local`
     best_ll = std::get<1>(profile_local(best_b, 40, best_model));
   }
   if (-negative > best_ll) {
@@ -1178,7 +1202,7 @@ FamilyFit fit_markov(const std::vector<std::vector<double>>& sequences) {
   fit.parameter_count = 6;
   fit.iterations = iterations;
   flag_probabilities(fit, {"to_slow", "to_normal"});
-  finish(fit, ll, pooled, [&](double t) { return markov_marginal_cdf(fit, t); });
+  finish(fit, ll, pooled, [&](double t) { return markov_marginal_cdf(m, t); });
   return fit;
 }
 
@@ -1261,43 +1285,8 @@ MedianScaled median_scaled(const std::vector<std::vector<double>>& sequences) {
   return out;
 }
 
-Markov chain_of(const FamilyFit& f) {
-  return Markov{f.value("shift"),
-                f.value("rate"),
-                f.value("slow_shift"),
-                f.value("slow_rate"),
-                f.value("to_slow"),
-                f.value("to_normal")};
-}
-
 /// The heterogeneous Markov fit from its two starts: `fit`, the chain fitted to the times
 /// scaled by the median `factors`, and `unscaled`, the markov family's fit (factors 1).
-FamilyFit heterogeneous_markov_from(const std::vector<std::vector<double>>& sequences,
-                                    std::vector<double> factors,
-                                    FamilyFit fit,
-                                    const FamilyFit& unscaled);
-
-}  // namespace
-
-FamilyFit fit_heterogeneous_markov(const std::vector<std::vector<double>>& sequences,
-                                   const FamilyFit* markov) {
-  const std::string family = "heterogeneous_markov";
-  MedianScaled start = median_scaled(sequences);
-  if (!start.problem.empty()) {
-    return unfitted(family, start.problem);
-  }
-  FamilyFit fit = fit_markov(start.scaled);
-  if (!fit.fitted()) {
-    return unfitted(family, fit.problem);
-  }
-  return heterogeneous_markov_from(sequences,
-                                   std::move(start.factors),
-                                   std::move(fit),
-                                   markov != nullptr ? *markov : fit_markov(sequences));
-}
-
-namespace {
-
 FamilyFit heterogeneous_markov_from(const std::vector<std::vector<double>>& sequences,
                                     std::vector<double> factors,
                                     FamilyFit fit,
@@ -1318,13 +1307,10 @@ FamilyFit heterogeneous_markov_from(const std::vector<std::vector<double>>& sequ
                           from_ones = refine_factors(chain_of(unscaled), sequences, ones);
                         }
                       }});
-  {
-    if (unscaled.fitted() && log_likelihood < unscaled.log_likelihood &&
-        from_ones > log_likelihood) {
-      fit = unscaled;
-      factors = ones;
-      log_likelihood = from_ones;
-    }
+  if (unscaled.fitted() && log_likelihood < unscaled.log_likelihood && from_ones > log_likelihood) {
+    fit = unscaled;
+    factors = ones;
+    log_likelihood = from_ones;
   }
   // Back to the fastest worker at c = 1: T = c_i·M is unchanged when c_i → c_i/k and the chain's
   // times scale by k (shifts × k, rates / k), and so is log L.
@@ -1348,14 +1334,10 @@ FamilyFit heterogeneous_markov_from(const std::vector<std::vector<double>>& sequ
   }
   std::sort(pooled.begin(), pooled.end());
   const Markov m = chain_of(fit);
-  const double slow = m.to_slow / (m.to_slow + m.to_normal);
   finish(fit, log_likelihood, pooled, [&](double t) {
     double f = 0.0;
     for (std::size_t i = 0; i < sequences.size(); ++i) {
-      const double u = t / factors[i];
-      f += static_cast<double>(sequences[i].size()) *
-           ((1.0 - slow) * shifted_exponential_cdf(m.shift, m.rate, u) +
-            slow * shifted_exponential_cdf(m.slow_shift, m.slow_rate, u));
+      f += static_cast<double>(sequences[i].size()) * markov_marginal_cdf(m, t / factors[i]);
     }
     return f / static_cast<double>(pooled.size());
   });
@@ -1363,6 +1345,23 @@ FamilyFit heterogeneous_markov_from(const std::vector<std::vector<double>>& sequ
 }
 
 }  // namespace
+
+FamilyFit fit_heterogeneous_markov(const std::vector<std::vector<double>>& sequences,
+                                   const FamilyFit* markov) {
+  const std::string family = "heterogeneous_markov";
+  MedianScaled start = median_scaled(sequences);
+  if (!start.problem.empty()) {
+    return unfitted(family, start.problem);
+  }
+  FamilyFit fit = fit_markov(start.scaled);
+  if (!fit.fitted()) {
+    return unfitted(family, fit.problem);
+  }
+  return heterogeneous_markov_from(sequences,
+                                   std::move(start.factors),
+                                   std::move(fit),
+                                   markov != nullptr ? *markov : fit_markov(sequences));
+}
 
 FamilyFit fit_heterogeneous(const std::vector<std::vector<double>>& sequences) {
   if (sequences.size() < 2) {
