@@ -259,6 +259,33 @@ std::size_t read_block_length(JsonReader& delay,
   return static_cast<std::size_t>(delay.integer("block", std::nullopt, 1, rows));
 }
 
+/// Cycle mode's "start": a row index in [0, T) or "random" (a uniform row per run).
+void read_start(JsonReader& delay, const sim::DelayTrace& trace, sim::TraceDelay::Options& o) {
+  if (!delay.has("start")) {
+    return;
+  }
+  if (o.mode != sim::TraceDelay::Mode::kCycle || !trace.has_iterations) {
+    delay.fail_value("start",
+                     "only cycle mode on an iteration-form trace reads a start row",
+                     delay.raw("start"),
+                     "mode \"cycle\" and a trace with an iteration column");
+  }
+  const auto rows = static_cast<std::int64_t>(trace.per_iteration.size());
+  const nlohmann::json value = delay.raw("start");
+  if (value.is_string() && value.get<std::string>() == "random") {
+    o.random_start = true;
+    return;
+  }
+  if (value.is_string()) {
+    delay.fail_value(
+        "start",
+        "invalid start row",
+        value,
+        fmt::format("\"random\" or an integer in [0, {}] (a row of the trace)", rows - 1));
+  }
+  o.start = static_cast<std::size_t>(delay.integer("start", std::nullopt, 0, rows - 1));
+}
+
 DelayMaker make_lognormal(JsonReader& delay,
                           const sim::WorkerLoads& worker_loads,
                           const std::filesystem::path& /*base_dir*/) {
@@ -311,6 +338,7 @@ DelayMaker make_trace(JsonReader& delay,
     delay.fail("path", e.what());
   }
   o.block = read_block_length(delay, *trace, o.mode);
+  read_start(delay, *trace, o);
   if (!trace->censored_lines.empty()) {
     delay.fail("path",
                fmt::format("{}:{}: censored time (empty seconds); expected every time measured "
@@ -605,6 +633,7 @@ const std::vector<FactoryRow<DelayFactory>>& delay_factories() {
        {{"path", ""},
         {"mode", "cycle"},
         {"block", "auto"},
+        {"start", "0"},
         {"tail", tail_text(sim::TailScaling::kLoad)}},
        make_trace},
       {"weibull",

@@ -9,9 +9,18 @@
 namespace stragglersim::sim {
 
 TraceDelay::TraceDelay(std::vector<double> loads, DelayTrace trace, const Options& options)
-    : loads_(std::move(loads)), trace_(std::move(trace)), mode_(options.mode), tail_(options.tail) {
+    : loads_(std::move(loads)),
+      trace_(std::move(trace)),
+      mode_(options.mode),
+      tail_(options.tail),
+      start_(options.start),
+      random_start_(options.random_start) {
   STRAGGLERSIM_ASSERT(trace_.workers == static_cast<int>(loads_.size()),
                       "the trace must have one column per worker");
+  STRAGGLERSIM_ASSERT(
+      (start_ == 0 && !random_start_) ||
+          (mode_ == Mode::kCycle && trace_.has_iterations && start_ < trace_.per_iteration.size()),
+      "a start row is a row of an iteration-form trace in cycle mode");
   STRAGGLERSIM_ASSERT(trace_.censored_lines.empty(), "a replayed trace has no censored time");
   const std::size_t n = loads_.size();
   base_.resize(n);
@@ -85,7 +94,10 @@ void TraceDelay::sample(std::uint64_t /*iteration*/, RandomEngine& rng, std::spa
   const std::uint64_t k = calls_++;
   if (trace_.has_iterations && mode_ != Mode::kEmpirical) {
     const std::size_t rows = trace_.per_iteration.size();
-    std::size_t row = static_cast<std::size_t>(k % rows);
+    if (k == 0 && random_start_) {
+      start_ = boost::random::uniform_int_distribution<std::size_t>(0, rows - 1)(rng);
+    }
+    std::size_t row = static_cast<std::size_t>((start_ + k % rows) % rows);
     if (mode_ == Mode::kBootstrap) {
       row = boost::random::uniform_int_distribution<std::size_t>(0, rows - 1)(rng);
     } else if (mode_ == Mode::kBlock) {

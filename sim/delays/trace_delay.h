@@ -19,8 +19,11 @@ namespace stragglersim::sim {
 ///   tail "none":  T_i = m + (ℓ_i − 1)·b_i          (only the shift scales, as Model B)
 /// with b_i = worker i's smallest measured time (its empirical shift); at ℓ_i = 1 both give m
 /// exactly. Which m (T measured iterations, rows in increasing iteration order):
-///   iteration form, cycle:      the k-th sample call replays the trace's row k mod T (all
-///                               workers of one measured iteration together, no draw);
+///   iteration form, cycle:      the k-th sample call replays the trace's row (s + k) mod T (all
+///                               workers of one measured iteration together), s the start row:
+///                               given (no draw), or drawn uniformly from [0, T) at the first
+///                               call (random start: one draw per run, so runs of different
+///                               seeds replay the trace from different rows);
 ///   iteration form, bootstrap:  one uniform row index per iteration from the run's stream;
 ///   iteration form, block:      circular block bootstrap: calls k = jL … jL + L − 1 replay rows
 ///                               (u_j + k − jL) mod T, one uniform start u_j ∈ [0, T) drawn at
@@ -36,7 +39,8 @@ namespace stragglersim::sim {
 /// that replay whole rows (iteration form cycle, bootstrap and block; pool form cycle when every
 /// worker has the same count) rows() exposes the scaled table, over which the theory averages
 /// exactly. Illegal: a trace whose worker count differs from the loads', a censored
-/// observation (+∞), a negative load, block mode on a pool-form trace, a block length < 0.
+/// observation (+∞), a negative load, block mode on a pool-form trace, a block length < 0, a start
+/// row ≥ T or a start on a pool-form trace or outside cycle mode.
 class TraceDelay final : public DelayModel {
  public:
   enum class Mode { kCycle, kBootstrap, kBlock, kEmpirical };
@@ -45,6 +49,10 @@ class TraceDelay final : public DelayModel {
     TailScaling tail = TailScaling::kLoad;
     /// Block mode's L; 0 chooses auto_block_length of the per-iteration mean times.
     std::size_t block = 0;
+    /// Cycle mode on an iteration-form trace: the first row replayed (< T) ...
+    std::size_t start = 0;
+    /// ... or, when set, a uniform row drawn at the first call.
+    bool random_start = false;
   };
   TraceDelay(std::vector<double> loads, DelayTrace trace, const Options& options);
   [[nodiscard]] std::string name() const override { return "trace"; }
@@ -79,6 +87,8 @@ class TraceDelay final : public DelayModel {
   std::vector<double> rows_;  ///< the rows() table, empty when no mode replays whole rows
   std::size_t block_ = 0;
   std::size_t block_start_ = 0;
+  std::size_t start_ = 0;
+  bool random_start_ = false;
   std::uint64_t calls_ = 0;
 };
 

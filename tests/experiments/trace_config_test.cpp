@@ -11,6 +11,7 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -298,6 +299,71 @@ TEST_CASE("trace delay: block and empirical modes run reproducibly and check the
   refused(pool,
           "/delay/mode: block mode needs iterations; got \"block\"; expected a trace with an "
           "iteration column (a worker,seconds pool has no rows)");
+}
+
+}  // namespace
+}  // namespace stragglersim::experiments
+
+namespace stragglersim::experiments {
+namespace {
+
+TEST_CASE("trace delay: a cycle start row rotates the replay; a random start varies with the seed",
+          "[experiments][trace][start]") {
+  constexpr int kWorkers = 3;
+  const auto dir = scratch_dir("trace_config", "start");
+  const auto t = write_trace(dir / "times.csv", 8, kWorkers);
+  std::vector<double> maxima;
+  for (const auto& row : t) maxima.push_back(*std::max_element(row.begin(), row.end()));
+  const auto run_with = [&](const nlohmann::json& delay, std::uint64_t seed) {
+    fs::remove_all(dir / "out");
+    return run_config(dir, trace_config(kWorkers, delay, {{"rule", "all"}}, 12, seed));
+  };
+  const nlohmann::json cycle = {{"kind", "trace"}, {"path", "times.csv"}, {"start", 5}};
+  REQUIRE(run_with(cycle, 3).status == 0);
+  const auto rotated = iteration_times(dir / "out");
+  REQUIRE(rotated.size() == 12);
+  for (std::size_t k = 0; k < rotated.size(); ++k) {
+    CHECK(rotated[k] == maxima[(5 + k) % 8]);  // uncoded `all`: each row's maximum
+  }
+  // A random start: some rotation of the rows, the same for a seed, not for every seed.
+  nlohmann::json random = cycle;
+  random["start"] = "random";
+  std::set<double> firsts;
+  for (std::uint64_t seed = 1; seed <= 12; ++seed) {
+    REQUIRE(run_with(random, seed).status == 0);
+    const auto got = iteration_times(dir / "out");
+    const auto s = static_cast<std::size_t>(std::find(maxima.begin(), maxima.end(), got.front()) -
+                                            maxima.begin());
+    REQUIRE(s < maxima.size());
+    for (std::size_t k = 0; k < got.size(); ++k) CHECK(got[k] == maxima[(s + k) % 8]);
+    REQUIRE(run_with(random, seed).status == 0);
+    CHECK(iteration_times(dir / "out") == got);
+    firsts.insert(got.front());
+  }
+  CHECK(firsts.size() > 1);
+
+  const auto refused = [&](const nlohmann::json& delay, const std::string& message) {
+    const Result res = run_with(delay, 3);
+    CHECK(res.status == 2);
+    CHECK(res.err.find(message) != std::string::npos);
+    CHECK_FALSE(fs::exists(dir / "out"));
+  };
+  nlohmann::json high = cycle;
+  high["start"] = 8;
+  refused(high, "/delay/start: out of range; got 8; expected an integer <= 7");
+  nlohmann::json negative = cycle;
+  negative["start"] = -1;
+  refused(negative, "/delay/start: out of range; got -1; expected an integer in [0, 7]");
+  nlohmann::json word = cycle;
+  word["start"] = "middle";
+  refused(word,
+          "/delay/start: invalid start row; got \"middle\"; expected \"random\" or an integer in "
+          "[0, 7] (a row of the trace)");
+  nlohmann::json block = cycle;
+  block["mode"] = "block";
+  refused(block,
+          "/delay/start: only cycle mode on an iteration-form trace reads a start row; got 5; "
+          "expected mode \"cycle\" and a trace with an iteration column");
 }
 
 }  // namespace

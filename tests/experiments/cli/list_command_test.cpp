@@ -45,7 +45,7 @@ TEST_CASE("list: prints every row of the factory tables with its keys", "[experi
         "  trace                 measured per-worker times from a CSV file "
         "(iteration,worker,seconds or worker,seconds), replayed in order (cycle), resampled by "
         "rows (bootstrap), by blocks of consecutive rows (block) or per worker (empirical)\n"
-        "                        keys: path, mode (cycle), block (auto), tail (load)\n"
+        "                        keys: path, mode (cycle), block (auto), start (0), tail (load)\n"
         "  weibull               load-scaled shift plus a Weibull(shape, scale) tail\n"
         "                        keys: shift (1), shape (1.5), scale (1), tail (load)\n");
 }

@@ -5,6 +5,7 @@
 #include "sim/delays/trace_delay.h"
 
 #include <algorithm>
+#include <boost/random/uniform_int_distribution.hpp>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <vector>
@@ -83,6 +84,41 @@ TEST_CASE("trace delay: cycle replays the rows in order, wrapping, without drawi
     for (std::size_t i = 0; i < 3; ++i) {
       CHECK(pooled[k][i] == p.per_worker[i][k % p.per_worker[i].size()]);
     }
+  }
+}
+
+TEST_CASE("trace delay: cycle from a start row replays (s + k) mod T; a random start is one draw",
+          "[sim][trace]") {
+  const DelayTrace t = iteration_trace();
+  for (std::size_t start = 0; start < 4; ++start) {
+    TraceDelay d({1.0, 1.0, 1.0}, t, {.mode = TraceDelay::Mode::kCycle, .start = start});
+    RandomEngine rng = make_engine(3, Stream::kDelays);
+    const RandomEngine before = rng;
+    const auto got = draws(d, rng, 9);
+    for (std::size_t k = 0; k < got.size(); ++k) {
+      CHECK(got[k] == t.per_iteration[(start + k) % 4]);
+    }
+    CHECK(rng == before);
+  }
+  // Random start: the first row is the uniform draw boost makes from the same stream, and
+  // nothing else is drawn; every row is a start for some seed, each about 1/4 of the time.
+  std::vector<int> starts(4, 0);
+  constexpr int kSeeds = 4000;
+  for (std::uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    TraceDelay d({1.0, 1.0, 1.0}, t, {.mode = TraceDelay::Mode::kCycle, .random_start = true});
+    RandomEngine rng = make_engine(seed, Stream::kDelays);
+    RandomEngine expected = rng;
+    const auto first = boost::random::uniform_int_distribution<std::size_t>(0, 3)(expected);
+    const auto got = draws(d, rng, 6);
+    for (std::size_t k = 0; k < got.size(); ++k) {
+      REQUIRE(got[k] == t.per_iteration[(first + k) % 4]);
+    }
+    REQUIRE(rng == expected);
+    ++starts[first];
+  }
+  const double se = std::sqrt(kSeeds * 0.25 * 0.75);
+  for (const int h : starts) {
+    CHECK(std::abs(h - kSeeds * 0.25) < 4.0 * se);
   }
 }
 
