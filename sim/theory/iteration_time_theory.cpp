@@ -1039,27 +1039,36 @@ bool row_erased(const SchemeDescription& scheme, const Row& row, std::initialize
   return arrived >= scheme.r;
 }
 
+/// Calls visit(k, row) for every row k of a DelayModel::rows() table with n workers, the row's
+/// delays and the same sorted.
+template <typename Visit>
+void for_each_row(int workers, std::span<const double> table, Visit visit) {
+  const auto n = index(workers);
+  std::vector<double> sorted(n);
+  for (std::size_t k = 0; k < table.size() / n; ++k) {
+    const Row row{table.subspan(k * n, n), sorted};
+    std::copy(row.delay.begin(), row.delay.end(), sorted.begin());
+    std::sort(sorted.begin(), sorted.end());
+    visit(k, row);
+  }
+}
+
 /// The exact averages over the rows of a DelayModel::rows() table (method "trace rows"): Z of
 /// every row by the rule, E[Z] and sd over rows; q the mean over rows and groups of the indicator
 /// that the group is unheard, q₂ the same over the pairs of group_pairs.
 IterationTimePrediction rows_prediction(const SchemeDescription& scheme,
                                         std::span<const double> table) {
-  const auto n = index(scheme.workers);
-  const std::size_t count = table.size() / n;
+  const std::size_t count = table.size() / index(scheme.workers);
   const Shape shape = stop_shape(scheme);
   const std::optional<Erasure> fixed = structural_erasure(scheme);
   const int groups = scheme.workers / scheme.d;
   const auto pairs = group_pairs(groups);
   std::vector<double> times(count);
-  std::vector<double> sorted(n);
   Erasure sum;
-  for (std::size_t k = 0; k < count; ++k) {
-    const Row row{table.subspan(k * n, n), sorted};
-    std::copy(row.delay.begin(), row.delay.end(), sorted.begin());
-    std::sort(sorted.begin(), sorted.end());
+  for_each_row(scheme.workers, table, [&](std::size_t k, const Row& row) {
     times[k] = row_stop(scheme, shape, row);
     if (fixed) {
-      continue;
+      return;
     }
     for (int g = 0; g < groups; ++g) {
       sum.q += row_erased(scheme, row, {g}) ? 1.0 : 0.0;
@@ -1067,7 +1076,7 @@ IterationTimePrediction rows_prediction(const SchemeDescription& scheme,
     for (const auto& [g, h] : pairs) {
       sum.q2 += row_erased(scheme, row, {g, h}) ? 1.0 : 0.0;
     }
-  }
+  });
   IterationTimePrediction out;
   const auto rows = static_cast<double>(count);
   for (const double z : times) out.mean += z / rows;
@@ -1196,6 +1205,47 @@ StopProbability stop_probability(const SchemeDescription& scheme,
   validate(scheme);
   STRAGGLERSIM_ASSERT(delay.workers() == scheme.workers, "delay model and scheme disagree on n");
   return StopDistribution(scheme, delay)(t);
+}
+
+double iteration_time_quantile(const SchemeDescription& scheme, const DelayModel& delay, double p) {
+  validate(scheme);
+  STRAGGLERSIM_ASSERT(delay.workers() == scheme.workers, "delay model and scheme disagree on n");
+  STRAGGLERSIM_ASSERT(p > 0.0 && p < 1.0, "a quantile's level lies in (0, 1)");
+  if (!delay.rows().empty()) {
+    const Shape shape = stop_shape(scheme);
+    std::vector<double> times;
+    for_each_row(scheme.workers, delay.rows(), [&](std::size_t /*k*/, const Row& row) {
+      times.push_back(row_stop(scheme, shape, row));
+    });
+    std::sort(times.begin(), times.end());
+    const auto k = static_cast<std::size_t>(std::ceil(p * static_cast<double>(times.size())));
+    return times[std::max<std::size_t>(k, 1) - 1];
+  }
+  const StopDistribution stop(scheme, delay);
+  double lo = kInfinity;
+  for (int i = 0; i < scheme.workers; ++i) lo = std::min(lo, delay.lower_bound(i));
+  if (stop(lo).stopped >= p) {
+    return lo;
+  }
+  // Grow the bracket geometrically from the lower bound, then bisect to rounding.
+  double step = delay.mean(0);
+  if (!(std::isfinite(step) && step > 0.0)) {
+    step = std::max(1.0, std::abs(lo));
+  }
+  double hi = lo + step;
+  for (int k = 0; stop(hi).stopped < p; ++k) {
+    if (k == 2000 || !std::isfinite(hi)) {
+      return kInfinity;
+    }
+    lo = hi;
+    step *= 2.0;
+    hi = lo + step;
+  }
+  for (int k = 0; k < 200 && hi - lo > 1e-13 * std::abs(hi); ++k) {
+    const double mid = lo + 0.5 * (hi - lo);
+    (stop(mid).stopped >= p ? hi : lo) = mid;
+  }
+  return hi;
 }
 
 bool has_closed_form(const SchemeDescription& scheme, const DelayModel& delay) {

@@ -187,6 +187,14 @@ struct StopProbability {
                                                const DelayModel& delay,
                                                double t);
 
+/// The p-quantile of the iteration time, min{t : P(Z ≤ t) ≥ p} for p ∈ (0, 1): over the rows of
+/// a replayed table (DelayModel::rows(): the ⌈p·T⌉-th smallest row stop) exactly; otherwise by
+/// bisection on stop_probability (independent workers with the model's marginals) to ~1e-13
+/// relative, +∞ when P(Z ≤ t) never reaches p.
+[[nodiscard]] double iteration_time_quantile(const SchemeDescription& scheme,
+                                             const DelayModel& delay,
+                                             double p);
+
 /// Whether predict_iteration_time (method auto) has a closed form for the scheme: i.i.d. shifted
 /// exponential delays and an order-statistic stop (all, first_r, uncoded decodable) or exact FRC.
 /// Its cost is then O(1) in n (O(r) for small orders); the numerical path is O(n) per point.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <boost/math/special_functions/beta.hpp>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <memory>
@@ -484,4 +485,51 @@ TEST_CASE("sim: erasure probabilities are undefined where decoding is not by gro
                   std::logic_error);
 }
 
+}  // namespace stragglersim::sim
+
+namespace stragglersim::sim {
+namespace {
+
+TEST_CASE("theory: iteration-time quantiles equal the order statistics' closed forms",
+          "[sim][theory][quantile]") {
+  // Z = ℓa + (ℓ/λ)·X_(m:n), X i.i.d. Exp(1): P(X_(m:n) ≤ x) = I_u(m, n − m + 1) with
+  // u = 1 − e^{−x} (the Beta law of the m-th uniform order statistic), so the p-quantile is
+  // −log(1 − ibeta_inv(m, n − m + 1, p)).
+  const double shift = 0.5;
+  const double rate = 2.0;
+  const auto frc = CodeFamily::kFractionalRepetition;
+  const std::vector<std::pair<SchemeDescription, int>> cases = {
+      {scheme(10, CodeFamily::kUncoded, 1, RuleKind::kAll), 10},
+      {scheme(10, CodeFamily::kUncoded, 1, RuleKind::kFirstR, 3), 3},
+      {scheme(12, frc, 2, RuleKind::kFirstR, 6), 6},
+      {scheme(12, frc, 3, RuleKind::kAll), 12},
+      {scheme(7, CodeFamily::kUncoded, 1, RuleKind::kFirstR, 1), 1},
+  };
+  for (const auto& [s, m] : cases) {
+    const ShiftedExponentialDelay delay = exponential(s, TailScaling::kLoad, shift, rate);
+    const double load = s.code == frc ? s.d : 1.0;
+    for (const double p : {0.01, 0.1, 0.5, 0.9, 0.999}) {
+      const double u = boost::math::ibeta_inv(m, s.workers - m + 1, p);
+      const double expected = load * shift - (load / rate) * std::log1p(-u);
+      INFO("n " << s.workers << " m " << m << " p " << p);
+      CHECK(iteration_time_quantile(s, delay, p) == Approx(expected).epsilon(1e-10));
+    }
+  }
+  // FRC decodable: max over G groups of a group's first arrival, Exp with rate dλ/ℓ after ℓa:
+  // P(Z ≤ t) = (1 − e^{−dλ(t − ℓa)/ℓ})^G.
+  const SchemeDescription decodable = scheme(12, frc, 3, RuleKind::kDecodable);
+  const ShiftedExponentialDelay delay = exponential(decodable, TailScaling::kLoad, shift, rate);
+  for (const double p : {0.05, 0.5, 0.95}) {
+    const double expected = 3.0 * shift - std::log1p(-std::pow(p, 1.0 / 4.0)) * 3.0 / (3.0 * rate);
+    CHECK(iteration_time_quantile(decodable, delay, p) == Approx(expected).epsilon(1e-10));
+  }
+  // A deadline caps Z: every quantile above P(Z < τ) is τ.
+  const SchemeDescription capped = scheme(4, CodeFamily::kUncoded, 1, RuleKind::kDeadline, 1, 1.0);
+  const ShiftedExponentialDelay fast = exponential(capped, TailScaling::kLoad, shift, rate);
+  const double below = std::pow(1.0 - std::exp(-rate * (1.0 - shift)), 4.0);  // P(max < τ)
+  CHECK(iteration_time_quantile(capped, fast, std::min(0.999, below + 0.05)) ==
+        Approx(1.0).epsilon(1e-12));
+}
+
+}  // namespace
 }  // namespace stragglersim::sim

@@ -76,8 +76,10 @@ Walk walk_row(const SchemeDescription& s, std::vector<double> row) {
   return w;
 }
 
-TEST_CASE("theory: trace rows equal a walk of every row for every rule and code",
-          "[sim][theory][trace_rows]") {
+TEST_CASE(
+    "theory: trace rows (mean, sd, quantiles, erasures) equal a walk of every row for every rule "
+    "and code",
+    "[sim][theory][trace_rows]") {
   // 6 workers, 9 rows; distinct times within a row, repeats across rows, a slow row; the
   // deadlines fall between the rows' maxima (some rows stop before them).
   std::vector<std::vector<double>> rows;
@@ -137,6 +139,12 @@ TEST_CASE("theory: trace rows equal a walk of every row for every rule and code"
                  << s.d);
     CHECK(p.method == "trace rows");
     CHECK(p.mean == Approx(mean).epsilon(1e-13));
+    // The p-quantile over rows is the ⌈9p⌉-th smallest stop.
+    std::vector<double> sorted = stops;
+    std::sort(sorted.begin(), sorted.end());
+    for (const auto& [level, rank] : {std::pair{0.05, 1}, {0.3, 3}, {0.5, 5}, {0.9, 9}}) {
+      CHECK(iteration_time_quantile(s, delay, level) == sorted[rank - 1]);
+    }
     CHECK(p.sd == Approx(std::sqrt(square)).epsilon(1e-10));
     if (s.code != CodeFamily::kCyclic) {
       CHECK(p.q == Approx(erased / (count * static_cast<double>(groups))).margin(1e-15));
