@@ -53,7 +53,79 @@ void check_options(const TraceImportRequest& a) {
   }
 }
 
+/// The config's workers, seed and delay in a delay-only config (validate's candidates replace
+/// its code and rule): the held-out choice needs no data.
+nlohmann::json delay_only(const nlohmann::json& config) {
+  nlohmann::json d = {{"data", nullptr},
+                      {"code", {{"kind", "uncoded"}}},
+                      {"stopping", {{"rule", "all"}}},
+                      {"optimizer", {{"iterations", 1}}}};
+  for (const char* key : {"name", "seed", "workers", "delay"}) {
+    if (config.is_object() && config.contains(key)) {
+      d[key] = config[key];
+    }
+  }
+  return d;
+}
+
+/// `trace` as a path relative to `base_dir` (where the config's paths are resolved).
+std::string relative_to(const std::string& trace, const std::filesystem::path& base_dir) {
+  const auto from = std::filesystem::absolute(base_dir.empty() ? "." : base_dir).lexically_normal();
+  const auto to = std::filesystem::absolute(trace).lexically_normal();
+  const auto relative = to.lexically_relative(from);
+  return relative.empty() ? to.string() : relative.string();
+}
+
 }  // namespace
+
+FittedDelay fitted_delay(const nlohmann::json& config,
+                         const std::string& file,
+                         const std::filesystem::path& base_dir,
+                         const std::string& fit_path,
+                         const std::string& model) {
+  const TraceFit whole = fit_trace_file(fit_path, false);
+  const nlohmann::json& delay = config.is_object() ? config.value("delay", nlohmann::json::object())
+                                                   : nlohmann::json::object();
+  const std::string tail =
+      delay.is_object() && delay.value("tail", "load") == "none" ? "none" : "load";
+  FittedDelay out;
+  out.block = best_delay_block(whole);
+  out.block["tail"] = tail;
+  const std::string family = "fit: " + out.block["kind"].get<std::string>();
+  out.choice = {{"trace", fit_path}, {"chosen", family}};
+  const auto replay_block = [&](const std::string& mode) {
+    return nlohmann::json{{"kind", "trace"},
+                          {"path", relative_to(fit_path, base_dir)},
+                          {"mode", mode},
+                          {"tail", tail}};
+  };
+  if (model != "auto") {
+    out.choice["reason"] = fmt::format("asked for (--fit-model {})", model);
+    if (model != "family") {
+      out.choice["chosen"] = model == "block" ? kBlockReplayModel : kEmpiricalModel;
+      out.block = replay_block(model);
+    }
+    return out;
+  }
+  if (whole.iterations < 4 || whole.censored > 0) {
+    out.choice["reason"] = whole.censored > 0
+                               ? "censored times: no replay to hold out; the family AIC picks"
+                               : "no iterations to hold out; the family AIC picks";
+    return out;
+  }
+  const Validation v = validate_file(delay_only(config), file, base_dir, fit_path, 0.5);
+  out.choice["chosen"] = v.chosen;
+  out.choice["reason"] = v.stationarity.stationary()
+                             ? v.choice_reason + " (fit on the first half, replay of the second)"
+                             : v.choice_reason;
+  out.choice["stationary"] = v.stationarity.stationary();
+  out.choice["p_value"] = v.stationarity.p_value;
+  out.choice["scores"] = validation_json(v)["scores"];
+  if (v.chosen == kBlockReplayModel || v.chosen == kEmpiricalModel) {
+    out.block = replay_block(v.chosen == kEmpiricalModel ? "empirical" : "block");
+  }
+  return out;
+}
 
 nlohmann::json fit_times(const std::string& path, bool per_worker) {
   return fit_json(fit_trace_file(path, per_worker));
@@ -64,10 +136,14 @@ nlohmann::json advise_report(const nlohmann::json& config,
                              const std::filesystem::path& base_dir,
                              AdviceOptions options,
                              const std::string& fit_path) {
-  if (!fit_path.empty()) {
-    options.predicted_delay = best_delay_block(fit_trace_file(fit_path, false));
+  if (fit_path.empty()) {
+    return advice_json(advise(config, file, base_dir, options));
   }
-  return advice_json(advise(config, file, base_dir, options));
+  FittedDelay fitted = fitted_delay(config, file, base_dir, fit_path);
+  options.predicted_delay = fitted.block;
+  nlohmann::json j = advice_json(advise(config, file, base_dir, options));
+  j["model_choice"] = std::move(fitted.choice);
+  return j;
 }
 
 nlohmann::json theory_report(const RunPlan& plan) {

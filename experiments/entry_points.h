@@ -46,9 +46,28 @@ struct CodeRequest {
 /// naming file:line for a malformed file.
 [[nodiscard]] nlohmann::json fit_times(const std::string& path, bool per_worker);
 
+/// `advise --fit TIMES.csv`: the delay the predictions use. The model is chosen by held-out error
+/// (validate_trace with the default holdout, on a delay-only copy of the config: the family AIC
+/// picks, block replay, empirical marginals) and then built from the whole trace: the family
+/// refitted to every time, or the trace itself in block or empirical mode (its path relative to
+/// `base_dir`), with the config's delay tail. A trace without an iteration column, or too short
+/// to leave 2 iterations in each part, keeps the AIC family (`choice["reason"]` says so).
+/// `model` other than "auto" skips the choice: "family" (the AIC family), "block" or "empirical".
+struct FittedDelay {
+  nlohmann::json block;
+  /// What `advise --json` prints under "model_choice": trace, chosen, reason, scores,
+  /// stationary, p_value.
+  nlohmann::json choice;
+};
+[[nodiscard]] FittedDelay fitted_delay(const nlohmann::json& config,
+                                       const std::string& file,
+                                       const std::filesystem::path& base_dir,
+                                       const std::string& fit_path,
+                                       const std::string& model = "auto");
+
 /// What `stragglersim advise CONFIG --json [--fit TIMES.csv]` prints for `config` (read from
 /// `file`, relative paths against `base_dir`); `fit_path` non-empty replaces the predictions'
-/// delay by the best fit to that file, as `advise --fit` does.
+/// delay by fitted_delay's block and adds its "model_choice", as `advise --fit` does.
 [[nodiscard]] nlohmann::json advise_report(const nlohmann::json& config,
                                            const std::string& file,
                                            const std::filesystem::path& base_dir,

@@ -50,11 +50,13 @@ std::optional<double> first_below(const std::vector<double>& gap, double epsilon
   return std::nullopt;
 }
 
-/// The trace delay replays measured rows (workers may be dependent within a row): theory's
-/// independent-worker integrals do not apply to it.
-bool independent_workers(const nlohmann::json& config) {
-  return !(config.contains("delay") && config["delay"].is_object() &&
-           config["delay"].value("kind", "") == "trace");
+/// Whether the theory's iteration time is exact for the plan's delay: independent workers (the
+/// integrals), or a table of replayed rows (a trace in cycle, bootstrap or block mode: the exact
+/// average over its rows, which keeps the dependence within a row). A dependent model without
+/// rows (a pool replayed in cycle over unequal counts) is simulated.
+bool theory_applies_to(const RunPlan& plan) {
+  const auto delays = plan.make_delays();
+  return delays->independent_workers() || !delays->rows().empty();
 }
 
 /// Iteration time: theory where it models the scheme, else a delay-only simulation.
@@ -182,7 +184,7 @@ void evaluate(const nlohmann::json& config,
     c.total = kInf;
     return;
   }
-  const bool theory_applies = independent_workers(predicted);
+  const bool theory_applies = theory_applies_to(plan);
   predict_iteration_time(plan, theory_applies, c);
   predict_iterations(
       plan, theory_applies, advice.f_star, advice.target_gap, options.repetitions, c);

@@ -24,8 +24,6 @@ namespace stragglersim::experiments {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr const char* kBlockModel = "block replay";
-constexpr const char* kEmpiricalModel = "empirical";
 
 /// Iterations [begin, end) of an iteration-form trace, as a trace of their own.
 sim::DelayTrace trace_part(const sim::DelayTrace& trace, std::size_t begin, std::size_t end) {
@@ -113,13 +111,49 @@ struct Context {
   std::vector<std::string> models;
 };
 
-sim::IterationTimePrediction trace_prediction(const Context& ctx,
-                                              const sim::SchemeDescription& scheme,
-                                              const sim::DelayTrace& trace,
-                                              sim::TraceDelay::Mode mode) {
+/// A model's (or the replay's) view of one scheme's iteration time: mean and two quantiles.
+struct TimeSummary {
+  sim::IterationTimePrediction prediction;
+  double median = 0.0;
+  double q90 = 0.0;
+};
+
+TimeSummary summarise(const sim::SchemeDescription& scheme,
+                      const sim::DelayModel& delay,
+                      sim::IterationTimePrediction prediction) {
+  return {.prediction = std::move(prediction),
+          .median = sim::iteration_time_quantile(scheme, delay, 0.5),
+          .q90 = sim::iteration_time_quantile(scheme, delay, 0.9)};
+}
+
+TimeSummary trace_prediction(const Context& ctx,
+                             const sim::SchemeDescription& scheme,
+                             const sim::DelayTrace& trace,
+                             sim::TraceDelay::Mode mode) {
   const sim::TraceDelay delay(
       sim::scheme_loads(scheme), trace, {.mode = mode, .tail = ctx.tail, .block = ctx.block});
-  return sim::predict_iteration_time(scheme, delay);
+  return summarise(scheme, delay, sim::predict_iteration_time(scheme, delay));
+}
+
+double relative(double predicted, double replayed) { return (predicted - replayed) / replayed; }
+
+/// Fills the row's predictions, replayed values (of `rows` held-out rows) and errors.
+void fill_row(ValidationRow& row,
+              const TimeSummary& model,
+              const TimeSummary& replay,
+              std::size_t rows) {
+  row.predicted = model.prediction.mean;
+  row.method = model.prediction.method;
+  row.replayed = replay.prediction.mean;
+  row.replayed_se = replay.prediction.sd / std::sqrt(static_cast<double>(rows));
+  row.relative_error = relative(row.predicted, row.replayed);
+  row.predicted_median = model.median;
+  row.replayed_median = replay.median;
+  row.predicted_q90 = model.q90;
+  row.replayed_q90 = replay.q90;
+  row.error = (std::abs(row.relative_error) + std::abs(relative(model.median, replay.median)) +
+               std::abs(relative(model.q90, replay.q90))) /
+              3.0;
 }
 
 /// One row per model for `candidate` (all with the same problem when it is not compared).
@@ -143,24 +177,26 @@ std::vector<ValidationRow> compare(const Context& ctx, const SchemeCandidate& ca
     for (auto& row : rows) row.problem = why;
     return rows;
   }
-  const double replayed =
-      trace_prediction(ctx, *scheme, ctx.holdout, sim::TraceDelay::Mode::kCycle).mean;
+  const TimeSummary replayed =
+      trace_prediction(ctx, *scheme, ctx.holdout, sim::TraceDelay::Mode::kCycle);
   for (auto& row : rows) {
-    sim::IterationTimePrediction p;
-    if (row.model == kBlockModel) {
-      p = trace_prediction(ctx, *scheme, ctx.fit, sim::TraceDelay::Mode::kBlock);
-    } else if (row.model == kEmpiricalModel) {
-      p = trace_prediction(ctx, *scheme, ctx.fit, sim::TraceDelay::Mode::kEmpirical);
+    TimeSummary model;
+    if (row.model == kBlockReplayModel || row.model == kEmpiricalModel) {
+      model = trace_prediction(ctx,
+                               *scheme,
+                               ctx.fit,
+                               row.model == kBlockReplayModel ? sim::TraceDelay::Mode::kBlock
+                                                              : sim::TraceDelay::Mode::kEmpirical);
     } else {
       // The theory's cost estimate decides: past it, seeded simulation with its s.e. (a fitted
       // family with distinct per-worker factors can make the exact computation unaffordable).
-      p = sim::predict_iteration_time(
-          *scheme, *plan.make_delays(), prediction_options(plan, kFittedModelDraws));
+      const auto delay = plan.make_delays();
+      model = summarise(*scheme,
+                        *delay,
+                        sim::predict_iteration_time(
+                            *scheme, *delay, prediction_options(plan, kFittedModelDraws)));
     }
-    row.predicted = p.mean;
-    row.method = p.method;
-    row.replayed = replayed;
-    row.relative_error = (p.mean - replayed) / replayed;
+    fill_row(row, model, replayed, ctx.holdout.per_iteration.size());
   }
   return rows;
 }
@@ -204,7 +240,7 @@ std::vector<ValidationRow> compare_candidates(const Context& ctx, int workers) {
   for (const auto& c : scheme_candidates(workers, 0.0)) {
     per_candidate.push_back(compare(ctx, c));
     for (const auto& row : per_candidate.back()) {
-      if (c.label == anchor && row.model == kBlockModel && row.problem.empty()) {
+      if (c.label == anchor && row.model == kBlockReplayModel && row.problem.empty()) {
         deadline = row.predicted;
       }
     }
@@ -227,6 +263,39 @@ std::vector<ValidationRow> compare_candidates(const Context& ctx, int workers) {
 
 nlohmann::json number_or_null(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
+}
+
+/// Each model's held-out score, in model order.
+std::vector<ModelScore> held_out_scores(const std::vector<ValidationRow>& rows,
+                                        const std::vector<std::string>& models) {
+  std::vector<ModelScore> scores;
+  for (const auto& model : models) {
+    ModelScore s{.model = model};
+    for (const auto& row : rows) {
+      if (row.model == model && row.problem.empty()) {
+        s.score += row.error;
+        ++s.schemes;
+      }
+    }
+    s.score = s.schemes > 0 && std::isfinite(s.score) ? s.score / static_cast<double>(s.schemes)
+                                                      : std::numeric_limits<double>::infinity();
+    scores.push_back(s);
+  }
+  return scores;
+}
+
+/// Whether a model keeps persistence across iterations (a replay in blocks, a Markov family).
+bool keeps_persistence(const std::string& model) {
+  return model == kBlockReplayModel || model == "fit: markov" ||
+         model == "fit: heterogeneous_markov";
+}
+
+std::string chosen_model(const std::vector<ModelScore>& scores) {
+  const ModelScore* best = nullptr;
+  for (const auto& s : scores) {
+    if (s.eligible && (best == nullptr || s.score < best->score)) best = &s;
+  }
+  return best == nullptr ? std::string() : best->model;
 }
 
 }  // namespace
@@ -305,9 +374,27 @@ Validation validate_trace(const nlohmann::json& config,
       .tail = tail == "none" ? sim::TailScaling::kNone : sim::TailScaling::kLoad,
       .block = v.block_length,
       .models = {
-          "fit: " + v.fitted_delay["kind"].get<std::string>(), kBlockModel, kEmpiricalModel}};
+          "fit: " + v.fitted_delay["kind"].get<std::string>(), kBlockReplayModel, kEmpiricalModel}};
   v.rows = compare_candidates(ctx, base.workers);
   v.verdicts = verdicts(v.rows, ctx.models, options.tolerance);
+  v.scores = held_out_scores(v.rows, ctx.models);
+  const bool persistent = v.block_length > 1;
+  if (persistent) {
+    for (auto& score : v.scores) score.eligible = keeps_persistence(score.model);
+  }
+  if (v.stationarity.stationary()) {
+    v.chosen = chosen_model(v.scores);
+    v.choice_reason = persistent ? fmt::format(
+                                       "the smallest held-out error among the models that keep the "
+                                       "trace's persistence (block length L = {} > 1)",
+                                       v.block_length)
+                                 : std::string("the smallest held-out error");
+  } else {
+    v.chosen = kBlockReplayModel;
+    v.choice_reason =
+        "the trace is not stationary: the held-out errors measure the change, not the models; the "
+        "whole trace replayed in blocks keeps its regimes";
+  }
   return v;
 }
 
@@ -329,7 +416,10 @@ nlohmann::json validation_json(const Validation& v) {
                       {"block_length", v.block_length},
                       {"tolerance", v.tolerance},
                       {"rows", nlohmann::json::array()},
-                      {"verdicts", nlohmann::json::array()}};
+                      {"verdicts", nlohmann::json::array()},
+                      {"scores", nlohmann::json::array()},
+                      {"chosen", v.chosen},
+                      {"choice_reason", v.choice_reason}};
   for (const auto& r : v.rows) {
     nlohmann::json row = {{"model", r.model}, {"scheme", r.scheme}};
     if (!r.problem.empty()) {
@@ -337,8 +427,14 @@ nlohmann::json validation_json(const Validation& v) {
     } else {
       row["predicted"] = number_or_null(r.predicted);
       row["replayed"] = number_or_null(r.replayed);
+      row["replayed_se"] = number_or_null(r.replayed_se);
       row["relative_error"] = number_or_null(r.relative_error);
       row["method"] = r.method;
+      row["predicted_median"] = number_or_null(r.predicted_median);
+      row["replayed_median"] = number_or_null(r.replayed_median);
+      row["predicted_q90"] = number_or_null(r.predicted_q90);
+      row["replayed_q90"] = number_or_null(r.replayed_q90);
+      row["error"] = number_or_null(r.error);
     }
     j["rows"].push_back(row);
   }
@@ -349,6 +445,12 @@ nlohmann::json validation_json(const Validation& v) {
                              {"best", m.best},
                              {"best_replayed", m.best_replayed},
                              {"recommended_is_best", m.recommended_is_best}});
+  }
+  for (const auto& m : v.scores) {
+    j["scores"].push_back({{"model", m.model},
+                           {"score", number_or_null(m.score)},
+                           {"schemes", m.schemes},
+                           {"eligible", m.eligible}});
   }
   return j;
 }

@@ -13,6 +13,20 @@
 // part replayed in cycle mode gives the "replayed" mean, exact by the theory's trace-rows path.
 // Schemes the theory does not model (BGC) are listed with the reason and not compared.
 //
+// Model choice by held-out error: beside the mean, each model predicts the median and the 90 %
+// quantile of the iteration time (sim::iteration_time_quantile), compared with the held-out
+// rows' own; a row's error is the mean of the three absolute relative errors, and a model's
+// held-out score the mean of its rows' errors over the compared schemes. The chosen model is the
+// one with the smallest score (AIC picks only the family; the held-out error picks the model).
+// Only models that can keep the trace's persistence are eligible when it has some (the fit
+// part's automatic block length L > 1: its per-iteration means are autocorrelated): iteration
+// times alone do not show what persistence does to training (a worker that stays slow stays
+// unheard, and its data missing, for many iterations in a row), so a model that draws every
+// iteration afresh is scored but not chosen there.
+// When the stationarity test rejects, the first part describes another cluster than the rest and
+// the scores rank nothing: the chosen model is then the block replay, which built from the whole
+// trace replays its regimes in proportion (and says so).
+//
 // Stationarity, before anything is predicted: x_t the per-iteration mean time over workers,
 // x̄_f and x̄_h its means over the two parts,
 //   z = (x̄_h − x̄_f) / (σ̂·√(1/T_f + 1/(T − T_f))),   p = P(|N(0, 1)| > |z|),
@@ -63,8 +77,26 @@ struct ValidationRow {
   std::string problem;          ///< non-empty when not compared (and why)
   double predicted = 0.0;       ///< the model's E[Z], seconds
   double replayed = 0.0;        ///< the held-out rows' mean Z
+  double replayed_se = 0.0;     ///< sd(Z) over the held-out rows / √rows (rows as independent)
   double relative_error = 0.0;  ///< (predicted − replayed) / replayed
   std::string method;           ///< the theory's method for the prediction
+  double predicted_median = 0.0;
+  double replayed_median = 0.0;
+  double predicted_q90 = 0.0;  ///< 90 % quantile
+  double replayed_q90 = 0.0;
+  /// (|e_mean| + |e_median| + |e_q90|) / 3, each e relative to the replayed value.
+  double error = 0.0;
+};
+
+/// A model's held-out score: the mean of its compared rows' `error`.
+struct ModelScore {
+  std::string model;
+  double score = 0.0;       ///< +∞ when no scheme was compared or a prediction is not finite
+  std::size_t schemes = 0;  ///< rows compared
+  /// False for a model without persistence (independent iterations: the empirical marginals and
+  /// every family but markov and heterogeneous_markov) on a persistent trace (block length
+  /// L > 1): scored, never chosen.
+  bool eligible = true;
 };
 
 /// Per model: the scheme it recommends (smallest predicted mean) against the replay's best.
@@ -87,7 +119,16 @@ struct Validation {
   double tolerance = 0.1;
   std::vector<ValidationRow> rows;  ///< model-major, schemes in candidate order
   std::vector<ModelVerdict> verdicts;
+  std::vector<ModelScore> scores;  ///< one per model, in model order
+  /// The eligible model with the smallest score (the first on ties) when the trace is
+  /// stationary; block replay when it is not (the held-out errors then measure the change).
+  std::string chosen;
+  std::string choice_reason;  ///< why, in words
 };
+
+/// Names of the two models built from the trace itself.
+inline constexpr const char* kBlockReplayModel = "block replay";
+inline constexpr const char* kEmpiricalModel = "empirical";
 
 /// Validates the predictions for `config` (read from `file`, paths relative to `base_dir`) on
 /// `trace`. ConfigError for: holdout outside (0, 1), a trace without an iteration column, with

@@ -11,7 +11,9 @@
 #include <optional>
 
 #include "experiments/cli/commands.h"
+#include "experiments/config/config_error.h"
 #include "experiments/config/run_plan.h"
+#include "experiments/entry_points.h"
 #include "experiments/fit_report.h"
 #include "experiments/run_output.h"
 #include "experiments/scheme_advice.h"
@@ -23,6 +25,7 @@ struct AdviseArguments {
   std::string config;
   bool json = false;
   std::string fit;
+  std::string fit_model = "auto";
   double suboptimality = 0.0;
   int repetitions = 10;
   int measure = 0;
@@ -86,24 +89,53 @@ void print_table(const Advice& advice, const std::string& config_path) {
   }
 }
 
+/// The held-out choice of `--fit` (entry_points.h fitted_delay), one line.
+void print_model_choice(const nlohmann::json& choice) {
+  std::string scores;
+  for (const auto& m : choice.value("scores", nlohmann::json::array())) {
+    scores += fmt::format("{}{} {}{}",
+                          scores.empty() ? "" : ", ",
+                          m["model"].get<std::string>(),
+                          m["score"].is_number()
+                              ? fmt::format("{:.2f}%", 100.0 * m["score"].get<double>())
+                              : std::string("-"),
+                          m.value("eligible", true) ? "" : " (not eligible: no persistence)");
+  }
+  std::cout << fmt::format("model: {} ({}{})\n",
+                           choice["chosen"].get<std::string>(),
+                           choice["reason"].get<std::string>(),
+                           scores.empty() ? "" : fmt::format("; held-out error: {}", scores));
+}
+
 int command_advise(const AdviseArguments& a) {
   std::optional<OutputFile> write;  // reserved before the work
   if (!a.write.empty()) {
     write.emplace(a.write, "--write");
   }
   const nlohmann::json config = read_json_file(a.config);
+  const std::filesystem::path base_dir = std::filesystem::path(a.config).parent_path();
   AdviceOptions options;
+  FittedDelay fitted;
+  if (a.fit_model != "auto" && a.fit_model != "family" && a.fit_model != "block" &&
+      a.fit_model != "empirical") {
+    throw ConfigError(fmt::format(
+        "--fit-model: unknown model; got \"{}\"; expected one of: auto, block, empirical, family",
+        a.fit_model));
+  }
   if (!a.fit.empty()) {
-    options.predicted_delay = best_delay_block(fit_trace_file(a.fit, false));
+    fitted = fitted_delay(config, a.config, base_dir, a.fit, a.fit_model);
+    options.predicted_delay = fitted.block;
   }
   if (a.suboptimality > 0.0) {
     options.suboptimality = a.suboptimality;
   }
   options.repetitions = a.repetitions;
   options.measure = a.measure;
-  const std::filesystem::path base_dir = std::filesystem::path(a.config).parent_path();
   const Advice advice = advise(config, a.config, base_dir, options);
-  const nlohmann::json j = advice_json(advice);
+  nlohmann::json j = advice_json(advice);
+  if (!a.fit.empty()) {
+    j["model_choice"] = fitted.choice;
+  }
   if (write && !j["recommended_config"].is_null()) {
     write->commit(j["recommended_config"].dump(2) + "\n");
   }
@@ -123,6 +155,7 @@ int command_advise(const AdviseArguments& a) {
                            best.caveat.empty() ? "" : "; see its caveat above",
                            best.block.dump());
   if (!a.fit.empty()) {
+    print_model_choice(fitted.choice);
     std::cout << fmt::format(
         "predicted with the delay fitted to {}: {}\n", a.fit, advice.predicted_delay.dump());
   }
@@ -137,7 +170,14 @@ Subcommand add_advise_command(CLI::App& app) {
       app.add_subcommand("advise", "rank coding schemes by predicted time to a target loss");
   cmd->add_option("config", a->config, "config file (JSON) with data and target_loss")->required();
   cmd->add_flag("--json", a->json, "print JSON");
-  cmd->add_option("--fit", a->fit, "replace the config's delay by the best fit to this CSV");
+  cmd->add_option("--fit",
+                  a->fit,
+                  "predict with a delay model of this CSV of measured times, chosen by held-out "
+                  "error");
+  cmd->add_option("--fit-model",
+                  a->fit_model,
+                  "the model --fit builds: auto (held-out choice), family (AIC), block, empirical")
+      ->default_str("auto");
   cmd->add_option("--suboptimality",
                   a->suboptimality,
                   "target f - f* <= S (f(x0) - f*) instead of target_loss")

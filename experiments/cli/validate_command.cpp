@@ -52,25 +52,30 @@ void print_header(const Validation& v, const std::string& config) {
 
 void print_table(const Validation& v, const std::string& config) {
   print_header(v, config);
-  std::cout << fmt::format("{:<28} {:<36} {:>10} {:>10} {:>10}  {}\n",
+  std::cout << fmt::format("{:<28} {:<36} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n",
                            "model",
                            "scheme",
                            "predicted",
                            "replayed",
                            "rel. error",
+                           "median err",
+                           "q90 err",
                            "method");
   for (const auto& r : v.rows) {
     if (!r.problem.empty()) {
       std::cout << fmt::format("{:<28} {:<36} not compared: {}\n", r.model, r.scheme, r.problem);
       continue;
     }
-    std::cout << fmt::format("{:<28} {:<36} {:>10} {:>10} {:>10}  {}\n",
-                             r.model,
-                             r.scheme,
-                             cell(r.predicted, "{:.4f}"),
-                             cell(r.replayed, "{:.4f}"),
-                             cell(100.0 * r.relative_error, "{:+.2f}%"),
-                             r.method);
+    std::cout << fmt::format(
+        "{:<28} {:<36} {:>10} {:>10} {:>10} {:>10} {:>10}  {}\n",
+        r.model,
+        r.scheme,
+        cell(r.predicted, "{:.4f}"),
+        cell(r.replayed, "{:.4f}"),
+        cell(100.0 * r.relative_error, "{:+.2f}%"),
+        cell(100.0 * (r.predicted_median - r.replayed_median) / r.replayed_median, "{:+.2f}%"),
+        cell(100.0 * (r.predicted_q90 - r.replayed_q90) / r.replayed_q90, "{:+.2f}%"),
+        r.method);
   }
   for (const auto& m : v.verdicts) {
     std::cout << fmt::format(
@@ -83,6 +88,20 @@ void print_table(const Validation& v, const std::string& config) {
         m.recommended_is_best ? fmt::format("within {:.0f}%", 100.0 * v.tolerance)
                               : fmt::format("NOT within {:.0f}%", 100.0 * v.tolerance));
   }
+  std::string scores;
+  for (const auto& m : v.scores) {
+    scores += fmt::format("{}{} {}{}",
+                          scores.empty() ? "" : ", ",
+                          m.model,
+                          cell(100.0 * m.score, "{:.2f}%"),
+                          m.eligible ? "" : " (not eligible: no persistence)");
+  }
+  std::cout << fmt::format(
+      "held-out error (mean of |mean|, |median|, |q90| errors over the compared schemes): {}\n"
+      "chosen: {} ({})\n",
+      scores,
+      v.chosen,
+      v.choice_reason);
   if (!v.stationarity.stationary()) {
     std::cout << "the trace is not stationary: the prediction does not apply\n";
   }

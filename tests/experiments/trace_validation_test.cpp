@@ -63,8 +63,10 @@ TEST_CASE("validate: the change-point statistic by hand", "[experiments][validat
   CHECK_FALSE(shift.stationary());
 }
 
-TEST_CASE("validate: a stationary trace is predicted within a few percent by every model",
-          "[experiments][validate][heavy]") {
+TEST_CASE(
+    "validate: a stationary trace is predicted within a few percent by every model, which are "
+    "scored on held-out error",
+    "[experiments][validate][heavy]") {
   const TempDir dir("validate_stationary");
   const std::string path = dir.write("times.csv", exponential_trace(8, 800, 800, 1.0, 2.0));
   const sim::DelayTrace trace = sim::read_delay_trace(path);
@@ -111,12 +113,47 @@ TEST_CASE("validate: a stationary trace is predicted within a few percent by eve
     CHECK(m.best == best);
     CHECK(m.recommended_is_best == (m.recommended_replayed <= 1.1 * replayed));
   }
+  // Each row's error is the mean of its three absolute relative errors; a model's score the mean
+  // of its rows' errors; the chosen model the smallest score.
+  REQUIRE(v.scores.size() == 3);
+  double smallest = INFINITY;
+  std::string smallest_model;
+  for (const auto& m : v.scores) {
+    double sum = 0.0;
+    std::size_t count = 0;
+    for (const auto& r : v.rows) {
+      if (r.model != m.model || !r.problem.empty()) continue;
+      const double e = (std::abs(r.predicted / r.replayed - 1.0) +
+                        std::abs(r.predicted_median / r.replayed_median - 1.0) +
+                        std::abs(r.predicted_q90 / r.replayed_q90 - 1.0)) /
+                       3.0;
+      CHECK(r.error == Approx(e).epsilon(1e-12));
+      CHECK(r.replayed_median <= r.replayed_q90);
+      sum += e;
+      ++count;
+    }
+    CHECK(m.schemes == count);
+    CHECK(m.score == Approx(sum / static_cast<double>(count)).epsilon(1e-12));
+    // i.i.d. workers, 400 rows a part: every model's quantiles are within a few percent too.
+    CHECK(m.score < 0.10);
+    if (m.score < smallest) {
+      smallest = m.score;
+      smallest_model = m.model;
+    }
+  }
+  // i.i.d. rows: no persistence (L = 1), every model eligible.
+  CHECK(v.block_length == 1);
+  for (const auto& m : v.scores) CHECK(m.eligible);
+  CHECK(v.chosen == smallest_model);
+  CHECK(v.choice_reason == "the smallest held-out error");
   const nlohmann::json j = validation_json(v);
   CHECK(j["stationarity"]["stationary"] == true);
   CHECK(j["rows"].size() == v.rows.size());
+  CHECK(j["chosen"] == v.chosen);
+  CHECK(j["scores"].size() == 3);
 }
 
-TEST_CASE("validate: a change point between the parts is flagged",
+TEST_CASE("validate: a change point between the parts is flagged and the block replay chosen",
           "[experiments][validate][heavy]") {
   const TempDir dir("validate_change");
   // After 300 of 600 iterations the shift grows by half and the tail doubles.
@@ -130,6 +167,9 @@ TEST_CASE("validate: a change point between the parts is flagged",
   CHECK(v.stationarity.p_value < 1e-6);
   CHECK(v.stationarity.holdout_mean > v.stationarity.fit_mean);
   CHECK(validation_json(v)["stationarity"]["stationary"] == false);
+  // The scores rank nothing across a change: the whole trace replayed in blocks is chosen.
+  CHECK(v.chosen == "block replay");
+  CHECK(v.choice_reason.starts_with("the trace is not stationary"));
 }
 
 TEST_CASE("validate: bad holdouts and traces are config errors", "[experiments][validate]") {

@@ -319,13 +319,14 @@ def advise(config, suboptimality=None, repetitions=10, measure=0, fit=None):
         suboptimality: target f - f* <= s (f(x0) - f*) instead of the config's target_loss.
         repetitions: simulated runs per scheme where no exact curve applies.
         measure: also measure every scheme over this many seeded runs (0: no).
-        fit: a CSV of measured times: predict with the best delay fitted to it.
+        fit: a CSV of measured times: predict with the delay model chosen on it by held-out
+            error (as `advise --fit`; the result's model_choice says which and why).
 
     Returns:
         The advice dict (docs/advise.md): predicted_delay, f_star, initial_gap, target_loss,
         target_gap, horizon, schemes (ranked, each with scheme, block, iteration_time,
         iterations_to_target, time_to_target and their methods), recommended and
-        recommended_config (None when no scheme reaches the target).
+        recommended_config (None when no scheme reaches the target), and with fit, model_choice.
     """
     text, path = _input(config)
     return _json.loads(

@@ -1,11 +1,15 @@
 // `stragglersim advise --fit` on a 16-worker heterogeneous trace (docs/model.md section 6, "What
 // the exact computation costs"): the fitted per-worker factors are all distinct, so the exact
 // FRC first_r theory would be exponential in practice; the command must finish, with the
-// iteration time of those candidates simulated (method "simulation").
+// iteration time of those candidates simulated (method "simulation"). And on a shipped real
+// trace, the model chosen by held-out error (docs/validate.md) against the replay.
 
 #include <fmt/format.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -65,12 +69,15 @@ TEST_CASE("cli: advise --fit on 16 heterogeneous workers simulates what theory c
   const std::string cfg = dir.write("cfg.json", config.dump(2));
   // A bounded amount of work: 2 simulated runs per scheme of 60 iterations.
   const auto r = testing::run_stragglersim(
-      "advise " + cfg + " --fit " + trace + " --suboptimality 0.1 --repetitions 2 --json",
+      "advise " + cfg + " --fit " + trace +
+          " --fit-model family --suboptimality 0.1 --repetitions 2 --json",
       dir.path());
   INFO(r.err);
   REQUIRE(r.status == 0);
   const nlohmann::json j = nlohmann::json::parse(r.out);
   CHECK(j["predicted_delay"]["kind"] == "heterogeneous");
+  CHECK(j["model_choice"]["chosen"] == "fit: heterogeneous");
+  CHECK(j["model_choice"]["reason"] == "asked for (--fit-model family)");
   bool simulated_frc_first_r = false;
   for (const auto& row : j["schemes"]) {
     const std::string label = row["scheme"].get<std::string>();
@@ -83,6 +90,77 @@ TEST_CASE("cli: advise --fit on 16 heterogeneous workers simulates what theory c
     }
   }
   CHECK(simulated_frc_first_r);
+}
+
+TEST_CASE("cli: advise --fit chooses by held-out error and predicts the real trace's replay",
+          "[experiments][cli][validate]") {
+  const testing::TempDir dir("advise_fit_real");
+  const std::string trace =
+      std::string(testing::source_dir()) + "/data/traces/imported/bytedance_ar.csv";
+  nlohmann::json config = {
+      {"seed", 3},
+      {"workers", 4},
+      {"data",
+       {{"source", "synthetic"},
+        {"generator", "gaussian_mixture"},
+        {"rows", 400},
+        {"features", 10},
+        {"test_fraction", 0}}},
+      {"loss", {{"kind", "logistic"}, {"l2", 0.001}}},
+      {"code", {{"kind", "uncoded"}}},
+      {"stopping", {{"rule", "all"}}},
+      {"delay", {{"kind", "trace"}, {"path", trace}, {"mode", "cycle"}, {"start", "random"}}},
+      {"optimizer", {{"kind", "gd"}, {"step", "auto"}, {"iterations", 100}}}};
+  const std::string cfg = dir.write("cfg.json", config.dump(2));
+  const std::string common = " --suboptimality 0.1 --repetitions 2 --json";
+  const auto fitted =
+      testing::run_stragglersim("advise " + cfg + " --fit " + trace + common, dir.path());
+  const auto replayed = testing::run_stragglersim("advise " + cfg + common, dir.path());
+  INFO(fitted.err << replayed.err);
+  REQUIRE(fitted.status == 0);
+  REQUIRE(replayed.status == 0);
+  const nlohmann::json f = nlohmann::json::parse(fitted.out);
+  const nlohmann::json r = nlohmann::json::parse(replayed.out);
+  // The choice is validate's on the same trace: the smallest of the eligible scores.
+  const nlohmann::json& choice = f["model_choice"];
+  REQUIRE(choice["scores"].size() == 3);
+  double smallest = INFINITY;
+  std::string smallest_model;
+  for (const auto& s : choice["scores"]) {
+    if (s["eligible"].get<bool>() && s["score"].get<double>() < smallest) {
+      smallest = s["score"].get<double>();
+      smallest_model = s["model"].get<std::string>();
+    }
+  }
+  REQUIRE(choice["stationary"].is_boolean());
+  // Stationary: the smallest held-out error; otherwise the whole trace in blocks.
+  CHECK(choice["chosen"] == (choice["stationary"].get<bool>() ? smallest_model : "block replay"));
+  // A trace model names the trace relative to the config's folder, in the mode chosen.
+  if (smallest_model == "block replay" || smallest_model == "empirical") {
+    CHECK(f["predicted_delay"]["kind"] == "trace");
+    CHECK(f["predicted_delay"]["mode"] == (smallest_model == "empirical" ? "empirical" : "block"));
+    CHECK((dir.path() / f["predicted_delay"]["path"].get<std::string>()).lexically_normal() ==
+          std::filesystem::path(trace).lexically_normal());
+  }
+  // Built from the whole trace, the chosen model predicts the replay's exact mean iteration time
+  // (over the trace's rows) of uncoded, exact FRC and ErasureHead within 5 %.
+  std::map<std::string, double> replay;
+  for (const auto& row : r["schemes"]) {
+    if (row.contains("iteration_time")) {
+      replay[row["scheme"]] = row["iteration_time"].get<double>();
+    }
+  }
+  int compared = 0;
+  for (const auto& row : f["schemes"]) {
+    const std::string label = row["scheme"];
+    if (label == "uncoded" || label == "exact frc d=2" || label == "erasurehead frc d=2 r=2") {
+      INFO(label);
+      REQUIRE(replay.count(label) == 1);
+      CHECK(std::abs(row["iteration_time"].get<double>() / replay[label] - 1.0) < 0.05);
+      ++compared;
+    }
+  }
+  CHECK(compared == 3);
 }
 
 }  // namespace stragglersim::experiments

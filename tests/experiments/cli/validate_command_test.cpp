@@ -25,12 +25,22 @@ TEST_CASE("cli: validate prints the table of the persistent-stragglers example",
   REQUIRE(r.status == 0);
   CHECK(r.out.find("fit on the first 250 iterations, replay of the last 250") != std::string::npos);
   CHECK(r.out.find("block replay: recommends") != std::string::npos);
+  // Persistent slow spells (L = 13 > 1): the empirical marginals, best on iteration times alone,
+  // are not eligible; the block replay keeps the persistence and is chosen.
+  CHECK(r.out.find("empirical 2.45% (not eligible: no persistence)") != std::string::npos);
+  CHECK(r.out.find("\nchosen: block replay (the smallest held-out error among the models that "
+                   "keep the trace's persistence (block length L = 13 > 1))\n") !=
+        std::string::npos);
   const auto j = run_stragglersim("validate " + args + " --json --holdout 0.4", dir.path());
   REQUIRE(j.status == 0);
   const auto v = nlohmann::json::parse(j.out);
   CHECK(v["fit_iterations"] == 300);
   CHECK(v["holdout_iterations"] == 200);
   CHECK(v["verdicts"].size() == 3);
+  REQUIRE(v["scores"].size() == 3);
+  CHECK(v["scores"][2]["model"] == "empirical");
+  CHECK(v["scores"][2]["eligible"] == false);
+  CHECK(v["scores"][1]["eligible"] == true);
   for (const auto& row : v["rows"]) {
     if (!row.contains("problem") && row["model"] == "block replay") {
       CHECK(row["method"] == "trace rows");
