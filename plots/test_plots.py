@@ -12,6 +12,7 @@ import plot_theory_vs_measured  # noqa: E402
 import test_plot_sweep  # noqa: E402
 import test_plot_sweep_folder  # noqa: E402
 import plot_traces  # noqa: E402
+import plot_real_traces  # noqa: E402
 
 CSV = """iteration,time,iteration_time,loss,grad_norm,decoding_error,gradient_error,gradient_error_relative,workers_heard,partitions_covered
 0,0,0,0.6931471805599453,0.5,0,,,0,0
@@ -168,6 +169,30 @@ def check_regime_map(tmp):
     assert edges == [(0.0, None), (shares[1], 1.0)], edges
 
 
+def check_real_traces_figure():
+    """Each panel's bars are the summary's predicted and replayed times, with the t interval."""
+    rows = [{"scheme": "uncoded", "predicted": 120.0, "replayed": 118.0, "replayed_se": 2.0,
+             "runs": 10},
+            {"scheme": "exact frc d=2", "predicted": 90.5, "replayed": 95.0, "replayed_se": 1.5,
+             "runs": 10}]
+    results = [{"trace": "t1", "workers": 4, "chosen_model": "block replay",
+                "recommended": "exact frc d=2", "time_to_target": rows},
+               {"trace": "t2", "workers": 2, "chosen_model": "empirical",
+                "recommended": "uncoded", "time_to_target": rows[:1]}]
+    fig = plot_real_traces.draw(results)
+    first, second = fig.axes[0], fig.axes[1]
+    heights = [p.get_height() for p in first.patches]
+    assert heights == [120.0, 90.5, 118.0, 95.0], heights
+    assert [p.get_height() for p in second.patches] == [120.0, 118.0]
+    # scipy's t quantile for 9 degrees of freedom: 2.2621571627409915.
+    (bars,) = [c for c in first.containers if getattr(c, "errorbar", None) is not None]
+    segments = bars.errorbar.lines[2][0].get_segments()
+    widths = [seg[1][1] - seg[0][1] for seg in segments]
+    assert all(abs(w - 2 * 2.2621571627409915 * se) < 1e-9 for w, se in zip(widths, [2.0, 1.5])), widths
+    assert "exact frc d=2 *" in [t.get_text() for t in first.get_xticklabels()]
+    assert len([a for a in fig.axes if a.axison]) == 2
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "trace.csv")
@@ -191,6 +216,7 @@ def main():
         check_regime_map(tmp)
     check_speedup_figure()
     check_theory_figure()
+    check_real_traces_figure()
     test_plot_paper.check_paper_figures()
     test_plot_sweep.check_sweep_plot()
     test_plot_sweep_folder.check_sweep_folder()
