@@ -162,7 +162,9 @@ nlohmann::json theory_report(const RunPlan& plan) {
   return p;
 }
 
-CodeReport inspect_code(const CodeRequest& request) {
+namespace {
+
+void check_sizes(const CodeRequest& request) {
   // The command line checks this range while parsing; other callers get the same bound here.
   if (request.workers < 1 || request.workers > 100000) {
     throw ConfigError(fmt::format(
@@ -172,13 +174,11 @@ CodeReport inspect_code(const CodeRequest& request) {
     throw ConfigError(fmt::format(
         "{}: samples out of range; got {}; expected at least 1", request.source, request.samples));
   }
-  JsonReader reader(request.code, request.source, "/code");
-  const std::string kind = reader.choice("kind", "code", names_of(code_factories()), std::nullopt);
-  const ClusterShape shape{request.source,
-                           request.workers,
-                           request.partitions > 0 ? request.partitions : request.workers,
-                           request.partitions > 0,
-                           derive_seed(request.seed, static_cast<std::uint64_t>(Stream::kCode))};
+}
+
+void check_footprint(const CodeRequest& request,
+                     const std::string& kind,
+                     const ClusterShape& shape) {
   // Refuse before building: a dense code for 10⁵ workers needs hundreds of GB.
   const double d = std::min(request.code.contains("d") && request.code["d"].is_number()
                                 ? request.code["d"].get<double>()
@@ -202,17 +202,9 @@ CodeReport inspect_code(const CodeRequest& request) {
         shape.workers,
         shape.partitions));
   }
-  std::shared_ptr<const codes::GradientCode> code;
-  for (const auto& row : code_factories()) {
-    if (row.name == kind) {
-      // The decoder key is valid in a code object; the report covers every decoder.
-      if (reader.has("decoder")) {
-        (void)reader.choice("decoder", "decoder", {"exact", "one_step", "optimal"}, {});
-      }
-      code = row.make(reader, shape);
-      reader.finish(keys_of(row, kCodeKeys));
-    }
-  }
+}
+
+void check_wait_ranges(const CodeRequest& request) {
   // -1 (stragglers) and 0 (wait_for) mean "not given".
   if (request.stragglers < -1 || request.stragglers > request.workers) {
     throw ConfigError(fmt::format(
@@ -232,6 +224,32 @@ CodeReport inspect_code(const CodeRequest& request) {
                     request.workers,
                     request.workers));
   }
+}
+
+}  // namespace
+
+CodeReport inspect_code(const CodeRequest& request) {
+  check_sizes(request);
+  JsonReader reader(request.code, request.source, "/code");
+  const std::string kind = reader.choice("kind", "code", names_of(code_factories()), std::nullopt);
+  const ClusterShape shape{request.source,
+                           request.workers,
+                           request.partitions > 0 ? request.partitions : request.workers,
+                           request.partitions > 0,
+                           derive_seed(request.seed, static_cast<std::uint64_t>(Stream::kCode))};
+  check_footprint(request, kind, shape);
+  std::shared_ptr<const codes::GradientCode> code;
+  for (const auto& row : code_factories()) {
+    if (row.name == kind) {
+      // The decoder key is valid in a code object; the report covers every decoder.
+      if (reader.has("decoder")) {
+        (void)reader.choice("decoder", "decoder", {"exact", "one_step", "optimal"}, {});
+      }
+      code = row.make(reader, shape);
+      reader.finish(keys_of(row, kCodeKeys));
+    }
+  }
+  check_wait_ranges(request);
   CodeReportOptions options;
   options.stragglers = request.stragglers;
   options.wait_for = request.wait_for;

@@ -241,7 +241,7 @@ void TrainingDiagnostics::add(const sim::TraceRow& row) {
   last_iteration_ = row.iteration;
 }
 
-std::vector<RunWarning> TrainingDiagnostics::finish(nlohmann::json& summary) const {
+void TrainingDiagnostics::write_optimum(nlohmann::json& summary) const {
   summary["f_star"] = optional_json(optimum_.value);
   summary["f_star_method"] = optimum_.method;
   if (optimum_.source) {
@@ -265,6 +265,43 @@ std::vector<RunWarning> TrainingDiagnostics::finish(nlohmann::json& summary) con
     summary["time_to_relative_suboptimality"] = times;
     summary["iterations_to_relative_suboptimality"] = iterations;
   }
+}
+
+void TrainingDiagnostics::write_group_coverage(nlohmann::json& summary,
+                                               std::vector<RunWarning>& warnings) const {
+  if (groups_.empty() || last_iteration_ == 0) {
+    return;
+  }
+  const auto t = static_cast<double>(last_iteration_);
+  nlohmann::json coverage = nlohmann::json::array();
+  std::vector<std::string> lost;
+  std::size_t lost_count = 0;
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    const double fraction = static_cast<double>(covered_[g]) / t;
+    coverage.push_back(fraction);
+    if (2 * covered_[g] < last_iteration_ && ++lost_count <= kListedGroups) {
+      lost.push_back(fmt::format("{} covered in {:.3g}", group_label(g, groups_[g]), fraction));
+    }
+  }
+  if (lost_count > kListedGroups) {
+    lost.back() += fmt::format("; and {} more", lost_count - kListedGroups);
+  }
+  summary["group_coverage"] = coverage;
+  summary["group_longest_outage"] = longest_outage_;
+  if (lost_count > 0) {
+    warnings.push_back(
+        {"group_mostly_erased",
+         fmt::format("{} of {} groups were erased in more than half of the {} iterations: "
+                     "group {}",
+                     lost_count,
+                     groups_.size(),
+                     last_iteration_,
+                     fmt::join(lost, "; group "))});
+  }
+}
+
+std::vector<RunWarning> TrainingDiagnostics::finish(nlohmann::json& summary) const {
+  write_optimum(summary);
   summary["mean_gradient_error"] =
       gradient_errors_ > 0
           ? nlohmann::json(gradient_error_sum_ / static_cast<double>(gradient_errors_))
@@ -274,34 +311,7 @@ std::vector<RunWarning> TrainingDiagnostics::finish(nlohmann::json& summary) con
   if (auto w = silent_iterations_warning(silent_, first_silent_, last_iteration_)) {
     warnings.push_back(std::move(*w));
   }
-  if (!groups_.empty() && last_iteration_ > 0) {
-    const auto t = static_cast<double>(last_iteration_);
-    nlohmann::json coverage = nlohmann::json::array();
-    std::vector<std::string> lost;
-    std::size_t lost_count = 0;
-    for (std::size_t g = 0; g < groups_.size(); ++g) {
-      const double fraction = static_cast<double>(covered_[g]) / t;
-      coverage.push_back(fraction);
-      if (2 * covered_[g] < last_iteration_ && ++lost_count <= kListedGroups) {
-        lost.push_back(fmt::format("{} covered in {:.3g}", group_label(g, groups_[g]), fraction));
-      }
-    }
-    if (lost_count > kListedGroups) {
-      lost.back() += fmt::format("; and {} more", lost_count - kListedGroups);
-    }
-    summary["group_coverage"] = coverage;
-    summary["group_longest_outage"] = longest_outage_;
-    if (lost_count > 0) {
-      warnings.push_back(
-          {"group_mostly_erased",
-           fmt::format("{} of {} groups were erased in more than half of the {} iterations: "
-                       "group {}",
-                       lost_count,
-                       groups_.size(),
-                       last_iteration_,
-                       fmt::join(lost, "; group "))});
-    }
-  }
+  write_group_coverage(summary, warnings);
   if (increases_ > 0) {
     warnings.push_back(
         {"loss_increase",

@@ -75,6 +75,11 @@ class TrainingDiagnostics {
   [[nodiscard]] const std::vector<std::vector<int>>& groups() const { return groups_; }
 
  private:
+  /// f_star and its provenance, final_suboptimality and the time/iterations to each level.
+  void write_optimum(nlohmann::json& summary) const;
+  /// group_coverage and group_longest_outage; warns of groups erased in most iterations.
+  void write_group_coverage(nlohmann::json& summary, std::vector<RunWarning>& warnings) const;
+
   OptimumReference optimum_;
   double initial_loss_ = 0.0;
   double last_loss_ = 0.0;

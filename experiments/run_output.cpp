@@ -192,6 +192,40 @@ void end_of_rows(ProduceRows&& produce_rows, RunOutcome& outcome) {
   }
 }
 
+// The summary of a delay-only run: its status, the iteration-time statistics of `stats` and the
+// warnings (the plan's, and `silent` iterations with no worker heard, the first at
+// `first_silent`).
+void write_delay_only_summary(const RunPlan& plan,
+                              const RunSetUp& setup,
+                              const sim::DelayOnlySimulator& simulator,
+                              const sim::DelayOnlyStatistics& stats,
+                              std::uint64_t silent,
+                              std::uint64_t first_silent,
+                              RunOutcome& outcome) {
+  outcome.summary = base_summary(plan, setup);
+  outcome.summary["status"] = outcome.status;
+  if (!outcome.error.empty()) {
+    outcome.summary["error"] = outcome.error;
+  }
+  outcome.summary["iterations"] = stats.iterations;
+  outcome.summary["total_time"] = stats.total_time;
+  outcome.summary["total_wall_time"] = stats.total_wall_time;
+  outcome.summary["mean_iteration_time"] = stats.mean;
+  outcome.summary["iteration_time_sd"] = std::sqrt(stats.variance());
+  outcome.summary["iteration_time_standard_error"] = stats.standard_error();
+  if (stats.groups > 0) {
+    outcome.summary["group_erasure_fraction"] = stats.erasure_fraction();
+  }
+  outcome.summary["fast_path"] = simulator.uses_selection();
+  std::vector<RunWarning> warnings = plan_warnings(plan);
+  if (auto w = silent_iterations_warning(silent, first_silent, stats.iterations)) {
+    warnings.push_back(std::move(*w));
+  }
+  outcome.summary["warnings"] = warnings_json(warnings);
+  outcome.summary["sampler"] =
+      simulator.sampler() == sim::Sampler::kOrderStatistics ? "order_statistics" : "workers";
+}
+
 RunOutcome run_delay_only(const RunPlan& plan,
                           const RunSetUp& setup,
                           TraceWriter& trace,
@@ -254,28 +288,7 @@ RunOutcome run_delay_only(const RunPlan& plan,
   if (outcome.status != "ok") {
     stats = written;
   }
-  outcome.summary = base_summary(plan, setup);
-  outcome.summary["status"] = outcome.status;
-  if (!outcome.error.empty()) {
-    outcome.summary["error"] = outcome.error;
-  }
-  outcome.summary["iterations"] = stats.iterations;
-  outcome.summary["total_time"] = stats.total_time;
-  outcome.summary["total_wall_time"] = stats.total_wall_time;
-  outcome.summary["mean_iteration_time"] = stats.mean;
-  outcome.summary["iteration_time_sd"] = std::sqrt(stats.variance());
-  outcome.summary["iteration_time_standard_error"] = stats.standard_error();
-  if (stats.groups > 0) {
-    outcome.summary["group_erasure_fraction"] = stats.erasure_fraction();
-  }
-  outcome.summary["fast_path"] = simulator.uses_selection();
-  std::vector<RunWarning> warnings = plan_warnings(plan);
-  if (auto w = silent_iterations_warning(silent, first_silent, stats.iterations)) {
-    warnings.push_back(std::move(*w));
-  }
-  outcome.summary["warnings"] = warnings_json(warnings);
-  outcome.summary["sampler"] =
-      simulator.sampler() == sim::Sampler::kOrderStatistics ? "order_statistics" : "workers";
+  write_delay_only_summary(plan, setup, simulator, stats, silent, first_silent, outcome);
   return outcome;
 }
 

@@ -644,7 +644,16 @@ std::vector<std::pair<std::string, nlohmann::json::json_pointer>> speedup_column
   return out;
 }
 
-std::string build_index(const SweepSpec& spec, const std::vector<nlohmann::json>& summaries) {
+using IndexColumns = std::vector<std::pair<std::string, nlohmann::json::json_pointer>>;
+
+/// The summary columns of index.csv (name and where the value is in the summary): the fixed
+/// ones, then those some run has; and the speedup columns that go with them.
+struct IndexLayout {
+  IndexColumns columns;
+  IndexColumns speedups;
+};
+
+IndexLayout index_layout(const std::vector<nlohmann::json>& summaries) {
   bool has_target = false;
   bool has_test = false;
   bool has_optimum = false;
@@ -653,8 +662,7 @@ std::string build_index(const SweepSpec& spec, const std::vector<nlohmann::json>
     has_test = has_test || s.contains("final_test_metric");
     has_optimum = has_optimum || s.contains("time_to_relative_suboptimality");
   }
-  // Column name and where the value is in the summary.
-  std::vector<std::pair<std::string, nlohmann::json::json_pointer>> columns;
+  IndexColumns columns;
   for (const char* c :
        {"status", "iterations", "total_time", "mean_iteration_time", "final_loss", "best_loss"}) {
     columns.emplace_back(c, nlohmann::json::json_pointer(std::string("/") + c));
@@ -675,59 +683,77 @@ std::string build_index(const SweepSpec& spec, const std::vector<nlohmann::json>
           nlohmann::json::json_pointer(fmt::format("/time_to_relative_suboptimality/{}", level)));
     }
   }
-  const auto speedups = speedup_columns(has_optimum, has_target);
+  return {std::move(columns), speedup_columns(has_optimum, has_target)};
+}
+
+std::string index_header(const SweepSpec& spec, const IndexLayout& layout) {
   std::string csv = spec.schemes.empty() ? "index,repetition,seed" : "index,repetition,seed,scheme";
   for (const auto& p : spec.parameters) {
     csv += ',';
     csv += csv_field(p);
   }
-  for (const auto& c : columns) {
+  for (const auto& c : layout.columns) {
     csv += ',';
     csv += c.first;
   }
   if (spec.has_baseline) {
     csv += ",baseline_index";
-    for (const auto& c : speedups) {
+    for (const auto& c : layout.speedups) {
       csv += ',';
       csv += c.first;
     }
   }
   csv += ",folder\n";
-  for (std::size_t i = 0; i < spec.runs.size(); ++i) {
-    const auto& run = spec.runs[i];
-    const auto& s = summaries[i];
-    csv += fmt::format("{},{},{}", run.index, run.repetition, s.value("seed", run.seed));
-    if (!spec.schemes.empty()) {
-      csv += ',';
-      csv += csv_field(run.scheme);
-    }
-    for (const auto& v : run.values) {
-      csv += ',';
-      csv += csv_field(value_text(v));
-    }
-    for (const auto& c : columns) {
-      csv += ',';
-      if (s.contains(c.second)) {
-        csv += number_field(s.at(c.second));
-      }
-    }
-    if (spec.has_baseline) {
-      csv += fmt::format(",{}", run.baseline);
-      const auto& b = summaries[run.baseline];
-      for (const auto& c : speedups) {
-        csv += ',';
-        // Baseline's time over the run's: > 1 when the run is faster. Empty when either run
-        // has no positive value (not reached, failed, or absent).
-        const auto mine = positive_field(s, c.second);
-        const auto theirs = positive_field(b, c.second);
-        if (mine && theirs) {
-          csv += fmt::format("{}", *theirs / *mine);
-        }
-      }
-    }
+  return csv;
+}
+
+/// Run i's line of index.csv.
+std::string index_row(const SweepSpec& spec,
+                      std::size_t i,
+                      const std::vector<nlohmann::json>& summaries,
+                      const IndexLayout& layout) {
+  const auto& run = spec.runs[i];
+  const auto& s = summaries[i];
+  std::string csv = fmt::format("{},{},{}", run.index, run.repetition, s.value("seed", run.seed));
+  if (!spec.schemes.empty()) {
     csv += ',';
-    csv += run.folder;
-    csv += '\n';
+    csv += csv_field(run.scheme);
+  }
+  for (const auto& v : run.values) {
+    csv += ',';
+    csv += csv_field(value_text(v));
+  }
+  for (const auto& c : layout.columns) {
+    csv += ',';
+    if (s.contains(c.second)) {
+      csv += number_field(s.at(c.second));
+    }
+  }
+  if (spec.has_baseline) {
+    csv += fmt::format(",{}", run.baseline);
+    const auto& b = summaries[run.baseline];
+    for (const auto& c : layout.speedups) {
+      csv += ',';
+      // Baseline's time over the run's: > 1 when the run is faster. Empty when either run
+      // has no positive value (not reached, failed, or absent).
+      const auto mine = positive_field(s, c.second);
+      const auto theirs = positive_field(b, c.second);
+      if (mine && theirs) {
+        csv += fmt::format("{}", *theirs / *mine);
+      }
+    }
+  }
+  csv += ',';
+  csv += run.folder;
+  csv += '\n';
+  return csv;
+}
+
+std::string build_index(const SweepSpec& spec, const std::vector<nlohmann::json>& summaries) {
+  const IndexLayout layout = index_layout(summaries);
+  std::string csv = index_header(spec, layout);
+  for (std::size_t i = 0; i < spec.runs.size(); ++i) {
+    csv += index_row(spec, i, summaries, layout);
   }
   return csv;
 }

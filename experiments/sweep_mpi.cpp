@@ -81,6 +81,45 @@ void await_status() {
   }
 }
 
+/// Rank 0's tasks not yet handed out (none once stopped), and the results of its own worker
+/// thread waiting for the main thread; shared by the two threads.
+class TaskQueue {
+ public:
+  explicit TaskQueue(const std::vector<std::size_t>& tasks) : tasks_(tasks) {}
+
+  std::optional<std::size_t> take() {
+    const std::lock_guard lock(mutex_);
+    if (!go_ || next_ >= tasks_.size()) {
+      return std::nullopt;
+    }
+    return tasks_[next_++];
+  }
+  void stop() {
+    const std::lock_guard lock(mutex_);
+    go_ = false;
+  }
+  void push_local_result(std::size_t task, Json result) {
+    const std::lock_guard lock(mutex_);
+    local_results_.emplace_back(task, std::move(result));
+  }
+  std::optional<std::pair<std::size_t, Json>> pop_local_result() {
+    const std::lock_guard lock(mutex_);
+    if (local_results_.empty()) {
+      return std::nullopt;
+    }
+    std::optional<std::pair<std::size_t, Json>> result = std::move(local_results_.front());
+    local_results_.pop_front();
+    return result;
+  }
+
+ private:
+  const std::vector<std::size_t>& tasks_;
+  std::mutex mutex_;
+  std::size_t next_ = 0;
+  bool go_ = true;
+  std::deque<std::pair<std::size_t, Json>> local_results_;
+};
+
 using Work = std::function<Json(std::size_t)>;
 /// Called on rank 0's main thread with each result; returns whether to hand out more tasks.
 using OnResult = std::function<bool(std::size_t, const Json&)>;
@@ -92,30 +131,17 @@ void hand_out(const std::vector<std::size_t>& tasks,
               int size,
               const Work& work,
               const OnResult& on_result) {
-  std::mutex mutex;
-  std::size_t next = 0;
-  bool go = true;
-  std::deque<std::pair<std::size_t, Json>> local_results;
+  TaskQueue queue(tasks);
   std::atomic<bool> local_done{false};
-  auto take = [&]() -> std::optional<std::size_t> {
-    const std::lock_guard lock(mutex);
-    if (!go || next >= tasks.size()) {
-      return std::nullopt;
-    }
-    return tasks[next++];
-  };
   std::thread local([&] {
-    while (const auto task = take()) {
-      Json result = work(*task);
-      const std::lock_guard lock(mutex);
-      local_results.emplace_back(*task, std::move(result));
+    while (const auto task = queue.take()) {
+      queue.push_local_result(*task, work(*task));
     }
     local_done.store(true);
   });
   auto record = [&](std::size_t task, const Json& result) {
     if (!on_result(task, result)) {
-      const std::lock_guard lock(mutex);
-      go = false;
+      queue.stop();
     }
   };
   int active = size - 1;
@@ -127,21 +153,14 @@ void hand_out(const std::vector<std::size_t>& tasks,
       if (body.contains("task")) {
         record(body["task"].get<std::size_t>(), body["result"]);
       }
-      if (const auto task = take()) {
+      if (const auto task = queue.take()) {
         send({{"task", *task}}, source);
       } else {
         send({{"end", true}}, source);
         --active;
       }
     }
-    std::optional<std::pair<std::size_t, Json>> local_result;
-    {
-      const std::lock_guard lock(mutex);
-      if (!local_results.empty()) {
-        local_result = std::move(local_results.front());
-        local_results.pop_front();
-      }
-    }
+    const std::optional<std::pair<std::size_t, Json>> local_result = queue.pop_local_result();
     if (local_result) {
       idle = false;
       record(local_result->first, local_result->second);

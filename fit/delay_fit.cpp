@@ -641,76 +641,101 @@ double markov_log_likelihood(const Markov& m, const std::vector<std::vector<doub
   return log_likelihood;
 }
 
+using MarkovTransitions = std::array<std::array<double, 2>, 2>;
+
+/// The scaled forward pass over one sequence: α_t normalised to sum to one, each step's
+/// emissions divided by the same scale (so that the backward pass reuses it); adds the
+/// sequence's log L to `log_likelihood`.
+inline void scaled_forward(const MarkovEmissions& log_emissions,
+                           const MarkovTransitions& p,
+                           double stationary_slow,
+                           const std::vector<double>& seq,
+                           std::vector<std::array<double, 2>>& alpha,
+                           std::vector<std::array<double, 2>>& emission,
+                           double& log_likelihood) {
+  const std::size_t len = seq.size();
+  alpha.assign(len, {0.0, 0.0});
+  emission.assign(len, {0.0, 0.0});
+  LogOfScales scales;
+  for (std::size_t t = 0; t < len; ++t) {
+    const auto [e, top] = relative_emissions(log_emissions(seq[t]));
+    emission[t] = e;
+    std::array<double, 2> a{};
+    if (t == 0) {
+      a = {1.0 - stationary_slow, stationary_slow};
+    } else {
+      for (int k = 0; k < 2; ++k) {
+        a[static_cast<std::size_t>(k)] = alpha[t - 1][0] * p[0][static_cast<std::size_t>(k)] +
+                                         alpha[t - 1][1] * p[1][static_cast<std::size_t>(k)];
+      }
+    }
+    a[0] *= emission[t][0];
+    a[1] *= emission[t][1];
+    const double c = a[0] + a[1];
+    log_likelihood += top;
+    scales.multiply(c, log_likelihood);
+    const double inverse = 1.0 / c;
+    alpha[t] = {a[0] * inverse, a[1] * inverse};
+    // Keep the scale with the emission so that the backward pass reuses it.
+    emission[t] = {emission[t][0] * inverse, emission[t][1] * inverse};
+  }
+  scales.finish(log_likelihood);
+}
+
+/// The backward pass over one sequence after scaled_forward: adds the posterior state weights
+/// and the expected transition counts to `s`.
+inline void backward_statistics(const Markov& m,
+                                const MarkovTransitions& p,
+                                const std::vector<double>& seq,
+                                const std::vector<std::array<double, 2>>& alpha,
+                                const std::vector<std::array<double, 2>>& emission,
+                                MarkovStatistics& s) {
+  std::array<double, 2> beta = {1.0, 1.0};
+  for (std::size_t t = seq.size(); t-- > 0;) {
+    const double g0 = alpha[t][0] * beta[0];
+    const double g1 = alpha[t][1] * beta[1];
+    const double inverse = 1.0 / (g0 + g1);
+    const double w0 = g0 * inverse;
+    const double w1 = g1 * inverse;
+    s.normal_weight += w0;
+    s.normal_excess += w0 * (seq[t] - m.shift);
+    s.slow_weight += w1;
+    s.slow_excess += w1 * (seq[t] - m.slow_shift);
+    if (t == 0) {
+      break;
+    }
+    // ξ_{t−1}(j, k) ∝ α_{t−1}(j) p_jk e_k(t) β_t(k), normalised to sum to one.
+    std::array<std::array<double, 2>, 2> xi{};
+    double xi_sum = 0.0;
+    for (std::size_t j = 0; j < 2; ++j) {
+      for (std::size_t k = 0; k < 2; ++k) {
+        xi[j][k] = alpha[t - 1][j] * p[j][k] * emission[t][k] * beta[k];
+        xi_sum += xi[j][k];
+      }
+    }
+    const double xi_inverse = 1.0 / xi_sum;
+    s.from_normal += (xi[0][0] + xi[0][1]) * xi_inverse;
+    s.normal_to_slow += xi[0][1] * xi_inverse;
+    s.from_slow += (xi[1][0] + xi[1][1]) * xi_inverse;
+    s.slow_to_normal += xi[1][0] * xi_inverse;
+    beta = {p[0][0] * emission[t][0] * beta[0] + p[0][1] * emission[t][1] * beta[1],
+            p[1][0] * emission[t][0] * beta[0] + p[1][1] * emission[t][1] * beta[1]};
+  }
+}
+
 /// Forward–backward with per-step scaling over every worker's sequence: the E-step's
 /// statistics and log L.
 MarkovStatistics markov_e_step(const Markov& m, const std::vector<std::vector<double>>& sequences) {
   models::throw_if_stop_requested();  // a forward-backward pass over every sequence
   MarkovStatistics s;
   const double stationary_slow = m.to_slow / (m.to_slow + m.to_normal);
-  const std::array<std::array<double, 2>, 2> p = {
-      {{1.0 - m.to_slow, m.to_slow}, {m.to_normal, 1.0 - m.to_normal}}};
+  const MarkovTransitions p = {{{1.0 - m.to_slow, m.to_slow}, {m.to_normal, 1.0 - m.to_normal}}};
   std::vector<std::array<double, 2>> alpha;
   std::vector<std::array<double, 2>> emission;
   const MarkovEmissions log_emissions(m);
   for (const auto& seq : sequences) {
-    const std::size_t len = seq.size();
-    alpha.assign(len, {0.0, 0.0});
-    emission.assign(len, {0.0, 0.0});
-    LogOfScales scales;
-    for (std::size_t t = 0; t < len; ++t) {
-      const auto [e, top] = relative_emissions(log_emissions(seq[t]));
-      emission[t] = e;
-      std::array<double, 2> a{};
-      if (t == 0) {
-        a = {1.0 - stationary_slow, stationary_slow};
-      } else {
-        for (int k = 0; k < 2; ++k) {
-          a[static_cast<std::size_t>(k)] = alpha[t - 1][0] * p[0][static_cast<std::size_t>(k)] +
-                                           alpha[t - 1][1] * p[1][static_cast<std::size_t>(k)];
-        }
-      }
-      a[0] *= emission[t][0];
-      a[1] *= emission[t][1];
-      const double c = a[0] + a[1];
-      s.log_likelihood += top;
-      scales.multiply(c, s.log_likelihood);
-      const double inverse = 1.0 / c;
-      alpha[t] = {a[0] * inverse, a[1] * inverse};
-      // Keep the scale with the emission so that the backward pass reuses it.
-      emission[t] = {emission[t][0] * inverse, emission[t][1] * inverse};
-    }
-    scales.finish(s.log_likelihood);
-    std::array<double, 2> beta = {1.0, 1.0};
-    for (std::size_t t = len; t-- > 0;) {
-      const double g0 = alpha[t][0] * beta[0];
-      const double g1 = alpha[t][1] * beta[1];
-      const double inverse = 1.0 / (g0 + g1);
-      const double w0 = g0 * inverse;
-      const double w1 = g1 * inverse;
-      s.normal_weight += w0;
-      s.normal_excess += w0 * (seq[t] - m.shift);
-      s.slow_weight += w1;
-      s.slow_excess += w1 * (seq[t] - m.slow_shift);
-      if (t == 0) {
-        break;
-      }
-      // ξ_{t−1}(j, k) ∝ α_{t−1}(j) p_jk e_k(t) β_t(k), normalised to sum to one.
-      std::array<std::array<double, 2>, 2> xi{};
-      double xi_sum = 0.0;
-      for (std::size_t j = 0; j < 2; ++j) {
-        for (std::size_t k = 0; k < 2; ++k) {
-          xi[j][k] = alpha[t - 1][j] * p[j][k] * emission[t][k] * beta[k];
-          xi_sum += xi[j][k];
-        }
-      }
-      const double xi_inverse = 1.0 / xi_sum;
-      s.from_normal += (xi[0][0] + xi[0][1]) * xi_inverse;
-      s.normal_to_slow += xi[0][1] * xi_inverse;
-      s.from_slow += (xi[1][0] + xi[1][1]) * xi_inverse;
-      s.slow_to_normal += xi[1][0] * xi_inverse;
-      beta = {p[0][0] * emission[t][0] * beta[0] + p[0][1] * emission[t][1] * beta[1],
-              p[1][0] * emission[t][0] * beta[0] + p[1][1] * emission[t][1] * beta[1]};
-    }
+    scaled_forward(log_emissions, p, stationary_slow, seq, alpha, emission, s.log_likelihood);
+    backward_statistics(m, p, seq, alpha, emission, s);
   }
   return s;
 }
@@ -1060,6 +1085,16 @@ std::vector<std::vector<double>> markov_search_sample(
   return windows;
 }
 
+/// Every worker's times in one sorted sample.
+std::vector<double> sorted_pool(const std::vector<std::vector<double>>& sequences) {
+  std::vector<double> pooled;
+  for (const auto& s : sequences) {
+    pooled.insert(pooled.end(), s.begin(), s.end());
+  }
+  std::sort(pooled.begin(), pooled.end());
+  return pooled;
+}
+
 /// The profile search of the Markov fit from `init`: EM cannot move the slow shift b (points
 /// below it have zero slow responsibility), so log L is profiled over b on a grid of quantiles
 /// of `sequences`, then refined by Brent around the best on `local` (the same or more of the
@@ -1068,11 +1103,7 @@ std::vector<std::vector<double>> markov_search_sample(
 std::tuple<Markov, double, int> search_markov(const std::vector<std::vector<double>>& sequences,
                                               const std::vector<std::vector<double>>& local,
                                               const Markov& init) {
-  std::vector<double> pooled;
-  for (const auto& s : sequences) {
-    pooled.insert(pooled.end(), s.begin(), s.end());
-  }
-  std::sort(pooled.begin(), pooled.end());
+  const std::vector<double> pooled = sorted_pool(sequences);
   const double shift = init.shift;
   auto profile = [&](double b, int iterations, Markov from) {
     from.slow_shift = b;
@@ -1328,11 +1359,7 @@ FamilyFit heterogeneous_markov_from(const std::vector<std::vector<double>>& sequ
   fit.family = family;
   fit.factors = factors;
   fit.parameter_count += static_cast<int>(factors.size()) - 1;
-  std::vector<double> pooled;
-  for (const auto& s : sequences) {
-    pooled.insert(pooled.end(), s.begin(), s.end());
-  }
-  std::sort(pooled.begin(), pooled.end());
+  const std::vector<double> pooled = sorted_pool(sequences);
   const Markov m = chain_of(fit);
   finish(fit, log_likelihood, pooled, [&](double t) {
     double f = 0.0;
@@ -1363,25 +1390,66 @@ FamilyFit fit_heterogeneous_markov(const std::vector<std::vector<double>>& seque
                                    markov != nullptr ? *markov : fit_markov(sequences));
 }
 
+namespace {
+
+/// Each worker's mean and fastest time, and the count of all times.
+struct WorkerSummaries {
+  std::vector<double> means;
+  std::vector<double> minima;
+  double total = 0.0;
+};
+
+WorkerSummaries worker_summaries(const std::vector<std::vector<double>>& sequences) {
+  WorkerSummaries w;
+  for (const auto& s : sequences) {
+    w.means.push_back(std::accumulate(s.begin(), s.end(), 0.0) / static_cast<double>(s.size()));
+    w.minima.push_back(*std::min_element(s.begin(), s.end()));
+    w.total += static_cast<double>(s.size());
+  }
+  return w;
+}
+
+/// Batch means of one worker's times (⌊√n⌋ batches of ⌊√n⌋): (batch size · Σ (batch mean −
+/// their mean)², batches − 1), the worker's part of the long-run variance and its degrees of
+/// freedom; (0, 0) with fewer than two batches.
+std::pair<double, double> batch_means_spread(const std::vector<double>& s) {
+  const auto n = static_cast<double>(s.size());
+  const auto size = static_cast<std::size_t>(std::max(1.0, std::floor(std::sqrt(n))));
+  const std::size_t batches = s.size() / size;
+  if (batches < 2) {
+    return {0.0, 0.0};
+  }
+  std::vector<double> batch(batches, 0.0);
+  for (std::size_t b = 0; b < batches; ++b) {
+    batch[b] = std::accumulate(s.begin() + static_cast<std::ptrdiff_t>(b * size),
+                               s.begin() + static_cast<std::ptrdiff_t>((b + 1) * size),
+                               0.0) /
+               static_cast<double>(size);
+  }
+  const double mean =
+      std::accumulate(batch.begin(), batch.end(), 0.0) / static_cast<double>(batches);
+  double ss = 0.0;
+  for (const double v : batch) {
+    ss += (v - mean) * (v - mean);
+  }
+  return {static_cast<double>(size) * ss, static_cast<double>(batches) - 1.0};
+}
+
+}  // namespace
+
 FamilyFit fit_heterogeneous(const std::vector<std::vector<double>>& sequences) {
   if (sequences.size() < 2) {
     return unfitted("heterogeneous", "needs at least two workers");
   }
-  std::vector<double> means;
-  std::vector<double> minima;
-  double total = 0.0;
-  for (const auto& s : sequences) {
-    if (s.empty()) {
-      return unfitted("heterogeneous", "needs times of every worker");
-    }
-    means.push_back(std::accumulate(s.begin(), s.end(), 0.0) / static_cast<double>(s.size()));
-    minima.push_back(*std::min_element(s.begin(), s.end()));
-    total += static_cast<double>(s.size());
+  if (std::any_of(sequences.begin(), sequences.end(), [](const auto& s) { return s.empty(); })) {
+    return unfitted("heterogeneous", "needs times of every worker");
   }
-  if (*std::min_element(means.begin(), means.end()) <= 0.0) {
+  const WorkerSummaries w = worker_summaries(sequences);
+  const double total = w.total;
+  if (*std::min_element(w.means.begin(), w.means.end()) <= 0.0) {
     return unfitted("heterogeneous", "needs a positive mean time for every worker");
   }
-  std::vector<double> factors = means;
+  std::vector<double> factors = w.means;
   double shift = 0.0;
   double rate = 1.0;
   double previous = -kInf;
@@ -1394,8 +1462,8 @@ FamilyFit fit_heterogeneous(const std::vector<std::vector<double>>& sequences) {
     shift = kInf;
     for (std::size_t i = 0; i < sequences.size(); ++i) {
       factors[i] /= smallest;
-      shift = std::min(shift, minima[i] / factors[i]);
-      sum_z += means[i] * static_cast<double>(sequences[i].size()) / factors[i];
+      shift = std::min(shift, w.minima[i] / factors[i]);
+      sum_z += w.means[i] * static_cast<double>(sequences[i].size()) / factors[i];
       log_factors += static_cast<double>(sequences[i].size()) * std::log(factors[i]);
     }
     if (sum_z - total * shift <= 0.0) {
@@ -1408,7 +1476,8 @@ FamilyFit fit_heterogeneous(const std::vector<std::vector<double>>& sequences) {
     }
     previous = ll;
     for (std::size_t i = 0; i < sequences.size(); ++i) {
-      factors[i] = shift > 0.0 ? std::min(rate * means[i], minima[i] / shift) : rate * means[i];
+      factors[i] =
+          shift > 0.0 ? std::min(rate * w.means[i], w.minima[i] / shift) : rate * w.means[i];
     }
   }
   FamilyFit fit;
@@ -1417,11 +1486,7 @@ FamilyFit fit_heterogeneous(const std::vector<std::vector<double>>& sequences) {
   fit.factors = factors;
   fit.parameter_count = 2 + static_cast<int>(sequences.size()) - 1;
   fit.iterations = iteration;
-  std::vector<double> pooled;
-  for (const auto& s : sequences) {
-    pooled.insert(pooled.end(), s.begin(), s.end());
-  }
-  std::sort(pooled.begin(), pooled.end());
+  const std::vector<double> pooled = sorted_pool(sequences);
   finish(fit, ll, pooled, [&](double t) {
     double f = 0.0;
     for (std::size_t i = 0; i < sequences.size(); ++i) {
@@ -1453,26 +1518,9 @@ HeterogeneityTest test_equal_rates(const std::vector<std::vector<double>>& seque
     const auto n = static_cast<double>(s.size());
     test.mean_excess.push_back(n > 0.0 ? sum / n - shift : 0.0);
     excess += sum - n * shift;
-    const auto size = static_cast<std::size_t>(std::max(1.0, std::floor(std::sqrt(n))));
-    const std::size_t batches = s.size() / size;
-    if (batches < 2) {
-      continue;
-    }
-    std::vector<double> batch(batches, 0.0);
-    for (std::size_t b = 0; b < batches; ++b) {
-      batch[b] = std::accumulate(s.begin() + static_cast<std::ptrdiff_t>(b * size),
-                                 s.begin() + static_cast<std::ptrdiff_t>((b + 1) * size),
-                                 0.0) /
-                 static_cast<double>(size);
-    }
-    const double mean =
-        std::accumulate(batch.begin(), batch.end(), 0.0) / static_cast<double>(batches);
-    double ss = 0.0;
-    for (const double v : batch) {
-      ss += (v - mean) * (v - mean);
-    }
-    within += static_cast<double>(size) * ss;
-    within_df += static_cast<double>(batches) - 1.0;
+    const auto [spread, df] = batch_means_spread(s);
+    within += spread;
+    within_df += df;
   }
   const double mean_excess = excess / total;
   if (sequences.size() < 2 || !(mean_excess > 0.0) || within_df < 1.0) {

@@ -14,6 +14,57 @@ namespace {
 
 constexpr std::uint8_t kClassCount = 10;
 
+// The image file against its label file: as many images as labels, and the height and width of
+// `shape` (set here from the training half, checked for the test half).
+void check_image_file(const IdxBytes& images,
+                      const IdxBytes& labels,
+                      const std::string& images_path,
+                      const std::string& labels_path,
+                      std::vector<std::uint32_t>& shape) {
+  if (labels.sizes[0] != images.sizes[0]) {
+    throw DataError(fmt::format(
+        "{}: label count differs from the image count; got {}; expected {} (the images in {})",
+        labels_path,
+        labels.sizes[0],
+        images.sizes[0],
+        images_path));
+  }
+  // The same height and width, not only the same pixel count: a 14 × 56 image is no 28 × 28
+  // one.
+  const std::vector<std::uint32_t> own{images.sizes[1], images.sizes[2]};
+  if (shape.empty()) {
+    shape = own;
+  } else if (own != shape) {
+    throw DataError(fmt::format("{}: images are {} x {}; expected {} x {} like the training images",
+                                images_path,
+                                own[0],
+                                own[1],
+                                shape[0],
+                                shape[1]));
+  }
+}
+
+// The file items of the half's rows (the two classes, or all, in file order, at most `limit`).
+std::vector<std::size_t> class_items(const IdxBytes& labels,
+                                     const std::string& labels_path,
+                                     const FashionMnistOptions& options,
+                                     Eigen::Index limit) {
+  std::vector<std::size_t> items;
+  for (std::size_t i = 0; i < labels.values.size(); ++i) {
+    const std::uint8_t c = labels.values[i];
+    if (c >= kClassCount) {
+      throw DataError(fmt::format(
+          "{}: label at item {} is not a class; got {}; expected 0 to 9", labels_path, i, c));
+    }
+    const bool kept_class =
+        options.all_classes || c == options.negative_class || c == options.positive_class;
+    if (kept_class && (limit == 0 || static_cast<Eigen::Index>(items.size()) < limit)) {
+      items.push_back(i);
+    }
+  }
+  return items;
+}
+
 // Images and labels of one half (train or test), the two classes kept, at most `limit` rows.
 // `shape` holds the image height and width: set from the training half, checked for the test.
 // `keep` (null: every row) selects rows of the half; `label_values` collects every row's label
@@ -39,44 +90,11 @@ Dataset load_half(const std::string& dir,
   }
   const IdxBytes labels = read_idx_bytes(labels_path, 1);
   const auto check_images = [&] {
-    if (labels.sizes[0] != images.sizes[0]) {
-      throw DataError(fmt::format(
-          "{}: label count differs from the image count; got {}; expected {} (the images in {})",
-          labels_path,
-          labels.sizes[0],
-          images.sizes[0],
-          images_path));
-    }
-    // The same height and width, not only the same pixel count: a 14 × 56 image is no 28 × 28
-    // one.
-    const std::vector<std::uint32_t> own{images.sizes[1], images.sizes[2]};
-    if (shape.empty()) {
-      shape = own;
-    } else if (own != shape) {
-      throw DataError(
-          fmt::format("{}: images are {} x {}; expected {} x {} like the training images",
-                      images_path,
-                      own[0],
-                      own[1],
-                      shape[0],
-                      shape[1]));
-    }
+    check_image_file(images, labels, images_path, labels_path, shape);
   };
+
   if (!labels_first) check_images();
-  // The file items of the half's rows (the two classes, in file order, at most `limit`).
-  std::vector<std::size_t> items;
-  for (std::size_t i = 0; i < labels.values.size(); ++i) {
-    const std::uint8_t c = labels.values[i];
-    if (c >= kClassCount) {
-      throw DataError(fmt::format(
-          "{}: label at item {} is not a class; got {}; expected 0 to 9", labels_path, i, c));
-    }
-    const bool kept_class =
-        options.all_classes || c == options.negative_class || c == options.positive_class;
-    if (kept_class && (limit == 0 || static_cast<Eigen::Index>(items.size()) < limit)) {
-      items.push_back(i);
-    }
-  }
+  std::vector<std::size_t> items = class_items(labels, labels_path, options, limit);
   const auto label_of = [&](std::size_t item) {
     if (options.all_classes) {
       return static_cast<double>(labels.values[item]);

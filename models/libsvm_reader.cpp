@@ -126,24 +126,7 @@ class Parser {
           !parse_double(token.substr(colon + 1), value)) {
         fail(line_number, "malformed feature", token, "; expected index:value");
       }
-      const std::string_view index_token = token.substr(0, colon);
-      if (index < 1) {
-        fail(line_number, "feature indices start at 1", index_token);
-      }
-      if (index <= previous) {
-        fail(line_number, "feature indices must be increasing", index_token);
-      }
-      if (index > kLibsvmMaxIndex) {
-        fail(line_number,
-             "feature index too large",
-             index_token,
-             fmt::format("; expected at most {}", kLibsvmMaxIndex));
-      }
-      if (options_.features > 0 && index > options_.features) {
-        fail(line_number,
-             fmt::format("feature index exceeds features = {}", options_.features),
-             index_token);
-      }
+      check_index(line_number, index, previous, token.substr(0, colon));
       previous = index;
       rows_.columns.push_back(index - 1);
       rows_.values.push_back(value);
@@ -221,6 +204,30 @@ class Parser {
   }
 
  private:
+  // A feature index: from 1, increasing along the line, within the limit and `features`.
+  void check_index(std::int64_t line_number,
+                   std::int64_t index,
+                   std::int64_t previous,
+                   std::string_view index_token) const {
+    if (index < 1) {
+      fail(line_number, "feature indices start at 1", index_token);
+    }
+    if (index <= previous) {
+      fail(line_number, "feature indices must be increasing", index_token);
+    }
+    if (index > kLibsvmMaxIndex) {
+      fail(line_number,
+           "feature index too large",
+           index_token,
+           fmt::format("; expected at most {}", kLibsvmMaxIndex));
+    }
+    if (options_.features > 0 && index > options_.features) {
+      fail(line_number,
+           fmt::format("feature index exceeds features = {}", options_.features),
+           index_token);
+    }
+  }
+
   [[noreturn]] void fail(std::int64_t line_number,
                          std::string_view problem,
                          std::string_view token,

@@ -237,6 +237,55 @@ Mean simulate_order_statistics(std::int64_t n,
   return m;
 }
 
+/// The compact code of a config of n workers: uncoded (d = 1) or FRC with groups of d.
+std::shared_ptr<const codes::GradientCode> compact_code(int n, int d) {
+  if (d == 1) {
+    return std::make_shared<codes::UncodedCode>(codes::UncodedCode::Options{n, 0},
+                                                codes::CompactTag{});
+  }
+  return std::make_shared<codes::FractionalRepetitionCode>(
+      codes::FractionalRepetitionCode::Options{n, 0, d}, codes::CompactTag{});
+}
+
+/// The stopping rule all, first_r (r) or decodable (by `code`) of n workers.
+std::shared_ptr<const sim::StoppingRule> compact_rule(
+    sim::RuleKind kind, int n, int r, const std::shared_ptr<const codes::GradientCode>& code) {
+  if (kind == sim::RuleKind::kAll) {
+    return std::make_shared<sim::AllStopping>(n);
+  }
+  if (kind == sim::RuleKind::kFirstR) {
+    return std::make_shared<sim::FirstRStopping>(r);
+  }
+  return std::make_shared<sim::DecodableStopping>(code);
+}
+
+/// Group erasure under a deadline at n = 2^30, FRC d = 2, on the order-statistics sampler.
+CheckRow deadline_erasure_row(std::uint64_t iterations,
+                              const sim::ShiftedExponentialDelay::Options& a) {
+  const int big = 1 << 30;
+  // Group erasure under a deadline at n = 2^30, FRC d = 2: q = (1 − F(τ))² from the binomial
+  // class counts.
+  const auto code = std::make_shared<codes::FractionalRepetitionCode>(
+      codes::FractionalRepetitionCode::Options{big, 0, 2}, codes::CompactTag{});
+  const double tau = 4.5;  // F(τ) = 1 − e^{−(4.5 − 2)/2} for load 2
+  const double q = std::exp(-2.0 * (tau - 2.0) / 2.0);
+  sim::DelayOnlySimulator s(std::make_unique<sim::ShiftedExponentialDelay>(big, 2.0, a),
+                            std::make_shared<sim::DeadlineStopping>(tau, big),
+                            code,
+                            sim::StragglerPolicy::kCancel,
+                            32,
+                            sim::NetworkOptions{},
+                            sim::Sampler::kOrderStatistics);
+  Mean erased;
+  const double groups = big / 2.0;
+  s.run(iterations,
+        [&](const sim::DelayOnlyIteration& it) { erased.add(1.0 - it.groups_covered / groups); });
+  return two_sided(fmt::format("q deadline n={} d=2 after={} (order statistics)", big, tau),
+                   q,
+                   erased.mean,
+                   erased.se());
+}
+
 /// Delay-only runs at n = 10^9 and 2^30 on the order-statistics sampler against the closed forms
 /// (each row's delay model and code are the compact ones a config of that n builds).
 void order_statistics_rows(bool quick, std::vector<CheckRow>& rows) {
@@ -268,25 +317,10 @@ void order_statistics_rows(bool quick, std::vector<CheckRow>& rows) {
         c.deadline};
     const sim::ShiftedExponentialDelay model(c.n, static_cast<double>(c.d), a);
     const auto p = sim::predict_iteration_time(description, model);
-    std::shared_ptr<const codes::GradientCode> code;
-    if (c.d == 1) {
-      code = std::make_shared<codes::UncodedCode>(codes::UncodedCode::Options{c.n, 0},
-                                                  codes::CompactTag{});
-    } else {
-      code = std::make_shared<codes::FractionalRepetitionCode>(
-          codes::FractionalRepetitionCode::Options{c.n, 0, c.d}, codes::CompactTag{});
-    }
-    std::shared_ptr<const sim::StoppingRule> rule;
-    if (c.rule == sim::RuleKind::kAll) {
-      rule = std::make_shared<sim::AllStopping>(c.n);
-    } else if (c.rule == sim::RuleKind::kFirstR) {
-      rule = std::make_shared<sim::FirstRStopping>(c.r);
-    } else {
-      rule = std::make_shared<sim::DecodableStopping>(code);
-    }
+    const auto code = compact_code(c.n, c.d);
     sim::DelayOnlySimulator s(
         std::make_unique<sim::ShiftedExponentialDelay>(c.n, static_cast<double>(c.d), a),
-        rule,
+        compact_rule(c.rule, c.n, c.r, code),
         code,
         sim::StragglerPolicy::kCancel,
         31,
@@ -299,30 +333,11 @@ void order_statistics_rows(bool quick, std::vector<CheckRow>& rows) {
                              m.mean,
                              m.se()));
   }
-  // Group erasure under a deadline at n = 2^30, FRC d = 2: q = (1 − F(τ))² from the binomial
-  // class counts.
-  const auto code = std::make_shared<codes::FractionalRepetitionCode>(
-      codes::FractionalRepetitionCode::Options{big, 0, 2}, codes::CompactTag{});
-  const double tau = 4.5;  // F(τ) = 1 − e^{−(4.5 − 2)/2} for load 2
-  const double q = std::exp(-2.0 * (tau - 2.0) / 2.0);
-  sim::DelayOnlySimulator s(std::make_unique<sim::ShiftedExponentialDelay>(big, 2.0, a),
-                            std::make_shared<sim::DeadlineStopping>(tau, big),
-                            code,
-                            sim::StragglerPolicy::kCancel,
-                            32,
-                            sim::NetworkOptions{},
-                            sim::Sampler::kOrderStatistics);
-  Mean erased;
-  const double groups = big / 2.0;
-  s.run(iterations,
-        [&](const sim::DelayOnlyIteration& it) { erased.add(1.0 - it.groups_covered / groups); });
-  rows.push_back(two_sided(fmt::format("q deadline n={} d=2 after={} (order statistics)", big, tau),
-                           q,
-                           erased.mean,
-                           erased.se()));
+  rows.push_back(deadline_erasure_row(iterations, a));
 }
 
-void speedup_rows(bool quick, std::vector<CheckRow>& rows, const std::filesystem::path& out) {
+/// n = 8, 16, ... 2^30 (2^20 quick; the quick run skips 8192 to 2^19).
+std::vector<int> speedup_worker_counts(bool quick) {
   std::vector<int> ns;
   // Worker by worker up to 65 536, then the order-statistics sampler up to 2^30 (2^20 quick).
   const std::int64_t last = quick ? std::int64_t{1} << 20 : std::int64_t{1} << 30;
@@ -332,6 +347,32 @@ void speedup_rows(bool quick, std::vector<CheckRow>& rows, const std::filesystem
     }
     ns.push_back(static_cast<int>(n));
   }
+  return ns;
+}
+
+/// Measured mean iteration times of uncoded (wait for all) and ErasureHead (FRC d = 2, first
+/// n/2) at n workers: worker by worker up to 65 536, on the order-statistics sampler above.
+std::pair<Mean, Mean> uncoded_and_erasurehead_times(int n, std::uint64_t iterations) {
+  if (n <= 65536) {
+    const auto uncoded = frc_or_uncoded(n, 1);
+    const auto frc = frc_or_uncoded(n, 2);
+    return {simulate_time(uncoded,
+                          std::make_shared<sim::AllStopping>(n),
+                          sim::TailScaling::kLoad,
+                          iterations,
+                          21),
+            simulate_time(frc,
+                          std::make_shared<sim::FirstRStopping>(n / 2),
+                          sim::TailScaling::kLoad,
+                          iterations,
+                          22)};
+  }
+  return {simulate_order_statistics(n, 1.0, {sim::RuleKind::kAll, 0, 0.0}, iterations, 21),
+          simulate_order_statistics(n, 2.0, {sim::RuleKind::kFirstR, n / 2, 0.0}, iterations, 22)};
+}
+
+void speedup_rows(bool quick, std::vector<CheckRow>& rows, const std::filesystem::path& out) {
+  const std::vector<int> ns = speedup_worker_counts(quick);
   const auto theory = sim::predicted_speedup(ns, {2, 0.5}, 1.0, 1.0, sim::TailScaling::kLoad);
   std::vector<double> nn;
   std::vector<double> th;
@@ -344,22 +385,7 @@ void speedup_rows(bool quick, std::vector<CheckRow>& rows, const std::filesystem
     const std::uint64_t iterations =
         quick ? std::max<std::uint64_t>(400, 400000 / static_cast<std::uint64_t>(n))
               : std::max<std::uint64_t>(2000, 4000000 / static_cast<std::uint64_t>(n));
-    Mean u;
-    Mean e;
-    if (n <= 65536) {
-      const auto uncoded = frc_or_uncoded(n, 1);
-      const auto frc = frc_or_uncoded(n, 2);
-      u = simulate_time(
-          uncoded, std::make_shared<sim::AllStopping>(n), sim::TailScaling::kLoad, iterations, 21);
-      e = simulate_time(frc,
-                        std::make_shared<sim::FirstRStopping>(n / 2),
-                        sim::TailScaling::kLoad,
-                        iterations,
-                        22);
-    } else {
-      u = simulate_order_statistics(n, 1.0, {sim::RuleKind::kAll, 0, 0.0}, iterations, 21);
-      e = simulate_order_statistics(n, 2.0, {sim::RuleKind::kFirstR, n / 2, 0.0}, iterations, 22);
-    }
+    const auto [u, e] = uncoded_and_erasurehead_times(n, iterations);
     const double ratio = u.mean / e.mean;
     // Delta method for a ratio of independent means.
     const double se = ratio * std::hypot(u.se() / u.mean, e.se() / e.mean);
@@ -420,6 +446,27 @@ Problem logistic(int rows, int features, double l2, int partitions) {
           fmt::format("logistic m={} p={} l2={}", rows, features, l2)};
 }
 
+/// Unbiasedness: the largest |z| over the p coordinates of the estimator's means against ∇f
+/// (4 SE per coordinate).
+CheckRow worst_coordinate_row(const std::vector<Mean>& coordinate, const Eigen::VectorXd& grad) {
+  double worst = 0.0;
+  std::size_t worst_j = 0;
+  for (std::size_t j = 0; j < coordinate.size(); ++j) {
+    const double z =
+        std::abs(coordinate[j].mean - grad(static_cast<Eigen::Index>(j))) / coordinate[j].se();
+    if (z > worst) {
+      worst = z;
+      worst_j = j;
+    }
+  }
+  const auto jj = static_cast<Eigen::Index>(worst_j);
+  return two_sided(
+      fmt::format("expected-rescaled E[g_hat] = grad f (worst of {} coordinates)", grad.size()),
+      grad(jj),
+      coordinate[worst_j].mean,
+      coordinate[worst_j].se());
+}
+
 void estimator_rows(bool quick, std::vector<CheckRow>& rows) {
   const int n = 12;
   const int d = 2;
@@ -460,23 +507,7 @@ void estimator_rows(bool quick, std::vector<CheckRow>& rows) {
       coordinate[static_cast<std::size_t>(j)].add(scaled(j));
     }
   }
-  // Unbiasedness: the largest |z| over the p coordinates (4 SE per coordinate).
-  double worst = 0.0;
-  std::size_t worst_j = 0;
-  for (std::size_t j = 0; j < coordinate.size(); ++j) {
-    const double z =
-        std::abs(coordinate[j].mean - grad(static_cast<Eigen::Index>(j))) / coordinate[j].se();
-    if (z > worst) {
-      worst = z;
-      worst_j = j;
-    }
-  }
-  const auto jj = static_cast<Eigen::Index>(worst_j);
-  rows.push_back(two_sided(
-      fmt::format("expected-rescaled E[g_hat] = grad f (worst of {} coordinates)", f.dimension()),
-      grad(jj),
-      coordinate[worst_j].mean,
-      coordinate[worst_j].se()));
+  rows.push_back(worst_coordinate_row(coordinate, grad));
   // E‖ĝ‖² = (1 − 2q + q₂)‖∇f‖² + (q − q₂) Σ_g ‖∇F_g‖² for the unscaled estimator.
   const double formula = (1.0 - 2.0 * q + q2) * grad.squaredNorm() + (q - q2) * group_sq;
   rows.push_back(two_sided("unscaled E|g_hat|^2 = (1-2q+q2)|grad f|^2 + (q-q2) sum_g |G_g|^2",

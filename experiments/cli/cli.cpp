@@ -70,15 +70,12 @@ std::optional<std::string> unknown_command_message(const std::string& word,
                      fmt::join(commands, ", "));
 }
 
-int run_cli(const std::vector<std::string>& args) {
-  CLI::App app{"stragglersim: stragglers and gradient coding in synchronous distributed GD"};
-  app.footer(kHelpFooter);
-  app.option_defaults()->always_capture_default();
-  app.set_version_flag("--version", fmt::format("stragglersim {} ({})", kVersion, kGitRevision));
-  app.require_subcommand(1);
+namespace {
 
-  // The subcommand table: one row per module (experiments/<name>_command.cpp).
-  const std::vector<Subcommand> commands = {
+// The subcommand table: one row per module (experiments/<name>_command.cpp), each with the
+// shared footer and no default shown for a required option.
+std::vector<Subcommand> add_commands(CLI::App& app) {
+  std::vector<Subcommand> commands = {
       add_run_command(app),
       add_codes_command(app),
       add_theory_command(app),
@@ -91,7 +88,6 @@ int run_cli(const std::vector<std::string>& args) {
       add_init_command(app),
       add_validate_command(app),
   };
-
   for (const auto& command : commands) {
     command.app->footer(kHelpFooter);
     // A required option has no default to show (its member's initial value is not one).
@@ -101,16 +97,35 @@ int run_cli(const std::vector<std::string>& args) {
       }
     }
   }
-  if (args.size() > 1) {
-    std::vector<std::string> names;
-    names.reserve(commands.size());
-    for (const auto& command : commands) {
-      names.push_back(command.app->get_name());
-    }
-    if (auto message = unknown_command_message(args[1], names)) {
-      std::cerr << "error: " << *message << '\n';
-      return 2;
-    }
+  return commands;
+}
+
+// True, after saying so on stderr, when `name` is no subcommand (with the nearest names).
+bool refuse_unknown_command(const std::string& name, const std::vector<Subcommand>& commands) {
+  std::vector<std::string> names;
+  names.reserve(commands.size());
+  for (const auto& command : commands) {
+    names.push_back(command.app->get_name());
+  }
+  if (auto message = unknown_command_message(name, names)) {
+    std::cerr << "error: " << *message << '\n';
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int run_cli(const std::vector<std::string>& args) {
+  CLI::App app{"stragglersim: stragglers and gradient coding in synchronous distributed GD"};
+  app.footer(kHelpFooter);
+  app.option_defaults()->always_capture_default();
+  app.set_version_flag("--version", fmt::format("stragglersim {} ({})", kVersion, kGitRevision));
+  app.require_subcommand(1);
+
+  const std::vector<Subcommand> commands = add_commands(app);
+  if (args.size() > 1 && refuse_unknown_command(args[1], commands)) {
+    return 2;
   }
 
   set_memory_limit(default_memory_limit());

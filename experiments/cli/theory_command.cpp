@@ -222,32 +222,8 @@ void print_speedup_table(const nlohmann::json& p) {
   }
 }
 
-int command_theory(
-    const std::string& config, bool json, int repetitions, const std::string& csv, bool quiet) {
-  std::optional<OutputFile> csv_file;  // reserved before the work
-  if (!csv.empty() && repetitions == 0) {
-    throw ConfigError(
-        "<command line>: --csv without --measure; got no --measure; expected --measure N with N "
-        ">= 1 (the CSV holds the measured runs)");
-  }
-  if (!csv.empty()) {
-    csv_file.emplace(csv, "--csv");
-  }
-  const RunPlan plan = plan_run_file(config);
-  nlohmann::json p = theory_report(plan);
-  if (const auto status = non_finite_prediction(p, config)) {
-    return *status;
-  }
-  if (repetitions > 0) {
-    measure(plan, repetitions, csv_file ? &*csv_file : nullptr, p);
-  }
-  if (!quiet) {
-    print_warnings(p);
-  }
-  if (json) {
-    std::cout << p.dump(2) << '\n';
-    return 0;
-  }
+// The theory report as text: the scheme, the method, every predicted value and the tables.
+void print_theory_text(const RunPlan& plan, nlohmann::json& p) {
   std::cout << fmt::format("{}: {} workers, code {}, rule {}\n",
                            plan.name,
                            plan.workers,
@@ -257,7 +233,7 @@ int command_theory(
     std::cout << p["iteration_time_problem"].get<std::string>() << '\n';
     print_convergence(p);
     print_measured(p);
-    return 0;
+    return;
   }
   std::cout << fmt::format("{:<34} {}\n", "method", p["method"].get<std::string>());
   if (p.contains("fallback_reason")) {
@@ -302,6 +278,35 @@ int command_theory(
                              row["workers"].get<int>());
   }
   print_speedup_table(p);
+}
+
+int command_theory(
+    const std::string& config, bool json, int repetitions, const std::string& csv, bool quiet) {
+  std::optional<OutputFile> csv_file;  // reserved before the work
+  if (!csv.empty() && repetitions == 0) {
+    throw ConfigError(
+        "<command line>: --csv without --measure; got no --measure; expected --measure N with N "
+        ">= 1 (the CSV holds the measured runs)");
+  }
+  if (!csv.empty()) {
+    csv_file.emplace(csv, "--csv");
+  }
+  const RunPlan plan = plan_run_file(config);
+  nlohmann::json p = theory_report(plan);
+  if (const auto status = non_finite_prediction(p, config)) {
+    return *status;
+  }
+  if (repetitions > 0) {
+    measure(plan, repetitions, csv_file ? &*csv_file : nullptr, p);
+  }
+  if (!quiet) {
+    print_warnings(p);
+  }
+  if (json) {
+    std::cout << p.dump(2) << '\n';
+    return 0;
+  }
+  print_theory_text(plan, p);
   return 0;
 }
 

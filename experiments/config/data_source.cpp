@@ -125,46 +125,46 @@ struct Source {
   std::function<models::Dataset(models::RowKeep*, models::LabelValues*)> make;
 };
 
-// Reads the generator's keys and sets the test fraction to split off; generates nothing yet.
-Source read_synthetic(JsonReader& data, std::uint64_t seed, double& test_fraction) {
-  const auto generator = data.choice(
-      "generator",
-      "generator",
-      {"amazon_like", "covtype_like", "gaussian_mixture", "kc_housing_like", "linear_regression"},
-      std::nullopt);
-  const auto data_seed = derive_seed(seed, static_cast<std::uint64_t>(Stream::kData));
-  if (generator == "gaussian_mixture" || generator == "linear_regression") {
-    const auto rows = data.integer("rows", std::nullopt, 2, 100'000'000);
-    const auto features = data.integer("features", std::nullopt, 1, 10'000'000);
-    // Dense rows × features doubles, twice while the train/test split copies them.
-    require_memory(data,
-                   "features",
-                   fmt::format("the data set ({} x {} dense)", rows, features),
-                   16.0 * static_cast<double>(rows) * static_cast<double>(features),
-                   features);
-    test_fraction = read_test_fraction(data, 0.2);
-    // Per generator: least squares is as hard as κ makes it; a mixture's logistic loss is
-    // conditioned by its separation and l2 (docs/model.md "Synthetic data").
-    const double condition =
-        data.number("condition",
-                    generator == "gaussian_mixture" ? models::GaussianMixtureOptions{}.condition
-                                                    : models::LinearRegressionOptions{}.condition,
-                    1.0,
-                    1e12);
-    if (generator == "gaussian_mixture") {
-      const double separation = data.number("separation", 1.5, 0.0);
-      const models::GaussianMixtureOptions options{
-          rows, features, separation, data_seed, condition};
-      return {rows, [options](models::RowKeep* keep, models::LabelValues* labels) {
-                return models::make_gaussian_mixture(options, keep, labels);
-              }};
-    }
-    const double noise = data.number("noise", 0.5, 0.0);
-    const models::LinearRegressionOptions options{rows, features, noise, data_seed, condition};
+// The dense generators (Gaussian mixture, linear regression): rows × features given.
+Source read_dense_generator(JsonReader& data,
+                            const std::string& generator,
+                            std::uint64_t data_seed,
+                            double& test_fraction) {
+  const auto rows = data.integer("rows", std::nullopt, 2, 100'000'000);
+  const auto features = data.integer("features", std::nullopt, 1, 10'000'000);
+  // Dense rows × features doubles, twice while the train/test split copies them.
+  require_memory(data,
+                 "features",
+                 fmt::format("the data set ({} x {} dense)", rows, features),
+                 16.0 * static_cast<double>(rows) * static_cast<double>(features),
+                 features);
+  test_fraction = read_test_fraction(data, 0.2);
+  // Per generator: least squares is as hard as κ makes it; a mixture's logistic loss is
+  // conditioned by its separation and l2 (docs/model.md "Synthetic data").
+  const double condition =
+      data.number("condition",
+                  generator == "gaussian_mixture" ? models::GaussianMixtureOptions{}.condition
+                                                  : models::LinearRegressionOptions{}.condition,
+                  1.0,
+                  1e12);
+  if (generator == "gaussian_mixture") {
+    const double separation = data.number("separation", 1.5, 0.0);
+    const models::GaussianMixtureOptions options{rows, features, separation, data_seed, condition};
     return {rows, [options](models::RowKeep* keep, models::LabelValues* labels) {
-              return models::make_linear_regression(options, keep, labels);
+              return models::make_gaussian_mixture(options, keep, labels);
             }};
   }
+  const double noise = data.number("noise", 0.5, 0.0);
+  const models::LinearRegressionOptions options{rows, features, noise, data_seed, condition};
+  return {rows, [options](models::RowKeep* keep, models::LabelValues* labels) {
+            return models::make_linear_regression(options, keep, labels);
+          }};
+}
+
+Source read_sparse_table(JsonReader& data,
+                         const std::string& generator,
+                         std::uint64_t data_seed,
+                         double& test_fraction) {
   // The paper-shaped sparse tables: sizes default to the paper's (README.md (The paper's figures)).
   Source source;
   Eigen::Index features = 0;
@@ -217,6 +217,20 @@ Source read_synthetic(JsonReader& data, std::uint64_t seed, double& test_fractio
     };
   }
   return source;
+}
+
+// Reads the generator's keys and sets the test fraction to split off; generates nothing yet.
+Source read_synthetic(JsonReader& data, std::uint64_t seed, double& test_fraction) {
+  const auto generator = data.choice(
+      "generator",
+      "generator",
+      {"amazon_like", "covtype_like", "gaussian_mixture", "kc_housing_like", "linear_regression"},
+      std::nullopt);
+  const auto data_seed = derive_seed(seed, static_cast<std::uint64_t>(Stream::kData));
+  if (generator == "gaussian_mixture" || generator == "linear_regression") {
+    return read_dense_generator(data, generator, data_seed, test_fraction);
+  }
+  return read_sparse_table(data, generator, data_seed, test_fraction);
 }
 
 std::string class_list() {
@@ -332,6 +346,140 @@ models::CsvOptions read_csv_options(JsonReader& data) {
 
 }  // namespace
 
+// A CSV source: read whole into `all` (and its test file into out.test), or, for a partial
+// load, surveyed (`surveyed_rows`, `surveyed_labels`) with no row kept.
+Source read_csv_source(JsonReader& data,
+                       const std::filesystem::path& base_dir,
+                       bool partial,
+                       std::int64_t& surveyed_rows,
+                       models::LabelValues& surveyed_labels,
+                       models::Dataset& all,
+                       LoadedData& out,
+                       double& test_fraction) {
+  const models::CsvOptions options = read_csv_options(data);
+  const FileReader read = [&](const std::string& path) {
+    if (partial) {
+      models::RowKeep none;
+      return models::read_csv(path, options, &none, &surveyed_labels, &surveyed_rows);
+    }
+    return models::read_csv(path, options);
+  };
+  constexpr std::string_view kExpected = "an existing CSV file";
+  all = read_file(data, "path", base_dir, kExpected, read);
+  Source source = {surveyed_rows,
+                   [options, path = resolve(base_dir, data.string("path", std::nullopt)).string()](
+                       models::RowKeep* keep, models::LabelValues* labels) {
+                     return models::read_csv(path, options, keep, labels);
+                   }};
+  test_fraction = read_test_file(data, base_dir, kExpected, read, all, out);
+  if (out.test && out.test->dimension() != all.dimension()) {
+    data.fail_value("test_path",
+                    "test set has another number of features than the training set",
+                    out.test->dimension(),
+                    fmt::format("{} features", all.dimension()));
+  }
+  return source;
+}
+
+// A LIBSVM source, read or surveyed as read_csv_source.
+Source read_libsvm_source(JsonReader& data,
+                          const std::filesystem::path& base_dir,
+                          bool partial,
+                          std::int64_t& surveyed_rows,
+                          models::LabelValues& surveyed_labels,
+                          models::Dataset& all,
+                          LoadedData& out,
+                          double& test_fraction) {
+  models::LibsvmOptions options;
+  options.features = data.integer("features", 0, 0, 100'000'000);
+  options.dense = data.choice("storage", "storage", {"dense", "sparse"}, "dense") == "dense";
+  // Dense rows × max-index doubles, twice while the split copies them (refused in the reader
+  // before it allocates).
+  options.max_dense_bytes = memory_limit() / 2;
+  const FileReader read = [&](const std::string& path) {
+    if (partial) {
+      models::RowKeep none;
+      return models::read_libsvm(path, options, &none, &surveyed_labels, &surveyed_rows);
+    }
+    return models::read_libsvm(path, options);
+  };
+  constexpr std::string_view kExpected = "an existing LIBSVM file";
+  all = read_file(data, "path", base_dir, kExpected, read);
+  if (options.features == 0) {
+    // The test file is read with the training file's width, so both have the same columns.
+    options.features = all.dimension();
+  }
+  Source source = {surveyed_rows,
+                   [options, path = resolve(base_dir, data.string("path", std::nullopt)).string()](
+                       models::RowKeep* keep, models::LabelValues* labels) {
+                     return models::read_libsvm(path, options, keep, labels);
+                   }};
+  test_fraction = read_test_file(data, base_dir, kExpected, read, all, out);
+  return source;
+}
+
+// A partial load: each worker later makes only the training rows it holds, by `source`, split
+// as a full load would split them; `where` names the key of the file that may have changed.
+LoadedData::Partial partial_load(
+    const Source& source, double fraction, std::uint64_t split_seed, bool file, std::string where) {
+  LoadedData::Partial later;
+  later.train_rows = models::training_row_count(source.rows, fraction);
+  later.load = [source, fraction, split_seed, file, where = std::move(where)](
+                   const models::HeldRows& held, models::LabelValues* labels) {
+    const std::vector<Eigen::Index> source_of =
+        models::training_source_rows(source.rows, fraction, split_seed);
+    models::RowKeep keep;
+    for (const auto t : held.rows) {
+      if (t >= 0) {
+        keep.rows.push_back(source_of[static_cast<std::size_t>(t)]);
+      }
+    }
+    std::sort(keep.rows.begin(), keep.rows.end());
+    std::vector<Eigen::Index> kept_rows = keep.rows;
+    try {
+      const models::Dataset kept = source.make(&keep, labels);
+      models::Dataset rows = models::arrange_held_rows(kept, kept_rows, source_of, held);
+      if (file) {
+        // As a full load notes the file it read, a worker notes the rows it holds (a
+        // generator's whole set was estimated before it was drawn).
+        note_memory(fmt::format("the held rows ({} x {} {})",
+                                rows.rows(),
+                                rows.dimension(),
+                                rows.is_sparse() ? "sparse" : "dense"),
+                    dataset_bytes(rows));
+      }
+      return rows;
+    } catch (const models::DataError& e) {
+      throw ConfigError(fmt::format("{}: {}", where, e.what()));  // the file changed since
+    }
+  };
+  return later;
+}
+
+// A full load: notes a file's size against the memory limit and splits off the test set.
+void finish_full_load(const std::string& source_name,
+                      models::Dataset all,
+                      double test_fraction,
+                      std::uint64_t split_seed,
+                      LoadedData& out) {
+  if (source_name != "synthetic") {
+    // A file's size is known only once read: what it holds now counts against the limit of
+    // everything the run allocates next (synthetic sets were estimated before generation).
+    note_memory(fmt::format("the data set ({} x {} {})",
+                            all.rows(),
+                            all.dimension(),
+                            all.is_sparse() ? "sparse" : "dense"),
+                dataset_bytes(all) + (out.test ? dataset_bytes(*out.test) : 0.0));
+  }
+  if (out.test == nullptr && test_fraction > 0.0) {
+    auto [train, test] = models::split_train_test(all, test_fraction, split_seed);
+    out.train = std::make_shared<models::Dataset>(std::move(train));
+    out.test = std::make_shared<models::Dataset>(std::move(test));
+  } else {
+    out.train = std::make_shared<models::Dataset>(std::move(all));
+  }
+}
+
 LoadedData load_data(JsonReader& data,
                      const std::filesystem::path& base_dir,
                      std::uint64_t seed,
@@ -356,55 +504,11 @@ LoadedData load_data(JsonReader& data,
     key = "dir";
     source = load_fashion_mnist(data, base_dir, partial, all, out, surveyed_labels);
   } else if (source_name == "csv") {
-    const models::CsvOptions options = read_csv_options(data);
-    const FileReader read = [&](const std::string& path) {
-      if (partial) {
-        models::RowKeep none;
-        return models::read_csv(path, options, &none, &surveyed_labels, surveyed.get());
-      }
-      return models::read_csv(path, options);
-    };
-    constexpr std::string_view kExpected = "an existing CSV file";
-    all = read_file(data, "path", base_dir, kExpected, read);
-    const auto rows = *surveyed;
-    source = {rows,
-              [options, path = resolve(base_dir, data.string("path", std::nullopt)).string()](
-                  models::RowKeep* keep, models::LabelValues* labels) {
-                return models::read_csv(path, options, keep, labels);
-              }};
-    test_fraction = read_test_file(data, base_dir, kExpected, read, all, out);
-    if (out.test && out.test->dimension() != all.dimension()) {
-      data.fail_value("test_path",
-                      "test set has another number of features than the training set",
-                      out.test->dimension(),
-                      fmt::format("{} features", all.dimension()));
-    }
+    source = read_csv_source(
+        data, base_dir, partial, *surveyed, surveyed_labels, all, out, test_fraction);
   } else {
-    models::LibsvmOptions options;
-    options.features = data.integer("features", 0, 0, 100'000'000);
-    options.dense = data.choice("storage", "storage", {"dense", "sparse"}, "dense") == "dense";
-    // Dense rows × max-index doubles, twice while the split copies them (refused in the reader
-    // before it allocates).
-    options.max_dense_bytes = memory_limit() / 2;
-    const FileReader read = [&](const std::string& path) {
-      if (partial) {
-        models::RowKeep none;
-        return models::read_libsvm(path, options, &none, &surveyed_labels, surveyed.get());
-      }
-      return models::read_libsvm(path, options);
-    };
-    constexpr std::string_view kExpected = "an existing LIBSVM file";
-    all = read_file(data, "path", base_dir, kExpected, read);
-    if (options.features == 0) {
-      // The test file is read with the training file's width, so both have the same columns.
-      options.features = all.dimension();
-    }
-    source = {*surveyed,
-              [options, path = resolve(base_dir, data.string("path", std::nullopt)).string()](
-                  models::RowKeep* keep, models::LabelValues* labels) {
-                return models::read_libsvm(path, options, keep, labels);
-              }};
-    test_fraction = read_test_file(data, base_dir, kExpected, read, all, out);
+    source = read_libsvm_source(
+        data, base_dir, partial, *surveyed, surveyed_labels, all, out, test_fraction);
   }
   data.finish();
   const std::uint64_t split_seed = derive_seed(seed, static_cast<std::uint64_t>(Stream::kSplit));
@@ -413,60 +517,14 @@ LoadedData load_data(JsonReader& data,
       out.label_values = surveyed_labels;  // the training file's and the test file's labels
     }
     const double fraction = out.test == nullptr ? test_fraction : 0.0;
-    LoadedData::Partial later;
-    later.train_rows = models::training_row_count(source.rows, fraction);
-    later.load = [source,
-                  fraction,
-                  split_seed,
-                  file = source_name != "synthetic",
-                  where = fmt::format("{}:{}", data.file(), data.pointer_of(key))](
-                     const models::HeldRows& held, models::LabelValues* labels) {
-      const std::vector<Eigen::Index> source_of =
-          models::training_source_rows(source.rows, fraction, split_seed);
-      models::RowKeep keep;
-      for (const auto t : held.rows) {
-        if (t >= 0) {
-          keep.rows.push_back(source_of[static_cast<std::size_t>(t)]);
-        }
-      }
-      std::sort(keep.rows.begin(), keep.rows.end());
-      std::vector<Eigen::Index> kept_rows = keep.rows;
-      try {
-        const models::Dataset kept = source.make(&keep, labels);
-        models::Dataset rows = models::arrange_held_rows(kept, kept_rows, source_of, held);
-        if (file) {
-          // As a full load notes the file it read, a worker notes the rows it holds (a
-          // generator's whole set was estimated before it was drawn).
-          note_memory(fmt::format("the held rows ({} x {} {})",
-                                  rows.rows(),
-                                  rows.dimension(),
-                                  rows.is_sparse() ? "sparse" : "dense"),
-                      dataset_bytes(rows));
-        }
-        return rows;
-      } catch (const models::DataError& e) {
-        throw ConfigError(fmt::format("{}: {}", where, e.what()));  // the file changed since
-      }
-    };
-    out.partial = std::move(later);
+    out.partial = partial_load(source,
+                               fraction,
+                               split_seed,
+                               source_name != "synthetic",
+                               fmt::format("{}:{}", data.file(), data.pointer_of(key)));
     return out;
   }
-  if (source_name != "synthetic") {
-    // A file's size is known only once read: what it holds now counts against the limit of
-    // everything the run allocates next (synthetic sets were estimated before generation).
-    note_memory(fmt::format("the data set ({} x {} {})",
-                            all.rows(),
-                            all.dimension(),
-                            all.is_sparse() ? "sparse" : "dense"),
-                dataset_bytes(all) + (out.test ? dataset_bytes(*out.test) : 0.0));
-  }
-  if (out.test == nullptr && test_fraction > 0.0) {
-    auto [train, test] = models::split_train_test(all, test_fraction, split_seed);
-    out.train = std::make_shared<models::Dataset>(std::move(train));
-    out.test = std::make_shared<models::Dataset>(std::move(test));
-  } else {
-    out.train = std::make_shared<models::Dataset>(std::move(all));
-  }
+  finish_full_load(source_name, std::move(all), test_fraction, split_seed, out);
   return out;
 }
 

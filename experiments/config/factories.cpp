@@ -549,76 +549,92 @@ namespace {
 std::string number_text(double x) { return fmt::format("{}", x); }
 std::string tail_text(sim::TailScaling t) { return t == sim::TailScaling::kLoad ? "load" : "none"; }
 
+/// The keys of a load-scaled shift plus a two-parameter tail (gamma, lognormal, pareto,
+/// weibull), with their defaults.
+std::vector<KeyDoc> shift_tail_keys(double shift,
+                                    const char* first,
+                                    double first_value,
+                                    const char* second,
+                                    double second_value,
+                                    sim::TailScaling tail) {
+  return {{"shift", number_text(shift)},
+          {first, number_text(first_value)},
+          {second, number_text(second_value)},
+          {"tail", tail_text(tail)}};
+}
+
+std::vector<KeyDoc> bimodal_keys() {
+  const sim::BimodalDelay::Options bi;
+  return {{"shift", number_text(bi.shift)},
+          {"rate", number_text(bi.rate)},
+          {"tail", tail_text(bi.tail)},
+          {"slow_probability", number_text(bi.slow_probability)},
+          {"slowdown", number_text(bi.slowdown)}};
+}
+
+std::vector<KeyDoc> heterogeneous_keys() {
+  const sim::HeterogeneousDelay::Options he;
+  return {{"shift", number_text(he.shift)},
+          {"rate", number_text(he.rate)},
+          {"tail", tail_text(he.tail)},
+          {"factors", ""}};
+}
+
+/// The keys of the normal/slow Markov chain, with their defaults; `factors` adds the
+/// per-worker factors of heterogeneous_markov.
+std::vector<KeyDoc> markov_keys(bool factors) {
+  const sim::MarkovDelay::Options ma;
+  std::vector<KeyDoc> keys = {{"shift", number_text(ma.shift)},
+                              {"rate", number_text(ma.rate)},
+                              {"slow_shift", number_text(ma.slow_shift)},
+                              {"slow_rate", number_text(ma.slow_rate)},
+                              {"to_slow", number_text(ma.to_slow)},
+                              {"to_normal", number_text(ma.to_normal)},
+                              {"tail", tail_text(ma.tail)}};
+  if (factors) {
+    keys.push_back({"factors", ""});
+  }
+  return keys;
+}
+
 }  // namespace
 
 const std::vector<FactoryRow<DelayFactory>>& delay_factories() {
   const sim::ShiftedExponentialDelay::Options se;
   const sim::ParetoDelay::Options pa;
-  const sim::BimodalDelay::Options bi;
-  const sim::HeterogeneousDelay::Options he;
-  const sim::MarkovDelay::Options ma;
   const sim::LogNormalDelay::Options ln;
   const sim::GammaDelay::Options ga;
   const sim::WeibullDelay::Options wb;
   static const std::vector<FactoryRow<DelayFactory>> table = {
       {"bimodal",
        "shifted exponential slowed by a factor slowdown with probability slow_probability",
-       {{"shift", number_text(bi.shift)},
-        {"rate", number_text(bi.rate)},
-        {"tail", tail_text(bi.tail)},
-        {"slow_probability", number_text(bi.slow_probability)},
-        {"slowdown", number_text(bi.slowdown)}},
+       bimodal_keys(),
        make_bimodal},
       {"gamma",
        "load-scaled shift plus a Gamma(shape, scale) tail",
-       {{"shift", number_text(ga.shift)},
-        {"shape", number_text(ga.shape)},
-        {"scale", number_text(ga.scale)},
-        {"tail", tail_text(ga.tail)}},
+       shift_tail_keys(ga.shift, "shape", ga.shape, "scale", ga.scale, ga.tail),
        make_gamma},
       {"heterogeneous",
        "shifted exponential times a fixed slowdown factor per worker",
-       {{"shift", number_text(he.shift)},
-        {"rate", number_text(he.rate)},
-        {"tail", tail_text(he.tail)},
-        {"factors", ""}},
+       heterogeneous_keys(),
        make_heterogeneous},
       {"heterogeneous_markov",
        "persistent stragglers on heterogeneous workers: a fixed factor per worker times the "
        "markov model's time",
-       {{"shift", number_text(ma.shift)},
-        {"rate", number_text(ma.rate)},
-        {"slow_shift", number_text(ma.slow_shift)},
-        {"slow_rate", number_text(ma.slow_rate)},
-        {"to_slow", number_text(ma.to_slow)},
-        {"to_normal", number_text(ma.to_normal)},
-        {"tail", tail_text(ma.tail)},
-        {"factors", ""}},
+       markov_keys(/*factors=*/true),
        make_heterogeneous_markov},
       {"lognormal",
        "load-scaled shift plus a log-normal tail: log of the tail ~ N(log_mean, log_sd^2)",
-       {{"shift", number_text(ln.shift)},
-        {"log_mean", number_text(ln.log_mean)},
-        {"log_sd", number_text(ln.log_sd)},
-        {"tail", tail_text(ln.tail)}},
+       shift_tail_keys(ln.shift, "log_mean", ln.log_mean, "log_sd", ln.log_sd, ln.tail),
        make_lognormal},
       {"markov",
        "persistent stragglers: per-worker normal/slow Markov chain (to_slow, to_normal), "
        "shifted exponential per state",
-       {{"shift", number_text(ma.shift)},
-        {"rate", number_text(ma.rate)},
-        {"slow_shift", number_text(ma.slow_shift)},
-        {"slow_rate", number_text(ma.slow_rate)},
-        {"to_slow", number_text(ma.to_slow)},
-        {"to_normal", number_text(ma.to_normal)},
-        {"tail", tail_text(ma.tail)}},
+       markov_keys(/*factors=*/false),
        make_markov},
       {"pareto",
        "load-scaled shift plus a Pareto(scale, shape) tail (heavy-tailed)",
-       {{"shift", number_text(pa.shift)},
-        {"scale", number_text(pa.scale)},
-        {"shape", number_text(pa.shape)},
-        {"tail", tail_text(pa.tail)}},
+       shift_tail_keys(pa.shift, "scale", pa.scale, "shape", pa.shape, pa.tail),
        make_pareto},
       {"shifted_exponential",
        "T = load*shift + s(load)*Exp(1)/rate; tail load (Model A) or none (Model B)",
@@ -638,10 +654,7 @@ const std::vector<FactoryRow<DelayFactory>>& delay_factories() {
        make_trace},
       {"weibull",
        "load-scaled shift plus a Weibull(shape, scale) tail",
-       {{"shift", number_text(wb.shift)},
-        {"shape", number_text(wb.shape)},
-        {"scale", number_text(wb.scale)},
-        {"tail", tail_text(wb.tail)}},
+       shift_tail_keys(wb.shift, "shape", wb.shape, "scale", wb.scale, wb.tail),
        make_weibull},
   };
   return table;

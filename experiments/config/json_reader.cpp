@@ -261,7 +261,7 @@ std::string JsonReader::choice(std::string_view key,
     used_.emplace(key);
     fail(key, fmt::format("missing required key; expected one of: {}", join(values)));
   }
-  const std::string v = string(key, std::move(fallback));
+  std::string v = string(key, std::move(fallback));  // not const: returned by move
   for (const auto& allowed : values) {
     if (v == allowed) {
       return v;

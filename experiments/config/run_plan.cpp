@@ -103,8 +103,8 @@ const FactoryRow<Factory>& pick(JsonReader& reader,
                                 std::string_view key,
                                 std::string_view what,
                                 const std::vector<FactoryRow<Factory>>& table,
-                                std::optional<std::string> fallback = std::nullopt) {
-  const std::string name = reader.choice(key, what, names_of(table), std::move(fallback));
+                                const std::optional<std::string>& fallback = std::nullopt) {
+  const std::string name = reader.choice(key, what, names_of(table), fallback);
   for (const auto& row : table) {
     if (row.name == name) {
       return row;
@@ -421,6 +421,64 @@ void read_batch(JsonReader& opt_reader, RunPlan& plan, bool simulated_backend) {
 }
 
 /// The optimiser (delay-only runs read only the iteration count) and the target loss.
+// β of a convex objective (from `setup` when cached there, else computed and stored), NaN for
+// the mlp (no global smoothness bound: the step must be given).
+double smoothness_for_step(JsonReader& root,
+                           JsonReader& opt_reader,
+                           const RunPlan& plan,
+                           SetupCache* setup,
+                           const std::string& smoothness_key) {
+  const bool convex = plan.objective->loss().traits().convex;
+  std::optional<double> cached =
+      setup != nullptr ? setup->smoothness(smoothness_key) : std::nullopt;
+  if (!convex) {
+    // The mlp has no global smoothness bound: β is not defined and the step must be given.
+    cached = std::numeric_limits<double>::quiet_NaN();
+    if (opt_reader.has("step") && opt_reader.raw("step").is_string()) {
+      opt_reader.fail_value("step",
+                            "\"auto\" (1/beta) needs a smoothness bound, and the mlp (not "
+                            "convex) has none",
+                            opt_reader.raw("step"),
+                            "a number > 0");
+    }
+  } else if (!cached) {
+    models::WorkerPool pool(plan.threads);
+    cached = plan.objective->smoothness(&pool);
+    if (setup != nullptr) {
+      setup->store_smoothness(smoothness_key, *cached);
+    }
+  }
+  const double beta = *cached;
+  if (convex && !std::isfinite(beta)) {
+    // A value like 1e308 in a data file squares to infinity.
+    root.fail("data",
+              fmt::format("the data's smoothness beta is not finite (values too large to "
+                          "square); got beta = {}; expected data whose squared row norms are "
+                          "finite (values below about 1e150)",
+                          std::isnan(beta) ? "nan" : "inf"));
+  }
+  return beta;
+}
+
+// The step: a number > 0, or "auto" for 1/β.
+double read_step(JsonReader& opt_reader, double beta) {
+  if (opt_reader.has("step") && opt_reader.raw("step").is_string()) {
+    const auto step = opt_reader.string("step", std::nullopt);
+    if (step != "auto") {
+      opt_reader.fail_value("step", "unknown step", step, "a number > 0 or \"auto\" (1/beta)");
+    }
+    if (!(beta > 0.0)) {
+      opt_reader.fail_value(
+          "step",
+          fmt::format("\"auto\" (1/beta) needs beta > 0; the data has beta = {}", beta),
+          step,
+          "a number > 0");
+    }
+    return 1.0 / beta;
+  }
+  return opt_reader.positive("step", std::nullopt);
+}
+
 void read_optimizer(JsonReader& root,
                     RunPlan& plan,
                     bool delay_only,
@@ -441,51 +499,8 @@ void read_optimizer(JsonReader& root,
   } else if (!delay_only) {
     const auto kind = opt_reader.choice("kind", "optimizer", {"gd", "nesterov"}, "gd");
     plan.optimizer = kind == "nesterov" ? OptimizerKind::kNesterov : OptimizerKind::kGd;
-    const bool convex = plan.objective->loss().traits().convex;
-    std::optional<double> cached =
-        setup != nullptr ? setup->smoothness(smoothness_key) : std::nullopt;
-    if (!convex) {
-      // The mlp has no global smoothness bound: β is not defined and the step must be given.
-      cached = std::numeric_limits<double>::quiet_NaN();
-      if (opt_reader.has("step") && opt_reader.raw("step").is_string()) {
-        opt_reader.fail_value("step",
-                              "\"auto\" (1/beta) needs a smoothness bound, and the mlp (not "
-                              "convex) has none",
-                              opt_reader.raw("step"),
-                              "a number > 0");
-      }
-    } else if (!cached) {
-      models::WorkerPool pool(plan.threads);
-      cached = plan.objective->smoothness(&pool);
-      if (setup != nullptr) {
-        setup->store_smoothness(smoothness_key, *cached);
-      }
-    }
-    const double beta = *cached;
-    if (convex && !std::isfinite(beta)) {
-      // A value like 1e308 in a data file squares to infinity.
-      root.fail("data",
-                fmt::format("the data's smoothness beta is not finite (values too large to "
-                            "square); got beta = {}; expected data whose squared row norms are "
-                            "finite (values below about 1e150)",
-                            std::isnan(beta) ? "nan" : "inf"));
-    }
-    if (opt_reader.has("step") && opt_reader.raw("step").is_string()) {
-      const auto step = opt_reader.string("step", std::nullopt);
-      if (step != "auto") {
-        opt_reader.fail_value("step", "unknown step", step, "a number > 0 or \"auto\" (1/beta)");
-      }
-      if (!(beta > 0.0)) {
-        opt_reader.fail_value(
-            "step",
-            fmt::format("\"auto\" (1/beta) needs beta > 0; the data has beta = {}", beta),
-            step,
-            "a number > 0");
-      }
-      plan.step = 1.0 / beta;
-    } else {
-      plan.step = opt_reader.positive("step", std::nullopt);
-    }
+    const double beta = smoothness_for_step(root, opt_reader, plan, setup, smoothness_key);
+    plan.step = read_step(opt_reader, beta);
     plan.smoothness = beta;
     read_batch(opt_reader, plan, simulated_backend);
   }
@@ -641,6 +656,33 @@ void check_update_rule(const nlohmann::json& config, RunPlan& plan, const std::s
   }
 }
 
+// The key of a data set in the setup cache: everything its bytes depend on (the loss kind too:
+// logistic maps labels in place).
+std::string data_cache_key(const nlohmann::json& config, const std::filesystem::path& base_dir) {
+  const nlohmann::json loss = config.contains("loss") ? config["loss"] : nlohmann::json();
+  return nlohmann::json{config["data"],
+                        config.contains("data_seed") ? config["data_seed"]
+                        : config.contains("seed")    ? config["seed"]
+                                                     : nlohmann::json(),
+                        base_dir.string(),
+                        loss.is_object() && loss.contains("kind") ? loss["kind"] : nlohmann::json()}
+      .dump();
+}
+
+// The partitions an MPI worker holds, sorted and distinct.
+std::vector<int> held_partitions(const codes::GradientCode& code, int worker) {
+  const std::span<const int> support = code.support(worker);
+  std::vector<int> held(support.begin(), support.end());
+  std::sort(held.begin(), held.end());
+  held.erase(std::unique(held.begin(), held.end()), held.end());
+  return held;
+}
+
+bool is_simulated_backend(const nlohmann::json& config) {
+  return !(config.is_object() && config.contains("backend") && config["backend"].is_object() &&
+           config["backend"].contains("kind") && config["backend"]["kind"] != "simulated");
+}
+
 }  // namespace
 
 int hardware_cores() { return static_cast<int>(std::max(1U, std::thread::hardware_concurrency())); }
@@ -687,20 +729,11 @@ RunPlan plan_run(const nlohmann::json& config,
   // one limit.
   const MemoryLedgerScope ledger;
   RunPlan plan;
-  // Everything the data set's bytes depend on (the loss kind too: logistic maps labels in place).
-  std::string data_key;
+  std::string data_key;  // data_cache_key, when the data may come from the setup cache
   std::optional<SetupCache::Data> cached;
   if (options.setup != nullptr && !mpi_worker && config.is_object() && config.contains("data") &&
       config["data"].is_object()) {
-    const nlohmann::json loss = config.contains("loss") ? config["loss"] : nlohmann::json();
-    data_key =
-        nlohmann::json{config["data"],
-                       config.contains("data_seed") ? config["data_seed"]
-                       : config.contains("seed")    ? config["seed"]
-                                                    : nlohmann::json(),
-                       base_dir.string(),
-                       loss.is_object() && loss.contains("kind") ? loss["kind"] : nlohmann::json()}
-            .dump();
+    data_key = data_cache_key(config, base_dir);
     cached = options.setup->data(data_key);
   }
   LoadedData data =
@@ -714,11 +747,7 @@ RunPlan plan_run(const nlohmann::json& config,
   read_delays(root, plan, base_dir);
   if (data.partial) {
     // The worker's own partitions, now that the code is known.
-    const std::span<const int> support = plan.scheme.code->support(*mpi_worker);
-    std::vector<int> held(support.begin(), support.end());
-    std::sort(held.begin(), held.end());
-    held.erase(std::unique(held.begin(), held.end()), held.end());
-    load_held_partitions(data, plan.partitions, held);
+    load_held_partitions(data, plan.partitions, held_partitions(*plan.scheme.code, *mpi_worker));
   }
   read_loss(root, plan, data, delay_only);
   if (!data_key.empty() && !cached && data.train) {
@@ -729,13 +758,10 @@ RunPlan plan_run(const nlohmann::json& config,
   const std::string smoothness_key =
       data_key.empty() ? std::string()
                        : data_key + root.resolved().value("loss", nlohmann::json()).dump();
-  const bool simulated_backend =
-      !(config.is_object() && config.contains("backend") && config["backend"].is_object() &&
-        config["backend"].contains("kind") && config["backend"]["kind"] != "simulated");
   read_optimizer(root,
                  plan,
                  delay_only,
-                 simulated_backend,
+                 is_simulated_backend(config),
                  data_key.empty() ? nullptr : options.setup,
                  smoothness_key);
   read_backend(root, plan, delay_only);

@@ -453,9 +453,8 @@ void least_squares_groups(const models::Objective& f,
   }
 }
 
-void exact_curve(const RunPlan& plan, const Coefficients& c, nlohmann::json& out) {
-  const auto& f = *plan.objective;
-  const int groups = (f.partitions() + c.group - 1) / c.group;
+/// Why the exact curve cannot be computed for this objective and scheme; empty when it can.
+std::string exact_curve_problem(const models::Objective& f, const Coefficients& c, int groups) {
   const double work = static_cast<double>(groups) * static_cast<double>(f.dimension()) *
                       static_cast<double>(f.dimension());
   std::string why;
@@ -470,6 +469,27 @@ void exact_curve(const RunPlan& plan, const Coefficients& c, nlohmann::json& out
                       f.dimension(),
                       groups);
   }
+  return why;
+}
+
+/// The law of the covered groups per iteration: from the coefficients, or every group covered.
+sim::CoverageLaw coverage_law(const RunPlan& plan, const Coefficients& c, int groups) {
+  sim::CoverageLaw law;
+  law.covered = c.covered;
+  if (law.covered.empty()) {  // α = 1: every group covered
+    law.covered.assign(static_cast<std::size_t>(groups) + 1, 0.0);
+    law.covered.back() = 1.0;
+  } else {
+    law.rescale = plan.scheme.rescale;
+    law.expected_q = plan.scheme.erasure_probability;
+  }
+  return law;
+}
+
+void exact_curve(const RunPlan& plan, const Coefficients& c, nlohmann::json& out) {
+  const auto& f = *plan.objective;
+  const int groups = (f.partitions() + c.group - 1) / c.group;
+  const std::string why = exact_curve_problem(f, c, groups);
   if (!why.empty()) {
     out["exact_curve"] = nullptr;
     out["exact_curve_problem"] = why;
@@ -490,15 +510,7 @@ void exact_curve(const RunPlan& plan, const Coefficients& c, nlohmann::json& out
   // the iterations it predicts for.
   const int iterations = static_cast<int>(std::min(plan.iterations, kMaxTheoryIterations));
   out["exact_curve"] = sim::least_squares_expected_gap(in, iterations);
-  sim::CoverageLaw law;
-  law.covered = c.covered;
-  if (law.covered.empty()) {  // α = 1: every group covered
-    law.covered.assign(static_cast<std::size_t>(groups) + 1, 0.0);
-    law.covered.back() = 1.0;
-  } else {
-    law.rescale = plan.scheme.rescale;
-    law.expected_q = plan.scheme.erasure_probability;
-  }
+  const sim::CoverageLaw law = coverage_law(plan, c, groups);
   const double flops = sim::least_squares_gap_spread_flops(in);
   const int affordable = static_cast<int>(std::min<double>(iterations, kMaxSpreadWork / flops));
   if (affordable < std::min(iterations, kMinSpreadIterations)) {

@@ -105,6 +105,27 @@ bool ThreadedBackend::compute(int worker,
   return true;
 }
 
+bool ThreadedBackend::superseded(std::uint64_t done, bool finish) const {
+  return stop_ || (!finish && latest_.load(std::memory_order_relaxed) != done);
+}
+
+bool ThreadedBackend::wait_out_delay(std::unique_lock<std::mutex>& lock,
+                                     Clock::time_point target,
+                                     std::uint64_t done,
+                                     bool finish) {
+  // Sleep until just before the target, then yield-spin to it: a sleeping thread wakes tens
+  // of µs late, by an amount that differs between threads and would reorder close arrivals.
+  work_cv_.wait_until(lock, target - kSpinWindow, [&] { return superseded(done, finish); });
+  if (!superseded(done, finish) && Clock::now() < target) {
+    lock.unlock();
+    while (Clock::now() < target && (finish || latest_.load(std::memory_order_acquire) == done)) {
+      std::this_thread::yield();
+    }
+    lock.lock();
+  }
+  return !superseded(done, finish);
+}
+
 void ThreadedBackend::worker_loop(int worker) {
   tighten_timer_slack();
   const auto w = static_cast<std::size_t>(worker);
@@ -142,33 +163,21 @@ void ThreadedBackend::worker_loop(int worker) {
     if (abandoned) {
       continue;
     }
-    auto superseded = [&] {
-      return stop_ || (!finish && latest_.load(std::memory_order_relaxed) != done);
-    };
     if (hang) {
       if (finish) {
         progress_[w] = std::numeric_limits<std::uint64_t>::max();
       }
-      work_cv_.wait(lock, superseded);
+      work_cv_.wait(lock, [&] { return superseded(done, finish); });
       if (stop_) {
         return;
       }
       continue;
     }
-    // Sleep until just before the target, then yield-spin to it: a sleeping thread wakes tens
-    // of µs late, by an amount that differs between threads and would reorder close arrivals.
-    work_cv_.wait_until(lock, target - kSpinWindow, superseded);
-    if (!superseded() && Clock::now() < target) {
-      lock.unlock();
-      while (Clock::now() < target && (finish || latest_.load(std::memory_order_acquire) == done)) {
-        std::this_thread::yield();
-      }
-      lock.lock();
-    }
+    const bool in_time = wait_out_delay(lock, target, done, finish);
     if (stop_) {
       return;
     }
-    if (superseded()) {
+    if (!in_time) {
       continue;  // cancelled while waiting out the delay
     }
     // Delivery = max(compute end, injected time): the next iteration (finish) starts then.

@@ -95,6 +95,14 @@ class ThreadedBackend final : public Backend, private MasterTransport {
   };
 
   void worker_loop(int worker);
+  /// Under the lock: the backend stops, or (cancel, drain) a newer broadcast than `done` came.
+  [[nodiscard]] bool superseded(std::uint64_t done, bool finish) const;
+  /// Holds the worker, lock held on entry and exit, until the real time `target` of its
+  /// delivery; false when superseded while waiting.
+  bool wait_out_delay(std::unique_lock<std::mutex>& lock,
+                      Clock::time_point target,
+                      std::uint64_t done,
+                      bool finish);
   /// y = Σ_j B_ij ∇F_j(b.x) over worker's partitions; false when abandoned (cancel, drain) for a
   /// newer broadcast.
   bool compute(int worker, const Broadcast& b, Eigen::VectorXd& y, Eigen::VectorXd& buffer) const;

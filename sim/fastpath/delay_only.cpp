@@ -110,6 +110,18 @@ double last_group_cover(const std::vector<double>& v, int d) {
   return worst;
 }
 
+/// Groups of `d` consecutive workers with at least one arrival by `stop`.
+inline int groups_covered(const std::vector<double>& a, int d, double stop) {
+  int covered = 0;
+  const auto g = static_cast<std::size_t>(d);
+  for (std::size_t start = 0; start < a.size(); start += g) {
+    const double first = *std::min_element(a.begin() + static_cast<std::ptrdiff_t>(start),
+                                           a.begin() + static_cast<std::ptrdiff_t>(start + g));
+    covered += first <= stop ? 1 : 0;
+  }
+  return covered;
+}
+
 }  // namespace
 
 double select_rth(const std::vector<double>& values,
@@ -174,26 +186,8 @@ double select_rth(const std::vector<double>& values,
   return *nth;
 }
 
-DelayOnlyIteration DelayOnlySimulator::step() {
-  DelayOnlyIteration out;
-  out.iteration = ++iteration_;
-  delays_->sample(iteration_, rng_, delays_buffer_);
-  const std::vector<double>* arrivals = &delays_buffer_;
-  if (policy_ == StragglerPolicy::kFinish) {
-    for (std::size_t i = 0; i < arrivals_.size(); ++i) {
-      arrivals_[i] = std::max(0.0, busy_until_[i] - time_) + delays_buffer_[i];
-    }
-    arrivals = &arrivals_;
-  }
-  // `compute` holds the compute ends, `a` the arrivals at the master.
-  const std::vector<double>& compute = *arrivals;
-  if (!delivered_.empty()) {
-    network_.deliver(compute, delivered_);
-    arrivals = &delivered_;
-  }
-  const std::vector<double>& a = *arrivals;
+DelayOnlySimulator::Stop DelayOnlySimulator::rule_stop(const std::vector<double>& a) {
   const int n = static_cast<int>(a.size());
-
   auto rth = [&](int r) { return select_rth(a, r, scratch_, sample_); };
   double stop = 0.0;
   int heard = -1;  // -1: count arrivals <= stop
@@ -224,22 +218,33 @@ DelayOnlyIteration DelayOnlySimulator::step() {
     heard =
         static_cast<int>(std::count_if(a.begin(), a.end(), [&](double t) { return t <= stop; }));
   }
+  return {stop, heard};
+}
+
+DelayOnlyIteration DelayOnlySimulator::step() {
+  DelayOnlyIteration out;
+  out.iteration = ++iteration_;
+  delays_->sample(iteration_, rng_, delays_buffer_);
+  const std::vector<double>* arrivals = &delays_buffer_;
+  if (policy_ == StragglerPolicy::kFinish) {
+    for (std::size_t i = 0; i < arrivals_.size(); ++i) {
+      arrivals_[i] = std::max(0.0, busy_until_[i] - time_) + delays_buffer_[i];
+    }
+    arrivals = &arrivals_;
+  }
+  // `compute` holds the compute ends, `a` the arrivals at the master.
+  const std::vector<double>& compute = *arrivals;
+  if (!delivered_.empty()) {
+    network_.deliver(compute, delivered_);
+    arrivals = &delivered_;
+  }
+  const std::vector<double>& a = *arrivals;
+  const auto [stop, heard] = rule_stop(a);
   out.workers_heard = heard;
   out.iteration_time = stop;
   out.wall_time = policy_ == StragglerPolicy::kDrain ? max_of(a) : stop;
   if (has_groups_) {
-    if (d_ == 1) {
-      out.groups_covered = heard;
-    } else {
-      int covered = 0;
-      const auto g = static_cast<std::size_t>(d_);
-      for (std::size_t start = 0; start < a.size(); start += g) {
-        const double first = *std::min_element(a.begin() + static_cast<std::ptrdiff_t>(start),
-                                               a.begin() + static_cast<std::ptrdiff_t>(start + g));
-        covered += first <= stop ? 1 : 0;
-      }
-      out.groups_covered = covered;
-    }
+    out.groups_covered = d_ == 1 ? heard : groups_covered(a, d_, stop);
   }
   if (policy_ == StragglerPolicy::kFinish) {
     for (std::size_t i = 0; i < a.size(); ++i) {

@@ -87,7 +87,14 @@ class DelayOnlySimulator {
   }
 
  private:
+  /// When the rule stops over the arrivals `a` at the master, and how many workers it heard.
+  struct Stop {
+    double time = 0.0;
+    int heard = 0;
+  };
+
   DelayOnlyIteration step();
+  Stop rule_stop(const std::vector<double>& a);
 
   using Kind = RuleKind;
   std::unique_ptr<DelayModel> delays_;

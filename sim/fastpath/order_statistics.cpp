@@ -193,6 +193,76 @@ double exponential_order_statistic(std::uint64_t n, std::uint64_t r, RandomEngin
   return std::log1p(a / b);
 }
 
+namespace {
+
+// Items of the minor colour (`minor` of `total`) among m drawn without replacement, one draw at
+// a time.
+inline std::int64_t minor_by_draws(std::int64_t total,
+                                   std::int64_t minor,
+                                   std::int64_t m,
+                                   RandomEngine& rng) {
+  std::int64_t left = total;
+  std::int64_t minor_left = minor;
+  std::int64_t to_draw = m;
+  while (to_draw > 0 && minor_left > 0 && left > minor_left) {
+    if (uniform_below(static_cast<std::uint64_t>(left), rng) <
+        static_cast<std::uint64_t>(minor_left)) {
+      --minor_left;
+    }
+    --left;
+    --to_draw;
+  }
+  if (left == minor_left) {
+    minor_left -= to_draw;  // only minor items are left
+  }
+  return minor - minor_left;
+}
+
+// The same count by HRUA, for large m.
+std::int64_t minor_by_hrua(
+    std::int64_t total, std::int64_t minor, std::int64_t major, std::int64_t m, RandomEngine& rng) {
+  // HRUA (Stadlober 1989, as in NumPy): X = a + h(V − ½)/U under a table-mountain hat of the
+  // pmf scaled to 1 at its mode; K = ⌊X⌋ is accepted with probability f(K)/f(mode) against the
+  // hat, squeezes first. The support [0, min(m, minor)] is the only truncation.
+  constexpr double kD1 = 1.7155277699214135;  // 2√(2/e)
+  constexpr double kD2 = 0.8989161620588988;  // 3 − 2√(3/e)
+  const auto n_total = static_cast<double>(total);
+  const double p = static_cast<double>(minor) / n_total;
+  const double mean = static_cast<double>(m) * p;
+  const double var =
+      (n_total - static_cast<double>(m)) * static_cast<double>(m) * p * (1.0 - p) / (n_total - 1.0);
+  const double a = mean + 0.5;
+  const double h = kD1 * std::sqrt(var + 0.5) + kD2;
+  const auto mode = static_cast<std::int64_t>(
+      std::floor(static_cast<double>(m + 1) * static_cast<double>(minor + 1) / (n_total + 2.0)));
+  const auto bound = static_cast<double>(std::min(m, minor) + 1);
+  boost::random::uniform_01<double> u01;
+  for (;;) {
+    const double u = u01(rng);
+    const double v = u01(rng);
+    const double x = a + h * (v - 0.5) / u;
+    if (!(u > 0.0) || !(x >= 0.0 && x < bound)) {
+      continue;
+    }
+    const auto k = static_cast<std::int64_t>(x);
+    // log f(k)/f(mode), f(k) ∝ 1/(k!(minor − k)!(m − k)!(major − m + k)!).
+    const double t = log_factorial_ratio(mode, k) + log_factorial_ratio(minor - mode, minor - k) +
+                     log_factorial_ratio(m - mode, m - k) +
+                     log_factorial_ratio(major - m + mode, major - m + k);
+    if (u * (4.0 - u) - 3.0 <= t) {
+      return k;
+    }
+    if (u * (u - t) >= 1.0) {
+      continue;
+    }
+    if (2.0 * std::log(u) <= t) {
+      return k;
+    }
+  }
+}
+
+}  // namespace
+
 std::int64_t hypergeometric(std::int64_t good,
                             std::int64_t bad,
                             std::int64_t sample,
@@ -204,63 +274,9 @@ std::int64_t hypergeometric(std::int64_t good,
   const std::int64_t m = std::min(sample, total - sample);
   const std::int64_t minor = std::min(good, bad);
   const std::int64_t major = std::max(good, bad);
-  std::int64_t k = 0;  // items of the minor colour among the m drawn
-  if (m <= kHypergeometricSteps) {
-    std::int64_t left = total;
-    std::int64_t minor_left = minor;
-    std::int64_t to_draw = m;
-    while (to_draw > 0 && minor_left > 0 && left > minor_left) {
-      if (uniform_below(static_cast<std::uint64_t>(left), rng) <
-          static_cast<std::uint64_t>(minor_left)) {
-        --minor_left;
-      }
-      --left;
-      --to_draw;
-    }
-    if (left == minor_left) {
-      minor_left -= to_draw;  // only minor items are left
-    }
-    k = minor - minor_left;
-  } else {
-    // HRUA (Stadlober 1989, as in NumPy): X = a + h(V − ½)/U under a table-mountain hat of the
-    // pmf scaled to 1 at its mode; K = ⌊X⌋ is accepted with probability f(K)/f(mode) against the
-    // hat, squeezes first. The support [0, min(m, minor)] is the only truncation.
-    constexpr double kD1 = 1.7155277699214135;  // 2√(2/e)
-    constexpr double kD2 = 0.8989161620588988;  // 3 − 2√(3/e)
-    const auto n_total = static_cast<double>(total);
-    const double p = static_cast<double>(minor) / n_total;
-    const double mean = static_cast<double>(m) * p;
-    const double var = (n_total - static_cast<double>(m)) * static_cast<double>(m) * p * (1.0 - p) /
-                       (n_total - 1.0);
-    const double a = mean + 0.5;
-    const double h = kD1 * std::sqrt(var + 0.5) + kD2;
-    const auto mode = static_cast<std::int64_t>(
-        std::floor(static_cast<double>(m + 1) * static_cast<double>(minor + 1) / (n_total + 2.0)));
-    const auto bound = static_cast<double>(std::min(m, minor) + 1);
-    boost::random::uniform_01<double> u01;
-    for (;;) {
-      const double u = u01(rng);
-      const double v = u01(rng);
-      const double x = a + h * (v - 0.5) / u;
-      if (!(u > 0.0) || !(x >= 0.0 && x < bound)) {
-        continue;
-      }
-      k = static_cast<std::int64_t>(x);
-      // log f(k)/f(mode), f(k) ∝ 1/(k!(minor − k)!(m − k)!(major − m + k)!).
-      const double t = log_factorial_ratio(mode, k) + log_factorial_ratio(minor - mode, minor - k) +
-                       log_factorial_ratio(m - mode, m - k) +
-                       log_factorial_ratio(major - m + mode, major - m + k);
-      if (u * (4.0 - u) - 3.0 <= t) {
-        break;
-      }
-      if (u * (u - t) >= 1.0) {
-        continue;
-      }
-      if (2.0 * std::log(u) <= t) {
-        break;
-      }
-    }
-  }
+  // Items of the minor colour among the m drawn.
+  const std::int64_t k = m <= kHypergeometricSteps ? minor_by_draws(total, minor, m, rng)
+                                                   : minor_by_hrua(total, minor, major, m, rng);
   const std::int64_t good_in_drawn = good > bad ? m - k : k;
   return m == sample ? good_in_drawn : good - good_in_drawn;
 }

@@ -361,12 +361,19 @@ double covariance_top_eigenvalue(const CoefficientMoments& m) {
   return std::max({0.0, a - b, a + (m.groups - 1.0) * b});
 }
 
-std::optional<CodedBound> coded_pl_bound(const CodedBoundInputs& in,
-                                         int iterations,
-                                         std::string* why) {
-  STRAGGLERSIM_ASSERT(in.smoothness > 0.0 && in.pl_constant > 0.0 && in.step > 0.0 &&
-                          in.l2 >= 0.0 && iterations >= 0,
-                      "the coded bound needs beta, mu, step > 0 and l2 >= 0");
+namespace {
+
+/// The biased objective's constants: the mean coefficient c, β_c = c(β − l2) + l2 and
+/// μ_c = c(μ − l2) + l2.
+struct BiasedConstants {
+  double c = 1.0;
+  double beta_c = 0.0;
+  double mu_c = 0.0;
+};
+
+/// nullopt, with `why`, when there is no descent in expectation, no PL constant or the step is
+/// longer than 1/β_c.
+std::optional<BiasedConstants> biased_constants(const CodedBoundInputs& in, std::string* why) {
   // Unbiased rescales give c = 1 up to rounding ((1 − q)/(1 − q)); the minimisers then coincide.
   const double c = std::abs(in.mean - 1.0) <= 1e-12 ? 1.0 : in.mean;
   if (!(c > 0.0)) {
@@ -389,9 +396,27 @@ std::optional<CodedBound> coded_pl_bound(const CodedBoundInputs& in,
         in.step);
     return std::nullopt;
   }
+  return BiasedConstants{c, beta_c, mu_c};
+}
+
+}  // namespace
+
+std::optional<CodedBound> coded_pl_bound(const CodedBoundInputs& in,
+                                         int iterations,
+                                         std::string* why) {
+  STRAGGLERSIM_ASSERT(in.smoothness > 0.0 && in.pl_constant > 0.0 && in.step > 0.0 &&
+                          in.l2 >= 0.0 && iterations >= 0,
+                      "the coded bound needs beta, mu, step > 0 and l2 >= 0");
+  const std::optional<BiasedConstants> biased = biased_constants(in, why);
+  if (!biased) {
+    return std::nullopt;
+  }
+  const double c = biased->c;
+  const double beta_c = biased->beta_c;
+  const double mu_c = biased->mu_c;
   const double gamma = in.step;
   const double l_sq = in.group_smoothness_squared;
-  const double delta = std::abs(1.0 - c) * lambda * in.x_star_norm / mu_c;
+  const double delta = std::abs(1.0 - c) * in.l2 * in.x_star_norm / mu_c;
   const double zeta_c = std::pow(std::sqrt(in.zeta_star_squared) + std::sqrt(l_sq) * delta, 2);
   const double kappa = 0.5 * (in.bias + beta_c * gamma * in.variance);
   // Route A: ζ² grows with the distance to x_c; route B: ζ² ≤ a global supremum.

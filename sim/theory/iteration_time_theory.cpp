@@ -731,6 +731,44 @@ struct ErasureContext {
   const WorkBudget& budget;
 };
 
+// Discrete marginals (a replayed trace) have no density: dF_min is a sum of point masses at
+// the erased workers' atoms and the integral an exact finite sum, swept through the distinct
+// atoms in order with only the jumping workers' CDFs re-read. A tie between an erased worker
+// and another counts the other as arrived first (every jump at t is applied before the sum).
+double first_r_erasure_discrete(const SchemeDescription& scheme,
+                                const Jumps& jumps,
+                                std::span<const int> erased,
+                                const std::vector<char>& skip) {
+  const int n = scheme.workers;
+  std::vector<double> f(index(n), 0.0);
+  std::vector<double> w(index(n), 1.0);
+  std::vector<double> p;
+  const auto waiting = [&] {
+    double product = 1.0;
+    for (const int i : erased) {
+      product *= w[index(i)];
+    }
+    return product;
+  };
+  double total = 0.0;
+  for (std::size_t k = 0; k < jumps.size();) {
+    const double t = jumps[k].at;
+    const double before = waiting();
+    bool erased_jump = false;
+    for (; k < jumps.size() && jumps[k].at == t; ++k) {
+      const int i = jumps[k].worker;
+      f[index(i)] = jumps[k].cdf;
+      w[index(i)] = 1.0 - f[index(i)];
+      erased_jump = erased_jump || skip[index(i)] != 0;
+    }
+    const double mass = erased_jump ? before - waiting() : 0.0;
+    if (mass > 0.0) {
+      total += at_least(f, w, skip, scheme.r, p).stopped * mass;
+    }
+  }
+  return total;
+}
+
 double first_r_erasure_numerical(const SchemeDescription& scheme,
                                  const DelayModel& delay,
                                  const Support& s,
@@ -753,37 +791,8 @@ double first_r_erasure_numerical(const SchemeDescription& scheme,
     }
     return product;
   };
-  // Discrete marginals (a replayed trace) have no density: dF_min is a sum of point masses at
-  // the erased workers' atoms and the integral an exact finite sum, swept through the distinct
-  // atoms in order with only the jumping workers' CDFs re-read. A tie between an erased worker
-  // and another counts the other as arrived first (every jump at t is applied before the sum).
   if (!jumps.empty()) {
-    std::fill(f.begin(), f.end(), 0.0);
-    std::fill(w.begin(), w.end(), 1.0);
-    const auto waiting = [&] {
-      double product = 1.0;
-      for (const int i : erased) {
-        product *= w[index(i)];
-      }
-      return product;
-    };
-    double total = 0.0;
-    for (std::size_t k = 0; k < jumps.size();) {
-      const double t = jumps[k].at;
-      const double before = waiting();
-      bool erased_jump = false;
-      for (; k < jumps.size() && jumps[k].at == t; ++k) {
-        const int i = jumps[k].worker;
-        f[index(i)] = jumps[k].cdf;
-        w[index(i)] = 1.0 - f[index(i)];
-        erased_jump = erased_jump || skip[index(i)] != 0;
-      }
-      const double mass = erased_jump ? before - waiting() : 0.0;
-      if (mass > 0.0) {
-        total += at_least(f, w, skip, scheme.r, p).stopped * mass;
-      }
-    }
-    return total;
+    return first_r_erasure_discrete(scheme, jumps, erased, skip);
   }
   // Five-point central differences (error O(h⁴)) with h a thousandth of the piece, shrunk to
   // stay inside it so that no stencil straddles a kink at a worker's lower bound.

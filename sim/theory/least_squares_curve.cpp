@@ -468,6 +468,40 @@ Tensor4 gather_block(const SpreadSetup& s, const Tensor4& v, int k) {
 /// E[z_{t+1}^{⊗4}] from E[z_t^{⊗4}]. The next state is (x⁺, r) with x⁺ = B(α)w,
 /// B(α) = B₀ + Σ_g α_g G_g, and r carried; by symmetry only the blocks with the k slots of x⁺
 /// first are needed: E[x⁺^{⊗k} ⊗ r^{⊗(4−k)}] = E[B(α)^{⊗k}] E[w^{⊗k} ⊗ r^{⊗(4−k)}], k = 0..4.
+// Scatter: each slot of the next state is in x⁺ (index < p) or in r; the block with those of
+// x⁺ first, in order, holds the value.
+Tensor4 scatter_blocks(const std::array<Tensor4, 5>& block, Eigen::Index p, Eigen::Index dim) {
+  Tensor4 out{{}, {dim, dim, dim, dim}};
+  out.v.resize(out.size());
+  Eigen::Index at = 0;
+  std::array<Eigen::Index, 4> idx{};
+  for (idx[3] = 0; idx[3] < dim; ++idx[3]) {
+    for (idx[2] = 0; idx[2] < dim; ++idx[2]) {
+      for (idx[1] = 0; idx[1] < dim; ++idx[1]) {
+        for (idx[0] = 0; idx[0] < dim; ++idx[0]) {
+          std::array<Eigen::Index, 4> order{};
+          std::size_t k = 0;
+          for (std::size_t i = 0; i < 4; ++i) {
+            if (idx[i] < p) {
+              order[k++] = idx[i];
+            }
+          }
+          std::size_t n = k;
+          for (std::size_t i = 0; i < 4; ++i) {
+            if (idx[i] >= p) {
+              order[n++] = idx[i] - p;
+            }
+          }
+          const Tensor4& b = block[k];
+          out.v(at++) = b.v(order[0] +
+                            b.dims[0] * (order[1] + b.dims[1] * (order[2] + b.dims[2] * order[3])));
+        }
+      }
+    }
+  }
+  return out;
+}
+
 Tensor4 spread_step(Engine& engine,
                     const SpreadSetup& s,
                     const std::array<std::vector<double>, 5>& weights,
@@ -519,40 +553,10 @@ Tensor4 spread_step(Engine& engine,
     block[static_cast<std::size_t>(k)] = engine.count_only ? acc : symmetrise_leading(acc, k);
   }
   const Eigen::Index dim = s.p + s.carried;
-  Tensor4 out{{}, {dim, dim, dim, dim}};
   if (engine.count_only) {
-    return out;
+    return Tensor4{{}, {dim, dim, dim, dim}};
   }
-  // Scatter: each slot of the next state is in x⁺ (index < p) or in r; the block with those of
-  // x⁺ first, in order, holds the value.
-  out.v.resize(out.size());
-  Eigen::Index at = 0;
-  std::array<Eigen::Index, 4> idx{};
-  for (idx[3] = 0; idx[3] < dim; ++idx[3]) {
-    for (idx[2] = 0; idx[2] < dim; ++idx[2]) {
-      for (idx[1] = 0; idx[1] < dim; ++idx[1]) {
-        for (idx[0] = 0; idx[0] < dim; ++idx[0]) {
-          std::array<Eigen::Index, 4> order{};
-          std::size_t k = 0;
-          for (std::size_t i = 0; i < 4; ++i) {
-            if (idx[i] < s.p) {
-              order[k++] = idx[i];
-            }
-          }
-          std::size_t n = k;
-          for (std::size_t i = 0; i < 4; ++i) {
-            if (idx[i] >= s.p) {
-              order[n++] = idx[i] - s.p;
-            }
-          }
-          const Tensor4& b = block[k];
-          out.v(at++) = b.v(order[0] +
-                            b.dims[0] * (order[1] + b.dims[1] * (order[2] + b.dims[2] * order[3])));
-        }
-      }
-    }
-  }
-  return out;
+  return scatter_blocks(block, s.p, dim);
 }
 
 SpreadSetup spread_setup(const LeastSquaresCurveInputs& in) {

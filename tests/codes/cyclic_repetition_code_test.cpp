@@ -10,9 +10,7 @@ using stragglersim::codes::CyclicRepetitionCode;
 using stragglersim::codes::for_each_straggler_pattern;
 
 TEST_CASE("codes: cyclic repetition code decodes from any n-s workers", "[codes][crc]") {
-  const auto params =
-      GENERATE(std::pair{7, 2}, std::pair{8, 3}, std::pair{10, 4}, std::pair{12, 3});
-  const auto [n, s] = params;
+  const auto [n, s] = GENERATE(table<int, int>({{7, 2}, {8, 3}, {10, 4}, {12, 3}}));
   INFO("n = " << n << ", s = " << s);
   const CyclicRepetitionCode code(n, s, 42);
   int patterns = 0;

@@ -27,6 +27,21 @@ TEST_CASE("codes: SGC assigns each partition to d distinct workers with balanced
   }
 }
 
+namespace {
+
+/// Each partition's coefficient α_j averages 1 within 4 standard errors, from the sums of α and
+/// α² over `samples` decodes.
+void check_mean_one(const Eigen::VectorXd& sum, const Eigen::VectorXd& sum_sq, int samples) {
+  for (Eigen::Index j = 0; j < sum.size(); ++j) {
+    const double mean = sum(j) / samples;
+    const double se = std::sqrt((sum_sq(j) / samples - mean * mean) / (samples - 1));
+    INFO("partition " << j << ": mean α " << mean << " ± " << se);
+    CHECK(std::abs(mean - 1.0) < 4.0 * se);
+  }
+}
+
+}  // namespace
+
 TEST_CASE("codes: SGC one-step decode is unbiased", "[codes][sgc]") {
   const int n = 12;
   const int k = 12;
@@ -50,12 +65,7 @@ TEST_CASE("codes: SGC one-step decode is unbiased", "[codes][sgc]") {
       sum += d.alpha;
       sum_sq += d.alpha.cwiseProduct(d.alpha);
     }
-    for (int j = 0; j < k; ++j) {
-      const double mean = sum(j) / samples;
-      const double se = std::sqrt((sum_sq(j) / samples - mean * mean) / (samples - 1));
-      INFO("partition " << j << ": mean α " << mean << " ± " << se);
-      CHECK(std::abs(mean - 1.0) < 4.0 * se);
-    }
+    check_mean_one(sum, sum_sq, samples);
   }
 
   SECTION("a random set of r workers with the empirical p") {
@@ -68,11 +78,6 @@ TEST_CASE("codes: SGC one-step decode is unbiased", "[codes][sgc]") {
           sum += d.alpha;
           sum_sq += d.alpha.cwiseProduct(d.alpha);
         });
-    for (int j = 0; j < k; ++j) {
-      const double mean = sum(j) / samples;
-      const double se = std::sqrt((sum_sq(j) / samples - mean * mean) / (samples - 1));
-      INFO("partition " << j << ": mean α " << mean << " ± " << se);
-      CHECK(std::abs(mean - 1.0) < 4.0 * se);
-    }
+    check_mean_one(sum, sum_sq, samples);
   }
 }

@@ -30,10 +30,8 @@ TEST_CASE("experiments: code report table and JSON of FRC over every single stra
 
 TEST_CASE("experiments: code report table counts refusals", "[experiments][report]") {
   const codes::CyclicRepetitionCode code(8, 2, 1);
-  codes::CodeReportOptions options;
-  options.wait_for = 5;  // 3 stragglers > s = 2
-  options.include_assignment = false;
-  const auto report = codes::analyse_code(code, options);
+  // 3 stragglers > s = 2.
+  const auto report = codes::analyse_code(code, {.wait_for = 5, .include_assignment = false});
   CHECK(experiments::format_table(report).find("exact decoder refused 56 of 56 patterns") !=
         std::string::npos);
 }

@@ -30,15 +30,11 @@ nlohmann::json delay_only_config() {
 }
 
 nlohmann::json data_config() {
-  return nlohmann::json::parse(R"({
-    "name": "net-data", "seed": 5, "workers": 6,
-    "data": {"source": "synthetic", "generator": "gaussian_mixture", "rows": 240, "features": 5},
-    "loss": {"kind": "logistic", "l2": 0.001},
-    "code": {"kind": "frc", "d": 2},
-    "stopping": {"rule": "first_r", "r": 3},
-    "delay": {"kind": "shifted_exponential", "shift": 1.0, "rate": 1.0, "tail": "load"},
-    "optimizer": {"kind": "gd", "step": 0.5, "iterations": 30}
-  })");
+  auto c = testing::config_with_data(nlohmann::json::parse(
+      R"({"source": "synthetic", "generator": "gaussian_mixture", "rows": 240, "features": 5})"));
+  c["name"] = "net-data";
+  c["optimizer"]["iterations"] = 30;
+  return c;
 }
 
 std::string error_of(const nlohmann::json& config) {
@@ -53,12 +49,7 @@ double harmonic(int m) {
   return h;
 }
 
-std::filesystem::path scratch() {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("stragglersim_network_run_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::filesystem::path scratch() { return testing::process_scratch("network_run_test"); }
 
 /// The `time` column of a trace.csv.
 std::vector<double> times_of(const std::filesystem::path& trace) {

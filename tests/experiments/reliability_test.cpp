@@ -159,6 +159,36 @@ std::pair<int, double> signalled_at(const fs::path& cfg,
   return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, seconds};
 }
 
+/// A sweep of `base` over `grid`, two points of which the second fails: it still writes
+/// index.csv, the first point ok and the second failed, and exits 3.
+void check_second_point_failed(const fs::path& dir,
+                               const nlohmann::json& base,
+                               const nlohmann::json& grid) {
+  const nlohmann::json sweep = {{"base", base}, {"grid", grid}, {"name", "s"}};
+  const auto sweep_file = write_json(dir, "sweep.json", sweep);
+  const Result r = run(
+      fmt::format("sweep '{}' --out '{}' --jobs 1", sweep_file.string(), (dir / "sweep").string()),
+      dir);
+  CHECK(r.status == 3);
+  const auto index = rows_of(slurp(dir / "sweep" / "index.csv"));
+  REQUIRE(index.size() == 2);
+  CHECK(index[0][4] == "ok");
+  CHECK(index[1][4] == "failed");
+}
+
+/// `run` of `c`, written to dir/name, into dir/out: refused with exit status 2 and the error
+/// "error: <config file><message>".
+void check_run_refused(const fs::path& dir,
+                       const std::string& name,
+                       const nlohmann::json& c,
+                       const std::string& message) {
+  const auto cfg = write_json(dir, name, c);
+  const Result r =
+      run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == "error: " + cfg.string() + message);
+}
+
 }  // namespace
 
 TEST_CASE("reliability: a signal during set-up ends the run with nothing written",
@@ -289,17 +319,7 @@ TEST_CASE("reliability: a huge step fails numerically with the trace kept",
   CHECK(summary["error"].get<std::string>().find("iteration " + std::to_string(rows.size())) == 0);
 
   // A sweep holding that point still writes index.csv, the point marked failed.
-  nlohmann::json sweep = {
-      {"base", logistic(0.1)}, {"grid", {{"/optimizer/step", {0.1, 1e308}}}}, {"name", "s"}};
-  const auto sweep_file = write_json(dir, "sweep.json", sweep);
-  const Result s = run(
-      fmt::format("sweep '{}' --out '{}' --jobs 1", sweep_file.string(), (dir / "sweep").string()),
-      dir);
-  CHECK(s.status == 3);
-  const auto index = rows_of(slurp(dir / "sweep" / "index.csv"));
-  REQUIRE(index.size() == 2);
-  CHECK(index[0][4] == "ok");
-  CHECK(index[1][4] == "failed");
+  check_second_point_failed(dir, logistic(0.1), {{"/optimizer/step", {0.1, 1e308}}});
 }
 
 TEST_CASE("reliability: data values too large to square are a config error",
@@ -312,14 +332,12 @@ TEST_CASE("reliability: data values too large to square are a config error",
     c["optimizer"]["step"] = "auto";
     c["data"] = {{"source", source}, {"path", file}, {"test_fraction", 0}};
     c["workers"] = 2;
-    const auto cfg = write_json(dir, fmt::format("{}.json", source), c);
-    const Result r =
-        run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir);
-    CHECK(r.status == 2);
-    CHECK(r.err == "error: " + cfg.string() +
-                       ":/data: the data's smoothness beta is not finite (values too large to "
-                       "square); got beta = nan; expected data whose squared row norms are finite "
-                       "(values below about 1e150)\n");
+    check_run_refused(dir,
+                      fmt::format("{}.json", source),
+                      c,
+                      ":/data: the data's smoothness beta is not finite (values too large to "
+                      "square); got beta = nan; expected data whose squared row norms are finite "
+                      "(values below about 1e150)\n");
   }
   CHECK_FALSE(fs::exists(dir / "out"));
 }
@@ -446,13 +464,11 @@ TEST_CASE("reliability: an expander with more partitions than rows is refused be
   c["workers"] = 10'000'000;
   c["code"] = {{"kind", "expander"}, {"d", 4}};
   c["stopping"] = {{"rule", "first_r"}, {"r", 10}};
-  const auto cfg = write_json(dir, "e.json", c);
-  const Result r =
-      run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir);
-  CHECK(r.status == 2);
-  CHECK(r.err == "error: " + cfg.string() +
-                     ":/code/d: more partitions than training rows (k = 2·workers/d = 5000000); "
-                     "got 4; expected at most the 320 training rows\n");
+  check_run_refused(dir,
+                    "e.json",
+                    c,
+                    ":/code/d: more partitions than training rows (k = 2·workers/d = 5000000); "
+                    "got 4; expected at most the 320 training rows\n");
 }
 
 TEST_CASE("reliability: SIGINT keeps every finished row and says interrupted",
@@ -554,16 +570,7 @@ TEST_CASE("reliability: non-finite simulated time is a numerical failure",
   CHECK(r.err == "error: " + cfg.string() +
                      ": theory: the expected iteration time is not finite (delays too large)\n");
 
-  nlohmann::json sweep = {{"base", d}, {"grid", {{"/delay/rate", {1.0, 1e-308}}}}, {"name", "s"}};
-  const auto sweep_file = write_json(dir, "sweep.json", sweep);
-  r = run(
-      fmt::format("sweep '{}' --out '{}' --jobs 1", sweep_file.string(), (dir / "sweep").string()),
-      dir);
-  CHECK(r.status == 3);
-  const auto index = rows_of(slurp(dir / "sweep" / "index.csv"));
-  REQUIRE(index.size() == 2);
-  CHECK(index[0][4] == "ok");
-  CHECK(index[1][4] == "failed");
+  check_second_point_failed(dir, d, {{"/delay/rate", {1.0, 1e-308}}});
 }
 
 TEST_CASE("reliability: theory cost does not grow with iterations or features",
@@ -626,27 +633,26 @@ TEST_CASE("reliability: wrong inputs are refused", "[experiments][reliability]")
   nlohmann::json c = logistic(0.1);
   c["data"] = {{"source", "csv"}, {"path", "one.csv"}};
   c["workers"] = 2;
-  auto cfg = write_json(dir, "one.json", c);
-  Result r = run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir);
-  CHECK(r.status == 2);
-  CHECK(r.err == "error: " + cfg.string() +
-                     ":/loss: logistic regression needs two label values; got 1 distinct labels; "
-                     "expected -1/+1 or two values mapped to -1 (smaller) and +1 (larger)\n");
+  check_run_refused(dir,
+                    "one.json",
+                    c,
+                    ":/loss: logistic regression needs two label values; got 1 distinct labels; "
+                    "expected -1/+1 or two values mapped to -1 (smaller) and +1 (larger)\n");
 
   // A config path that is a folder.
-  r = run(fmt::format("run '{}' --out '{}'", dir.string(), (dir / "out").string()), dir);
+  const Result r =
+      run(fmt::format("run '{}' --out '{}'", dir.string(), (dir / "out").string()), dir);
   CHECK(r.status == 2);
   CHECK(r.err == "error: " + dir.string() + ": cannot open config file: it is a folder\n");
 
   // The threads backend's timeout is capped.
   c = logistic(0.1);
   c["backend"] = {{"kind", "threads"}, {"timeout", 1e308}};
-  cfg = write_json(dir, "timeout.json", c);
-  r = run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir);
-  CHECK(r.status == 2);
-  CHECK(r.err == "error: " + cfg.string() +
-                     ":/backend/timeout: out of range; got 1e+308; expected a number in (0, "
-                     "3600] seconds\n");
+  check_run_refused(dir,
+                    "timeout.json",
+                    c,
+                    ":/backend/timeout: out of range; got 1e+308; expected a number in (0, "
+                    "3600] seconds\n");
   CHECK_FALSE(fs::exists(dir / "out"));
 }
 

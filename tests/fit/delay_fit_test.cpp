@@ -310,26 +310,31 @@ TEST_CASE("fit: lognormal recovers shift log_mean and log_sd", "[fit][families][
   CHECK(r.fits[*r.best].family == "lognormal");
 }
 
+namespace {
+
+/// A fit of a shift plus a (shape, scale) tail: fitted, not degenerate, each parameter
+/// recovered (check_parameter) and the KS test passed.
+void check_shape_scale_fit(const FamilyFit& f, double shift, double shape, double scale) {
+  REQUIRE(f.fitted());
+  CHECK_FALSE(f.degenerate());
+  check_parameter(f, "shift", shift);
+  check_parameter(f, "shape", shape);
+  check_parameter(f, "scale", scale);
+  CHECK(f.ks.p_value > 0.01);
+}
+
+}  // namespace
+
 TEST_CASE("fit: gamma recovers shift shape and scale", "[fit][families]") {
   GammaDelay delay(std::vector<double>(20, 1.0), {.shift = 0.5, .shape = 2.5, .scale = 0.4});
   const FamilyFit f = fit_gamma(pooled(draw(delay, 1000, 22)));
-  REQUIRE(f.fitted());
-  CHECK_FALSE(f.degenerate());
-  check_parameter(f, "shift", 0.5);
-  check_parameter(f, "shape", 2.5);
-  check_parameter(f, "scale", 0.4);
-  CHECK(f.ks.p_value > 0.01);
+  check_shape_scale_fit(f, 0.5, 2.5, 0.4);
 }
 
 TEST_CASE("fit: weibull recovers shift shape and scale", "[fit][families]") {
   WeibullDelay delay(std::vector<double>(20, 1.0), {.shift = 0.8, .shape = 1.8, .scale = 1.2});
   const FamilyFit f = fit_weibull(pooled(draw(delay, 1000, 23)));
-  REQUIRE(f.fitted());
-  CHECK_FALSE(f.degenerate());
-  check_parameter(f, "shift", 0.8);
-  check_parameter(f, "shape", 1.8);
-  check_parameter(f, "scale", 1.2);
-  CHECK(f.ks.p_value > 0.01);
+  check_shape_scale_fit(f, 0.8, 1.8, 1.2);
 }
 
 TEST_CASE("fit: heterogeneous markov recovers factors and the chain", "[fit][families][heavy]") {

@@ -13,12 +13,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace stragglersim;
-  const auto& dir = fuzz::scratch();
-  const std::string_view text(reinterpret_cast<const char*>(data), size);
-  try {
-    const auto config = experiments::parse_json(text, "fuzz.json");
-    (void)experiments::plan_run(config, "fuzz.json", dir);
-  } catch (const experiments::ConfigError&) {
-  }
+  fuzz::with_json_input(data, size, "fuzz.json", [](const nlohmann::json& config) {
+    (void)experiments::plan_run(config, "fuzz.json", fuzz::scratch());
+  });
   return 0;
 }

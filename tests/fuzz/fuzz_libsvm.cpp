@@ -15,10 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     options.dense = dense;
     options.max_dense_bytes = fuzz::kFuzzMemoryLimit;
     options.max_sparse_bytes = fuzz::kFuzzMemoryLimit;
-    try {
-      (void)models::read_libsvm(path, options);
-    } catch (const models::DataError&) {
-    }
+    fuzz::refused_as<models::DataError>([&] { (void)models::read_libsvm(path, options); });
   }
   return 0;
 }

@@ -23,19 +23,16 @@ constexpr int kMaxRows = 3;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace stragglersim;
-  const auto& dir = fuzz::scratch();
-  const std::string_view text(reinterpret_cast<const char*>(data), size);
-  try {
-    const auto config = experiments::parse_json(text, "fuzz.json");
+  fuzz::with_json_input(data, size, "fuzz.json", [](const nlohmann::json& config) {
+    const auto& dir = fuzz::scratch();
     const auto plan = experiments::plan_run(config, "fuzz.json", dir);
     if (plan.backend.traits.real_time) {
-      return 0;
+      return;
     }
     int rows = 0;
     const auto out = dir / "run";
     std::filesystem::remove_all(out);
     (void)experiments::execute_run(plan, out, [&rows] { return ++rows >= kMaxRows; });
-  } catch (const experiments::ConfigError&) {
-  }
+  });
   return 0;
 }

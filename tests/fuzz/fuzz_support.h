@@ -11,7 +11,10 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <string_view>
 
+#include "experiments/config/config_error.h"
+#include "experiments/config/json_reader.h"
 #include "experiments/config/memory_budget.h"
 
 namespace stragglersim::fuzz {
@@ -37,6 +40,24 @@ inline std::string write_input(const std::uint8_t* data, std::size_t size, const
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   return path.string();
+}
+
+/// Calls `f`; an `E`, how the code under test refuses bad input, is no finding.
+template <typename E, typename F>
+void refused_as(F&& f) {
+  try {
+    f();
+  } catch (const E&) {
+  }
+}
+
+/// Calls `f` with the input parsed as a JSON file `name` (after scratch() set the memory limit);
+/// a ConfigError, from the parse or from `f`, is no finding.
+template <typename F>
+void with_json_input(const std::uint8_t* data, std::size_t size, const char* name, F&& f) {
+  (void)scratch();
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  refused_as<experiments::ConfigError>([&] { f(experiments::parse_json(text, name)); });
 }
 
 }  // namespace stragglersim::fuzz

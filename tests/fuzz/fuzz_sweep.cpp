@@ -12,12 +12,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace stragglersim;
-  const auto& dir = fuzz::scratch();
-  const std::string_view text(reinterpret_cast<const char*>(data), size);
-  try {
-    const auto sweep = experiments::parse_json(text, "sweep.json");
-    (void)experiments::expand_sweep(sweep, "sweep.json", dir);
-  } catch (const experiments::ConfigError&) {
-  }
+  fuzz::with_json_input(data, size, "sweep.json", [](const nlohmann::json& sweep) {
+    (void)experiments::expand_sweep(sweep, "sweep.json", fuzz::scratch());
+  });
   return 0;
 }

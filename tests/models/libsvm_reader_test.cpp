@@ -66,42 +66,27 @@ TEST_CASE("models: libsvm reader reports malformed lines exactly", "[models][lib
     REQUIRE_THROWS_AS(read_libsvm(path), DataError);
     REQUIRE_THROWS_WITH(read_libsvm(path), path + ":1: malformed label; got 'abc'");
   }
-  SECTION("label that is only partly a number") {
-    const auto path = dir.write("bad.svm", "1 1:2\n1x 1:2\n");
-    REQUIRE_THROWS_WITH(read_libsvm(path), path + ":2: malformed label; got '1x'");
-  }
-  SECTION("a line of features without a label") {
-    const auto path = dir.write("bad.svm", "1:2 3:4\n");
-    REQUIRE_THROWS_WITH(read_libsvm(path), path + ":1: malformed label; got '1:2'");
-  }
-  SECTION("malformed feature") {
-    const auto path = dir.write("bad.svm", "1 1:2\n# comment\n-1 2:1 x:1\n");
-    REQUIRE_THROWS_WITH(read_libsvm(path),
-                        path + ":3: malformed feature; got 'x:1'; expected index:value");
-  }
-  SECTION("feature without a colon") {
-    const auto path = dir.write("bad.svm", "1 7\n");
-    REQUIRE_THROWS_WITH(read_libsvm(path),
-                        path + ":1: malformed feature; got '7'; expected index:value");
-  }
-  SECTION("malformed value") {
-    const auto path = dir.write("bad.svm", "1 3:1.5x\n");
-    REQUIRE_THROWS_WITH(read_libsvm(path),
-                        path + ":1: malformed feature; got '3:1.5x'; expected index:value");
-  }
-  SECTION("indices not increasing") {
-    const auto path = dir.write("bad.svm", "1 1:1\r\n1 2:1 5:1 3:1\n");
-    REQUIRE_THROWS_WITH(read_libsvm(path),
-                        path + ":2: feature indices must be increasing; got '3'");
-  }
-  SECTION("repeated index") {
-    const auto path = dir.write("bad.svm", "1 4:1 4:2\n");
-    REQUIRE_THROWS_WITH(read_libsvm(path),
-                        path + ":1: feature indices must be increasing; got '4'");
-  }
-  SECTION("index 0 (indices are 1-based)") {
-    const auto path = dir.write("bad.svm", "1 0:1 2:1\n");
-    REQUIRE_THROWS_WITH(read_libsvm(path), path + ":1: feature indices start at 1; got '0'");
+  SECTION("a malformed line, named by its number and token") {
+    // What is wrong, the file, and the message after "<path>:".
+    const auto [what, contents, message] = GENERATE(table<const char*, const char*, const char*>({
+        {"label that is only partly a number", "1 1:2\n1x 1:2\n", "2: malformed label; got '1x'"},
+        {"a line of features without a label", "1:2 3:4\n", "1: malformed label; got '1:2'"},
+        {"malformed feature",
+         "1 1:2\n# comment\n-1 2:1 x:1\n",
+         "3: malformed feature; got 'x:1'; expected index:value"},
+        {"feature without a colon", "1 7\n", "1: malformed feature; got '7'; expected index:value"},
+        {"malformed value",
+         "1 3:1.5x\n",
+         "1: malformed feature; got '3:1.5x'; expected index:value"},
+        {"indices not increasing",
+         "1 1:1\r\n1 2:1 5:1 3:1\n",
+         "2: feature indices must be increasing; got '3'"},
+        {"repeated index", "1 4:1 4:2\n", "1: feature indices must be increasing; got '4'"},
+        {"index 0 (indices are 1-based)", "1 0:1 2:1\n", "1: feature indices start at 1; got '0'"},
+    }));
+    INFO(what);
+    const auto path = dir.write("bad.svm", contents);
+    REQUIRE_THROWS_WITH(read_libsvm(path), path + ":" + message);
   }
   SECTION("index beyond the features option") {
     const auto path = dir.write("bad.svm", "1 1:1\n1 2:1 7:1\n");

@@ -65,6 +65,20 @@ void check_structure(const Dataset& d, const TabularLayout& layout) {
   CHECK(bad_row == -1);
 }
 
+/// A sparse table of `rows` x `dimension` with the layout's structure; its memory is the
+/// non-zeros (`per_row` a row), with nothing allocated beyond them.
+void check_sparse_table(const Dataset& d,
+                        Eigen::Index rows,
+                        Eigen::Index dimension,
+                        const TabularLayout& layout,
+                        Eigen::Index per_row) {
+  CHECK(d.rows() == rows);
+  CHECK(d.dimension() == dimension);
+  check_structure(d, layout);
+  CHECK(d.stored_entries() == rows * per_row);
+  CHECK(sparse(d).data().allocatedSize() == d.stored_entries());
+}
+
 double positive_fraction(const Dataset& d) {
   return (d.labels.array() > 0.0).cast<double>().mean();
 }
@@ -123,27 +137,15 @@ TEST_CASE("models: sparse generators store exactly the documented non-zeros per 
           "[models][tabular]") {
   SECTION("amazon_like at the paper's size") {
     const Dataset d = stragglersim::models::make_amazon_like(AmazonLikeOptions{});
-    CHECK(d.rows() == 26'215);
-    CHECK(d.dimension() == 241'915);
-    check_structure(d, stragglersim::models::amazon_like_layout(241'915));
-    // Memory is the non-zeros: 45 per row, and nothing allocated beyond them.
-    CHECK(d.stored_entries() == 26'215 * 45);
-    CHECK(sparse(d).data().allocatedSize() == d.stored_entries());
+    check_sparse_table(d, 26'215, 241'915, stragglersim::models::amazon_like_layout(241'915), 45);
   }
   SECTION("covtype_like") {
     const Dataset d = stragglersim::models::make_covtype_like({3000, 15'509, 0.572, 5});
-    CHECK(d.dimension() == 15'509);
-    check_structure(d, stragglersim::models::covtype_like_layout(15'509));
-    CHECK(d.stored_entries() == 3000 * 88);
-    CHECK(sparse(d).data().allocatedSize() == d.stored_entries());
+    check_sparse_table(d, 3000, 15'509, stragglersim::models::covtype_like_layout(15'509), 88);
   }
   SECTION("kc_housing_like at the paper's size") {
     const Dataset d = stragglersim::models::make_kc_housing_like(KcHousingLikeOptions{});
-    CHECK(d.rows() == 17'290);
-    CHECK(d.dimension() == 27'654);
-    check_structure(d, stragglersim::models::kc_housing_like_layout(27'654));
-    CHECK(d.stored_entries() == 17'290 * 28);
-    CHECK(sparse(d).data().allocatedSize() == d.stored_entries());
+    check_sparse_table(d, 17'290, 27'654, stragglersim::models::kc_housing_like_layout(27'654), 28);
   }
 }
 

@@ -33,7 +33,18 @@ Result run(const std::string& args, const fs::path& dir) {
   return stragglersim::testing::run_stragglersim(args, dir);
 }
 
+/// `stragglersim run CFG --out OUT` in `dir`.
+Result run_config(const fs::path& cfg, const fs::path& out, const fs::path& dir) {
+  return run(fmt::format("run '{}' --out '{}'", cfg.string(), out.string()), dir);
+}
+
 nlohmann::json config() { return stragglersim::testing::small_least_squares_config(); }
+
+nlohmann::json seeded_config(int seed) {
+  auto c = config();
+  c["seed"] = seed;
+  return c;
+}
 
 fs::path write_config(const fs::path& dir,
                       const nlohmann::json& c,
@@ -43,13 +54,17 @@ fs::path write_config(const fs::path& dir,
   return p;
 }
 
+/// A fresh scratch folder `name` and `c` written there as cfg.json.
+std::pair<fs::path, fs::path> scratch_config(const std::string& name, const nlohmann::json& c) {
+  const auto dir = scratch(name);
+  return {dir, write_config(dir, c)};
+}
+
 }  // namespace
 
 TEST_CASE("cli: run writes trace.csv and summary.json", "[experiments][cli]") {
-  const auto dir = scratch("run");
-  const auto cfg = write_config(dir, config());
-  const Result r =
-      run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir);
+  const auto [dir, cfg] = scratch_config("run", config());
+  const Result r = run_config(cfg, dir / "out", dir);
   REQUIRE(r.status == 0);
   const std::string trace = slurp(dir / "out" / "trace.csv");
   CHECK(trace.rfind("iteration,time,iteration_time,loss,grad_norm,decoding_error,gradient_error,"
@@ -84,8 +99,7 @@ TEST_CASE("cli: run's last line gives simulated and real seconds on the threads 
   c["optimizer"]["iterations"] = 5;
   c["backend"] = {{"kind", "threads"}, {"seconds_per_unit", 0.001}};
   const auto cfg = write_config(dir, c);
-  const Result r =
-      run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir);
+  const Result r = run_config(cfg, dir / "out", dir);
   REQUIRE(r.status == 0);
   const auto summary = nlohmann::json::parse(slurp(dir / "out" / "summary.json"));
   // The line prints both totals of summary.json with 6 significant digits.
@@ -98,8 +112,7 @@ TEST_CASE("cli: run's last line gives simulated and real seconds on the threads 
   // The simulated backend prints the simulated seconds alone.
   c.erase("backend");
   const auto simulated = write_config(dir, c);
-  const Result s =
-      run(fmt::format("run '{}' --out '{}'", simulated.string(), (dir / "sim").string()), dir);
+  const Result s = run_config(simulated, dir / "sim", dir);
   REQUIRE(s.status == 0);
   CHECK(s.out.find(" simulated s, final loss ") != std::string::npos);
   CHECK(s.out.find("real s") == std::string::npos);
@@ -109,11 +122,8 @@ TEST_CASE("cli: summary records the git revision of the build", "[experiments][c
   // Taken at build time (tools/git_revision.cmake): after a commit, a rebuild records the
   // new HEAD without a reconfigure. The test binary is built with the executable, so HEAD now
   // is HEAD at that build unless someone committed since.
-  const auto dir = scratch("revision");
-  const auto cfg = write_config(dir, config());
-  REQUIRE(
-      run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir).status ==
-      0);
+  const auto [dir, cfg] = scratch_config("revision", config());
+  REQUIRE(run_config(cfg, dir / "out", dir).status == 0);
   const auto summary = nlohmann::json::parse(slurp(dir / "out" / "summary.json"));
   const std::string recorded = summary["build"]["git_revision"];
   const auto head = dir / "head.txt";
@@ -137,18 +147,11 @@ TEST_CASE("cli: summary records the git revision of the build", "[experiments][c
 
 TEST_CASE("cli: same seed gives the same bytes and another seed other times",
           "[experiments][cli]") {
-  const auto dir = scratch("determinism");
-  const auto cfg = write_config(dir, config());
-  auto c2 = config();
-  c2["seed"] = 4;
-  const auto cfg2 = write_config(dir, c2, "cfg2.json");
-  REQUIRE(run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "a").string()), dir).status ==
-          0);
-  REQUIRE(run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "b").string()), dir).status ==
-          0);
-  REQUIRE(
-      run(fmt::format("run '{}' --out '{}'", cfg2.string(), (dir / "c").string()), dir).status ==
-      0);
+  const auto [dir, cfg] = scratch_config("determinism", config());
+  const auto cfg2 = write_config(dir, seeded_config(4), "cfg2.json");
+  REQUIRE(run_config(cfg, dir / "a", dir).status == 0);
+  REQUIRE(run_config(cfg, dir / "b", dir).status == 0);
+  REQUIRE(run_config(cfg2, dir / "c", dir).status == 0);
   const std::string a = slurp(dir / "a" / "trace.csv");
   CHECK(a == slurp(dir / "b" / "trace.csv"));
   CHECK(a != slurp(dir / "c" / "trace.csv"));
@@ -173,7 +176,7 @@ TEST_CASE("cli: bad input exits 2 with the message and leaves no output", "[expe
   c["code"]["d"] = 3;
   const auto cfg = write_config(dir, c);
   const auto out = dir / "out";
-  const Result r = run(fmt::format("run '{}' --out '{}'", cfg.string(), out.string()), dir);
+  const Result r = run_config(cfg, out, dir);
   CHECK(r.status == 2);
   CHECK(r.err == fmt::format("error: {}:/code/d: replication must divide the workers; got 3; "
                              "expected a divisor of workers = 8\n",
@@ -182,13 +185,12 @@ TEST_CASE("cli: bad input exits 2 with the message and leaves no output", "[expe
 
   const auto broken = dir / "broken.json";
   std::ofstream(broken) << "{\"workers\": 8,";
-  const Result b = run(fmt::format("run '{}' --out '{}'", broken.string(), out.string()), dir);
+  const Result b = run_config(broken, out, dir);
   CHECK(b.status == 2);
   CHECK(b.err.rfind(fmt::format("error: {}:1:15: invalid JSON:", broken.string()), 0) == 0);
   CHECK_FALSE(fs::exists(out));
 
-  const Result missing =
-      run(fmt::format("run '{}' --out '{}'", (dir / "nope.json").string(), out.string()), dir);
+  const Result missing = run_config(dir / "nope.json", out, dir);
   CHECK(missing.status == 2);
   CHECK(missing.err ==
         fmt::format("error: {}: cannot open config file\n", (dir / "nope.json").string()));
@@ -205,8 +207,7 @@ TEST_CASE("cli: a diverging run exits 3 and its trace holds only finite rows",
   c["optimizer"]["step"] = 50.0;
   c["optimizer"]["iterations"] = 3000;
   const auto cfg = write_config(dir, c);
-  const Result r =
-      run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()), dir);
+  const Result r = run_config(cfg, dir / "out", dir);
   CHECK(r.status == 3);
   CHECK(r.err.find("non-finite loss") != std::string::npos);
   const std::string trace = slurp(dir / "out" / "trace.csv");
@@ -245,23 +246,20 @@ TEST_CASE("cli: --version and --help", "[experiments][cli]") {
 
 TEST_CASE("cli: run refuses an --out folder holding another run unless --force",
           "[experiments][cli]") {
-  const auto dir = scratch("force");
-  const auto cfg = write_config(dir, config());
-  auto other = config();
-  other["seed"] = 4;
-  const auto cfg2 = write_config(dir, other, "other.json");
+  const auto [dir, cfg] = scratch_config("force", config());
+  const auto cfg2 = write_config(dir, seeded_config(4), "other.json");
   const auto out = dir / "out";
-  REQUIRE(run(fmt::format("run '{}' --out '{}'", cfg.string(), out.string()), dir).status == 0);
+  REQUIRE(run_config(cfg, out, dir).status == 0);
   const std::string trace = slurp(out / "trace.csv");
   // The same config again is the same run: allowed, same bytes (but the measured wall clock).
   const std::string first_summary = slurp(out / "summary.json");
-  REQUIRE(run(fmt::format("run '{}' --out '{}'", cfg.string(), out.string()), dir).status == 0);
+  REQUIRE(run_config(cfg, out, dir).status == 0);
   CHECK(slurp(out / "trace.csv") == trace);
   const std::string summary = slurp(out / "summary.json");
   CHECK(stragglersim::testing::mask_wall_clock(summary) ==
         stragglersim::testing::mask_wall_clock(first_summary));
 
-  const Result refused = run(fmt::format("run '{}' --out '{}'", cfg2.string(), out.string()), dir);
+  const Result refused = run_config(cfg2, out, dir);
   CHECK(refused.status == 2);
   CHECK(refused.err ==
         fmt::format("error: {}: holds another run; got run \"cfg\" (summary.json of another "
@@ -279,7 +277,7 @@ TEST_CASE("cli: run refuses an --out folder holding another run unless --force",
 
   // A trace without summary (an unfinished run) cannot be told apart: refused too.
   fs::remove(out / "summary.json");
-  CHECK(run(fmt::format("run '{}' --out '{}'", cfg.string(), out.string()), dir).status == 2);
+  CHECK(run_config(cfg, out, dir).status == 2);
 }
 
 TEST_CASE("cli: an unknown command names the nearest one", "[experiments][cli]") {
@@ -354,7 +352,7 @@ TEST_CASE("cli: the unknown-key list names target_loss and backend", "[experimen
   auto c = config();
   c["targetloss"] = 0.1;
   const auto cfg = write_config(dir, c);
-  const Result r = run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "o").string()), dir);
+  const Result r = run_config(cfg, dir / "o", dir);
   CHECK(r.status == 2);
   CHECK(r.err == fmt::format("error: {}:/targetloss: unknown key 'targetloss'; did you mean "
                              "'target_loss'? valid keys are: backend, code, data, data_seed, "
@@ -365,8 +363,7 @@ TEST_CASE("cli: the unknown-key list names target_loss and backend", "[experimen
 
 TEST_CASE("cli: unusable output files and folders exit 2 before any compute",
           "[experiments][cli]") {
-  const auto dir = scratch("out_files");
-  const auto cfg = write_config(dir, config());
+  const auto [dir, cfg] = scratch_config("out_files", config());
   const auto file = dir / "file.txt";
   std::ofstream(file) << "x";
   const std::string code = R"(--workers 4 --code '{"kind": "frc", "d": 2}')";
@@ -401,8 +398,7 @@ TEST_CASE("cli: unusable output files and folders exit 2 before any compute",
     const auto locked = dir / "locked";
     fs::create_directories(locked);
     fs::permissions(locked, fs::perms::owner_read | fs::perms::owner_exec);
-    const Result ro =
-        run(fmt::format("run '{}' --out '{}'", cfg.string(), (locked / "o").string()), dir);
+    const Result ro = run_config(cfg, locked / "o", dir);
     fs::permissions(locked, fs::perms::owner_all);
     CHECK(ro.status == 2);
     CHECK(ro.err == "error: --out: " + locked.string() +
@@ -428,10 +424,8 @@ nlohmann::json silent_config() {
 }  // namespace
 
 TEST_CASE("cli: --quiet prints nothing but errors and -o is --out", "[experiments][cli][quiet]") {
-  const auto dir = scratch("quiet");
-  const auto cfg = write_config(dir, silent_config());
-  const Result loud =
-      run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "a").string()), dir);
+  const auto [dir, cfg] = scratch_config("quiet", silent_config());
+  const Result loud = run_config(cfg, dir / "a", dir);
   REQUIRE(loud.status == 0);
   CHECK(loud.err.find("warning: no_worker_heard: ") != std::string::npos);
   CHECK(loud.out.find("wrote ") != std::string::npos);
@@ -548,8 +542,7 @@ TEST_CASE("cli: every --help default lies in the range it states", "[experiments
 
 TEST_CASE("cli: theory --csv without --measure is refused before anything is written",
           "[experiments][cli]") {
-  const auto dir = scratch("theory_csv");
-  const auto cfg = write_config(dir, config());
+  const auto [dir, cfg] = scratch_config("theory_csv", config());
   const Result r =
       run(fmt::format("theory '{}' --csv '{}'", cfg.string(), (dir / "m.csv").string()), dir);
   CHECK(r.status == 2);

@@ -11,9 +11,17 @@ namespace stragglersim::experiments {
 using stragglersim::testing::run_stragglersim;
 using stragglersim::testing::scratch_dir;
 
+namespace {
+
+/// `stragglersim <args>` in a fresh scratch folder `name`.
+stragglersim::testing::CommandResult run_in(const std::string& name, const std::string& args) {
+  return run_stragglersim(args, scratch_dir("list", name));
+}
+
+}  // namespace
+
 TEST_CASE("list: prints every row of the factory tables with its keys", "[experiments][list]") {
-  const auto dir = scratch_dir("list", "text");
-  const auto r = run_stragglersim("list delays", dir);
+  const auto r = run_in("text", "list delays");
   REQUIRE(r.status == 0);
   CHECK(r.out ==
         "delays: \"delay\": {\"kind\": ...}\n"
@@ -51,8 +59,7 @@ TEST_CASE("list: prints every row of the factory tables with its keys", "[experi
 }
 
 TEST_CASE("list: --json holds the same rows as the tables", "[experiments][list]") {
-  const auto dir = scratch_dir("list", "json");
-  const auto r = run_stragglersim("list --json", dir);
+  const auto r = run_in("json", "list --json");
   REQUIRE(r.status == 0);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j.size() == 7);
@@ -71,8 +78,7 @@ TEST_CASE("list: --json holds the same rows as the tables", "[experiments][list]
 }
 
 TEST_CASE("list: an unknown category exits 2", "[experiments][list]") {
-  const auto dir = scratch_dir("list", "bad");
-  const auto r = run_stragglersim("list bogus", dir);
+  const auto r = run_in("bad", "list bogus");
   CHECK(r.status == 2);
   CHECK(r.err ==
         "error: <command line>: unknown category 'bogus'; valid values are: codes, delays, rules, "

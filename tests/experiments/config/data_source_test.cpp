@@ -22,30 +22,14 @@ namespace {
 
 using testing::config_with_data;
 
-std::filesystem::path scratch() {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("stragglersim_data_source_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::filesystem::path scratch() { return testing::process_scratch("data_source_test"); }
 
 std::string error_of(const nlohmann::json& config) {
   return testing::plan_error(config, scratch());
 }
 
 std::vector<sim::TraceRow> train_with_test(const RunPlan& plan) {
-  auto cluster = std::make_unique<sim::SimulatedCluster>(
-      plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed);
-  sim::SimulatedBackend backend(plan.objective, plan.scheme, std::move(cluster));
-  auto optimizer = plan.make_optimizer();
-  std::vector<sim::TraceRow> rows;
-  sim::train(*plan.objective,
-             plan.test_objective.get(),
-             *optimizer,
-             backend,
-             sim::TrainingOptions{plan.iterations},
-             [&](const sim::TraceRow& r) { rows.push_back(r); });
-  return rows;
+  return testing::train_plan(plan, /*with_test=*/true);
 }
 
 bool fashion_mnist_installed() {

@@ -16,19 +16,11 @@ namespace stragglersim::experiments {
 namespace {
 
 nlohmann::json mpi_config() {
-  return nlohmann::json::parse(R"({
-    "name": "m", "seed": 7, "workers": 6,
-    "data": {"source": "synthetic", "generator": "gaussian_mixture", "rows": 240, "features": 5,
-             "test_fraction": 0.25},
-    "loss": {"kind": "logistic", "l2": 0.001},
-    "code": {"kind": "frc", "d": 2},
-    "stopping": {"rule": "first_r", "r": 3},
-    "delay": {"kind": "shifted_exponential", "shift": 1.0, "rate": 1.0, "tail": "load"},
-    "stragglers": "drain",
-    "optimizer": {"kind": "gd", "step": 0.5, "iterations": 10},
-    "backend": {"kind": "mpi", "inject": false, "timeout": 2.5,
-                "faults": [{"worker": 2, "kind": "hang", "from_iteration": 4}]}
-  })");
+  auto c = testing::small_logistic_config("m");
+  c["stragglers"] = "drain";
+  c["backend"] = nlohmann::json::parse(R"({"kind": "mpi", "inject": false, "timeout": 2.5,
+    "faults": [{"worker": 2, "kind": "hang", "from_iteration": 4}]})");
+  return c;
 }
 
 std::string error_of(const nlohmann::json& c) {

@@ -26,17 +26,13 @@
 #include "models/objective.h"
 #include "sim/backends/mpi_session.h"
 #include "sim/scheme.h"
+#include "tests/experiments/config/plan_support.h"
 #include "tests/idx_fixture.h"
 
 namespace stragglersim::experiments {
 namespace {
 
-std::filesystem::path scratch() {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("stragglersim_partial_load_test_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::filesystem::path scratch() { return testing::process_scratch("partial_load_test"); }
 
 LoadedData load(const nlohmann::json& data, bool partial) {
   JsonReader reader(data, "cfg.json", "/data");

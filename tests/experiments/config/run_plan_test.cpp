@@ -18,16 +18,8 @@ namespace stragglersim::experiments {
 namespace {
 
 nlohmann::json base_config() {
-  return nlohmann::json::parse(R"({
-    "name": "t", "seed": 7, "workers": 6,
-    "data": {"source": "synthetic", "generator": "gaussian_mixture", "rows": 240, "features": 5,
-             "test_fraction": 0.25},
-    "loss": {"kind": "logistic", "l2": 0.001},
-    "code": {"kind": "frc", "d": 2},
-    "stopping": {"rule": "first_r", "r": 3},
-    "delay": {"kind": "shifted_exponential", "shift": 1.0, "rate": 1.0, "tail": "load"},
-    "optimizer": {"kind": "gd", "step": 0.5, "iterations": 10}
-  })");
+  auto c = testing::small_logistic_config("t");
+  return c;
 }
 
 std::filesystem::path temp_dir() {
@@ -183,20 +175,7 @@ namespace stragglersim::experiments {
 namespace {
 
 /// Runs a planned config to the end and returns its trace rows.
-std::vector<sim::TraceRow> train_plan(const RunPlan& plan) {
-  auto cluster = std::make_unique<sim::SimulatedCluster>(
-      plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed);
-  sim::SimulatedBackend backend(plan.objective, plan.scheme, std::move(cluster));
-  auto optimizer = plan.make_optimizer();
-  std::vector<sim::TraceRow> rows;
-  sim::train(*plan.objective,
-             nullptr,
-             *optimizer,
-             backend,
-             sim::TrainingOptions{plan.iterations},
-             [&](const sim::TraceRow& r) { rows.push_back(r); });
-  return rows;
-}
+std::vector<sim::TraceRow> train_plan(const RunPlan& plan) { return testing::train_plan(plan); }
 
 nlohmann::json coded_config(const nlohmann::json& code, const nlohmann::json& stopping) {
   auto c = base_config();

@@ -16,6 +16,7 @@
 #include "experiments/config/config_error.h"
 #include "experiments/config/run_plan.h"
 #include "models/worker_pool.h"
+#include "tests/experiments/config/plan_support.h"
 #include "tests/test_support.h"
 
 namespace stragglersim::experiments {
@@ -24,17 +25,9 @@ namespace {
 namespace fs = std::filesystem;
 
 nlohmann::json threads_config() {
-  return nlohmann::json::parse(R"({
-    "name": "t", "seed": 7, "workers": 6,
-    "data": {"source": "synthetic", "generator": "gaussian_mixture", "rows": 240, "features": 5,
-             "test_fraction": 0.25},
-    "loss": {"kind": "logistic", "l2": 0.001},
-    "code": {"kind": "frc", "d": 2},
-    "stopping": {"rule": "first_r", "r": 3},
-    "delay": {"kind": "shifted_exponential", "shift": 1.0, "rate": 1.0, "tail": "load"},
-    "optimizer": {"kind": "gd", "step": 0.5, "iterations": 10},
-    "backend": {"kind": "threads"}
-  })");
+  auto c = testing::small_logistic_config("t");
+  c["backend"] = {{"kind", "threads"}};
+  return c;
 }
 
 fs::path scratch(const std::string& name) {

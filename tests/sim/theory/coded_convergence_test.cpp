@@ -407,9 +407,11 @@ TEST_CASE("sim: coverage product moments by hand", "[sim][theory][convergence]")
   CHECK(law.product_moment(0, 0) == Approx(1.0));
 }
 
-TEST_CASE("sim: the coded bound on the issue's smallest case", "[sim][theory][convergence]") {
-  // f(x) = ½(x − 1)² + ½x² split into 100 equal partitions, uncoded, first_r r = 50 of 100:
-  // exactly 50 partitions are heard, so x_t → x_c = 1/3 and f(x_c) − f* = 1/36 exactly.
+namespace {
+
+/// The issue's smallest case: f(x) = ½(x − 1)² + ½x² split into 100 equal partitions,
+/// uncoded, first_r r = 50 of 100 (c = 1/2, λ₂ = 1, x* = 1/2, x₀ = 0), step 0.5.
+CodedBoundInputs smallest_case_inputs() {
   CodedBoundInputs in;
   in.smoothness = 2.0;
   in.pl_constant = 2.0;
@@ -422,6 +424,15 @@ TEST_CASE("sim: the coded bound on the issue's smallest case", "[sim][theory][co
   in.group_smoothness_squared = 100.0 * std::pow(1.0 / 100.0, 2);
   in.x_star_norm = 0.5;
   in.initial_gap = 0.25;
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("sim: the coded bound on the issue's smallest case", "[sim][theory][convergence]") {
+  // f(x) = ½(x − 1)² + ½x² split into 100 equal partitions, uncoded, first_r r = 50 of 100:
+  // exactly 50 partitions are heard, so x_t → x_c = 1/3 and f(x_c) − f* = 1/36 exactly.
+  CodedBoundInputs in = smallest_case_inputs();
   in.initial_data_gradient_squared = 1.0;
   std::string why;
   const auto b = coded_pl_bound(in, 30, &why);
@@ -442,18 +453,7 @@ TEST_CASE("sim: the tightened bound starts at c times the gap and converts with 
           "[sim][theory][convergence][bounds]") {
   // The issue's smallest case again (c = 1/2, λ₂ = 1, x* = 1/2), recomputed by hand: D₀ =
   // c(f(x₀) − f*) (c ≤ 1, x₀ = 0), one step of route A, then D/c + (λ₂/2)(1/c − 1)‖x*‖².
-  CodedBoundInputs in;
-  in.smoothness = 2.0;
-  in.pl_constant = 2.0;
-  in.l2 = 1.0;
-  in.step = 0.5;
-  const auto m = coefficient_moments(covered_groups_first_r(100, 1, 50), codes::Rescale::kNone, 0);
-  in.mean = m.mean;
-  in.variance = covariance_top_eigenvalue(m);
-  in.zeta_star_squared = 100.0 * std::pow(0.5 / 100.0, 2);
-  in.group_smoothness_squared = 100.0 * std::pow(1.0 / 100.0, 2);
-  in.x_star_norm = 0.5;
-  in.initial_gap = 0.25;
+  CodedBoundInputs in = smallest_case_inputs();
   in.initial_data_gradient_squared = 100.0;  // large: the PL start would be 25/6
   in.value_scale = 0.5;
   std::string why;

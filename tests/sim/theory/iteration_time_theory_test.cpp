@@ -398,12 +398,21 @@ TEST_CASE("sim: predictions for every delay model match Monte Carlo",
   }
 }
 
+namespace {
+
+/// Pareto delays with shift and scale 1 and a load-scaled tail of `shape` for the scheme's loads.
+ParetoDelay unit_pareto(const SchemeDescription& s, double shape) {
+  return ParetoDelay(scheme_loads(s),
+                     {.shift = 1.0, .scale = 1.0, .shape = shape, .tail = TailScaling::kLoad});
+}
+
+}  // namespace
+
 TEST_CASE("sim: heavy tails give infinite moments only where they diverge", "[sim][theory]") {
   const int n = 8;
   SECTION("all with shape 1.5: finite mean, infinite variance") {
     const auto s = scheme(n, CodeFamily::kUncoded, 1, RuleKind::kAll);
-    ParetoDelay delay(scheme_loads(s),
-                      {.shift = 1.0, .scale = 1.0, .shape = 1.5, .tail = TailScaling::kLoad});
+    ParetoDelay delay = unit_pareto(s, 1.5);
     const auto p = predict_iteration_time(s, delay);
     CHECK(std::isfinite(p.mean));
     CHECK(std::isinf(p.sd));
@@ -411,8 +420,7 @@ TEST_CASE("sim: heavy tails give infinite moments only where they diverge", "[si
   }
   SECTION("first r of n with shape 1.5: the (n − r + 1)α > 2 rule gives finite moments") {
     const auto s = scheme(n, CodeFamily::kFractionalRepetition, 2, RuleKind::kFirstR, 4);
-    ParetoDelay delay(scheme_loads(s),
-                      {.shift = 1.0, .scale = 1.0, .shape = 1.5, .tail = TailScaling::kLoad});
+    ParetoDelay delay = unit_pareto(s, 1.5);
     const auto p = predict_iteration_time(s, delay);
     CHECK(std::isfinite(p.mean));
     CHECK(std::isfinite(p.sd));
@@ -440,8 +448,7 @@ TEST_CASE("sim: heavy tails give infinite moments only where they diverge", "[si
                       std::lgamma(n + 1.0 - k / alpha));
     };
     for (const double alpha : {1.5, 2.5, 4.0}) {
-      ParetoDelay delay(scheme_loads(s),
-                        {.shift = 1.0, .scale = 1.0, .shape = alpha, .tail = TailScaling::kLoad});
+      ParetoDelay delay = unit_pareto(s, alpha);
       const auto p = predict_iteration_time(s, delay);
       INFO("alpha " << alpha);
       CHECK(p.mean == Approx(1.0 + moment(alpha, 1.0)).epsilon(1e-5));
@@ -453,17 +460,14 @@ TEST_CASE("sim: heavy tails give infinite moments only where they diverge", "[si
   }
   SECTION("the variance criterion sits at shape 2") {
     const auto s = scheme(n, CodeFamily::kUncoded, 1, RuleKind::kAll);
-    ParetoDelay below(scheme_loads(s),
-                      {.shift = 1.0, .scale = 1.0, .shape = 1.9, .tail = TailScaling::kLoad});
-    ParetoDelay above(scheme_loads(s),
-                      {.shift = 1.0, .scale = 1.0, .shape = 2.1, .tail = TailScaling::kLoad});
+    ParetoDelay below = unit_pareto(s, 1.9);
+    ParetoDelay above = unit_pareto(s, 2.1);
     CHECK(std::isinf(predict_iteration_time(s, below).sd));
     CHECK(std::isfinite(predict_iteration_time(s, above).sd));
   }
   SECTION("shape below 1: infinite mean") {
     const auto s = scheme(n, CodeFamily::kUncoded, 1, RuleKind::kAll);
-    ParetoDelay delay(scheme_loads(s),
-                      {.shift = 1.0, .scale = 1.0, .shape = 0.8, .tail = TailScaling::kLoad});
+    ParetoDelay delay = unit_pareto(s, 0.8);
     const auto p = predict_iteration_time(s, delay);
     CHECK(std::isinf(p.mean));
   }
