@@ -87,7 +87,7 @@ TEST_CASE("trace delay: cycle replays the rows in order, wrapping, without drawi
   }
 }
 
-TEST_CASE("trace delay: cycle from a start row replays (s + k) mod T; a random start is one draw",
+TEST_CASE("trace delay: cycle from a start row replays (s + k) mod T and a random start is one draw",
           "[sim][trace]") {
   const DelayTrace t = iteration_trace();
   for (std::size_t start = 0; start < 4; ++start) {
