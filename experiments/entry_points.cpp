@@ -116,7 +116,8 @@ FittedDelay fitted_delay(const nlohmann::json& config,
   const Validation v = validate_file(delay_only(config), file, base_dir, fit_path, 0.5);
   out.choice["chosen"] = v.chosen;
   out.choice["reason"] = v.stationarity.stationary()
-                             ? v.choice_reason + " (fit on the first half, replay of the second)"
+                             ? "the smallest held-out error (fit on the first half, replay of the "
+                               "second)"
                              : v.choice_reason;
   out.choice["stationary"] = v.stationarity.stationary();
   out.choice["p_value"] = v.stationarity.p_value;

@@ -265,37 +265,79 @@ nlohmann::json number_or_null(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json();
 }
 
+/// ρ₁ = Σ_{t<T−1} (x_t − x̄)(x_{t+1} − x̄) / Σ_t (x_t − x̄)² (auto_block_length's estimator);
+/// circular: the sum runs to T with x_T = x_0. 0 for a constant series.
+double lag1(const std::vector<double>& x, bool circular) {
+  if (x.size() < 2) return 0.0;
+  double mean = 0.0;
+  for (const double v : x) mean += v / static_cast<double>(x.size());
+  double squares = 0.0;
+  double products = 0.0;
+  for (std::size_t t = 0; t < x.size(); ++t) {
+    squares += (x[t] - mean) * (x[t] - mean);
+    if (t + 1 < x.size() || circular) {
+      products += (x[t] - mean) * (x[(t + 1) % x.size()] - mean);
+    }
+  }
+  return squares > 0.0 ? products / squares : 0.0;
+}
+
+/// ρ₁ of the mean over workers of a (heterogeneous) Markov family's times at load 1: the chain's
+/// (1 − p − q) times the share of the variance that the state explains (the factors cancel).
+double markov_lag1(const nlohmann::json& block) {
+  const double p = block.value("to_slow", 0.0);
+  const double q = block.value("to_normal", 1.0);
+  const double pi = p + q > 0.0 ? p / (p + q) : 0.0;
+  const double normal = block.value("shift", 0.0) + 1.0 / block.value("rate", 1.0);
+  const double slow = block.value("slow_shift", 0.0) + 1.0 / block.value("slow_rate", 1.0);
+  const double state = pi * (1.0 - pi) * (slow - normal) * (slow - normal);
+  const double within = (1.0 - pi) / std::pow(block.value("rate", 1.0), 2.0) +
+                        pi / std::pow(block.value("slow_rate", 1.0), 2.0);
+  return state + within > 0.0 ? (1.0 - p - q) * state / (state + within) : 0.0;
+}
+
+/// Each model's ρ₁ of the per-iteration mean time.
+double model_lag1(const std::string& model,
+                  const nlohmann::json& fitted,
+                  const sim::DelayTrace& fit,
+                  std::size_t block) {
+  if (model == kBlockReplayModel) {
+    const double l = static_cast<double>(block);
+    return (l - 1.0) / l * lag1(sim::iteration_means(fit), true);
+  }
+  const std::string kind = fitted.value("kind", "");
+  if (model != kEmpiricalModel && (kind == "markov" || kind == "heterogeneous_markov")) {
+    return markov_lag1(fitted);
+  }
+  return 0.0;
+}
+
 /// Each model's held-out score, in model order.
 std::vector<ModelScore> held_out_scores(const std::vector<ValidationRow>& rows,
-                                        const std::vector<std::string>& models) {
+                                        const Context& ctx,
+                                        const Validation& v) {
   std::vector<ModelScore> scores;
-  for (const auto& model : models) {
-    ModelScore s{.model = model};
+  for (const auto& model : ctx.models) {
+    ModelScore s{.model = model,
+                 .lag1 = model_lag1(model, v.fitted_delay, ctx.fit, v.block_length)};
     for (const auto& row : rows) {
       if (row.model == model && row.problem.empty()) {
         s.score += row.error;
         ++s.schemes;
       }
     }
-    s.score = s.schemes > 0 && std::isfinite(s.score) ? s.score / static_cast<double>(s.schemes)
-                                                      : std::numeric_limits<double>::infinity();
+    s.score = s.schemes > 0 && std::isfinite(s.score)
+                  ? s.score / static_cast<double>(s.schemes) + std::abs(s.lag1 - v.holdout_lag1)
+                  : std::numeric_limits<double>::infinity();
     scores.push_back(s);
   }
   return scores;
 }
 
-/// Whether a model keeps persistence across iterations (a replay in blocks, a Markov family).
-bool keeps_persistence(const std::string& model) {
-  return model == kBlockReplayModel || model == "fit: markov" ||
-         model == "fit: heterogeneous_markov";
-}
-
 std::string chosen_model(const std::vector<ModelScore>& scores) {
-  const ModelScore* best = nullptr;
-  for (const auto& s : scores) {
-    if (s.eligible && (best == nullptr || s.score < best->score)) best = &s;
-  }
-  return best == nullptr ? std::string() : best->model;
+  const auto best = std::min_element(
+      scores.begin(), scores.end(), [](const auto& a, const auto& b) { return a.score < b.score; });
+  return best == scores.end() ? std::string() : best->model;
 }
 
 }  // namespace
@@ -377,18 +419,11 @@ Validation validate_trace(const nlohmann::json& config,
           "fit: " + v.fitted_delay["kind"].get<std::string>(), kBlockReplayModel, kEmpiricalModel}};
   v.rows = compare_candidates(ctx, base.workers);
   v.verdicts = verdicts(v.rows, ctx.models, options.tolerance);
-  v.scores = held_out_scores(v.rows, ctx.models);
-  const bool persistent = v.block_length > 1;
-  if (persistent) {
-    for (auto& score : v.scores) score.eligible = keeps_persistence(score.model);
-  }
+  v.holdout_lag1 = lag1(sim::iteration_means(holdout), false);
+  v.scores = held_out_scores(v.rows, ctx, v);
   if (v.stationarity.stationary()) {
     v.chosen = chosen_model(v.scores);
-    v.choice_reason = persistent ? fmt::format(
-                                       "the smallest held-out error among the models that keep the "
-                                       "trace's persistence (block length L = {} > 1)",
-                                       v.block_length)
-                                 : std::string("the smallest held-out error");
+    v.choice_reason = "the smallest held-out error";
   } else {
     v.chosen = kBlockReplayModel;
     v.choice_reason =
@@ -414,6 +449,7 @@ nlohmann::json validation_json(const Validation& v) {
                         {"stationary", s.stationary()}}},
                       {"fitted_delay", v.fitted_delay},
                       {"block_length", v.block_length},
+                      {"holdout_lag1", v.holdout_lag1},
                       {"tolerance", v.tolerance},
                       {"rows", nlohmann::json::array()},
                       {"verdicts", nlohmann::json::array()},
@@ -450,7 +486,7 @@ nlohmann::json validation_json(const Validation& v) {
     j["scores"].push_back({{"model", m.model},
                            {"score", number_or_null(m.score)},
                            {"schemes", m.schemes},
-                           {"eligible", m.eligible}});
+                           {"lag1", m.lag1}});
   }
   return j;
 }

@@ -15,25 +15,18 @@
 //
 // Model choice by held-out error: beside the mean, each model predicts the median and the 90 %
 // quantile of the iteration time (sim::iteration_time_quantile), compared with the held-out
-// rows' own; a row's error is the mean of the three absolute relative errors, and a model's
-// held-out score the mean of its rows' errors over the compared schemes. The chosen model is the
-// one with the smallest score (AIC picks only the family; the held-out error picks the model).
-// Only models that can keep the trace's persistence are eligible when it has some (the fit
-// part's automatic block length L > 1: its per-iteration means are autocorrelated): iteration
-// times alone do not show what persistence does to training (a worker that stays slow stays
-// unheard, and its data missing, for many iterations in a row), so a model that draws every
-// iteration afresh is scored but not chosen there.
-// When the stationarity test rejects, the first part describes another cluster than the rest and
-// the scores rank nothing: the chosen model is then the block replay, which built from the whole
-// trace replays its regimes in proportion (and says so).
-//
-// Stationarity, before anything is predicted: x_t the per-iteration mean time over workers,
-// x̄_f and x̄_h its means over the two parts,
-//   z = (x̄_h − x̄_f) / (σ̂·√(1/T_f + 1/(T − T_f))),   p = P(|N(0, 1)| > |z|),
-// σ̂² the long-run variance of x by batch means (batches of b = ⌊√min(T_f, T − T_f)⌋ consecutive
-// iterations within each part, each part centred on its own mean: σ̂² = b·Σ m_j² / (B − 2) over
-// the B batch means m_j), so that persistence does not pass for a change. The trace is called not
-// stationary when p < level (0.01): the prediction then does not apply.
+// rows' own; a row's error is the mean of the three absolute relative errors. Persistence, what
+// iteration times alone do not show (a worker that stays slow stays unheard, and its data
+// missing, for many iterations in a row), enters through the lag-1 autocorrelation ρ₁ of the
+// per-iteration mean time x_t: each model's ρ₁ (block replay: ((L − 1)/L)·ρ₁ of the fit part,
+// circularly; markov and heterogeneous_markov: (1 − p − q)·V_S/(V_S + E[Var(T|S)]) with V_S =
+// π(1 − π)(m_slow − m_normal)² the variance of the state's mean; every other model draws each
+// iteration afresh: 0) against the held-out part's. A model's held-out score is the mean of its
+// rows' errors plus |ρ₁(model) − ρ₁(held out)|, and the chosen model has the smallest score
+// (AIC picks only the family; the held-out error picks the model). When the stationarity test
+// rejects, the first part describes another cluster than the rest and the scores rank nothing:
+// the chosen model is then the block replay, which built from the whole trace replays its
+// regimes in proportion (and says so).
 
 #include <cstddef>
 #include <filesystem>
@@ -88,15 +81,12 @@ struct ValidationRow {
   double error = 0.0;
 };
 
-/// A model's held-out score: the mean of its compared rows' `error`.
+/// A model's held-out score: the mean of its compared rows' `error`, plus its persistence error.
 struct ModelScore {
   std::string model;
   double score = 0.0;       ///< +∞ when no scheme was compared or a prediction is not finite
   std::size_t schemes = 0;  ///< rows compared
-  /// False for a model without persistence (independent iterations: the empirical marginals and
-  /// every family but markov and heterogeneous_markov) on a persistent trace (block length
-  /// L > 1): scored, never chosen.
-  bool eligible = true;
+  double lag1 = 0.0;        ///< the model's ρ₁ of the per-iteration mean time
 };
 
 /// Per model: the scheme it recommends (smallest predicted mean) against the replay's best.
@@ -116,12 +106,13 @@ struct Validation {
   StationarityTest stationarity;
   nlohmann::json fitted_delay;   ///< the fitted family's config block
   std::size_t block_length = 0;  ///< the block replay's automatic L
+  double holdout_lag1 = 0.0;     ///< ρ₁ of the held-out part's per-iteration mean times
   double tolerance = 0.1;
   std::vector<ValidationRow> rows;  ///< model-major, schemes in candidate order
   std::vector<ModelVerdict> verdicts;
   std::vector<ModelScore> scores;  ///< one per model, in model order
-  /// The eligible model with the smallest score (the first on ties) when the trace is
-  /// stationary; block replay when it is not (the held-out errors then measure the change).
+  /// The model with the smallest score (the first on ties) when the trace is stationary; block
+  /// replay when it is not (the held-out errors then measure the change, not the models).
   std::string chosen;
   std::string choice_reason;  ///< why, in words
 };

@@ -93,13 +93,12 @@ void print_table(const Advice& advice, const std::string& config_path) {
 void print_model_choice(const nlohmann::json& choice) {
   std::string scores;
   for (const auto& m : choice.value("scores", nlohmann::json::array())) {
-    scores += fmt::format("{}{} {}{}",
+    scores += fmt::format("{}{} {}",
                           scores.empty() ? "" : ", ",
                           m["model"].get<std::string>(),
                           m["score"].is_number()
                               ? fmt::format("{:.2f}%", 100.0 * m["score"].get<double>())
-                              : std::string("-"),
-                          m.value("eligible", true) ? "" : " (not eligible: no persistence)");
+                              : std::string("-"));
   }
   std::cout << fmt::format("model: {} ({}{})\n",
                            choice["chosen"].get<std::string>(),

@@ -90,15 +90,17 @@ void print_table(const Validation& v, const std::string& config) {
   }
   std::string scores;
   for (const auto& m : v.scores) {
-    scores += fmt::format("{}{} {}{}",
+    scores += fmt::format("{}{} {} (lag-1 {:.2f})",
                           scores.empty() ? "" : ", ",
                           m.model,
                           cell(100.0 * m.score, "{:.2f}%"),
-                          m.eligible ? "" : " (not eligible: no persistence)");
+                          m.lag1);
   }
   std::cout << fmt::format(
-      "held-out error (mean of |mean|, |median|, |q90| errors over the compared schemes): {}\n"
+      "held-out error (mean over the compared schemes of the mean, median and q90 errors, plus "
+      "|lag-1 autocorrelation of the mean time - held out's {:.2f}|): {}\n"
       "chosen: {} ({})\n",
+      v.holdout_lag1,
       scores,
       v.chosen,
       v.choice_reason);

@@ -307,8 +307,9 @@ TEST_CASE("trace delay: block and empirical modes run reproducibly and check the
 namespace stragglersim::experiments {
 namespace {
 
-TEST_CASE("trace delay: a cycle start row rotates the replay and a random start varies with the seed",
-          "[experiments][trace][start]") {
+TEST_CASE(
+    "trace delay: a cycle start row rotates the replay and a random start varies with the seed",
+    "[experiments][trace][start]") {
   constexpr int kWorkers = 3;
   const auto dir = scratch_dir("trace_config", "start");
   const auto t = write_trace(dir / "times.csv", 8, kWorkers);

@@ -121,13 +121,13 @@ TEST_CASE("cli: advise --fit chooses by held-out error and predicts the real tra
   REQUIRE(replayed.status == 0);
   const nlohmann::json f = nlohmann::json::parse(fitted.out);
   const nlohmann::json r = nlohmann::json::parse(replayed.out);
-  // The choice is validate's on the same trace: the smallest of the eligible scores.
+  // The choice is validate's on the same trace: the smallest of the three scores.
   const nlohmann::json& choice = f["model_choice"];
   REQUIRE(choice["scores"].size() == 3);
   double smallest = INFINITY;
   std::string smallest_model;
   for (const auto& s : choice["scores"]) {
-    if (s["eligible"].get<bool>() && s["score"].get<double>() < smallest) {
+    if (s["score"].get<double>() < smallest) {
       smallest = s["score"].get<double>();
       smallest_model = s["model"].get<std::string>();
     }

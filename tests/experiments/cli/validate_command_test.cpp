@@ -2,6 +2,7 @@
 // example's table and verdicts, --json, and bad options exiting 2 with nothing on stdout.
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -25,12 +26,12 @@ TEST_CASE("cli: validate prints the table of the persistent-stragglers example",
   REQUIRE(r.status == 0);
   CHECK(r.out.find("fit on the first 250 iterations, replay of the last 250") != std::string::npos);
   CHECK(r.out.find("block replay: recommends") != std::string::npos);
-  // Persistent slow spells (L = 13 > 1): the empirical marginals, best on iteration times alone,
-  // are not eligible; the block replay keeps the persistence and is chosen.
-  CHECK(r.out.find("empirical 2.45% (not eligible: no persistence)") != std::string::npos);
-  CHECK(r.out.find("\nchosen: block replay (the smallest held-out error among the models that "
-                   "keep the trace's persistence (block length L = 13 > 1))\n") !=
+  // Persistent slow spells: the empirical marginals, best on iteration times alone, draw every
+  // iteration afresh (lag-1 autocorrelation 0); the block replay keeps the persistence and is
+  // chosen.
+  CHECK(r.out.find("block replay 13.48% (lag-1 0.54), empirical 46.86% (lag-1 0.00)") !=
         std::string::npos);
+  CHECK(r.out.find("\nchosen: block replay (the smallest held-out error)\n") != std::string::npos);
   const auto j = run_stragglersim("validate " + args + " --json --holdout 0.4", dir.path());
   REQUIRE(j.status == 0);
   const auto v = nlohmann::json::parse(j.out);
@@ -39,8 +40,11 @@ TEST_CASE("cli: validate prints the table of the persistent-stragglers example",
   CHECK(v["verdicts"].size() == 3);
   REQUIRE(v["scores"].size() == 3);
   CHECK(v["scores"][2]["model"] == "empirical");
-  CHECK(v["scores"][2]["eligible"] == false);
-  CHECK(v["scores"][1]["eligible"] == true);
+  CHECK(v["scores"][2]["lag1"] == 0.0);
+  // The held-out part is persistent, the block replay's ρ₁ near it, the empirical's far.
+  const double held = v["holdout_lag1"].get<double>();
+  CHECK(held > 2.0 / std::sqrt(200.0));
+  CHECK(std::abs(v["scores"][1]["lag1"].get<double>() - held) < held);
   for (const auto& row : v["rows"]) {
     if (!row.contains("problem") && row["model"] == "block replay") {
       CHECK(row["method"] == "trace rows");

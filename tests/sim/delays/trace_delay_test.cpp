@@ -87,8 +87,9 @@ TEST_CASE("trace delay: cycle replays the rows in order, wrapping, without drawi
   }
 }
 
-TEST_CASE("trace delay: cycle from a start row replays (s + k) mod T and a random start is one draw",
-          "[sim][trace]") {
+TEST_CASE(
+    "trace delay: cycle from a start row replays (s + k) mod T and a random start is one draw",
+    "[sim][trace]") {
   const DelayTrace t = iteration_trace();
   for (std::size_t start = 0; start < 4; ++start) {
     TraceDelay d({1.0, 1.0, 1.0}, t, {.mode = TraceDelay::Mode::kCycle, .start = start});
