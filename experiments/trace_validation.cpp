@@ -282,20 +282,6 @@ double lag1(const std::vector<double>& x, bool circular) {
   return squares > 0.0 ? products / squares : 0.0;
 }
 
-/// ρ₁ of the mean over workers of a (heterogeneous) Markov family's times at load 1: the chain's
-/// (1 − p − q) times the share of the variance that the state explains (the factors cancel).
-double markov_lag1(const nlohmann::json& block) {
-  const double p = block.value("to_slow", 0.0);
-  const double q = block.value("to_normal", 1.0);
-  const double pi = p + q > 0.0 ? p / (p + q) : 0.0;
-  const double normal = block.value("shift", 0.0) + 1.0 / block.value("rate", 1.0);
-  const double slow = block.value("slow_shift", 0.0) + 1.0 / block.value("slow_rate", 1.0);
-  const double state = pi * (1.0 - pi) * (slow - normal) * (slow - normal);
-  const double within = (1.0 - pi) / std::pow(block.value("rate", 1.0), 2.0) +
-                        pi / std::pow(block.value("slow_rate", 1.0), 2.0);
-  return state + within > 0.0 ? (1.0 - p - q) * state / (state + within) : 0.0;
-}
-
 /// Each model's ρ₁ of the per-iteration mean time.
 double model_lag1(const std::string& model,
                   const nlohmann::json& fitted,
@@ -307,7 +293,7 @@ double model_lag1(const std::string& model,
   }
   const std::string kind = fitted.value("kind", "");
   if (model != kEmpiricalModel && (kind == "markov" || kind == "heterogeneous_markov")) {
-    return markov_lag1(fitted);
+    return markov_mean_lag1(fitted);
   }
   return 0.0;
 }
@@ -341,6 +327,20 @@ std::string chosen_model(const std::vector<ModelScore>& scores) {
 }
 
 }  // namespace
+
+// The chain's (1 − p − q) times the share of the variance that the state explains (the per-worker
+// factors scale both the same way and cancel).
+double markov_mean_lag1(const nlohmann::json& block) {
+  const double p = block.value("to_slow", 0.0);
+  const double q = block.value("to_normal", 1.0);
+  const double pi = p + q > 0.0 ? p / (p + q) : 0.0;
+  const double normal = block.value("shift", 0.0) + 1.0 / block.value("rate", 1.0);
+  const double slow = block.value("slow_shift", 0.0) + 1.0 / block.value("slow_rate", 1.0);
+  const double state = pi * (1.0 - pi) * (slow - normal) * (slow - normal);
+  const double within = (1.0 - pi) / std::pow(block.value("rate", 1.0), 2.0) +
+                        pi / std::pow(block.value("slow_rate", 1.0), 2.0);
+  return state + within > 0.0 ? (1.0 - p - q) * state / (state + within) : 0.0;
+}
 
 StationarityTest test_stationarity(const std::vector<double>& series,
                                    std::size_t fit,

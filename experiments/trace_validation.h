@@ -131,6 +131,10 @@ inline constexpr const char* kEmpiricalModel = "empirical";
                                         const sim::DelayTrace& trace,
                                         const ValidationOptions& options);
 
+/// ρ₁ of the per-iteration mean time (over workers, at load 1) under a markov or
+/// heterogeneous_markov delay block: (1 − p − q)·V_S / (V_S + E[Var(T | S)]) (the header).
+[[nodiscard]] double markov_mean_lag1(const nlohmann::json& block);
+
 /// What `validate --json` prints (docs/validate.md lists every key).
 [[nodiscard]] nlohmann::json validation_json(const Validation& validation);
 
