@@ -242,6 +242,13 @@ TEST_CASE("trace delay: bad trace files exit 2 naming the config key and file:li
 namespace stragglersim::experiments {
 namespace {
 
+/// A refused run: exit 2, `message` on stderr, and no output folder left behind.
+void check_refused(const fs::path& dir, const Result& res, const std::string& message) {
+  CHECK(res.status == 2);
+  CHECK(res.err.find(message) != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "out"));
+}
+
 TEST_CASE("trace delay: block and empirical modes run reproducibly and check their keys",
           "[experiments][trace][block]") {
   constexpr int kWorkers = 3;
@@ -270,10 +277,7 @@ TEST_CASE("trace delay: block and empirical modes run reproducibly and check the
   CHECK(run_with(empirical, 3).status == 0);
 
   const auto refused = [&](const nlohmann::json& delay, const std::string& message) {
-    const Result res = run_with(delay, 3);
-    CHECK(res.status == 2);
-    CHECK(res.err.find(message) != std::string::npos);
-    CHECK_FALSE(fs::exists(dir / "out"));
+    check_refused(dir, run_with(delay, 3), message);
   };
   nlohmann::json zero = block;
   zero["block"] = 0;
@@ -344,10 +348,7 @@ TEST_CASE(
   CHECK(firsts.size() > 1);
 
   const auto refused = [&](const nlohmann::json& delay, const std::string& message) {
-    const Result res = run_with(delay, 3);
-    CHECK(res.status == 2);
-    CHECK(res.err.find(message) != std::string::npos);
-    CHECK_FALSE(fs::exists(dir / "out"));
+    check_refused(dir, run_with(delay, 3), message);
   };
   nlohmann::json high = cycle;
   high["start"] = 8;
