@@ -50,11 +50,15 @@ grep -q 'threads.json run 0 (/code/d = 1, /stopping/r = 3, repetition 0):/backen
 [ ! -e t3 ] || fail "a refused MPI sweep wrote t3"
 echo "ok: threads-backend MPI sweep refused with exit 2, nothing written"
 
-# 80 delay-only runs of a few milliseconds: long enough to be killed midway.
+# 80 delay-only runs of about 50-100 ms each (20 000 workers drawn one by one, 600 iterations),
+# several seconds in all: the kill below comes after 5 runs, long before the last. (Order
+# statistics made the same runs take half a millisecond, and the whole sweep could finish
+# between two polls.)
 cat > slow.json <<'JSON'
 {"name": "slow", "repetitions": 10,
  "grid": {"/code/d": [1, 2, 4, 5], "/stopping/r": [500, 1000]},
- "base": {"seed": 11, "workers": 1000, "data": null, "code": {"kind": "frc", "d": 2},
+ "base": {"seed": 11, "workers": 20000, "sampler": "workers", "data": null,
+  "code": {"kind": "frc", "d": 2},
   "stopping": {"rule": "first_r", "r": 6}, "delay": {"kind": "shifted_exponential"},
   "optimizer": {"iterations": 600}}}
 JSON
