@@ -143,7 +143,8 @@ void check_options(const FashionMnistOptions& options) {
                       "fashion_mnist: classes must be in 0 … 9");
   STRAGGLERSIM_ASSERT(options.negative_class != options.positive_class,
                       "fashion_mnist: the two classes must differ");
-  STRAGGLERSIM_ASSERT(options.rows >= 0, "fashion_mnist: rows must be >= 0");
+  STRAGGLERSIM_ASSERT(options.rows >= 0 && options.test_rows >= 0,
+                      "fashion_mnist: rows and test_rows must be >= 0");
 }
 
 }  // namespace
@@ -160,7 +161,8 @@ FashionMnistSets load_fashion_mnist(const FashionMnistOptions& options) {
   std::vector<std::uint32_t> shape;
   out.train =
       load_half(options.dir, "train", options, options.rows, shape, nullptr, nullptr, nullptr);
-  out.test = load_half(options.dir, "t10k", options, 0, shape, nullptr, nullptr, nullptr);
+  out.test =
+      load_half(options.dir, "t10k", options, options.test_rows, shape, nullptr, nullptr, nullptr);
   return out;
 }
 
@@ -174,7 +176,8 @@ FashionMnistSets load_fashion_mnist(const FashionMnistOptions& options,
   out.train = load_half(
       options.dir, "train", options, options.rows, shape, &keep, label_values, train_rows);
   RowKeep none;
-  out.test = load_half(options.dir, "t10k", options, 0, shape, &none, label_values, nullptr);
+  out.test = load_half(
+      options.dir, "t10k", options, options.test_rows, shape, &none, label_values, nullptr);
   return out;
 }
 

@@ -36,6 +36,8 @@ struct FashionMnistOptions {
   bool scale = true;
   /// The first `rows` training images of the two classes, in file order (0: all of them).
   Eigen::Index rows = 0;
+  /// The first `test_rows` test (t10k) images of the two classes, in file order (0: all).
+  Eigen::Index test_rows = 0;
 };
 
 struct FashionMnistSets {

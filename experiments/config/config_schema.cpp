@@ -86,8 +86,33 @@ json optimizer_schema() {
   const json shared = {
       {"step", {{"oneOf", {{{"type", "number"}, {"exclusiveMinimum", 0}}, {{"const", "auto"}}}}}},
       {"iterations", integer_at_least(0)},
-      {"time_budget", {{"type", "number"}, {"exclusiveMinimum", 0}}}};
+      {"time_budget", {{"type", "number"}, {"exclusiveMinimum", 0}}},
+      {"batch", integer_at_least(1)},
+      {"schedule",
+       {{"type", "object"},
+        {"properties",
+         {{"kind", enum_of({"constant", "inverse_t", "cosine"})},
+          {"half_life", {{"type", "number"}, {"exclusiveMinimum", 0}}},
+          {"floor", {{"type", "number"}, {"minimum", 0}, {"maximum", 1}}}}},
+        {"additionalProperties", false}}},
+      {"start",
+       {{"type", "object"},
+        {"properties",
+         {{"kind", enum_of({"zero", "gaussian"})},
+          {"scale", {{"type", "number"}, {"exclusiveMinimum", 0}}}}},
+        {"additionalProperties", false}}}};
   json object = selected_object("kind", optimizer_docs(), shared, false, "gd");
+  // momentum belongs to gd only (Nesterov has its own).
+  for (auto& b : object["oneOf"]) {
+    if (b["properties"]["kind"]["const"] == "gd") {
+      b["properties"]["momentum"] = {{"type", "number"},
+                                     {"minimum", 0},
+                                     {"exclusiveMaximum", 1},
+                                     {"description", "default 0"}};
+    } else {
+      b["properties"].erase("momentum");
+    }
+  }
   object["required"] = json::array({"iterations"});
   return object;
 }

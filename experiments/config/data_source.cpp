@@ -273,6 +273,7 @@ models::FashionMnistOptions read_fashion_mnist_options(JsonReader& data,
   }
   options.scale = data.boolean("scale", true);
   options.rows = data.integer("rows", 0, 0, 100'000'000);
+  options.test_rows = data.integer("test_rows", 0, 0, 100'000'000);
   data.finish();
   if (!std::filesystem::is_directory(options.dir)) {
     data.fail_value("dir",
@@ -313,6 +314,12 @@ Source load_fashion_mnist(JsonReader& data,
                     fmt::format("at most {}", train_rows));
   }
   train = std::move(sets.train);
+  if (!partial && options.test_rows > sets.test.rows()) {
+    data.fail_value("test_rows",
+                    "more rows than the test file holds for these classes",
+                    options.test_rows,
+                    fmt::format("at most {}", sets.test.rows()));
+  }
   if (!partial) {
     out.test = std::make_shared<models::Dataset>(std::move(sets.test));  // t10k, never a split
   }

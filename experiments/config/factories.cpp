@@ -773,12 +773,30 @@ const std::vector<FactoryRow<StoppingFactory>>& stopping_factories() {
 const std::vector<ChoiceDoc>& optimizer_docs() {
   static const std::vector<ChoiceDoc> table = {
       {"gd",
-       "gradient descent x <- x - step g (default); batch: rows per partition of a stochastic "
-       "gradient",
-       {{"step", ""}, {"iterations", ""}, {"batch", ""}}},
+       "gradient descent x <- x - step_t g (default); batch: rows per partition of a "
+       "stochastic gradient; schedule: step_t (constant, inverse_t, cosine); momentum: "
+       "heavy-ball m in [0, 1)",
+       {{"step", ""},
+        {"iterations", ""},
+        {"batch", ""},
+        {"schedule", "constant"},
+        {"momentum", "0"},
+        {"start", "zero"}}},
       {"nesterov",
        "Nesterov's accelerated gradient",
-       {{"step", ""}, {"iterations", ""}, {"batch", ""}}},
+       {{"step", ""},
+        {"iterations", ""},
+        {"batch", ""},
+        {"schedule", "constant"},
+        {"start", "zero"}}},
+      {"erasurehead_agd",
+       "the accelerated gradient of ErasureHead's reference code (theta = 2/(t+2), gradient at "
+       "the iterate)",
+       {{"step", ""},
+        {"iterations", ""},
+        {"batch", ""},
+        {"schedule", "constant"},
+        {"start", "zero"}}},
   };
   return table;
 }
@@ -848,7 +866,8 @@ const std::vector<ChoiceDoc>& data_source_docs() {
        {{"dir", fashion.dir},
         {"classes", fmt::format("[{}, {}]", fashion.negative_class, fashion.positive_class)},
         {"scale", "true"},
-        {"rows", "0"}}},
+        {"rows", "0"},
+        {"test_rows", "0"}}},
       {"libsvm",
        "a LIBSVM file (label index:value ...); features 0 takes the file's largest index",
        {{"path", ""},

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <boost/random/normal_distribution.hpp>
 #include <cmath>
 #include <fstream>
 #include <span>
@@ -26,9 +27,11 @@ std::unique_ptr<sim::Optimizer> RunPlan::make_optimizer() const {
                            : Eigen::VectorXd::Zero(objective ? objective->dimension() : 0);
   switch (optimizer) {
     case OptimizerKind::kGd:
-      return std::make_unique<sim::GradientDescent>(std::move(x0), step);
+      return std::make_unique<sim::GradientDescent>(std::move(x0), step, schedule, momentum);
     case OptimizerKind::kNesterov:
-      return std::make_unique<sim::Nesterov>(std::move(x0), step);
+      return std::make_unique<sim::Nesterov>(std::move(x0), step, 0.0, schedule);
+    case OptimizerKind::kErasureHeadAgd:
+      return std::make_unique<sim::ReferenceAgd>(std::move(x0), step, schedule);
   }
   return nullptr;
 }
@@ -479,6 +482,81 @@ double read_step(JsonReader& opt_reader, double beta) {
   return opt_reader.positive("step", std::nullopt);
 }
 
+/// The optional "schedule" object (docs/model.md §2 "Step schedules"): kind constant (default),
+/// inverse_t (half_life > 0) or cosine (floor in [0, 1], default 0; its horizon T is the run's
+/// iterations).
+void read_schedule(JsonReader& opt_reader, RunPlan& plan) {
+  if (!opt_reader.has("schedule")) {
+    return;
+  }
+  JsonReader reader = opt_reader.object("schedule");
+  const auto kind =
+      reader.choice("kind", "step schedule", {"constant", "inverse_t", "cosine"}, "constant");
+  sim::StepSchedule& s = plan.schedule;
+  if (kind == "inverse_t") {
+    s.kind = sim::StepSchedule::Kind::kInverseT;
+    s.half_life = reader.positive("half_life", std::nullopt);
+  } else if (kind == "cosine") {
+    s.kind = sim::StepSchedule::Kind::kCosine;
+    s.floor = reader.number("floor", 0.0, 0.0, 1.0);
+    s.horizon = std::max<std::uint64_t>(plan.iterations, 1);
+  }
+  reader.finish();
+  opt_reader.merge("schedule", reader);
+}
+
+/// optimizer.kind: gd (default), nesterov or erasurehead_agd.
+OptimizerKind read_optimizer_kind(JsonReader& opt_reader) {
+  const auto kind =
+      opt_reader.choice("kind", "optimizer", {"gd", "nesterov", "erasurehead_agd"}, "gd");
+  if (kind == "nesterov") {
+    return OptimizerKind::kNesterov;
+  }
+  return kind == "erasurehead_agd" ? OptimizerKind::kErasureHeadAgd : OptimizerKind::kGd;
+}
+
+/// The optional "start" object: kind zero (the model's own x₀: zero for the linear models, the
+/// seeded initialisation of the mlp) or gaussian (N(0, scale²) per coordinate, scale default 1,
+/// drawn from the run's init stream).
+void read_start(JsonReader& opt_reader, RunPlan& plan) {
+  if (!opt_reader.has("start")) {
+    return;
+  }
+  JsonReader reader = opt_reader.object("start");
+  const auto kind = reader.choice("kind", "start", {"zero", "gaussian"}, "zero");
+  if (kind == "gaussian") {
+    plan.gaussian_start = reader.positive("scale", 1.0);
+    if (plan.objective != nullptr && !plan.objective->partial()) {
+      RandomEngine engine(derive_seed(plan.seed, static_cast<std::uint64_t>(Stream::kInit)));
+      boost::random::normal_distribution<double> normal(0.0, *plan.gaussian_start);
+      plan.initial_point.resize(plan.objective->dimension());
+      for (Eigen::Index i = 0; i < plan.initial_point.size(); ++i) {
+        plan.initial_point[i] = normal(engine);
+      }
+    }
+  }
+  reader.finish();
+  opt_reader.merge("start", reader);
+}
+
+/// The optional heavy-ball "momentum" in [0, 1) of gradient descent (Nesterov has its own).
+void read_momentum(JsonReader& opt_reader, RunPlan& plan) {
+  if (!opt_reader.has("momentum")) {
+    return;
+  }
+  if (plan.optimizer != OptimizerKind::kGd) {
+    opt_reader.fail_value("momentum",
+                          "only gradient descent takes a momentum",
+                          opt_reader.raw("momentum"),
+                          "no momentum key, or optimizer kind gd");
+  }
+  const double m = opt_reader.number("momentum", std::nullopt, 0.0);
+  if (!(m < 1.0)) {
+    opt_reader.fail_value("momentum", "out of range", m, "a number in [0, 1)");
+  }
+  plan.momentum = m;
+}
+
 void read_optimizer(JsonReader& root,
                     RunPlan& plan,
                     bool delay_only,
@@ -492,16 +570,21 @@ void read_optimizer(JsonReader& root,
   }
   if (!delay_only && plan.objective->partial()) {
     // An MPI worker takes no step (rank 0 validates the step; β needs the whole set).
-    (void)opt_reader.choice("kind", "optimizer", {"gd", "nesterov"}, "gd");
+    plan.optimizer = read_optimizer_kind(opt_reader);
     if (opt_reader.has("step")) {
       (void)opt_reader.raw("step");
     }
+    read_schedule(opt_reader, plan);
+    read_momentum(opt_reader, plan);
+    read_start(opt_reader, plan);
   } else if (!delay_only) {
-    const auto kind = opt_reader.choice("kind", "optimizer", {"gd", "nesterov"}, "gd");
-    plan.optimizer = kind == "nesterov" ? OptimizerKind::kNesterov : OptimizerKind::kGd;
+    plan.optimizer = read_optimizer_kind(opt_reader);
     const double beta = smoothness_for_step(root, opt_reader, plan, setup, smoothness_key);
     plan.step = read_step(opt_reader, beta);
     plan.smoothness = beta;
+    read_schedule(opt_reader, plan);
+    read_momentum(opt_reader, plan);
+    read_start(opt_reader, plan);
     read_batch(opt_reader, plan, simulated_backend);
   }
   opt_reader.finish();
@@ -643,7 +726,7 @@ void check_update_rule(const nlohmann::json& config, RunPlan& plan, const std::s
            "a backend on the simulated clock");
   }
   if (plan.optimizer != OptimizerKind::kGd) {
-    refuse("gradient descent", "nesterov", "optimizer kind gd");
+    refuse("gradient descent", config["optimizer"]["kind"], "optimizer kind gd");
   }
   if (plan.stragglers != sim::StragglerPolicy::kCancel) {
     refuse("no straggler policy", config["stragglers"], "stragglers absent or cancel");

@@ -25,7 +25,7 @@
 
 namespace stragglersim::experiments {
 
-enum class OptimizerKind { kGd, kNesterov };
+enum class OptimizerKind { kGd, kNesterov, kErasureHeadAgd };
 
 struct RunPlan {
   std::string name;
@@ -56,6 +56,13 @@ struct RunPlan {
   OptimizerKind optimizer = OptimizerKind::kGd;
   /// The step γ (resolved: "auto" becomes 1/β).
   double step = 0.0;
+  /// optimizer.schedule: γ_t from γ (constant when absent; docs/model.md §2 "Step schedules").
+  sim::StepSchedule schedule;
+  /// optimizer.momentum (gd only): heavy-ball momentum m in [0, 1) (0 when absent).
+  double momentum = 0.0;
+  /// optimizer.start: x₀ drawn N(0, σ²) per coordinate (σ = start.scale) instead of the model's
+  /// own x₀ (zero for the linear models); nullopt when absent.
+  std::optional<double> gaussian_start;
   /// β of the objective (0 for a delay-only run).
   double smoothness = 0.0;
   /// The update rule of an asynchronous run (stopping.rule k_batch_sync, k_async,

@@ -486,10 +486,41 @@ sim::CoverageLaw coverage_law(const RunPlan& plan, const Coefficients& c, int gr
   return law;
 }
 
+/// Why neither the bound nor the exact curve describes this run's optimiser ("" when they do):
+/// both are derived for a constant step on full partition gradients (docs/theory.md).
+std::string optimizer_problem(const RunPlan& plan) {
+  if (plan.optimizer == OptimizerKind::kErasureHeadAgd) {
+    return "derived for gd and nesterov; this run uses erasurehead_agd (optimizer.kind)";
+  }
+  if (plan.gaussian_start) {
+    return "derived from the start x0 = 0; this run starts at a Gaussian point (optimizer.start)";
+  }
+  if (!plan.schedule.constant()) {
+    return fmt::format(
+        "derived for a constant step; this run's step follows the {} schedule (optimizer.schedule)",
+        plan.schedule.name());
+  }
+  if (plan.momentum > 0.0) {
+    return fmt::format(
+        "derived without heavy-ball momentum; this run has momentum {} (optimizer.momentum)",
+        plan.momentum);
+  }
+  if (plan.batch) {
+    return fmt::format(
+        "derived for full partition gradients; this run samples {} rows per partition "
+        "(optimizer.batch), and that sampling noise is not in it",
+        *plan.batch);
+  }
+  return "";
+}
+
 void exact_curve(const RunPlan& plan, const Coefficients& c, nlohmann::json& out) {
   const auto& f = *plan.objective;
   const int groups = (f.partitions() + c.group - 1) / c.group;
-  const std::string why = exact_curve_problem(f, c, groups);
+  std::string why = exact_curve_problem(f, c, groups);
+  if (const std::string problem = optimizer_problem(plan); why.empty() && !problem.empty()) {
+    why = "the exact curve is " + problem;
+  }
   if (!why.empty()) {
     out["exact_curve"] = nullptr;
     out["exact_curve_problem"] = why;
@@ -677,6 +708,8 @@ nlohmann::json convergence_predictions(const RunPlan& plan,
     why = "no PL constant: logistic regression needs l2 > 0";
   } else if (plan.optimizer != OptimizerKind::kGd) {
     why = "the bound is derived for gradient descent only (see exact_curve for least squares)";
+  } else if (auto problem = optimizer_problem(plan); !problem.empty()) {
+    why = "the bound is " + problem;
   } else if (bound_predictions(plan, *coefficients, opt, f0, pg, out, &why)) {
     return out;
   }

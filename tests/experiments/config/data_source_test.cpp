@@ -154,11 +154,25 @@ TEST_CASE("experiments: data source errors name the key and the accepted values"
   CHECK(fashion({{"test_fraction", 0.2}}) ==
         "cfg.json:/data/test_fraction: unknown key 'test_fraction'; valid keys are: classes, dir, "
         "rows, scale, "
-        "source");
+        "source, test_rows");
   REQUIRE(fashion_mnist_installed());
   CHECK(fashion({{"rows", 20'000}}) ==
         "cfg.json:/data/rows: more rows than the training file holds for these classes; got "
         "20000; expected at most 12000");
+  CHECK(fashion({{"test_rows", 2001}}) ==
+        "cfg.json:/data/test_rows: more rows than the test file holds for these classes; got "
+        "2001; expected at most 2000");
+  // The first test_rows test images in file order: those of the full test set, bit for bit.
+  nlohmann::json small = config_with_data({{"source", "fashion_mnist"}, {"rows", 60}});
+  const RunPlan whole = plan_run(small, "cfg.json", scratch());
+  small["data"]["test_rows"] = 50;
+  const RunPlan head = plan_run(small, "cfg.json", scratch());
+  REQUIRE(head.test_objective->rows() == 50);
+  CHECK(whole.test_objective->rows() == 2000);
+  const auto& head_rows = std::get<models::DenseRows>(head.test_objective->data().features);
+  const auto& whole_rows = std::get<models::DenseRows>(whole.test_objective->data().features);
+  CHECK(head_rows == whole_rows.topRows(50));
+  CHECK(head.test_objective->data().labels == whole.test_objective->data().labels.head(50));
 
   const auto dir = scratch();
   std::ofstream(dir / "t.csv") << "a,b,y\n1,2,1\n3,4,0\n5,6,1\n7,8,0\n9,1,1\n2,3,0\n4,5,1\n";

@@ -348,3 +348,48 @@ TEST_CASE("experiments: on check's least-squares configs the bound is within 20x
 }
 
 }  // namespace stragglersim::experiments
+
+namespace stragglersim::experiments {
+
+TEST_CASE("experiments: step schedules and momentum and minibatches get no bound or exact curve",
+          "[experiments][theory][convergence]") {
+  // The bound and the exact curve assume a constant step on full partition gradients: each
+  // optimiser that breaks one assumption gets null with the reason; the plain run gets both.
+  nlohmann::json config = gaussian_least_squares(400, 20, 0.1, 20);
+  config["stopping"] = {{"rule", "first_r"}, {"r", 10}};
+  config["optimizer"]["iterations"] = 20;
+  const nlohmann::json plain = predictions(plan_run(config, "cfg.json", "."));
+  REQUIRE(plain["bound"].is_array());
+  REQUIRE(plain["exact_curve"].is_array());
+  const std::vector<std::pair<nlohmann::json, std::string>> cases = {
+      {{{"schedule", {{"kind", "inverse_t"}, {"half_life", 5}}}},
+       "derived for a constant step; this run's step follows the inverse_t schedule"},
+      {{{"schedule", {{"kind", "cosine"}}}},
+       "derived for a constant step; this run's step follows the cosine schedule"},
+      {{{"momentum", 0.5}}, "derived without heavy-ball momentum; this run has momentum 0.5"},
+      {{{"batch", 5}}, "derived for full partition gradients; this run samples 5 rows"},
+      {{{"kind", "erasurehead_agd"}}, "derived for gd and nesterov; this run uses erasurehead_agd"},
+      {{{"start", {{"kind", "gaussian"}}}},
+       "derived from the start x0 = 0; this run starts at a Gaussian point"},
+  };
+  for (const auto& [extra, reason] : cases) {
+    INFO(extra.dump());
+    nlohmann::json c = config;
+    c["optimizer"].update(extra);
+    const nlohmann::json p = predictions(plan_run(c, "cfg.json", "."));
+    CHECK(p["bound"].is_null());
+    if (extra.contains("kind")) {  // the bound's own optimiser check comes first
+      CHECK(p["bound_problem"] ==
+            "the bound is derived for gradient descent only (see exact_curve for least squares)");
+    } else {
+      CHECK(p["bound_problem"].get<std::string>().rfind("the bound is " + reason, 0) == 0);
+    }
+    CHECK(p["exact_curve"].is_null());
+    CHECK(p["exact_curve_problem"].get<std::string>().rfind("the exact curve is " + reason, 0) ==
+          0);
+    // The iteration-time predictions do not depend on the optimiser.
+    CHECK(p["expected_iteration_time"] == plain["expected_iteration_time"]);
+  }
+}
+
+}  // namespace stragglersim::experiments
