@@ -13,6 +13,7 @@ import test_plot_sweep  # noqa: E402
 import test_plot_sweep_folder  # noqa: E402
 import plot_traces  # noqa: E402
 import plot_real_traces  # noqa: E402
+import plot_nonconvex  # noqa: E402
 
 CSV = """iteration,time,iteration_time,loss,grad_norm,decoding_error,gradient_error,gradient_error_relative,workers_heard,partitions_covered
 0,0,0,0.6931471805599453,0.5,0,,,0,0
@@ -193,6 +194,55 @@ def check_real_traces_figure():
     assert len([a for a in fig.axes if a.axison]) == 2
 
 
+def write_nonconvex_sweep(folder):
+    """A sweep folder of two schemes x two repetitions with hand-made traces."""
+    import json
+    runs = {("a", 0): [(0, 0.0, 2.0, 1.0, 0.1), (1, 1.0, 1.0, 0.5, 0.5), (2, 2.0, 0.5, 0.2, 0.7)],
+            ("a", 1): [(0, 0.0, 2.0, 1.0, 0.1), (1, 1.5, 1.5, 0.6, 0.4), (2, 3.0, 0.9, 0.3, 0.6)],
+            ("b", 0): [(0, 0.0, 2.0, 1.0, 0.1), (1, 0.5, 1.2, 0.7, 0.3), (2, 1.0, 0.8, 0.6, 0.5)],
+            ("b", 1): [(0, 0.0, 2.0, 1.0, 0.1), (1, 0.4, 1.4, 0.8, 0.2), (2, 0.9, 1.0, 0.5, 0.4)]}
+    index = ["index,repetition,seed,scheme,folder"]
+    for k, ((scheme, rep), rows) in enumerate(runs.items()):
+        sub = f"runs/{scheme}{rep}"
+        os.makedirs(os.path.join(folder, sub))
+        index.append(f"{k},{rep},{k},{scheme},{sub}")
+        with open(os.path.join(folder, sub, "trace.csv"), "w") as f:
+            f.write("iteration,time,loss,grad_norm,test_metric\n")
+            f.writelines(",".join(str(v) for v in row) + "\n" for row in rows)
+        with open(os.path.join(folder, sub, "summary.json"), "w") as f:
+            json.dump({"wall_clock_seconds": 0.3 * (k + 1)}, f)
+    with open(os.path.join(folder, "index.csv"), "w") as f:
+        f.write("\n".join(index) + "\n")
+
+
+def check_nonconvex_figure(tmp):
+    """The bands are the mean and 95 % t interval of the runs' step functions; the table's
+    values are those at the common end, the seconds per row wall time over trace rows."""
+    folder = os.path.join(tmp, "nonconvex")
+    write_nonconvex_sweep(folder)
+    traces, index = plot_nonconvex.read_sweep(folder)
+    bands, end = plot_nonconvex.curves(traces, "loss", "time", points=3)
+    assert end == 0.9  # the smallest last time: scheme b, repetition 1
+    grid, mean, low, high, n = bands["a"]
+    assert list(grid) == [0.0, 0.45, 0.9] and n == 2
+    assert list(mean) == [2.0, 2.0, 2.0]  # scheme a has no row before t = 1
+    grid, mean, low, high, n = bands["b"]
+    # At 0.45: rows at 0.0 (2.0) and 0.4 (1.4); at 0.9: 0.5 (1.2) and 0.9 (1.0).
+    assert abs(mean[1] - 1.7) < 1e-15 and abs(mean[2] - 1.1) < 1e-15
+    t = 12.706204736174698  # Student's t, 0.975 quantile, 1 degree of freedom
+    assert abs((high[2] - mean[2]) - t * 0.1) < 1e-9, high[2] - mean[2]
+    by_iteration, last = plot_nonconvex.curves(traces, "grad_norm", "iteration", points=3)
+    assert last == 2.0 and abs(by_iteration["a"][1][2] - 0.25) < 1e-15
+    rows = plot_nonconvex.table_rows("x", folder, traces, index, "iteration", 2.0)
+    a, b = rows
+    assert a["scheme"] == "a" and a["runs"] == 2
+    assert abs(a["loss_mean"] - 0.7) < 1e-15 and abs(a["test_accuracy_mean"] - 0.65) < 1e-15
+    assert abs(a["loss_ci95"] - t * 0.2) < 1e-9
+    assert abs(a["mean_iteration_time"] - 1.25) < 1e-15  # (2/2 + 3/2) / 2
+    assert abs(a["seconds_per_row"] - (0.3 / 3 + 0.6 / 3) / 2) < 1e-15
+    assert abs(b["seconds_per_row"] - (0.9 / 3 + 1.2 / 3) / 2) < 1e-15
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "trace.csv")
@@ -214,6 +264,7 @@ def main():
         check_delay_only_trace(tmp)
         check_suboptimality(tmp)
         check_regime_map(tmp)
+        check_nonconvex_figure(tmp)
     check_speedup_figure()
     check_theory_figure()
     check_real_traces_figure()
