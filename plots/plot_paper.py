@@ -9,7 +9,7 @@ f - f* against time, are plot_regimes.py's):
   paper_iteration_time.png    mean iteration time per scheme (bars, +- standard error over reps)
   paper_speedup_vs_n.png      speedup over uncoded against n (log axis), delay-only
   paper_wait_fraction.png     time to a target loss and final loss against the wait fraction r/n
-  paper_noise_floor.png       ErasureHead's loss and its gap to exact GD against d
+(the stationary noise floor, paper_noise_floor.png, is plot_noise_floor.py's: it needs the theory)
 """
 import argparse
 import csv
@@ -188,53 +188,6 @@ def plot_wait_fraction(rows):
     return fig
 
 
-def noise_floors(rows):
-    """{d: [(ErasureHead final loss, exact final loss) per repetition]}: ErasureHead (rule
-    first_r) against exact GD (rule "all", the same repetition: same seed and data) after the
-    same number of iterations."""
-    exact = {}
-    for row in rows:
-        if json.loads(row["/stopping"])["rule"] == "all":
-            exact[row["repetition"]] = number(row["final_loss"])
-    out = {}
-    for row in rows:
-        if json.loads(row["/stopping"])["rule"] != "first_r":
-            continue
-        out.setdefault(int(row["/code/d"]), []).append(
-            (number(row["final_loss"]), exact[row["repetition"]]))
-    return out
-
-
-def plot_noise_floor(rows):
-    pairs = noise_floors(rows)
-    ds = sorted(pairs)
-    iterations = rows[0].get("iterations", "?")
-    fig, (ax_l, ax_g) = plt.subplots(1, 2, figsize=(12, 4.5))
-    loss = [mean_se([eh for eh, _ in pairs[d]]) for d in ds]
-    exact = mean_se([ex for d in ds for _, ex in pairs[d]])[0]
-    ax_l.errorbar(ds, [m for m, _ in loss], yerr=[se for _, se in loss], marker="o", capsize=3,
-                  color=COLORS["ErasureHead"], label="ErasureHead, r = 15 of n = 30")
-    ax_l.axhline(exact, color=COLORS["uncoded"], linestyle="--", label="exact GD (all workers)")
-    ax_l.set_yscale("log")
-    ax_l.set_ylabel(f"training loss after {iterations} iterations")
-    ax_l.set_title("Loss reached", fontsize=9)
-    gaps = {d: [eh - ex for eh, ex in pairs[d] if eh - ex > 0] for d in ds}
-    shown = [d for d in ds if gaps[d]]
-    gap = [mean_se(gaps[d]) for d in shown]
-    ax_g.errorbar(shown, [m for m, _ in gap], yerr=[se for _, se in gap], marker="o", capsize=3,
-                  color=COLORS["ErasureHead"], label="ErasureHead − exact GD")
-    ax_g.set_yscale("log")
-    ax_g.set_ylabel("loss gap to exact GD")
-    ax_g.set_title("Noise floor (d with no gap left out: every group always heard)", fontsize=9)
-    for ax in (ax_l, ax_g):
-        ax.set_xlabel("replication d (partitions per worker)")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.suptitle("Noise floor against d, KC-Housing-like least squares")
-    fig.tight_layout()
-    return fig
-
-
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -261,8 +214,6 @@ def main(argv):
         save(plot_speedup(index("speedup")), "paper_speedup_vs_n.png")
     if index("wait_fraction"):
         save(plot_wait_fraction(index("wait_fraction")), "paper_wait_fraction.png")
-    if index("noise_floor"):
-        save(plot_noise_floor(index("noise_floor")), "paper_noise_floor.png")
     for path in written:
         print(f"figure: {path}")
     return 0
