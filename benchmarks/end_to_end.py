@@ -4,7 +4,8 @@ same data file and the same measured delays (issue 28).
     bash tools/build.sh release stragglersim
     /usr/bin/python3 benchmarks/end_to_end.py [--repetitions 5] [--job default|covtype|all]
                                               [--table benchmarks/end_to_end.md]
-    /usr/bin/python3 benchmarks/end_to_end.py --check-only --rows 600    # equality only (the test)
+    /usr/bin/python3 benchmarks/end_to_end.py --check-only --rows 600 --features 200
+                                              # equality only, small (tests/python)
 
 Two jobs, each written once to files both sides read:
 
@@ -86,6 +87,7 @@ FSTAR_RTOL = 1e-10
 # ----------------------------------------------------------------------------------------------
 
 def numpy_side(job_path, scheme_name, out_csv):
+    clock = [("start", time.perf_counter())]
     import numpy as np
     import scipy.optimize
     import scipy.sparse
@@ -93,6 +95,7 @@ def numpy_side(job_path, scheme_name, out_csv):
     import scipy.special
     import scipy.stats
 
+    clock.append(("imports", time.perf_counter()))
     job = json.loads(Path(job_path).read_text())
     folder = Path(job_path).parent
     scheme = job["schemes"][scheme_name]
@@ -113,6 +116,7 @@ def numpy_side(job_path, scheme_name, out_csv):
     b_test = np.where(labels_test == lo, -1.0, 1.0)
     m, p = a.shape
     l2 = job["l2"]
+    clock.append(("data", time.perf_counter()))
 
     def margins_loss(z, y):
         return np.logaddexp(0.0, -y * z)
@@ -128,6 +132,7 @@ def numpy_side(job_path, scheme_name, out_csv):
                                   options={"maxiter": 20000, "maxcor": 20, "gtol": 1e-13,
                                            "ftol": 1e-17})
     f_star = float(res.fun)
+    clock.append(("f_star", time.perf_counter()))
 
     # beta = lambda_max(A^T A / m) / 4 + l2 (the logistic loss's curvature is at most 1/4).
     if scipy.sparse.issparse(a):
@@ -139,6 +144,7 @@ def numpy_side(job_path, scheme_name, out_csv):
         lam = float(np.linalg.eigvalsh(a.T @ a / m)[-1])
     beta = lam / 4.0 + l2
     step = 1.0 / beta
+    clock.append(("beta", time.perf_counter()))
 
     # The measured times: T iterations x n workers, in iteration order.
     raw = np.loadtxt(folder / job["times"], delimiter=",", skiprows=1)
@@ -153,6 +159,7 @@ def numpy_side(job_path, scheme_name, out_csv):
     else:  # "none": the measured time plus (load - 1) times the worker's smallest time
         worker_times = times + (load - 1.0) * times.min(axis=0)
     groups = n // d
+    clock.append(("trace", time.perf_counter()))
     bounds = [j * m // k for j in range(k + 1)]
     row_partition = np.repeat(np.arange(k), np.diff(bounds))
 
@@ -162,14 +169,14 @@ def numpy_side(job_path, scheme_name, out_csv):
         n_pos, n_neg = pos.sum(), (~pos).sum()
         return (ranks[pos].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
 
-    def row(t, clock, dt, x, z):
+    def row(t, now, dt, x, z):
         s = -b * scipy.special.expit(-b * z)
         loss = margins_loss(z, b).mean() + 0.5 * l2 * (x @ x)
         grad = a.T @ s / m + l2 * x
         zt = a_test @ x
         test_loss = margins_loss(zt, b_test).mean()
         accuracy = np.mean(np.where(zt >= 0.0, 1.0, -1.0) == b_test)
-        rows.append((t, clock, dt, loss, np.linalg.norm(grad), test_loss, accuracy,
+        rows.append((t, now, dt, loss, np.linalg.norm(grad), test_loss, accuracy,
                      auc(zt, b_test)))
         return s, grad
 
@@ -177,7 +184,7 @@ def numpy_side(job_path, scheme_name, out_csv):
     x = np.zeros(p)
     z = a @ x
     s, grad = row(0, 0.0, 0.0, x, z)
-    clock = 0.0
+    elapsed = 0.0
     for t in range(1, job["iterations"] + 1):
         w = worker_times[(t - 1) % len(worker_times)]
         if scheme["rule"] == "all":
@@ -197,19 +204,23 @@ def numpy_side(job_path, scheme_name, out_csv):
             alpha = np.repeat(covered, d)[row_partition]
             g = a.T @ (s * alpha) / m + l2 * x
         x = x - step * g
-        clock += dt
+        elapsed += dt
         z = a @ x
-        s, grad = row(t, clock, dt, x, z)
-        if clock >= job["time_budget"]:
+        s, grad = row(t, elapsed, dt, x, z)
+        if elapsed >= job["time_budget"]:
             break
+    clock.append(("iterations", time.perf_counter()))
 
     with open(out_csv, "w") as f:
         f.write("iteration,time,iteration_time,loss,grad_norm,test_loss,test_metric,test_auc\n")
         for r in rows:
             f.write(",".join(repr(float(v)) if i else str(v) for i, v in enumerate(r)) + "\n")
+    clock.append(("writing", time.perf_counter()))
+    phases = {name: clock[i][1] - clock[i - 1][1] for i, (name, _) in enumerate(clock) if i}
     Path(out_csv).with_suffix(".json").write_text(
         json.dumps({"f_star": f_star, "f_star_grad_norm": float(np.linalg.norm(res.jac)),
-                    "smoothness": beta, "step": step}))
+                    "f_star_iterations": int(res.nit), "smoothness": beta, "step": step,
+                    "phase_seconds": phases}))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -262,12 +273,12 @@ def write_libsvm(path, a, labels):
             f.write(f"{int(labels[r]):+d} {cells}\n")
 
 
-def write_covtype_job(folder, rows):
+def write_covtype_job(folder, rows, features=2000):
     import numpy as np
     import scipy.sparse
 
     rng = np.random.default_rng(7)
-    m, p, numeric, groups = rows, 2000, 10, 78
+    m, p, numeric, groups = rows, features, 10, 78
     edges = np.linspace(numeric, p, groups + 1).astype(np.int64)
     cols = np.empty((m, numeric + groups), dtype=np.int64)
     cols[:, :numeric] = np.arange(numeric)
@@ -325,10 +336,12 @@ def our_config(job, name):
     }
 
 
-def prepare(folder, job_name, rows):
+def prepare(folder, job_name, rows, features):
     folder.mkdir(parents=True, exist_ok=True)
-    writer = write_default_job if job_name == "default" else write_covtype_job
-    job = writer(folder, rows)
+    if job_name == "default":
+        job = write_default_job(folder, rows)
+    else:
+        job = write_covtype_job(folder, rows, features)
     for name in job["schemes"]:
         (folder / f"{name}.json").write_text(json.dumps(our_config(job, name), indent=1))
     return job
@@ -403,31 +416,43 @@ def timed(action):
     return time.perf_counter() - start
 
 
+OUR_PHASES = {"plan": "plan_seconds", "f_star": "f_star_seconds",
+              "predictions": "predictions_seconds", "iterations": "iterations_seconds",
+              "writing": "writing_seconds"}
+
+
 def phases(folder, job):
-    """stragglersim's phase_seconds summed over the job's runs."""
-    total = {}
+    """The measured phases of both sides, each summed over the job's runs (seconds)."""
+    ours, theirs = {}, {}
     for name in job["schemes"]:
         summary = json.loads((folder / "ours" / name / "summary.json").read_text())
-        for key, value in summary.get("phase_seconds", {}).items():
-            total[key] = total.get(key, 0.0) + (value or 0.0)
-    return total
+        for key, field in OUR_PHASES.items():
+            ours[key] = ours.get(key, 0.0) + (summary.get(field) or 0.0)
+        extra = json.loads((folder / "numpy" / f"{name}.json").read_text())
+        for key, value in extra["phase_seconds"].items():
+            theirs[key] = theirs.get(key, 0.0) + value
+    return ours, theirs
 
 
 def race(folder, job, repetitions, loads):
-    ours, theirs, breakdowns = [], [], []
+    ours, theirs, ours_phases, numpy_phases = [], [], [], []
     for rep in range(repetitions):
         loads.append(os.getloadavg()[0])
         print(f"  [{job['name']} {rep + 1}/{repetitions}] load average {loads[-1]:.2f}: "
               "stragglersim", end="", flush=True)
         ours.append(timed(lambda: run_ours(folder, job)))
-        breakdowns.append(phases(folder, job) | {"process": ours[-1]})
         loads.append(os.getloadavg()[0])
         print(f" {ours[-1]:.3f} s; load average {loads[-1]:.2f}: numpy", end="", flush=True)
         theirs.append(timed(lambda: run_numpy(folder, job)))
         print(f" {theirs[-1]:.3f} s")
-    breakdown = {key: statistics.median(b.get(key, 0.0) for b in breakdowns)
-                 for key in breakdowns[0]}
-    return ours, theirs, breakdown
+        o, t = phases(folder, job)
+        ours_phases.append(o | {"process": ours[-1]})
+        numpy_phases.append(t | {"process": theirs[-1]})
+
+    def medians(samples):
+        return {key: statistics.median(s[key] for s in samples) for key in samples[0]}
+
+    return ours, theirs, medians(ours_phases), medians(numpy_phases)
 
 
 def machine():
@@ -462,19 +487,30 @@ def write_table(path, results, reps, loads, command):
               "script fails above 1e-9 for times, losses and gradient norms, 1e-10 for f*):", ""]
     for name, r in results.items():
         lines += [f"- {r['title']}:"] + [f"  - {line}" for line in r["check"]]
-    lines += ["", "stragglersim's time by phase (medians over the repetitions, summed over the "
-              "job's processes; summary.json's `phase_seconds`):", "",
-              "| job | process | plan (config, data, trace) | f* | predictions | iterations | "
-              "writing | rest (process start and exit, summary.json) |",
+    lines += ["", "stragglersim's time by phase (medians over the repetitions, each summed over "
+              "the job's processes; summary.json's `plan_seconds`, `f_star_seconds`, "
+              "`predictions_seconds`, `iterations_seconds`, `writing_seconds`; the rest is the "
+              "process's start and exit, the output folder and summary.json):", "",
+              "| job | process | plan (config, data, trace, beta) | f* | predictions | "
+              "iterations | writing trace.csv | rest |",
               "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for name, r in results.items():
         b = r["breakdown"]
-        known = sum(b.get(k, 0.0) for k in ("plan", "f_star", "predictions", "iterations",
-                                             "writing"))
-        lines.append(f"| {r['title']} | {b['process']:.3f} s | {b.get('plan', 0):.3f} s | "
-                     f"{b.get('f_star', 0):.3f} s | {b.get('predictions', 0):.3f} s | "
-                     f"{b.get('iterations', 0):.3f} s | {b.get('writing', 0):.3f} s | "
+        known = sum(b[k] for k in OUR_PHASES)
+        lines.append(f"| {name} | {b['process']:.3f} s | {b['plan']:.3f} s | "
+                     f"{b['f_star']:.3f} s | {b['predictions']:.3f} s | "
+                     f"{b['iterations']:.3f} s | {b['writing']:.3f} s | "
                      f"{b['process'] - known:.3f} s |")
+    lines += ["", "The numpy/scipy side's time by phase (measured inside its processes the same "
+              "way; the rest is the interpreter's start and exit):", "",
+              "| job | process | imports | data | f* | beta | trace | iterations | writing | "
+              "rest |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    numpy_keys = ("imports", "data", "f_star", "beta", "trace", "iterations", "writing")
+    for name, r in results.items():
+        b = r["numpy_breakdown"]
+        rest = b["process"] - sum(b[k] for k in numpy_keys)
+        lines.append(f"| {name} | {b['process']:.3f} s | "
+                     + " | ".join(f"{b[k]:.3f} s" for k in numpy_keys) + f" | {rest:.3f} s |")
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -486,6 +522,7 @@ DEFAULT_ROWS = {"default": 6000, "covtype": 8000}
 
 
 def main():
+    global EXE
     if len(sys.argv) == 5 and sys.argv[1] == "--numpy-side":
         numpy_side(sys.argv[2], sys.argv[3], sys.argv[4])
         return
@@ -494,12 +531,17 @@ def main():
     parser.add_argument("--job", choices=["default", "covtype", "all"], default="all")
     parser.add_argument("--rows", type=int, default=None,
                         help="rows of the data set (default: 6000 default, 8000 covtype)")
+    parser.add_argument("--features", type=int, default=2000,
+                        help="columns of the covtype job (default 2000; at least 88)")
     parser.add_argument("--check-only", action="store_true",
                         help="run both sides once and compare their outputs; no timing")
     parser.add_argument("--table", type=Path, default=Path(__file__).with_name("end_to_end.md"))
+    parser.add_argument("--exe", type=Path, default=EXE,
+                        help="the stragglersim executable (default: build/release's)")
     parser.add_argument("--keep", type=Path, default=None,
                         help="folder for the inputs and outputs (default: a temporary one)")
     args = parser.parse_args()
+    EXE = args.exe.resolve()
     if not EXE.exists():
         sys.exit(f"error: {EXE} is missing; build it with "
                  "bash tools/build.sh release stragglersim")
@@ -509,20 +551,22 @@ def main():
     try:
         for name in jobs:
             folder = work / name
-            job = prepare(folder, name, args.rows or DEFAULT_ROWS[name])
+            job = prepare(folder, name, args.rows or DEFAULT_ROWS[name], args.features)
             print(f"{name}: checking the outputs of both sides")
             run_ours(folder, job)
             run_numpy(folder, job)
             report = check(folder, job)
             if args.check_only:
                 continue
-            ours, theirs, breakdown = race(folder, job, args.repetitions, loads)
+            ours, theirs, breakdown, numpy_breakdown = race(folder, job, args.repetitions, loads)
             results[name] = {"title": TITLES[name], "runs": len(job["schemes"]), "ours": ours,
-                             "numpy": theirs, "breakdown": breakdown, "check": report}
+                             "numpy": theirs, "breakdown": breakdown,
+                             "numpy_breakdown": numpy_breakdown, "check": report}
             print(f"  stragglersim median {statistics.median(ours):.3f} s (min {min(ours):.3f}),"
                   f" numpy median {statistics.median(theirs):.3f} s (min {min(theirs):.3f}):"
                   f" numpy / stragglersim {statistics.median(theirs) / statistics.median(ours):.2f}")
-            print("  breakdown (s): " + ", ".join(f"{k} {v:.3f}" for k, v in breakdown.items()))
+            for side, b in (("stragglersim", breakdown), ("numpy", numpy_breakdown)):
+                print(f"  {side} by phase (s): " + ", ".join(f"{k} {v:.3f}" for k, v in b.items()))
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
