@@ -402,12 +402,28 @@ def check(folder, job):
                 failures.append(f"{name}: {col} differs by {value:.3g} relative "
                                 f"(limit {limits[col]:.0e})")
         report.append(f"{name}: {len(ours) - 1} iterations on both sides; largest relative "
-                      "differences " + ", ".join(f"{c} {v:.2g}" for c, v in worst.items()))
+                      "differences " + ", ".join(f"{c} {v:.2g}" for c, v in worst.items())
+                      + f"; f* by {summary['f_star_method']} ({summary['f_star_iterations']} "
+                      f"iterations, ||grad f|| {summary['f_star_gradient_norm']:.1e}) and by "
+                      f"L-BFGS-B ({extra['f_star_iterations']} iterations, ||grad f|| "
+                      f"{extra['f_star_grad_norm']:.1e})")
     for line in report:
         print("  " + line)
     if failures:
         sys.exit("error: the two sides differ:\n  " + "\n  ".join(failures))
     return report
+
+
+def f_star_methods(folder, job):
+    """How each side solved f* in its runs, e.g. 'newton (8 iterations) against L-BFGS-B (25)'."""
+    ours, theirs = set(), set()
+    for name in job["schemes"]:
+        s = json.loads((folder / "ours" / name / "summary.json").read_text())
+        e = json.loads((folder / "numpy" / f"{name}.json").read_text())
+        ours.add(f"{s['f_star_method']}, {s['f_star_iterations']} iterations")
+        theirs.add(f"{e['f_star_iterations']} iterations")
+    return (f"stragglersim's {'; '.join(sorted(ours))} per run, scipy's L-BFGS-B "
+            f"{'; '.join(sorted(theirs))} per run")
 
 
 def timed(action):
@@ -511,6 +527,36 @@ def write_table(path, results, reps, loads, command):
         rest = b["process"] - sum(b[k] for k in numpy_keys)
         lines.append(f"| {name} | {b['process']:.3f} s | "
                      + " | ".join(f"{b[k]:.3f} s" for k in numpy_keys) + f" | {rest:.3f} s |")
+    lines += ["", "The same work side by side (medians above; share of each side's process time "
+              "in brackets):", "",
+              "| job | work | stragglersim | numpy/scipy | numpy / stragglersim |",
+              "|---|---|---:|---:|---:|"]
+    for name, r in results.items():
+        o, t = r["breakdown"], r["numpy_breakdown"]
+        o_rest = o["process"] - sum(o[k] for k in OUR_PHASES)
+        t_rest = t["process"] - sum(t[k] for k in numpy_keys)
+        pairs = [
+            ("process start and exit, imports", o_rest, t_rest + t["imports"]),
+            ("reading data and trace, beta", o["plan"], t["data"] + t["trace"] + t["beta"]),
+            ("f*", o["f_star"], t["f_star"]),
+            ("predictions (stragglersim only)", o["predictions"], 0.0),
+            ("iterations and writing the trace", o["iterations"] + o["writing"],
+             t["iterations"] + t["writing"]),
+        ]
+        for work, ours_s, theirs_s in pairs:
+            ratio = f"{theirs_s / ours_s:.2f}" if ours_s > 0 and theirs_s > 0 else "-"
+            lines.append(f"| {name} | {work} | {ours_s:.3f} s ({100 * ours_s / o['process']:.0f} %)"
+                         f" | {theirs_s:.3f} s ({100 * theirs_s / t['process']:.0f} %) | {ratio} |")
+    lines += ["", "Where stragglersim's time goes, largest phase first:", ""]
+    names = {"plan": "reading the config, data and trace and computing beta", "f_star": "f*",
+             "predictions": "the predictions", "iterations": "the iterations",
+             "writing": "writing trace.csv"}
+    for name, r in results.items():
+        o = r["breakdown"]
+        order = sorted(OUR_PHASES, key=lambda k: -o[k])
+        lines.append(f"- {name}: " + ", ".join(
+            f"{names[k]} {100 * o[k] / o['process']:.0f} %" for k in order)
+            + f"; f* by {r['f_star']}.")
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -561,7 +607,8 @@ def main():
             ours, theirs, breakdown, numpy_breakdown = race(folder, job, args.repetitions, loads)
             results[name] = {"title": TITLES[name], "runs": len(job["schemes"]), "ours": ours,
                              "numpy": theirs, "breakdown": breakdown,
-                             "numpy_breakdown": numpy_breakdown, "check": report}
+                             "numpy_breakdown": numpy_breakdown, "check": report,
+                             "f_star": f_star_methods(folder, job)}
             print(f"  stragglersim median {statistics.median(ours):.3f} s (min {min(ours):.3f}),"
                   f" numpy median {statistics.median(theirs):.3f} s (min {min(theirs):.3f}):"
                   f" numpy / stragglersim {statistics.median(theirs) / statistics.median(ours):.2f}")
@@ -571,8 +618,16 @@ def main():
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
     if not args.check_only:
-        command = "/usr/bin/python3 benchmarks/end_to_end.py " + " ".join(
-            a for a in sys.argv[1:] if not a.startswith("--table"))
+        # The command as run, without the folders it was told to use.
+        shown, skip = [], False
+        for a in sys.argv[1:]:
+            if skip or a.startswith(("--table=", "--keep=", "--exe=")):
+                skip = False
+                continue
+            skip = a in ("--table", "--keep", "--exe")
+            if not skip:
+                shown.append(a)
+        command = "/usr/bin/python3 benchmarks/end_to_end.py " + " ".join(shown)
         write_table(args.table, results, args.repetitions, loads, command.strip())
         print(f"wrote {args.table}")
 
