@@ -55,6 +55,11 @@ namespace {
 /// Thrown out of a row callback when a signal asked the run to stop after this row.
 struct Interrupted {};
 
+/// Real seconds (steady clock) since `start`: the measured phase fields of summary.json.
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 /// trace.csv written as rows are produced: a run's memory does not grow with its iterations and
 /// a killed run leaves every row flushed before it. Rows are handed over in a buffer that is
 /// written out when it passes 1 MiB or 2 s after the last write (and at the end).
@@ -86,17 +91,22 @@ class TraceWriter {
       write(buffer);
       std::fflush(file_);
       last_ = now;
+      seconds_ += seconds_since(now);
     }
   }
   /// Writes what is left and closes the file.
   void finish(fmt::memory_buffer& buffer) {
+    const auto started = std::chrono::steady_clock::now();
     write(buffer);
     const bool failed = std::fclose(file_) != 0;
     file_ = nullptr;
+    seconds_ += seconds_since(started);
     if (failed) {
       fail(errno);
     }
   }
+  /// Real seconds spent writing, flushing and closing the file (not formatting the rows).
+  [[nodiscard]] double seconds() const { return seconds_; }
 
  private:
   void write(fmt::memory_buffer& buffer) {
@@ -118,6 +128,7 @@ class TraceWriter {
   std::filesystem::path path_;
   std::FILE* file_;
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  double seconds_ = 0.0;
 };
 
 /// Welford mean / variance of iteration times.
@@ -141,6 +152,7 @@ struct Moments {
 struct RunSetUp {
   nlohmann::json theory;
   OptimumReference optimum;
+  double predictions_seconds = 0.0;  ///< real seconds spent on `theory`
 };
 
 RunSetUp set_up(const RunPlan& plan) {
@@ -153,7 +165,9 @@ RunSetUp set_up(const RunPlan& plan) {
   }
   models::throw_if_stop_requested();
   // The iteration-time prediction beside the measured totals (docs/model.md §6).
+  const auto started = std::chrono::steady_clock::now();
   out.theory = predictions(plan, /*convergence=*/false);
+  out.predictions_seconds = seconds_since(started);
   models::throw_if_stop_requested();
   return out;
 }
@@ -695,9 +709,11 @@ RunOutcome execute_run(const RunPlan& plan,
   remove_regular_file(out_dir / "summary.json");
   TraceWriter trace(out_dir / "trace.csv");
   TrainingResources resources;  // outlives the writes below (TrainingResources)
+  const auto iterations_started = std::chrono::steady_clock::now();
   RunOutcome outcome = plan.delay_only()
                            ? run_delay_only(plan, setup, trace, should_stop, progress)
                            : run_training(plan, setup, trace, should_stop, progress, resources);
+  const double iterations_seconds = seconds_since(iterations_started) - trace.seconds();
   // Every row may be finite while a total or a variance of the times overflows (delays near
   // 1e300): numerical trouble too, not an "ok" run with an infinity in its summary.
   for (const auto& [key, value] : outcome.summary.items()) {
@@ -709,9 +725,13 @@ RunOutcome execute_run(const RunPlan& plan,
       outcome.summary["error"] = outcome.error;
     }
   }
-  // The one field that is measured, not simulated: excluded from every same-bytes comparison.
-  outcome.summary["wall_clock_seconds"] =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  // Measured, not simulated: excluded from every same-bytes comparison (docs/model.md §7).
+  outcome.summary["plan_seconds"] =
+      plan.plan_seconds ? nlohmann::json(*plan.plan_seconds) : nlohmann::json(nullptr);
+  outcome.summary["predictions_seconds"] = setup.predictions_seconds;
+  outcome.summary["iterations_seconds"] = iterations_seconds;
+  outcome.summary["writing_seconds"] = trace.seconds();
+  outcome.summary["wall_clock_seconds"] = seconds_since(started);
   if (!outcome.heard_csv.empty()) {
     write_file_atomically(out_dir / "heard.csv", outcome.heard_csv);
   }

@@ -220,10 +220,13 @@ int command_run(const std::string& config,
   std::optional<InterruptGuard> guard;
   guard.emplace();
   try {
+    const auto planning = std::chrono::steady_clock::now();
     RunPlan plan = [&] {
       const models::StopScope scope;
       return plan_run_file(config, mpi_worker);
     }();
+    plan.plan_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - planning).count();
     plan.f_star_cache = f_star_cache;
     if (plan.backend.traits.mpi) {
       guard.reset();  // mpirun forwards signals to every rank: the default action ends them

@@ -85,6 +85,10 @@ struct RunPlan {
   /// Folder of the f* cache (experiments/predict/plan_optimum.h); empty: no cache. Not in
   /// `resolved`: f* is the same either way.
   std::filesystem::path f_star_cache;
+  /// Real seconds plan_run_file took (config, data, test set, delay trace, β), measured by the
+  /// `run` command; empty where the plan came otherwise (sweeps, the Python module). Not in
+  /// `resolved`: summary.json's measured `plan_seconds`.
+  std::optional<double> plan_seconds;
 
   [[nodiscard]] bool delay_only() const { return objective == nullptr; }
   /// x₀ of the loss (LossModel::initial_point, from the run's init stream); empty: zero.

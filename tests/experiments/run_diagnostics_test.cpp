@@ -152,6 +152,8 @@ TEST_CASE("run diagnostics: f* from the normal equations and suboptimality level
   CHECK(s["mean_gradient_error"].get<double>() ==
         Approx(sum / static_cast<double>(loss.size() - 1)).epsilon(1e-12));
   CHECK(s["wall_clock_seconds"].get<double>() >= 0.0);
+  // Only the run command times the plan it makes.
+  CHECK(s["plan_seconds"].is_null());
   // Exact GD with step 1/β never raises the loss, and every worker is heard.
   CHECK(s["warnings"] == nlohmann::json::array());
   // Groups of one worker, all heard in every iteration.

@@ -173,7 +173,8 @@ def run(config, out=None):
              "optimizer": {"iterations": 100}}
             or the path of a JSON config file.
         out: folder to write trace.csv and summary.json into (the same bytes as the command
-            line, but for the measured summary["wall_clock_seconds"]); None runs into a temporary folder that is removed afterwards.
+            line, but for the measured summary["wall_clock_seconds"] and the phases'
+            *_seconds; plan_seconds is None here, only the run command times its plan); None runs into a temporary folder that is removed afterwards.
 
     Returns:
         Run with .trace (column -> numpy array), .summary (dict) and .to_pandas().

@@ -84,6 +84,17 @@ TEST_CASE("cli: run writes trace.csv and summary.json", "[experiments][cli]") {
   const std::string boost = summary["build"]["boost"];
   CHECK(std::regex_match(boost, std::regex(R"(\d+\.\d+\.\d+)")));
   CHECK(boost.rfind(boost_lib + ".", 0) == 0);
+  // The measured phases: the run command times its plan; the others lie within the run's
+  // wall_clock_seconds, which they split.
+  CHECK(summary["plan_seconds"].get<double>() >= 0.0);
+  double phases = 0.0;
+  for (const char* key :
+       {"f_star_seconds", "predictions_seconds", "iterations_seconds", "writing_seconds"}) {
+    INFO(key);
+    CHECK(summary[key].get<double>() >= 0.0);
+    phases += summary[key].get<double>();
+  }
+  CHECK(phases <= summary["wall_clock_seconds"].get<double>());
   // Nothing but the two outputs is left behind (temporary names are renamed away).
   int files = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir / "out")) {

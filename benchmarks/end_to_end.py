@@ -1,0 +1,636 @@
+"""stragglersim against the same experiment written in numpy and scipy, whole processes, on the
+same data file and the same measured delays (issue 28).
+
+    bash tools/build.sh release stragglersim
+    /usr/bin/python3 benchmarks/end_to_end.py [--repetitions 5] [--job default|covtype|all]
+                                              [--table benchmarks/end_to_end.md]
+    /usr/bin/python3 benchmarks/end_to_end.py --check-only --rows 600 --features 200
+                                              # equality only, small (tests/python)
+
+Two jobs, each written once to files both sides read:
+
+- `default`: the three runs of experiments/run_default.sh (uncoded `all`; exact FRC d = 2,
+  `decodable`; ErasureHead FRC d = 2, `first_r` r = 15, no rescale), logistic regression with
+  l2 = 1e-4, n = 30 workers, step 1/beta, 1000 iterations with a budget of 400 simulated s. The
+  data is a 2-class Gaussian mixture of 6000 x 200 (separation 1.5, unit covariance, drawn here
+  with numpy, seed 7) written as train.csv (the first 80 % of rows) and test.csv (the rest), so
+  the split is the same file on both sides. The delays are a measured-times trace
+  (`iteration,worker,seconds`, docs/model.md "Trace delays") of 1000 iterations of
+  0.1 + Exp(1) s per unit load (the default experiment's Model A, seed 7), replayed in `cycle`
+  mode with `tail: "load"`: iteration k uses row k - 1 and worker i's time is its load times the
+  measured time.
+- `covtype`: the four runs of experiments/paper/regime_injected_covtype_like.json (uncoded and
+  FRC d = 2, each with `decodable` and `first_r` r = 15; Model B delays: shift 0.0018591 s and
+  rate 2/s at the paper's 396 112 rows, `tail: "none"`, budget 60 simulated s, at most 400
+  iterations) at make_figures.sh --quick's size, 8000 rows x 2000 features (shift scaled by
+  8000/396 112 as --quick does). stragglersim cannot write its covtype_like generator's rows to a
+  file, so a covtype-like CSR matrix of that shape is drawn here with numpy (10 N(0, 1) numeric
+  columns, then 78 one-hot groups of equal width; labels from a planted logistic model) and
+  written as LIBSVM train/test files; the delays are a trace of shift + Exp(rate) times replayed
+  with `tail: "none"` (load l: the measured time plus (l - 1) times the worker's smallest time).
+
+The numpy side (`numpy_side` below, run as a fresh /usr/bin/python3 process per scheme) is the
+experiment as a researcher writes it from docs/model.md: np.loadtxt (CSV) or
+sklearn.datasets.load_svmlight_file (LIBSVM) into numpy / scipy.sparse, f* by
+scipy.optimize.minimize (L-BFGS-B, gtol 1e-13), beta = lambda_max(A^T A / m) / 4 + l2
+(np.linalg.eigvalsh of the dense Gram matrix, scipy.sparse.linalg.eigsh for sparse data), then
+gradient descent x <- x - (1/beta) (g + l2 x) with g the decoded gradient: the sum of the
+partition gradients grad F_j = (1/m) A_j^T s_j of the partitions covered by the heard workers
+(all of them for uncoded and exact FRC), each row recording f(x_t), ||grad f(x_t)||, the test
+loss, accuracy and AUC as stragglersim's trace does. Partition j is rows floor(j m / k) ...
+floor((j + 1) m / k) - 1; FRC group g is workers d g ... d g + d - 1, holding partitions
+d g ... d g + d - 1, load d.
+
+Checks (every run of the script, also under --check-only): per scheme, the iteration times of
+the two traces equal to 1e-9 relative (the same rows, counts and stops), f(x_t), the gradient
+norm and the test loss to `LOSS_RTOL` relative, the test accuracy exactly, the test AUC to
+1e-12, f* to 1e-10 relative. The script fails (exit 1) on any difference.
+
+Timing: per repetition, load average printed first, then stragglersim (`stragglersim run
+CFG --out DIR` once per scheme, one process each) and numpy (one fresh /usr/bin/python3
+process per scheme), alternating; the same work on both sides: every process reads the data and
+the trace, computes f* and beta, runs one scheme and writes its trace. Min and median of
+`--repetitions` are printed and the ratio uses the medians. stragglersim's own breakdown comes
+from summary.json's `phase_seconds` (docs/model.md section 7); what is left of the process's wall
+time is process start, exit and the summary's own write. Writes the table to
+benchmarks/end_to_end.md (or --table).
+"""
+
+import argparse
+import csv
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXE = ROOT / "build" / "release" / "experiments" / "stragglersim"
+PYTHON = "/usr/bin/python3"
+
+# f(x_t) of the two sides after up to 1000 GD steps from the same data: both sum the same
+# terms in different orders (BLAS against stragglersim's fixed chunks) and beta comes from
+# eigvalsh on one side and power iteration to 1e-10 on the other; measured differences are
+# printed by every run (docs in benchmarks/end_to_end.md).
+LOSS_RTOL = 1e-9
+TIME_RTOL = 1e-9
+FSTAR_RTOL = 1e-10
+
+
+# ----------------------------------------------------------------------------------------------
+# The numpy / scipy side: everything it needs is in this function, run in a fresh process.
+# ----------------------------------------------------------------------------------------------
+
+def numpy_side(job_path, scheme_name, out_csv):
+    clock = [("start", time.perf_counter())]
+    import numpy as np
+    import scipy.optimize
+    import scipy.sparse
+    import scipy.sparse.linalg
+    import scipy.special
+    import scipy.stats
+
+    clock.append(("imports", time.perf_counter()))
+    job = json.loads(Path(job_path).read_text())
+    folder = Path(job_path).parent
+    scheme = job["schemes"][scheme_name]
+
+    def read(path):
+        if job["format"] == "csv":
+            table = np.loadtxt(folder / path, delimiter=",", skiprows=1)
+            return np.ascontiguousarray(table[:, :-1]), table[:, -1]
+        from sklearn.datasets import load_svmlight_file
+        a, labels = load_svmlight_file(str(folder / path), n_features=job["features"])
+        return a.tocsr(), labels
+
+    a, labels = read(job["train"])
+    a_test, labels_test = read(job["test"])
+    # Logistic labels: the smaller value is -1, the larger +1.
+    lo = min(labels.min(), labels_test.min())
+    b = np.where(labels == lo, -1.0, 1.0)
+    b_test = np.where(labels_test == lo, -1.0, 1.0)
+    m, p = a.shape
+    l2 = job["l2"]
+    clock.append(("data", time.perf_counter()))
+
+    def margins_loss(z, y):
+        return np.logaddexp(0.0, -y * z)
+
+    def objective(x):
+        z = a @ x
+        value = margins_loss(z, b).mean() + 0.5 * l2 * (x @ x)
+        s = -b * scipy.special.expit(-b * z)
+        return value, a.T @ s / m + l2 * x
+
+    # f*: L-BFGS from 0 with a tight tolerance.
+    res = scipy.optimize.minimize(objective, np.zeros(p), jac=True, method="L-BFGS-B",
+                                  options={"maxiter": 20000, "maxcor": 20, "gtol": 1e-13,
+                                           "ftol": 1e-17})
+    f_star = float(res.fun)
+    clock.append(("f_star", time.perf_counter()))
+
+    # beta = lambda_max(A^T A / m) / 4 + l2 (the logistic loss's curvature is at most 1/4).
+    if scipy.sparse.issparse(a):
+        gram = scipy.sparse.linalg.LinearOperator((p, p), matvec=lambda v: a.T @ (a @ v) / m,
+                                                  dtype=float)
+        lam = float(scipy.sparse.linalg.eigsh(gram, k=1, which="LA", tol=0,
+                                              return_eigenvectors=False)[0])
+    else:
+        lam = float(np.linalg.eigvalsh(a.T @ a / m)[-1])
+    beta = lam / 4.0 + l2
+    step = 1.0 / beta
+    clock.append(("beta", time.perf_counter()))
+
+    # The measured times: T iterations x n workers, in iteration order.
+    raw = np.loadtxt(folder / job["times"], delimiter=",", skiprows=1)
+    order = np.lexsort((raw[:, 1], raw[:, 0]))
+    n = job["workers"]
+    times = raw[order, 2].reshape(-1, n)
+    d = scheme.get("d", 1)
+    k = n  # one partition per worker (FRC: groups of d workers share d partitions)
+    load = float(d)
+    if job["tail"] == "load":
+        worker_times = load * times
+    else:  # "none": the measured time plus (load - 1) times the worker's smallest time
+        worker_times = times + (load - 1.0) * times.min(axis=0)
+    groups = n // d
+    clock.append(("trace", time.perf_counter()))
+    bounds = [j * m // k for j in range(k + 1)]
+    row_partition = np.repeat(np.arange(k), np.diff(bounds))
+
+    def auc(z, y):
+        ranks = scipy.stats.rankdata(z)
+        pos = y > 0
+        n_pos, n_neg = pos.sum(), (~pos).sum()
+        return (ranks[pos].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
+
+    def row(t, now, dt, x, z):
+        s = -b * scipy.special.expit(-b * z)
+        loss = margins_loss(z, b).mean() + 0.5 * l2 * (x @ x)
+        grad = a.T @ s / m + l2 * x
+        zt = a_test @ x
+        test_loss = margins_loss(zt, b_test).mean()
+        accuracy = np.mean(np.where(zt >= 0.0, 1.0, -1.0) == b_test)
+        rows.append((t, now, dt, loss, np.linalg.norm(grad), test_loss, accuracy,
+                     auc(zt, b_test)))
+        return s, grad
+
+    rows = []
+    x = np.zeros(p)
+    z = a @ x
+    s, grad = row(0, 0.0, 0.0, x, z)
+    elapsed = 0.0
+    for t in range(1, job["iterations"] + 1):
+        w = worker_times[(t - 1) % len(worker_times)]
+        if scheme["rule"] == "all":
+            dt = w.max()
+            covered = np.ones(groups, dtype=bool)
+        elif scheme["rule"] == "decodable":  # every group heard: the latest group's first arrival
+            dt = w.reshape(groups, d).min(axis=1).max()
+            covered = np.ones(groups, dtype=bool)
+        else:  # first_r: the r earliest workers; a group is covered when one of them is heard
+            heard = np.argsort(w, kind="stable")[: scheme["r"]]
+            dt = w[heard].max()
+            covered = np.zeros(groups, dtype=bool)
+            covered[heard // d] = True
+        if covered.all():
+            g = grad
+        else:  # the sum of the covered partitions' gradients, no rescaling
+            alpha = np.repeat(covered, d)[row_partition]
+            g = a.T @ (s * alpha) / m + l2 * x
+        x = x - step * g
+        elapsed += dt
+        z = a @ x
+        s, grad = row(t, elapsed, dt, x, z)
+        if elapsed >= job["time_budget"]:
+            break
+    clock.append(("iterations", time.perf_counter()))
+
+    with open(out_csv, "w") as f:
+        f.write("iteration,time,iteration_time,loss,grad_norm,test_loss,test_metric,test_auc\n")
+        for r in rows:
+            f.write(",".join(repr(float(v)) if i else str(v) for i, v in enumerate(r)) + "\n")
+    clock.append(("writing", time.perf_counter()))
+    phases = {name: clock[i][1] - clock[i - 1][1] for i, (name, _) in enumerate(clock) if i}
+    Path(out_csv).with_suffix(".json").write_text(
+        json.dumps({"f_star": f_star, "f_star_grad_norm": float(np.linalg.norm(res.jac)),
+                    "f_star_iterations": int(res.nit), "smoothness": beta, "step": step,
+                    "phase_seconds": phases}))
+
+
+# ----------------------------------------------------------------------------------------------
+# The shared inputs, written once.
+# ----------------------------------------------------------------------------------------------
+
+def write_default_job(folder, rows):
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    m, p = rows, 200
+    labels = np.where(rng.random(m) < 0.5, 1.0, -1.0)
+    mu = rng.standard_normal(p)
+    mu *= 1.5 / np.linalg.norm(mu)
+    features = labels[:, None] * mu[None, :] + rng.standard_normal((m, p))
+    train = int(round(0.8 * m))
+    header = ",".join([f"x{j}" for j in range(p)] + ["label"])
+    for name, sl in (("train.csv", slice(0, train)), ("test.csv", slice(train, m))):
+        np.savetxt(folder / name, np.column_stack([features[sl], labels[sl]]), delimiter=",",
+                   fmt="%.17g", header=header, comments="")
+    write_times(folder / "times.csv", rng, 1000, 30, 0.1, 1.0)
+    job = {
+        "name": "default", "format": "csv", "train": "train.csv", "test": "test.csv",
+        "features": p, "l2": 1e-4, "workers": 30, "times": "times.csv", "tail": "load",
+        "iterations": 1000, "time_budget": 400.0,
+        "schemes": {
+            "uncoded": {"code": {"kind": "uncoded"}, "rule": "all"},
+            "frc_exact": {"code": {"kind": "frc", "d": 2}, "d": 2, "rule": "decodable"},
+            "erasurehead": {"code": {"kind": "frc", "d": 2}, "d": 2, "rule": "first_r", "r": 15},
+        },
+    }
+    (folder / "job.json").write_text(json.dumps(job, indent=1))
+    return job
+
+
+def write_times(path, rng, iterations, workers, shift, rate):
+    seconds = shift + rng.exponential(1.0 / rate, size=(iterations, workers))
+    with open(path, "w") as f:
+        f.write("iteration,worker,seconds\n")
+        for t in range(iterations):
+            f.writelines(f"{t},{i},{seconds[t, i]!r}\n" for i in range(workers))
+
+
+def write_libsvm(path, a, labels):
+    indptr, indices, data = a.indptr, a.indices, a.data
+    with open(path, "w") as f:
+        for r in range(a.shape[0]):
+            lo, hi = indptr[r], indptr[r + 1]
+            cells = " ".join(f"{c + 1}:{v!r}" for c, v in zip(indices[lo:hi], data[lo:hi]))
+            f.write(f"{int(labels[r]):+d} {cells}\n")
+
+
+def write_covtype_job(folder, rows, features=2000):
+    import numpy as np
+    import scipy.sparse
+
+    rng = np.random.default_rng(7)
+    m, p, numeric, groups = rows, features, 10, 78
+    edges = np.linspace(numeric, p, groups + 1).astype(np.int64)
+    cols = np.empty((m, numeric + groups), dtype=np.int64)
+    cols[:, :numeric] = np.arange(numeric)
+    for g in range(groups):
+        cols[:, numeric + g] = rng.integers(edges[g], edges[g + 1], size=m)
+    values = np.ones((m, numeric + groups))
+    values[:, :numeric] = rng.standard_normal((m, numeric))
+    indptr = np.arange(0, m * (numeric + groups) + 1, numeric + groups)
+    a = scipy.sparse.csr_matrix((values.ravel(), cols.ravel(), indptr), shape=(m, p))
+    w = np.where(rng.random(p) < 0.1, rng.standard_normal(p), 0.0)
+    w[:numeric] = 0.5 * rng.standard_normal(numeric)
+    prob = 1.0 / (1.0 + np.exp(-(a @ w - np.median(a @ w) + 0.29)))
+    labels = np.where(rng.random(m) < prob, 1.0, -1.0)
+    train = int(round(0.8 * m))
+    write_libsvm(folder / "train.svm", a[:train], labels[:train])
+    write_libsvm(folder / "test.svm", a[train:], labels[train:])
+    # The paper's Model B shift at 396 112 rows, scaled to these rows as make_figures.sh --quick.
+    write_times(folder / "times.csv", rng, 400, 30, 0.0018591 * rows / 396112, 2.0)
+    job = {
+        "name": "covtype", "format": "libsvm", "train": "train.svm", "test": "test.svm",
+        "features": p, "l2": 1e-4, "workers": 30, "times": "times.csv", "tail": "none",
+        "iterations": 400, "time_budget": 60.0,
+        "schemes": {
+            "uncoded_decodable": {"code": {"kind": "uncoded"}, "rule": "decodable"},
+            "uncoded_first_r": {"code": {"kind": "uncoded"}, "rule": "first_r", "r": 15},
+            "frc_decodable": {"code": {"kind": "frc", "d": 2}, "d": 2, "rule": "decodable"},
+            "frc_first_r": {"code": {"kind": "frc", "d": 2}, "d": 2, "rule": "first_r", "r": 15},
+        },
+    }
+    (folder / "job.json").write_text(json.dumps(job, indent=1))
+    return job
+
+
+def our_config(job, name):
+    scheme = job["schemes"][name]
+    if job["format"] == "csv":
+        data = {"source": "csv", "path": job["train"], "test_path": job["test"],
+                "label_column": "label"}
+    else:
+        data = {"source": "libsvm", "path": job["train"], "test_path": job["test"],
+                "features": job["features"], "storage": "sparse"}
+    stopping = {"rule": scheme["rule"]}
+    if "r" in scheme:
+        stopping["r"] = scheme["r"]
+    return {
+        "name": f"{job['name']}-{name}", "seed": 7, "workers": job["workers"],
+        "partitions": job["workers"], "data": data,
+        "loss": {"kind": "logistic", "l2": job["l2"]},
+        "code": scheme["code"], "stopping": stopping, "rescale": "none",
+        "delay": {"kind": "trace", "path": job["times"], "mode": "cycle", "tail": job["tail"]},
+        "stragglers": "cancel",
+        "optimizer": {"kind": "gd", "step": "auto", "iterations": job["iterations"],
+                      "time_budget": job["time_budget"]},
+        "backend": {"kind": "simulated"},
+    }
+
+
+def prepare(folder, job_name, rows, features):
+    folder.mkdir(parents=True, exist_ok=True)
+    if job_name == "default":
+        job = write_default_job(folder, rows)
+    else:
+        job = write_covtype_job(folder, rows, features)
+    for name in job["schemes"]:
+        (folder / f"{name}.json").write_text(json.dumps(our_config(job, name), indent=1))
+    return job
+
+
+# ----------------------------------------------------------------------------------------------
+# Running both sides, checking, timing.
+# ----------------------------------------------------------------------------------------------
+
+def run_ours(folder, job):
+    for name in job["schemes"]:
+        subprocess.run([str(EXE), "run", str(folder / f"{name}.json"), "--out",
+                        str(folder / "ours" / name), "--force", "--quiet"],
+                       check=True, stdout=subprocess.DEVNULL)
+
+
+def run_numpy(folder, job):
+    (folder / "numpy").mkdir(exist_ok=True)
+    for name in job["schemes"]:
+        subprocess.run([PYTHON, __file__, "--numpy-side", str(folder / "job.json"), name,
+                        str(folder / "numpy" / f"{name}.csv")], check=True)
+
+
+def read_trace(path):
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def relative(x, y):
+    return abs(x - y) / max(abs(x), abs(y), 1e-300)
+
+
+def check(folder, job):
+    """Compares the two sides' outputs; returns lines describing the largest differences."""
+    report, failures = [], []
+    for name in job["schemes"]:
+        ours = read_trace(folder / "ours" / name / "trace.csv")
+        theirs = read_trace(folder / "numpy" / f"{name}.csv")
+        summary = json.loads((folder / "ours" / name / "summary.json").read_text())
+        extra = json.loads((folder / "numpy" / f"{name}.json").read_text())
+        if len(ours) != len(theirs):
+            failures.append(f"{name}: {len(ours)} rows in stragglersim's trace, "
+                            f"{len(theirs)} in numpy's")
+        worst = {}
+        for o, t in zip(ours, theirs):
+            for col, ocol in (("iteration_time", "iteration_time"), ("time", "time"),
+                              ("loss", "loss"), ("grad_norm", "grad_norm"),
+                              ("test_loss", "test_loss"), ("test_metric", "test_metric"),
+                              ("test_auc", "test_auc")):
+                worst[col] = max(worst.get(col, 0.0), relative(float(o[ocol]), float(t[col])))
+        worst["f_star"] = relative(summary["f_star"], extra["f_star"])
+        worst["smoothness"] = relative(summary["smoothness"], extra["smoothness"])
+        limits = {"iteration_time": TIME_RTOL, "time": TIME_RTOL, "loss": LOSS_RTOL,
+                  "grad_norm": LOSS_RTOL, "test_loss": LOSS_RTOL, "test_metric": 0.0,
+                  "test_auc": 1e-12, "f_star": FSTAR_RTOL, "smoothness": 1e-9}
+        for col, value in worst.items():
+            if value > limits[col]:
+                failures.append(f"{name}: {col} differs by {value:.3g} relative "
+                                f"(limit {limits[col]:.0e})")
+        report.append(f"{name}: {len(ours) - 1} iterations on both sides; largest relative "
+                      "differences " + ", ".join(f"{c} {v:.2g}" for c, v in worst.items())
+                      + f"; f* by {summary['f_star_method']} ({summary['f_star_iterations']} "
+                      f"iterations, ||grad f|| {summary['f_star_gradient_norm']:.1e}) and by "
+                      f"L-BFGS-B ({extra['f_star_iterations']} iterations, ||grad f|| "
+                      f"{extra['f_star_grad_norm']:.1e})")
+    for line in report:
+        print("  " + line)
+    if failures:
+        sys.exit("error: the two sides differ:\n  " + "\n  ".join(failures))
+    return report
+
+
+def f_star_methods(folder, job):
+    """How each side solved f* in its runs, e.g. 'newton (8 iterations) against L-BFGS-B (25)'."""
+    ours, theirs = set(), set()
+    for name in job["schemes"]:
+        s = json.loads((folder / "ours" / name / "summary.json").read_text())
+        e = json.loads((folder / "numpy" / f"{name}.json").read_text())
+        ours.add(f"{s['f_star_method']}, {s['f_star_iterations']} iterations")
+        theirs.add(f"{e['f_star_iterations']} iterations")
+    return (f"stragglersim's {'; '.join(sorted(ours))} per run, scipy's L-BFGS-B "
+            f"{'; '.join(sorted(theirs))} per run")
+
+
+def timed(action):
+    start = time.perf_counter()
+    action()
+    return time.perf_counter() - start
+
+
+OUR_PHASES = {"plan": "plan_seconds", "f_star": "f_star_seconds",
+              "predictions": "predictions_seconds", "iterations": "iterations_seconds",
+              "writing": "writing_seconds"}
+
+
+def phases(folder, job):
+    """The measured phases of both sides, each summed over the job's runs (seconds)."""
+    ours, theirs = {}, {}
+    for name in job["schemes"]:
+        summary = json.loads((folder / "ours" / name / "summary.json").read_text())
+        for key, field in OUR_PHASES.items():
+            ours[key] = ours.get(key, 0.0) + (summary.get(field) or 0.0)
+        extra = json.loads((folder / "numpy" / f"{name}.json").read_text())
+        for key, value in extra["phase_seconds"].items():
+            theirs[key] = theirs.get(key, 0.0) + value
+    return ours, theirs
+
+
+def race(folder, job, repetitions, loads):
+    ours, theirs, ours_phases, numpy_phases = [], [], [], []
+    for rep in range(repetitions):
+        loads.append(os.getloadavg()[0])
+        print(f"  [{job['name']} {rep + 1}/{repetitions}] load average {loads[-1]:.2f}: "
+              "stragglersim", end="", flush=True)
+        ours.append(timed(lambda: run_ours(folder, job)))
+        loads.append(os.getloadavg()[0])
+        print(f" {ours[-1]:.3f} s; load average {loads[-1]:.2f}: numpy", end="", flush=True)
+        theirs.append(timed(lambda: run_numpy(folder, job)))
+        print(f" {theirs[-1]:.3f} s")
+        o, t = phases(folder, job)
+        ours_phases.append(o | {"process": ours[-1]})
+        numpy_phases.append(t | {"process": theirs[-1]})
+
+    def medians(samples):
+        return {key: statistics.median(s[key] for s in samples) for key in samples[0]}
+
+    return ours, theirs, medians(ours_phases), medians(numpy_phases)
+
+
+def machine():
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from peers import machine as describe
+    return describe()
+
+
+def write_table(path, results, reps, loads, command):
+    lines = [
+        "# stragglersim against numpy and scipy, whole processes",
+        "",
+        f"Written by `{command}` ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"{reps} repetitions each, alternating).",
+        "",
+        f"Machine: {machine()}.",
+        "",
+        f"Load average (1 min) before each job: {', '.join(f'{v:.2f}' for v in loads)} "
+        "(the machine is shared; ratios are of medians measured in this one run).",
+        "",
+        "| job | processes per side | stragglersim min | median | numpy/scipy min | median | "
+        "numpy / stragglersim (medians) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, r in results.items():
+        lines.append(
+            f"| {r['title']} | {r['runs']} | {min(r['ours']):.3f} s | "
+            f"{statistics.median(r['ours']):.3f} s | {min(r['numpy']):.3f} s | "
+            f"{statistics.median(r['numpy']):.3f} s | "
+            f"{statistics.median(r['numpy']) / statistics.median(r['ours']):.2f} |")
+    lines += ["", "Outputs compared (largest relative differences over every trace row; the "
+              "script fails above 1e-9 for times, losses and gradient norms, 1e-10 for f*):", ""]
+    for name, r in results.items():
+        lines += [f"- {r['title']}:"] + [f"  - {line}" for line in r["check"]]
+    lines += ["", "stragglersim's time by phase (medians over the repetitions, each summed over "
+              "the job's processes; summary.json's `plan_seconds`, `f_star_seconds`, "
+              "`predictions_seconds`, `iterations_seconds`, `writing_seconds`; the rest is the "
+              "process's start and exit, the output folder and summary.json):", "",
+              "| job | process | plan (config, data, trace, beta) | f* | predictions | "
+              "iterations | writing trace.csv | rest |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, r in results.items():
+        b = r["breakdown"]
+        known = sum(b[k] for k in OUR_PHASES)
+        lines.append(f"| {name} | {b['process']:.3f} s | {b['plan']:.3f} s | "
+                     f"{b['f_star']:.3f} s | {b['predictions']:.3f} s | "
+                     f"{b['iterations']:.3f} s | {b['writing']:.3f} s | "
+                     f"{b['process'] - known:.3f} s |")
+    lines += ["", "The numpy/scipy side's time by phase (measured inside its processes the same "
+              "way; the rest is the interpreter's start and exit):", "",
+              "| job | process | imports | data | f* | beta | trace | iterations | writing | "
+              "rest |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    numpy_keys = ("imports", "data", "f_star", "beta", "trace", "iterations", "writing")
+    for name, r in results.items():
+        b = r["numpy_breakdown"]
+        rest = b["process"] - sum(b[k] for k in numpy_keys)
+        lines.append(f"| {name} | {b['process']:.3f} s | "
+                     + " | ".join(f"{b[k]:.3f} s" for k in numpy_keys) + f" | {rest:.3f} s |")
+    lines += ["", "The same work side by side (medians above; share of each side's process time "
+              "in brackets):", "",
+              "| job | work | stragglersim | numpy/scipy | numpy / stragglersim |",
+              "|---|---|---:|---:|---:|"]
+    for name, r in results.items():
+        o, t = r["breakdown"], r["numpy_breakdown"]
+        o_rest = o["process"] - sum(o[k] for k in OUR_PHASES)
+        t_rest = t["process"] - sum(t[k] for k in numpy_keys)
+        pairs = [
+            ("process start and exit, imports", o_rest, t_rest + t["imports"]),
+            ("reading data and trace, beta", o["plan"], t["data"] + t["trace"] + t["beta"]),
+            ("f*", o["f_star"], t["f_star"]),
+            ("predictions (stragglersim only)", o["predictions"], 0.0),
+            ("iterations and writing the trace", o["iterations"] + o["writing"],
+             t["iterations"] + t["writing"]),
+        ]
+        for work, ours_s, theirs_s in pairs:
+            ratio = f"{theirs_s / ours_s:.2f}" if ours_s > 0 and theirs_s > 0 else "-"
+            lines.append(f"| {name} | {work} | {ours_s:.3f} s ({100 * ours_s / o['process']:.0f} %)"
+                         f" | {theirs_s:.3f} s ({100 * theirs_s / t['process']:.0f} %) | {ratio} |")
+    lines += ["", "Where stragglersim's time goes, largest phase first:", ""]
+    names = {"plan": "reading the config, data and trace and computing beta", "f_star": "f*",
+             "predictions": "the predictions", "iterations": "the iterations",
+             "writing": "writing trace.csv"}
+    for name, r in results.items():
+        o = r["breakdown"]
+        order = sorted(OUR_PHASES, key=lambda k: -o[k])
+        lines.append(f"- {name}: " + ", ".join(
+            f"{names[k]} {100 * o[k] / o['process']:.0f} %" for k in order)
+            + f"; f* by {r['f_star']}.")
+    path.write_text("\n".join(lines) + "\n")
+
+
+TITLES = {
+    "default": "default experiment (3 runs: uncoded, exact FRC, ErasureHead), 6000 x 200 CSV",
+    "covtype": "injected covtype-like regime (4 runs), 8000 x 2000 LIBSVM (--quick size)",
+}
+DEFAULT_ROWS = {"default": 6000, "covtype": 8000}
+
+
+def main():
+    global EXE
+    if len(sys.argv) == 5 and sys.argv[1] == "--numpy-side":
+        numpy_side(sys.argv[2], sys.argv[3], sys.argv[4])
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--job", choices=["default", "covtype", "all"], default="all")
+    parser.add_argument("--rows", type=int, default=None,
+                        help="rows of the data set (default: 6000 default, 8000 covtype)")
+    parser.add_argument("--features", type=int, default=2000,
+                        help="columns of the covtype job (default 2000; at least 88)")
+    parser.add_argument("--check-only", action="store_true",
+                        help="run both sides once and compare their outputs; no timing")
+    parser.add_argument("--table", type=Path, default=Path(__file__).with_name("end_to_end.md"))
+    parser.add_argument("--exe", type=Path, default=EXE,
+                        help="the stragglersim executable (default: build/release's)")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="folder for the inputs and outputs (default: a temporary one)")
+    args = parser.parse_args()
+    EXE = args.exe.resolve()
+    if not EXE.exists():
+        sys.exit(f"error: {EXE} is missing; build it with "
+                 "bash tools/build.sh release stragglersim")
+    jobs = ["default", "covtype"] if args.job == "all" else [args.job]
+    work = args.keep or Path(tempfile.mkdtemp(prefix="end_to_end_"))
+    results, loads = {}, []
+    try:
+        for name in jobs:
+            folder = work / name
+            job = prepare(folder, name, args.rows or DEFAULT_ROWS[name], args.features)
+            print(f"{name}: checking the outputs of both sides")
+            run_ours(folder, job)
+            run_numpy(folder, job)
+            report = check(folder, job)
+            if args.check_only:
+                continue
+            ours, theirs, breakdown, numpy_breakdown = race(folder, job, args.repetitions, loads)
+            results[name] = {"title": TITLES[name], "runs": len(job["schemes"]), "ours": ours,
+                             "numpy": theirs, "breakdown": breakdown,
+                             "numpy_breakdown": numpy_breakdown, "check": report,
+                             "f_star": f_star_methods(folder, job)}
+            print(f"  stragglersim median {statistics.median(ours):.3f} s (min {min(ours):.3f}),"
+                  f" numpy median {statistics.median(theirs):.3f} s (min {min(theirs):.3f}):"
+                  f" numpy / stragglersim {statistics.median(theirs) / statistics.median(ours):.2f}")
+            for side, b in (("stragglersim", breakdown), ("numpy", numpy_breakdown)):
+                print(f"  {side} by phase (s): " + ", ".join(f"{k} {v:.3f}" for k, v in b.items()))
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+    if not args.check_only:
+        # The command as run, without the folders it was told to use.
+        shown, skip = [], False
+        for a in sys.argv[1:]:
+            if skip or a.startswith(("--table=", "--keep=", "--exe=")):
+                skip = False
+                continue
+            skip = a in ("--table", "--keep", "--exe")
+            if not skip:
+                shown.append(a)
+        command = "/usr/bin/python3 benchmarks/end_to_end.py " + " ".join(shown)
+        write_table(args.table, results, args.repetitions, loads, command.strip())
+        print(f"wrote {args.table}")
+
+
+if __name__ == "__main__":
+    main()
