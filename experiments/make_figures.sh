@@ -165,6 +165,15 @@ map_fstar=$("$python" -c 'import json, sys; print(repr(json.load(open(sys.argv[1
 "$python" "$root/plots/plot_regime_map.py" --times "$sweeps/regime_map_30" "$sweeps/regime_map_240" \
   --training "$sweeps/regime_map_training" --f-star "$map_fstar" --level 1e-2 \
   --out "$out/regime_map.png" --csv "$out/regime_map.csv"
+# The noise floor at stationarity against d and r, beside the exact least-squares curve and the
+# PL bound's floor (theory of each point's resolved config).
+"$python" "$root/plots/plot_noise_floor.py" --sweep "$sweeps/noise_floor" --bin "$bin" \
+  --out "$out/paper_noise_floor.png" --csv "$out/paper_noise_floor.csv"
+# A non-convex workload (docs/results.md): the mlp on Fashion-MNIST's ten classes, injected
+# delays and the noise floor, 10 seeds each.
+"$python" "$root/plots/plot_nonconvex.py" --regime "$sweeps/mlp_regime_injected" \
+  --noise-floor "$sweeps/mlp_noise_floor" --out "$out/mlp_fashion_mnist.png" \
+  --csv "$out/mlp_fashion_mnist.csv"
 # Theory against measurement (docs/convergence.md): least squares, GD and Nesterov.
 reps=$([ "$quick" = 1 ] && echo 40 || echo 200)
 example="$root/experiments/examples/theory_least_squares.json"
