@@ -8,7 +8,8 @@
 # --quick runs the same sweep files on smaller data (rows and features cut, see data_quick
 # below; the regime sweeps' compute shift scaled with the rows, as it is proportional to the
 # partition's non-zeros and the generators keep the non-zeros per row), delay-only runs cut to
-# 500 iterations and the wait-fraction target at 0.15; without it the paper's sizes are used
+# 500 iterations, the wait-fraction target at 0.15, at most 2 repetitions per point and the mlp
+# sweeps cut to 100 iterations, 30 simulated s and 500 test images; without it the paper's sizes are used
 # (docs/results.md: measured times). f* of each regime workload is the f_star of its runs' summary.json
 # (the same in its three regimes, checked), kept in the sweeps folder as f_star.json; that of
 # regime_map_training comes from `stragglersim theory --json`.
@@ -82,6 +83,15 @@ for name in sorted(os.listdir(paper)):
                 data.update(data_quick[key])
         elif base["optimizer"]["iterations"] > 500:
             base["optimizer"]["iterations"] = 500
+        # Seeds: two per point (the full run's 10 give the intervals); the mlp sweeps also
+        # shorter (30 simulated s, 100 iterations) and with 500 test images.
+        if sweep.get("repetitions", 1) > 2:
+            sweep["repetitions"] = 2
+        if name.startswith("mlp_"):
+            base["data"]["test_rows"] = 500
+            base["optimizer"]["iterations"] = min(base["optimizer"]["iterations"], 100)
+            if "time_budget" in base["optimizer"]:
+                base["optimizer"]["time_budget"] = 30.0
         stem = name[:-5]
         if stem in target_quick:
             sweep["grid"]["/target_loss"] = [target_quick[stem]]
