@@ -139,8 +139,8 @@ def draw(rows, iterations):
     ax.legend(fontsize=7, ncol=2)
     ax.set_title("Noise floor at stationarity: least squares m = 400, p = 20, l2 = 0.1, step 1/β;"
                  "\nmean over 10 seeds with 95 % t intervals; exact GD (every worker): "
-                 f"{exact:.1e} (rounding); no erased group seen: {', '.join(hidden) or 'none'}",
-                 fontsize=8)
+                 f"{exact:.1e} (rounding);\nno erased group seen in the window: "
+                 f"{', '.join(hidden) or 'none'}", fontsize=8)
     fig.tight_layout()
     return fig
 
