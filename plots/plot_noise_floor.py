@@ -28,6 +28,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from scipy.stats import t as student_t  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from plot_nonconvex import write_figure_and_table  # noqa: E402
+
 COLORS = {5: "#d62728", 10: "#1f77b4", 15: "#2ca02c"}
 # A point is compared with the theory (its z) only with this many erased-group events expected in
 # its windows; below it (e.g. d = 5, r = 15: q = 4/15 504) the window mean is mostly zero.
@@ -155,13 +158,7 @@ def main(argv):
     rows = points(args.sweep, args.bin)
     iterations = int(pd.read_csv(os.path.join(args.sweep, "index.csv"))["iterations"].iloc[0])
     fig = draw(rows, iterations)
-    # Both outputs complete or neither.
-    fig.savefig(args.out + ".tmp.png", dpi=110)
-    plt.close(fig)
-    pd.DataFrame(rows).to_csv(args.csv + ".tmp", index=False, float_format="%.6g")
-    os.replace(args.out + ".tmp.png", args.out)
-    os.replace(args.csv + ".tmp", args.csv)
-    print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    write_figure_and_table(fig, args.out, rows, args.csv)
 
 
 if __name__ == "__main__":

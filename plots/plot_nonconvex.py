@@ -141,6 +141,18 @@ def table_rows(sweep, folder, traces, index, axis, end):
     return rows
 
 
+def write_figure_and_table(fig, out, rows, table):
+    """The PNG and the CSV of `rows`, both complete or neither (temporaries, then renames);
+    prints the table."""
+    fig.savefig(out + ".tmp.png", dpi=110)
+    plt.close(fig)
+    frame = pd.DataFrame(rows)
+    frame.to_csv(table + ".tmp", index=False, float_format="%.6g")
+    os.replace(out + ".tmp.png", out)
+    os.replace(table + ".tmp", table)
+    print(frame.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--regime", required=True)
@@ -173,13 +185,7 @@ def main(argv):
     rows = (table_rows("regime", args.regime, regime, regime_index, "time", budget)
             + table_rows("noise_floor", args.noise_floor, floor, floor_index, "iteration",
                          last))
-    # Both outputs complete or neither: write to temporaries, then rename.
-    fig.savefig(args.out + ".tmp.png", dpi=110)
-    plt.close(fig)
-    pd.DataFrame(rows).to_csv(args.csv + ".tmp", index=False, float_format="%.6g")
-    os.replace(args.out + ".tmp.png", args.out)
-    os.replace(args.csv + ".tmp", args.csv)
-    print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    write_figure_and_table(fig, args.out, rows, args.csv)
 
 
 if __name__ == "__main__":
