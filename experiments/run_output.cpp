@@ -323,13 +323,16 @@ struct TraceColumns {
   bool threads = false;
   /// Asynchronous runs: staleness_mean, staleness_max of each update's gradients.
   bool staleness = false;
+  /// Anytime minibatch: rows_used, the rows the workers finished within the window.
+  bool rows = false;
 
   explicit TraceColumns(const RunPlan& plan)
       : test(plan.test_objective != nullptr),
         auc(test && models::reports_auc(plan.objective->loss())),
         drain(plan.stragglers == sim::StragglerPolicy::kDrain),
         threads(plan.backend.traits.real_time),
-        staleness(plan.update.has_value()) {}
+        staleness(plan.update.has_value()),
+        rows(plan.scheme.rule->compute_window().has_value()) {}
 
   [[nodiscard]] std::string header() const {
     std::string h =
@@ -340,6 +343,7 @@ struct TraceColumns {
     h += drain ? ",wall_time" : "";
     h += threads ? ",real_time,real_iteration_time,real_wall_time" : "";
     h += staleness ? ",staleness_mean,staleness_max" : "";
+    h += rows ? ",rows_used" : "";
     return h + '\n';
   }
 };
@@ -358,6 +362,7 @@ struct TrainingTally {
   double seconds_per_unit = 0.0;  ///< the backend's (wall-clock backends)
   double staleness_sum = 0.0;     ///< Σ over updates of the mean staleness
   double staleness_max = 0.0;     ///< the largest staleness of any gradient
+  double rows_sum = 0.0;          ///< Σ over iterations of rows_used (anytime)
   sim::TraceRow last;
 };
 
@@ -449,6 +454,28 @@ void check_row_finite(const TraceColumns& columns, const sim::TraceRow& row) {
   }
 }
 
+/// The cells of the asynchronous rules (staleness) and of the anytime rule (rows used).
+void write_rule_cells(const TraceColumns& columns,
+                      const sim::TraceRow& row,
+                      fmt::memory_buffer& buffer,
+                      TrainingTally& tally) {
+  if (columns.staleness) {
+    fmt::format_to(std::back_inserter(buffer),
+                   ",{},{}",
+                   optional_cell(row.staleness_mean),
+                   optional_cell(row.staleness_max));
+    tally.staleness_sum += row.staleness_mean.value_or(0.0);
+    tally.staleness_max = std::max(tally.staleness_max, row.staleness_max.value_or(0.0));
+  }
+  if (columns.rows) {
+    buffer.push_back(',');
+    if (row.rows_used) {
+      fmt::format_to(std::back_inserter(buffer), "{}", *row.rows_used);
+      tally.rows_sum += static_cast<double>(*row.rows_used);
+    }
+  }
+}
+
 /// Appends one trace row to `buffer` and adds it to `tally`.
 void write_row(const RunPlan& plan,
                const TraceColumns& columns,
@@ -494,14 +521,7 @@ void write_row(const RunPlan& plan,
     fmt::format_to(
         std::back_inserter(buffer), ",{},{},{}", row.real_seconds, real_stop, tally.real_wall_sum);
   }
-  if (columns.staleness) {
-    fmt::format_to(std::back_inserter(buffer),
-                   ",{},{}",
-                   optional_cell(row.staleness_mean),
-                   optional_cell(row.staleness_max));
-    tally.staleness_sum += row.staleness_mean.value_or(0.0);
-    tally.staleness_max = std::max(tally.staleness_max, row.staleness_max.value_or(0.0));
-  }
+  write_rule_cells(columns, row, buffer, tally);
   buffer.push_back('\n');
   if (row.iteration > 0) {
     tally.times.add(row.iteration_time);
@@ -514,6 +534,28 @@ void write_row(const RunPlan& plan,
     tally.iterations_to_target = row.iteration;
   }
   tally.last = row;
+}
+
+/// The summary fields of the asynchronous rules (staleness) and of the anytime rule (rows used).
+void add_rule_summary(const RunPlan& plan,
+                      const TraceColumns& columns,
+                      const TrainingTally& tally,
+                      nlohmann::json& s) {
+  const auto iterations = static_cast<double>(tally.last.iteration);
+  if (columns.staleness) {
+    s["update_rule"] = plan.scheme.rule->name();
+    s["update_k"] = plan.update->k;
+    s["mean_staleness"] =
+        iterations > 0 ? nlohmann::json(tally.staleness_sum / iterations) : nlohmann::json();
+    s["max_staleness"] = tally.staleness_max;
+  }
+  if (columns.rows) {
+    s["anytime_window"] = *plan.scheme.rule->compute_window();
+    s["mean_rows_fraction"] = iterations > 0
+                                  ? nlohmann::json(tally.rows_sum / iterations /
+                                                   static_cast<double>(plan.objective->rows()))
+                                  : nlohmann::json();
+  }
 }
 
 /// The optional parts of a training summary: test set, target loss, drain and threads.
@@ -557,15 +599,7 @@ void add_optional_summary(const RunPlan& plan,
   if (columns.drain) {
     s["total_wall_time"] = last.wall_time;
   }
-  if (columns.staleness) {
-    s["update_rule"] = plan.scheme.rule->name();
-    s["update_k"] = plan.update->k;
-    s["mean_staleness"] =
-        last.iteration > 0
-            ? nlohmann::json(tally.staleness_sum / static_cast<double>(last.iteration))
-            : nlohmann::json();
-    s["max_staleness"] = tally.staleness_max;
-  }
+  add_rule_summary(plan, columns, tally, s);
   if (columns.threads) {
     s["seconds_per_unit"] = tally.seconds_per_unit;
     s["total_real_wall_time"] = tally.real_wall_sum;

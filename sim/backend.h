@@ -21,6 +21,8 @@ struct BackendIteration {
   std::vector<int> heard;       ///< workers heard, in arrival order
   codes::Decoding decoding;
   Eigen::VectorXd estimate;  ///< Σ_j α_j ∇F_j(query)
+  /// Anytime minibatch: the rows the workers finished within the window, Σ_i c_i.
+  std::optional<std::int64_t> rows_used;
 };
 
 /// One iteration of a wall-clock backend as its master saw it, next to what the simulation

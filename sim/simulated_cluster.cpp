@@ -1,6 +1,7 @@
 #include "sim/simulated_cluster.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "models/base/invariant.h"
 
@@ -33,12 +34,14 @@ const IterationTiming& SimulatedCluster::next_iteration() {
   delays_->sample(current_.iteration, rng_, current_.delays);
 
   queue_.clear();
+  // Anytime minibatch: a worker sends what it has when the window closes.
+  const double window = rule_->compute_window().value_or(std::numeric_limits<double>::infinity());
   for (int i = 0; i < n; ++i) {
     const auto w = static_cast<std::size_t>(i);
     // Under `finish` a worker still busy with stale work starts late; otherwise at once.
     const double start =
         policy_ == StragglerPolicy::kFinish ? std::max(0.0, busy_until_[w] - time_) : 0.0;
-    compute_end_[w] = start + current_.delays[w];
+    compute_end_[w] = start + std::min(window, current_.delays[w]);
   }
   network_.deliver(compute_end_, current_.arrivals);
   double last_arrival = 0.0;

@@ -54,6 +54,17 @@ bool DeadlineStopping::stop_after(std::span<const int> heard) const {
   return static_cast<int>(heard.size()) >= workers_;
 }
 
+Validation AnytimeStopping::Options::validate() const {
+  if (workers < 1) {
+    return Violation{"workers", "out of range", "an integer >= 1"};
+  }
+  return options_check::positive("window", window);
+}
+
+bool AnytimeStopping::stop_after(std::span<const int> heard) const {
+  return static_cast<int>(heard.size()) >= workers_;
+}
+
 namespace {
 
 /// No set smaller than ceil(k / max support) can cover every partition, so no smaller set

@@ -61,6 +61,9 @@ class StoppingRule {
   [[nodiscard]] virtual std::optional<UpdateShape> update_shape() const { return std::nullopt; }
   /// Seconds after the broadcast at which the master stops whatever has arrived; nullopt if none.
   [[nodiscard]] virtual std::optional<double> deadline() const { return std::nullopt; }
+  /// Anytime minibatch (AnytimeStopping): every worker computes for at most this many seconds
+  /// and sends the rows it finished; nullopt for every other rule (workers compute everything).
+  [[nodiscard]] virtual std::optional<double> compute_window() const { return std::nullopt; }
   /// Called after each arrival with every worker heard so far, in arrival order.
   [[nodiscard]] virtual bool stop_after(std::span<const int> heard) const = 0;
   /// Smallest number of arrivals at which stop_after can be true (engines may skip the call
@@ -192,6 +195,33 @@ class FirstROrDecodableStopping final : public StoppingRule {
  private:
   int r_;
   DecodableStopping decodable_;
+};
+
+/// Anytime minibatch (Ferdinand, Al-Lawati, Draper and Nokleby, ICLR 2019; docs/model.md §4
+/// "Anytime minibatch"): a fixed compute window T per iteration. Worker i, whose drawn time for
+/// its whole partition is X_i, works through its rows at a uniform pace and sends at min(T, X_i)
+/// the c_i = |P_i| (X_i ≤ T) or ⌊|P_i|·T/X_i⌋ rows it finished; the master waits for every
+/// message and weights the workers by their counts (SimulatedBackend). No shape: the synchronous
+/// theory has no prediction for it. Illegal: options that fail validate().
+class AnytimeStopping final : public StoppingRule {
+ public:
+  struct Options {
+    int workers = 1;
+    double window = 1.0;  ///< T > 0, compute seconds per iteration
+    /// The first violated constraint: workers ≥ 1, window > 0.
+    [[nodiscard]] Validation validate() const;
+  };
+  explicit AnytimeStopping(const Options& options)
+      : window_(options_check::require_valid(options).window), workers_(options.workers) {}
+  [[nodiscard]] std::string name() const override { return "anytime"; }
+  [[nodiscard]] std::optional<double> compute_window() const override { return window_; }
+  [[nodiscard]] bool stop_after(std::span<const int> heard) const override;
+  [[nodiscard]] int minimum_arrivals() const override { return workers_; }
+  [[nodiscard]] double window() const { return window_; }
+
+ private:
+  double window_;
+  int workers_;
 };
 
 /// The config name of a mode: k_batch_sync, k_async, k_batch_async.

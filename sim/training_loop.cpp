@@ -280,6 +280,7 @@ void train(const models::Objective& objective,
     }
     row.workers_heard = static_cast<int>(it.heard.size());
     row.partitions_covered = it.decoding.partitions_covered;
+    row.rows_used = it.rows_used;
     row.heard = std::move(it.heard);
     record(row);
     if (time >= options.time_budget) {

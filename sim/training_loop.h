@@ -38,6 +38,8 @@ struct TraceRow {
   /// update's gradients (updates between the parameters a gradient was computed at and x_{t−1}).
   std::optional<double> staleness_mean;
   std::optional<double> staleness_max;
+  /// Anytime minibatch, rows t ≥ 1: the rows whose gradients the update used (Σ_i c_i).
+  std::optional<std::int64_t> rows_used;
   std::optional<double> test_loss;    ///< (1/m_test) Σ ℓ on the test set, no regulariser
   std::optional<double> test_metric;  ///< accuracy (logistic) or MSE (least squares)
   std::optional<double> test_auc;     ///< ROC AUC of the test margins (logistic only)

@@ -30,7 +30,7 @@ BackendSetup make_simulated(JsonReader& /*backend*/, const BackendContext& /*con
       minibatch = sim::MinibatchOptions{*plan.batch, plan.seed};
     }
     return std::make_unique<sim::SimulatedBackend>(
-        plan.objective, plan.scheme, std::move(cluster), pool, minibatch);
+        plan.objective, plan.scheme, std::move(cluster), pool, minibatch, plan.seed);
   };
   return setup;
 }

@@ -457,6 +457,12 @@ RulePtr make_first_r_or_decodable(JsonReader& stopping, const CodePtr& code) {
   return std::make_shared<sim::FirstROrDecodableStopping>(o);
 }
 
+RulePtr make_anytime(JsonReader& stopping, const CodePtr& code) {
+  const sim::AnytimeStopping::Options o{code->workers(), stopping.number("window", std::nullopt)};
+  checked_rule(stopping, o);
+  return std::make_shared<sim::AnytimeStopping>(o);
+}
+
 /// An update rule of the asynchronous loop: "k" (1 ≤ K ≤ n) and "staleness_step".
 RulePtr make_update_rule(JsonReader& stopping, const CodePtr& code, sim::UpdateMode mode) {
   const int k = to_int(stopping.integer("k", std::nullopt));
@@ -733,6 +739,11 @@ const std::vector<FactoryRow<LossFactory>>& loss_factories() {
 const std::vector<FactoryRow<StoppingFactory>>& stopping_factories() {
   static const std::vector<FactoryRow<StoppingFactory>> table = {
       {"all", "wait for every worker", {}, make_all},
+      {"anytime",
+       "anytime minibatch: every worker computes for window seconds and sends the rows it "
+       "finished; the master weights by counts (uncoded, simulated clock)",
+       {{"window", ""}},
+       make_anytime},
       {"deadline",
        "stop after seconds past the broadcast (or once every worker is in)",
        {{"after", ""}},

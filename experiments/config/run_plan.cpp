@@ -739,6 +739,47 @@ void check_update_rule(const nlohmann::json& config, RunPlan& plan, const std::s
   }
 }
 
+/// The anytime rule (docs/model.md §4 "Anytime minibatch") runs on the simulated clock with data
+/// and the uncoded code; its window replaces the minibatch, the straggler policy and the rescale.
+void check_anytime_rule(const nlohmann::json& config,
+                        const RunPlan& plan,
+                        const std::string& file) {
+  if (!plan.scheme.rule->compute_window()) {
+    return;
+  }
+  const JsonReader stopping(config["stopping"], file, "/stopping");
+  const auto refuse = [&](std::string_view what, const nlohmann::json& got, std::string_view ok) {
+    stopping.fail_value("rule", fmt::format("the anytime rule needs {}", what), got, ok);
+  };
+  if (plan.delay_only()) {
+    refuse("data (its workers' rows are what it counts)", "\"data\": null", "a data object");
+  }
+  if (plan.scheme.code->name() != "uncoded") {
+    refuse("the uncoded code", plan.scheme.code->name(), "code kind uncoded");
+  }
+  if (plan.scheme.code->partitions() != plan.workers) {
+    refuse("one partition per worker", plan.scheme.code->partitions(), "partitions = workers");
+  }
+  if (plan.backend.traits.real_time) {
+    refuse("the simulated clock",
+           config["backend"].value("kind", ""),
+           "a backend on the simulated clock");
+  }
+  if (plan.batch) {
+    refuse("no optimizer.batch (the window sets each worker's sample)",
+           config["optimizer"]["batch"],
+           "no batch key");
+  }
+  if (plan.stragglers != sim::StragglerPolicy::kCancel) {
+    refuse("no straggler policy (every worker sends)",
+           config["stragglers"],
+           "stragglers absent or cancel");
+  }
+  if (plan.scheme.rescale != codes::Rescale::kNone) {
+    refuse("no rescale (it weights by counts itself)", config["rescale"], "rescale absent or none");
+  }
+}
+
 // The key of a data set in the setup cache: everything its bytes depend on (the loss kind too:
 // logistic maps labels in place).
 std::string data_cache_key(const nlohmann::json& config, const std::filesystem::path& base_dir) {
@@ -852,6 +893,7 @@ RunPlan plan_run(const nlohmann::json& config,
   read_sampler(root, plan, delay_only);
   root.finish();
   check_update_rule(config, plan, file);
+  check_anytime_rule(config, plan, file);
   plan.resolved = root.resolved();
   plan.resolved.erase("threads");
   if (!root.has("data_seed")) {

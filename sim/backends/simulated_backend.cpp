@@ -1,6 +1,7 @@
 #include "sim/backends/simulated_backend.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "models/base/invariant.h"
 
@@ -10,18 +11,85 @@ SimulatedBackend::SimulatedBackend(std::shared_ptr<const models::Objective> obje
                                    Scheme scheme,
                                    std::unique_ptr<SimulatedCluster> cluster,
                                    models::WorkerPool* pool,
-                                   std::optional<MinibatchOptions> minibatch)
+                                   std::optional<MinibatchOptions> minibatch,
+                                   std::uint64_t seed)
     : objective_(std::move(objective)),
       scheme_(std::move(scheme)),
       cluster_(std::move(cluster)),
       pool_(pool),
-      minibatch_(minibatch) {
+      minibatch_(minibatch),
+      seed_(seed) {
   STRAGGLERSIM_ASSERT(objective_->partitions() == scheme_.code->partitions(),
                       "code and objective must have the same partitions");
   STRAGGLERSIM_ASSERT(cluster_->workers() == scheme_.code->workers(),
                       "code and cluster must have the same workers");
   message_buffer_.resize(objective_->dimension());
   column_.assign(static_cast<std::size_t>(objective_->partitions()), -1);
+  if (scheme_.rule->compute_window()) {
+    STRAGGLERSIM_ASSERT(!minibatch_, "the anytime rule draws its own samples: no minibatch");
+    for (int i = 0; i < scheme_.code->workers(); ++i) {
+      const auto support = scheme_.code->support(i);
+      STRAGGLERSIM_ASSERT(
+          support.size() == 1 && support[0] == i && scheme_.code->support_values(i)[0] == 1.0,
+          "the anytime rule needs the uncoded code, one partition per worker");
+    }
+  }
+}
+
+void SimulatedBackend::anytime(std::uint64_t iteration,
+                               double window,
+                               const IterationTiming& timing,
+                               const Eigen::VectorXd& query,
+                               const Eigen::MatrixXd* partition_gradients,
+                               BackendIteration& out) {
+  const int n = scheme_.code->workers();
+  const Eigen::Index m = objective_->rows();
+  rows_done_.assign(static_cast<std::size_t>(n), 0);
+  std::int64_t total = 0;
+  for (int i = 0; i < n; ++i) {
+    const Eigen::Index rows = models::partition_rows(m, n, i).size();
+    const double x = timing.delays[static_cast<std::size_t>(i)];
+    // A uniform pace over the drawn time X_i: ⌊|P_i|·T/X_i⌋ rows by the window's end.
+    const Eigen::Index done =
+        x <= window
+            ? rows
+            : static_cast<Eigen::Index>(std::floor(static_cast<double>(rows) * (window / x)));
+    rows_done_[static_cast<std::size_t>(i)] = std::min(done, rows);
+    total += rows_done_[static_cast<std::size_t>(i)];
+  }
+  out.rows_used = total;
+  codes::Decoding& d = out.decoding;
+  d.weights = Eigen::VectorXd::Zero(n);
+  for (int i = 0; i < n && total > 0; ++i) {
+    const auto c = static_cast<double>(rows_done_[static_cast<std::size_t>(i)]);
+    const auto rows = static_cast<double>(models::partition_rows(m, n, i).size());
+    // (c_i·m)/(|P_i|·Σc): exactly 1 when every worker finished (Σc = m, c_i = |P_i|).
+    d.weights(i) = (c * static_cast<double>(m)) / (rows * static_cast<double>(total));
+  }
+  d.alpha = d.weights;
+  d.error = (d.alpha.array() - 1.0).square().sum();
+  d.partitions_covered = static_cast<int>((d.weights.array() != 0.0).count());
+  d.exact = d.error <= codes::kExactTolerance;
+  const Eigen::Index p = objective_->dimension();
+  needed_gradients_.resize(p, n);
+  models::run_tasks(pool_, n, [&](int i) {
+    const Eigen::Index c = rows_done_[static_cast<std::size_t>(i)];
+    if (c == 0) {
+      return;
+    }
+    if (c < models::partition_rows(m, n, i).size()) {
+      objective_->partition_minibatch_gradient(
+          i, query, c, models::minibatch_seed(seed_, iteration, i), needed_gradients_.col(i));
+    } else if (partition_gradients != nullptr) {
+      needed_gradients_.col(i) = partition_gradients->col(i);
+    } else {
+      objective_->partition_gradient(i, query, needed_gradients_.col(i));
+    }
+  });
+  out.estimate = combine_messages(d, p, [&](int i) -> const Eigen::VectorXd& {
+    message_buffer_ = needed_gradients_.col(i);
+    return message_buffer_;
+  });
 }
 
 BackendIteration SimulatedBackend::iterate(std::uint64_t iteration,
@@ -32,6 +100,10 @@ BackendIteration SimulatedBackend::iterate(std::uint64_t iteration,
   out.iteration_time = timing.iteration_time;
   out.wall_time = timing.wall_time;
   out.heard = timing.heard;
+  if (const auto window = scheme_.rule->compute_window()) {
+    anytime(iteration, *window, timing, query, partition_gradients, out);
+    return out;
+  }
   out.decoding = scheme_.decode(timing.heard, iteration);
   const Eigen::Index p = objective_->dimension();
   if (minibatch_) {

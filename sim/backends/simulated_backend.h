@@ -25,11 +25,18 @@ class SimulatedBackend final : public Backend {
   /// iteration t's partition gradients are stochastic, over the rows of draw t: every worker
   /// holding partition j in iteration t uses the same sample (so a code's decode stays exact for
   /// the sampled gradients), and the caller's full gradients are never used.
+  /// Under the anytime rule (StoppingRule::compute_window), worker i's message is the gradient
+  /// of the c_i rows it finished in the window (a uniform sample of its partition, drawn as
+  /// models::minibatch_seed(seed, t, i); its exact partition gradient when c_i = |P_i|), and
+  /// ĝ = (1/Σc) Σ_i Σ_{rows of i} ∇ℓ: the weights c_i·m/(|P_i|·Σc), exactly 1 when every worker
+  /// finished (then ĝ is uncoded `all`'s estimate to the bit). It needs the uncoded code with
+  /// one partition per worker and no minibatch.
   SimulatedBackend(std::shared_ptr<const models::Objective> objective,
                    Scheme scheme,
                    std::unique_ptr<SimulatedCluster> cluster,
                    models::WorkerPool* pool = nullptr,
-                   std::optional<MinibatchOptions> minibatch = std::nullopt);
+                   std::optional<MinibatchOptions> minibatch = std::nullopt,
+                   std::uint64_t seed = 1);
   [[nodiscard]] std::string name() const override { return "simulated"; }
   BackendIteration iterate(std::uint64_t iteration,
                            const Eigen::VectorXd& query,
@@ -37,14 +44,24 @@ class SimulatedBackend final : public Backend {
   [[nodiscard]] const SimulatedCluster& cluster() const { return *cluster_; }
 
  private:
+  /// The anytime rule's iteration: counts from the drawn delays, weights, partial gradients.
+  void anytime(std::uint64_t iteration,
+               double window,
+               const IterationTiming& timing,
+               const Eigen::VectorXd& query,
+               const Eigen::MatrixXd* partition_gradients,
+               BackendIteration& out);
+
   std::shared_ptr<const models::Objective> objective_;
   Scheme scheme_;
   std::unique_ptr<SimulatedCluster> cluster_;
   models::WorkerPool* pool_;
   std::optional<MinibatchOptions> minibatch_;
-  std::vector<int> needed_;           // partitions in the support of a worker with weight ≠ 0
-  std::vector<Eigen::Index> column_;  // partition j → its column of needed_gradients_
-  Eigen::MatrixXd needed_gradients_;  // ∇F_j(query) of the needed partitions
+  std::uint64_t seed_;
+  std::vector<Eigen::Index> rows_done_;  // anytime: c_i per worker
+  std::vector<int> needed_;              // partitions in the support of a worker with weight ≠ 0
+  std::vector<Eigen::Index> column_;     // partition j → its column of needed_gradients_
+  Eigen::MatrixXd needed_gradients_;     // ∇F_j(query) of the needed partitions
   Eigen::VectorXd message_buffer_;
 };
 

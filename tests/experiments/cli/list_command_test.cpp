@@ -69,7 +69,7 @@ TEST_CASE("list: --json holds the same rows as the tables", "[experiments][list]
   }
   const auto expected = names_of(code_factories());
   CHECK(codes == std::set<std::string>(expected.begin(), expected.end()));
-  const auto& first_r = j["rules"]["rows"][3];
+  const auto& first_r = j["rules"]["rows"][4];
   CHECK(first_r["name"] == "first_r");
   CHECK(first_r["keys"][0]["name"] == "r");
   CHECK(first_r["keys"][0]["default"].is_null());
