@@ -761,10 +761,24 @@ sim::PredictionOptions prediction_options(const RunPlan& plan, std::uint64_t dra
 void simulate_training(const RunPlan& plan,
                        std::uint64_t delay_seed,
                        const std::function<void(const sim::TraceRow&)>& on_row) {
+  auto optimizer = plan.make_optimizer();
+  if (plan.update) {  // an update rule: the asynchronous loop on its own clock
+    sim::AsynchronousCluster cluster(
+        plan.make_delays(), plan.update->mode, plan.update->k, delay_seed);
+    sim::train_asynchronous(*plan.objective,
+                            nullptr,
+                            *plan.scheme.code,
+                            *optimizer,
+                            cluster,
+                            sim::AsynchronousOptions{{plan.iterations}, plan.update->step, {}},
+                            on_row);
+    return;
+  }
   auto cluster = std::make_unique<sim::SimulatedCluster>(
       plan.make_delays(), plan.scheme.rule, plan.stragglers, delay_seed, plan.network);
-  sim::SimulatedBackend backend(plan.objective, plan.scheme, std::move(cluster));
-  auto optimizer = plan.make_optimizer();
+  // The seed also draws the anytime rule's row samples (unused by every other rule).
+  sim::SimulatedBackend backend(
+      plan.objective, plan.scheme, std::move(cluster), nullptr, std::nullopt, delay_seed);
   sim::train(
       *plan.objective, nullptr, *optimizer, backend, sim::TrainingOptions{plan.iterations}, on_row);
 }

@@ -37,8 +37,9 @@ sim::IterationTimeSimulation iteration_time_simulation(const RunPlan& plan, std:
 /// Prediction options whose fallback is iteration_time_simulation(plan, draws).
 sim::PredictionOptions prediction_options(const RunPlan& plan, std::uint64_t draws);
 
-/// One simulated training run of the plan (fixed data and code) with the delay seed `delay_seed`;
-/// `on_row` sees every trace row. Throws sim::NumericalError as sim::train does.
+/// One simulated training run of the plan (fixed data and code) with the delay seed `delay_seed`
+/// (an update rule's plan on the asynchronous loop, a row per update); `on_row` sees every trace
+/// row. Throws sim::NumericalError as sim::train does.
 void simulate_training(const RunPlan& plan,
                        std::uint64_t delay_seed,
                        const std::function<void(const sim::TraceRow&)>& on_row);
