@@ -68,6 +68,10 @@ for name in sorted(os.listdir(paper)):
         with open(os.path.join(paper, sweep.pop("base_file"))) as f:
             sweep["base"] = json.load(f)
     base = sweep["base"]
+    # A delay trace's path is relative to the sweep file, which is copied elsewhere.
+    delay = base.get("delay", {})
+    if "path" in delay and not os.path.isabs(delay["path"]):
+        delay["path"] = os.path.normpath(os.path.join(paper, delay["path"]))
     if quick:
         data = base.get("data")
         if data:
@@ -184,6 +188,10 @@ map_fstar=$("$python" -c 'import json, sys; print(repr(json.load(open(sys.argv[1
 "$python" "$root/plots/plot_nonconvex.py" --regime "$sweeps/mlp_regime_injected" \
   --noise-floor "$sweeps/mlp_noise_floor" --out "$out/mlp_fashion_mnist.png" \
   --csv "$out/mlp_fashion_mnist.csv"
+# Gradient codes against the baselines that do not code (docs/results.md): K-sync, K-async and
+# Anytime minibatch beside uncoded, exact FRC and ErasureHead, injected delays and a PAI trace.
+"$python" "$root/plots/plot_baselines.py" --injected "$sweeps/baselines_injected" \
+  --trace "$sweeps/baselines_trace" --out "$out/baselines.png" --csv "$out/baselines.csv"
 # Theory against measurement (docs/convergence.md): least squares, GD and Nesterov.
 reps=$([ "$quick" = 1 ] && echo 40 || echo 200)
 example="$root/experiments/examples/theory_least_squares.json"

@@ -12,3 +12,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BUILD = os.environ.get("STRAGGLERSIM_BUILD", os.path.join(ROOT, "build", "release"))
 CLI = os.path.join(BUILD, "experiments", "stragglersim")
 sys.path.insert(0, os.path.join(BUILD, "python"))
+
+
+def small_logistic_sweep_base(iterations, target_loss=0.45):
+    """The base of the small scheme-comparison sweeps: 6 workers, 300 x 5 Gaussian-mixture rows
+    (no test set), logistic l2 = 0.001, injected delays (Model B, rate 2), GD at step 1/beta."""
+    return {"seed": 5, "workers": 6,
+            "data": {"source": "synthetic", "generator": "gaussian_mixture", "rows": 300,
+                     "features": 5, "test_fraction": 0.0},
+            "loss": {"kind": "logistic", "l2": 0.001}, "code": {"kind": "uncoded"},
+            "stopping": {"rule": "all"},
+            "delay": {"kind": "shifted_exponential", "tail": "none", "rate": 2.0},
+            "optimizer": {"kind": "gd", "step": "auto", "iterations": iterations},
+            "target_loss": target_loss}

@@ -11,7 +11,7 @@ import sys
 
 from scipy.stats import t as student_t
 
-from conftest import CLI, ROOT
+from conftest import CLI, ROOT, small_logistic_sweep_base
 
 sys.path.insert(0, os.path.join(ROOT, "plots"))
 import protocol_table  # noqa: E402
@@ -20,14 +20,7 @@ import protocol_table  # noqa: E402
 def test_protocol_rows_equal_their_run_files(tmp_path):
     sweep = {
         "name": "proto",
-        "base": {"seed": 5, "workers": 6,
-                 "data": {"source": "synthetic", "generator": "gaussian_mixture", "rows": 300,
-                          "features": 5, "test_fraction": 0.0},
-                 "loss": {"kind": "logistic", "l2": 0.001}, "code": {"kind": "uncoded"},
-                 "stopping": {"rule": "all"},
-                 "delay": {"kind": "shifted_exponential", "tail": "none", "rate": 2.0},
-                 "optimizer": {"kind": "gd", "step": "auto", "iterations": 60},
-                 "target_loss": 0.45},
+        "base": small_logistic_sweep_base(60),
         "schemes": [{"name": "uncoded", "/code": {"kind": "uncoded"},
                      "/stopping": {"rule": "all"}},
                     {"name": "exact FRC d=2", "/code": {"kind": "frc", "d": 2},
