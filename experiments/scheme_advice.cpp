@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <memory>
 
@@ -13,7 +12,6 @@
 #include "experiments/predict/convergence_predictions.h"
 #include "experiments/predict/predictions.h"
 #include "models/optimum.h"
-#include "sim/asynchronous_cluster.h"
 #include "sim/scheme.h"
 #include "sim/simulated_cluster.h"
 
@@ -61,32 +59,8 @@ bool theory_applies_to(const RunPlan& plan) {
   return delays->independent_workers() || !delays->rows().empty();
 }
 
-/// An update rule's time per update: the mean over kIterationDraws updates of its clock.
-void predict_update_time(const RunPlan& plan, SchemeCandidate& c) {
-  sim::AsynchronousCluster cluster(
-      plan.make_delays(), plan.update->mode, plan.update->k, derive_seed(plan.seed, kAdviceStream));
-  double sum = 0.0;
-  double sum_sq = 0.0;
-  for (std::uint64_t u = 0; u < kIterationDraws; ++u) {
-    const double t = cluster.next_update().update_time;
-    sum += t;
-    sum_sq += t * t;
-  }
-  const auto n = static_cast<double>(kIterationDraws);
-  c.iteration_time = sum / n;
-  const double variance =
-      std::max(0.0, (sum_sq - n * c.iteration_time * c.iteration_time) / (n - 1));
-  c.iteration_time_method = fmt::format("simulation (asynchronous clock, {} updates, s.e. {:.2g})",
-                                        kIterationDraws,
-                                        std::sqrt(variance / n));
-}
-
 /// Iteration time: theory where it models the scheme, else a delay-only simulation.
 void predict_iteration_time(const RunPlan& plan, bool theory_applies, SchemeCandidate& c) {
-  if (plan.update) {
-    predict_update_time(plan, c);
-    return;
-  }
   std::string why;
   if (theory_applies) {
     if (const auto scheme = sim::describe_scheme(plan.scheme, &why)) {
@@ -260,30 +234,6 @@ void set_target(const RunPlan& base,
   }
 }
 
-/// The baselines that do not code (docs/model.md §4): K-sync averages the first K gradients,
-/// K-async updates after every K (stale) gradients, Anytime minibatch (with a deadline) computes
-/// for that window.
-void add_baseline_candidates(int n, double deadline, std::vector<SchemeCandidate>& out) {
-  const int k = fraction_of(n, 1, 2);
-  const std::size_t first_baseline = out.size();
-  if (k < n) {
-    out.push_back(candidate(fmt::format("k-sync K={}", k),
-                            {{"kind", "uncoded"}},
-                            {{"rule", "first_r"}, {"r", k}},
-                            "empirical"));
-  }
-  out.push_back(candidate(
-      fmt::format("k-async K={}", k), {{"kind", "uncoded"}}, {{"rule", "k_async"}, {"k", k}}));
-  if (deadline > 0.0) {
-    out.push_back(candidate(fmt::format("anytime window={:.4g}", deadline),
-                            {{"kind", "uncoded"}},
-                            {{"rule", "anytime"}, {"window", deadline}}));
-  }
-  for (std::size_t i = first_baseline; i < out.size(); ++i) {
-    out[i].baseline = true;
-  }
-}
-
 }  // namespace
 
 std::vector<SchemeCandidate> scheme_candidates(int workers, double deadline) {
@@ -332,37 +282,21 @@ std::vector<SchemeCandidate> scheme_candidates(int workers, double deadline) {
                               {{"rule", "first_r"}, {"r", r}}));
     }
   }
-  add_baseline_candidates(n, deadline, out);
   return out;
-}
-
-/// The workers whose messages each iteration (or update, for an update rule) of the plan's clock
-/// uses, one call per iteration.
-std::function<std::vector<int>()> heard_sets(const RunPlan& plan, std::uint64_t seed) {
-  if (plan.update) {
-    auto cluster = std::make_shared<sim::AsynchronousCluster>(
-        plan.make_delays(), plan.update->mode, plan.update->k, seed);
-    return [cluster] {
-      std::vector<int> used;
-      for (const auto& g : cluster->next_update().used) {
-        used.push_back(g.worker);
-      }
-      return used;
-    };
-  }
-  auto cluster = std::make_shared<sim::SimulatedCluster>(
-      plan.make_delays(), plan.scheme.rule, plan.stragglers, seed, plan.network);
-  return [cluster] { return cluster->next_iteration().heard; };
 }
 
 void check_coverage(const RunPlan& plan, SchemeCandidate& c) {
   const codes::GradientCode& code = *plan.scheme.code;
-  const auto next_heard = heard_sets(plan, derive_seed(plan.seed, kCoverageStream));
+  sim::SimulatedCluster cluster(plan.make_delays(),
+                                plan.scheme.rule,
+                                plan.stragglers,
+                                derive_seed(plan.seed, kCoverageStream),
+                                plan.network);
   const auto k = static_cast<std::size_t>(code.partitions());
   std::vector<std::uint64_t> covered(k, 0);
   std::vector<std::uint64_t> last(k, 0);  // the last iteration counted for each partition
   for (std::uint64_t t = 1; t <= kCoverageDraws; ++t) {
-    for (const int w : next_heard()) {
+    for (const int w : cluster.next_iteration().heard) {
       for (const int j : code.support(w)) {
         const auto u = static_cast<std::size_t>(j);
         if (last[u] != t) {
@@ -431,8 +365,7 @@ Advice advise(const nlohmann::json& config,
   for (const auto& c : candidates) {
     if (c.label == anchor && c.problem.empty()) {
       for (auto& extra : scheme_candidates(base.workers, c.iteration_time)) {
-        if (extra.label.find("deadline") != std::string::npos ||
-            extra.label.starts_with("anytime")) {
+        if (extra.label.find("deadline") != std::string::npos) {
           evaluate(config, file, base_dir, advice, options, extra);
           candidates.push_back(std::move(extra));
         }

@@ -40,9 +40,6 @@ struct SchemeCandidate {
   std::string label;     ///< e.g. "erasurehead frc d=2 r=10"
   nlohmann::json block;  ///< {"code", "stopping", "rescale"}: replaces the config's
   std::string problem;   ///< non-empty when the candidate was not predicted (and why)
-  /// K-sync, K-async or Anytime minibatch: a baseline without a code (`validate` leaves these
-  /// out: K-sync's iteration times are ignore-stragglers', the other two have no timing model).
-  bool baseline = false;
   double iteration_time = 0.0;
   std::string iteration_time_method;
   /// To target (a mean over runs when simulated); nullopt: not reached in the horizon.
@@ -80,10 +77,8 @@ struct Advice {
 
 /// The candidates for n workers: uncoded (all), ignore-stragglers (uncoded, first_r at ½ and ¾),
 /// exact FRC (d = 2, 3 when d | n, decodable), CRC (s = 1, 2, decodable), ErasureHead (FRC
-/// d = 2, 3, first_r_or_decodable at r = ¼, ½, ¾ of n; FRC d = 2 with a deadline), BGC
-/// (d = 2, 3, first_r at ½), and the baselines without a code: K-sync (first_r at ½ with
-/// rescale empirical), K-async (k_async, K = ½) and, with a deadline, Anytime minibatch (window =
-/// the deadline). `deadline` (seconds, 0: none) is the deadline's `after` and the window.
+/// d = 2, 3, first_r_or_decodable at r = ¼, ½, ¾ of n; FRC d = 2 with a deadline) and BGC
+/// (d = 2, 3, first_r at ½). `deadline` is the deadline's `after` in seconds.
 [[nodiscard]] std::vector<SchemeCandidate> scheme_candidates(int workers, double deadline);
 
 /// Ranks the candidates for `config` (read from `file`, paths relative to `base_dir`).
