@@ -111,6 +111,45 @@ void add_policy_prediction(const RunPlan& plan, bool convergence, nlohmann::json
 /// c = L + S/B, so the stop of `all`, `first_r` and `decodable` rules moves by c, and a deadline τ
 /// on arrivals is the deadline τ − c on compute ends plus c (exact; nobody is heard when τ ≤ c).
 /// A serial link is left to add_policy_prediction (simulated).
+/// Anytime minibatch (docs/model.md §4): every worker sends at min(T, X_i) and the master waits
+/// for every message, so the iteration time max_i min(T, X_i) = min(T, max_i X_i) is the deadline
+/// rule's at τ = T on compute ends, for the uncoded code. Nullopt for every other rule.
+std::optional<sim::SchemeDescription> anytime_description(const RunPlan& plan) {
+  const auto window = plan.scheme.rule->compute_window();
+  if (!window) {
+    return std::nullopt;
+  }
+  return sim::SchemeDescription{
+      plan.workers, sim::CodeFamily::kUncoded, 1, sim::RuleKind::kDeadline, 1, *window};
+}
+
+/// The prediction's fields of the `theory` block (docs/model.md §7 `summary.json`).
+void add_iteration_time(const sim::IterationTimePrediction& p, nlohmann::json& out) {
+  out["expected_iteration_time"] = number_or_null(p.mean);
+  out["iteration_time_sd"] = number_or_null(p.sd);
+  out["group_erasure_probability"] = number_or_null(p.q);
+  out["q2"] = number_or_null(p.q2);
+  out["method"] = p.method;
+  out["estimated_operations"] = p.estimated_operations;
+  if (p.method == "simulation") {
+    out["iteration_time_se"] = p.standard_error;
+    out["draws"] = p.draws;
+    out["fallback_reason"] = p.fallback_reason;
+  }
+}
+
+/// Anytime: no worker's message is erased (q is not defined), and the bounds assume erasures.
+void add_anytime_note(const RunPlan& plan, bool convergence, nlohmann::json& out) {
+  out["group_erasure_probability"] = nullptr;
+  out["q2"] = nullptr;
+  out["anytime_note"] =
+      "anytime: max_i min(T, X_i), the deadline rule's time at T; no erasure probability and no "
+      "convergence bound";
+  if (convergence && !plan.delay_only()) {
+    out.update(convergence_predictions(plan, nullptr, nullptr));
+  }
+}
+
 sim::IterationTimePrediction predict_with_network(const RunPlan& plan,
                                                   sim::SchemeDescription scheme,
                                                   const sim::DelayModel& delays) {
@@ -121,7 +160,9 @@ sim::IterationTimePrediction predict_with_network(const RunPlan& plan,
     return sim::predict_iteration_time(scheme, delays, options);
   }
   const double c = net.latency + net.transfer_time();
-  const bool deadline = scheme.rule == sim::RuleKind::kDeadline;
+  // Anytime: each message leaves at min(T, X_i) and arrives c later, so the whole time shifts.
+  const bool deadline =
+      scheme.rule == sim::RuleKind::kDeadline && !plan.scheme.rule->compute_window();
   sim::IterationTimePrediction p;
   if (deadline && scheme.deadline <= c) {
     p.mean = scheme.deadline;
@@ -248,7 +289,8 @@ std::optional<std::string> convergence_cost_problem(const RunPlan& plan) {
 nlohmann::json predictions(const RunPlan& plan, bool convergence) {
   nlohmann::json out;
   std::string why;
-  const auto scheme = sim::describe_scheme(plan.scheme, &why);
+  const auto anytime = anytime_description(plan);
+  const auto scheme = anytime ? anytime : sim::describe_scheme(plan.scheme, &why);
   if (!scheme) {
     out["iteration_time_problem"] = why;
     if (convergence && !plan.delay_only()) {
@@ -272,18 +314,12 @@ nlohmann::json predictions(const RunPlan& plan, bool convergence) {
     out["iteration_time_problem"] = e.what();
     return out;
   }
-  out["expected_iteration_time"] = number_or_null(p.mean);
-  out["iteration_time_sd"] = number_or_null(p.sd);
-  out["group_erasure_probability"] = number_or_null(p.q);
-  out["q2"] = number_or_null(p.q2);
-  out["method"] = p.method;
-  out["estimated_operations"] = p.estimated_operations;
-  if (p.method == "simulation") {
-    out["iteration_time_se"] = p.standard_error;
-    out["draws"] = p.draws;
-    out["fallback_reason"] = p.fallback_reason;
-  }
+  add_iteration_time(p, out);
   add_policy_prediction(plan, convergence, out);
+  if (anytime) {
+    add_anytime_note(plan, convergence, out);
+    return out;
+  }
 
   if (!convergence) {
     return out;
