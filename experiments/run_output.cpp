@@ -325,6 +325,8 @@ struct TraceColumns {
   bool staleness = false;
   /// Anytime minibatch: rows_used, the rows the workers finished within the window.
   bool rows = false;
+  /// Adaptive deadline: deadline, this iteration's (empty when the master waited for all).
+  bool deadline = false;
 
   explicit TraceColumns(const RunPlan& plan)
       : test(plan.test_objective != nullptr),
@@ -332,7 +334,8 @@ struct TraceColumns {
         drain(plan.stragglers == sim::StragglerPolicy::kDrain),
         threads(plan.backend.traits.real_time),
         staleness(plan.update.has_value()),
-        rows(plan.scheme.rule->compute_window().has_value()) {}
+        rows(plan.scheme.rule->compute_window().has_value()),
+        deadline(plan.scheme.rule->adaptive_deadline().has_value()) {}
 
   [[nodiscard]] std::string header() const {
     std::string h =
@@ -344,6 +347,7 @@ struct TraceColumns {
     h += threads ? ",real_time,real_iteration_time,real_wall_time" : "";
     h += staleness ? ",staleness_mean,staleness_max" : "";
     h += rows ? ",rows_used" : "";
+    h += deadline ? ",deadline" : "";
     return h + '\n';
   }
 };
@@ -363,6 +367,7 @@ struct TrainingTally {
   double staleness_sum = 0.0;     ///< Σ over updates of the mean staleness
   double staleness_max = 0.0;     ///< the largest staleness of any gradient
   double rows_sum = 0.0;          ///< Σ over iterations of rows_used (anytime)
+  Moments deadlines;              ///< the adaptive deadline's deadlines, iterations with one
   sim::TraceRow last;
 };
 
@@ -474,6 +479,13 @@ void write_rule_cells(const TraceColumns& columns,
       tally.rows_sum += static_cast<double>(*row.rows_used);
     }
   }
+  if (columns.deadline) {
+    buffer.push_back(',');
+    if (row.deadline) {
+      fmt::format_to(std::back_inserter(buffer), "{}", *row.deadline);
+      tally.deadlines.add(*row.deadline);
+    }
+  }
 }
 
 /// Appends one trace row to `buffer` and adds it to `tally`.
@@ -555,6 +567,11 @@ void add_rule_summary(const RunPlan& plan,
                                   ? nlohmann::json(tally.rows_sum / iterations /
                                                    static_cast<double>(plan.objective->rows()))
                                   : nlohmann::json();
+  }
+  if (columns.deadline) {
+    const std::uint64_t with = tally.deadlines.n;
+    s["mean_deadline"] = with > 0 ? nlohmann::json(tally.deadlines.mean) : nlohmann::json();
+    s["iterations_without_deadline"] = tally.last.iteration - with;
   }
 }
 

@@ -25,6 +25,22 @@ SimulatedCluster::SimulatedCluster(std::unique_ptr<DelayModel> delays,
   current_.heard.reserve(n);
   busy_until_.assign(n, 0.0);
   queue_.reserve(n + 1);
+  if (const auto adaptive = rule_->adaptive_deadline()) {
+    tracker_.emplace(*adaptive);
+  }
+}
+
+void SimulatedCluster::record_busy_workers() {
+  // Workers not heard are still busy until their compute ends (their stale message is
+  // dropped); their arrivals are the events left in the queue.
+  std::fill(busy_until_.begin(), busy_until_.end(), 0.0);
+  while (!queue_.empty()) {
+    const Event e = queue_.pop();
+    if (const auto* a = std::get_if<ArrivalEvent>(&e.payload)) {
+      const auto w = static_cast<std::size_t>(a->worker);
+      busy_until_[w] = time_ + compute_end_[w];
+    }
+  }
 }
 
 const IterationTiming& SimulatedCluster::next_iteration() {
@@ -50,8 +66,9 @@ const IterationTiming& SimulatedCluster::next_iteration() {
     last_arrival = std::max(last_arrival, arrival);
     queue_.push(arrival, ArrivalEvent{i});
   }
-  if (const auto deadline = rule_->deadline()) {
-    queue_.push(*deadline, DeadlineEvent{});
+  current_.deadline = tracker_ ? tracker_->deadline() : rule_->deadline();
+  if (current_.deadline) {
+    queue_.push(*current_.deadline, DeadlineEvent{});
   }
 
   current_.heard.clear();
@@ -71,16 +88,10 @@ const IterationTiming& SimulatedCluster::next_iteration() {
   }
 
   if (policy_ == StragglerPolicy::kFinish) {
-    // Workers not heard are still busy until their compute ends (their stale message is
-    // dropped); their arrivals are the events left in the queue.
-    std::fill(busy_until_.begin(), busy_until_.end(), 0.0);
-    while (!queue_.empty()) {
-      const Event e = queue_.pop();
-      if (const auto* a = std::get_if<ArrivalEvent>(&e.payload)) {
-        const auto w = static_cast<std::size_t>(a->worker);
-        busy_until_[w] = time_ + compute_end_[w];
-      }
-    }
+    record_busy_workers();
+  }
+  if (tracker_) {
+    tracker_->observe(current_.heard, current_.arrivals);
   }
   current_.iteration_time = stop;
   current_.wall_time = policy_ == StragglerPolicy::kDrain ? last_arrival : stop;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct IterationTiming {
   std::vector<int> heard;        ///< workers heard, in arrival order
   std::vector<double> delays;    ///< each worker's drawn delay T_i
   std::vector<double> arrivals;  ///< when each worker's message reaches the master (from broadcast)
+  /// The deadline this iteration stopped at or before (seconds after the broadcast): the rule's
+  /// fixed one, the adaptive deadline's current one; nullopt when the master waited for the rule.
+  std::optional<double> deadline;
 };
 
 class SimulatedCluster {
@@ -57,6 +61,9 @@ class SimulatedCluster {
   [[nodiscard]] StragglerPolicy policy() const { return policy_; }
 
  private:
+  /// Under `finish`: when each worker not heard ends its stale work (the queue's leftovers).
+  void record_busy_workers();
+
   std::unique_ptr<DelayModel> delays_;
   std::shared_ptr<const StoppingRule> rule_;
   StragglerPolicy policy_;
@@ -64,6 +71,7 @@ class SimulatedCluster {
   EventQueue queue_;
   Network network_;
   IterationTiming current_;
+  std::optional<DeadlineTracker> tracker_;  // the adaptive deadline's state
   std::vector<double> compute_end_;
   std::vector<double> busy_until_;  // per worker, relative to the counted clock (finish policy)
   double time_ = 0.0;

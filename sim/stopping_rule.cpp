@@ -65,6 +65,10 @@ bool AnytimeStopping::stop_after(std::span<const int> heard) const {
   return static_cast<int>(heard.size()) >= workers_;
 }
 
+bool AdaptiveDeadlineStopping::stop_after(std::span<const int> heard) const {
+  return static_cast<int>(heard.size()) >= options_.workers;
+}
+
 namespace {
 
 /// No set smaller than ceil(k / max support) can cover every partition, so no smaller set

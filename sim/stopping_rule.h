@@ -10,6 +10,7 @@
 
 #include "codes/gradient_code.h"
 #include "models/base/options_check.h"
+#include "sim/adaptive_deadline.h"
 
 namespace stragglersim::sim {
 
@@ -64,6 +65,11 @@ class StoppingRule {
   /// Anytime minibatch (AnytimeStopping): every worker computes for at most this many seconds
   /// and sends the rows it finished; nullopt for every other rule (workers compute everything).
   [[nodiscard]] virtual std::optional<double> compute_window() const { return std::nullopt; }
+  /// The adaptive deadline (AdaptiveDeadlineStopping): the engine keeps a DeadlineTracker built
+  /// from these options and stops each iteration at its deadline; nullopt for every other rule.
+  [[nodiscard]] virtual std::optional<AdaptiveDeadlineOptions> adaptive_deadline() const {
+    return std::nullopt;
+  }
   /// Called after each arrival with every worker heard so far, in arrival order.
   [[nodiscard]] virtual bool stop_after(std::span<const int> heard) const = 0;
   /// Smallest number of arrivals at which stop_after can be true (engines may skip the call
@@ -222,6 +228,25 @@ class AnytimeStopping final : public StoppingRule {
  private:
   double window_;
   int workers_;
+};
+
+/// A deadline that follows the arrival times of the last w iterations (sim/adaptive_deadline.h,
+/// docs/model.md §4 "Adaptive deadline"); stops at the deadline, or earlier once every worker is
+/// in. No shape: its deadline changes with the run's history, which the theory does not model.
+/// Illegal: options that fail validate().
+class AdaptiveDeadlineStopping final : public StoppingRule {
+ public:
+  explicit AdaptiveDeadlineStopping(const AdaptiveDeadlineOptions& options)
+      : options_(options_check::require_valid(options)) {}
+  [[nodiscard]] std::string name() const override { return "adaptive_deadline"; }
+  [[nodiscard]] std::optional<AdaptiveDeadlineOptions> adaptive_deadline() const override {
+    return options_;
+  }
+  [[nodiscard]] bool stop_after(std::span<const int> heard) const override;
+  [[nodiscard]] int minimum_arrivals() const override { return options_.workers; }
+
+ private:
+  AdaptiveDeadlineOptions options_;
 };
 
 /// The config name of a mode: k_batch_sync, k_async, k_batch_async.

@@ -281,6 +281,7 @@ void train(const models::Objective& objective,
     row.workers_heard = static_cast<int>(it.heard.size());
     row.partitions_covered = it.decoding.partitions_covered;
     row.rows_used = it.rows_used;
+    row.deadline = it.deadline;
     row.heard = std::move(it.heard);
     record(row);
     if (time >= options.time_budget) {

@@ -40,6 +40,8 @@ struct TraceRow {
   std::optional<double> staleness_max;
   /// Anytime minibatch, rows t ≥ 1: the rows whose gradients the update used (Σ_i c_i).
   std::optional<std::int64_t> rows_used;
+  /// Adaptive deadline, rows t ≥ 1: this iteration's deadline; nullopt when it waited for all.
+  std::optional<double> deadline;
   std::optional<double> test_loss;    ///< (1/m_test) Σ ℓ on the test set, no regulariser
   std::optional<double> test_metric;  ///< accuracy (logistic) or MSE (least squares)
   std::optional<double> test_auc;     ///< ROC AUC of the test margins (logistic only)

@@ -463,6 +463,28 @@ RulePtr make_anytime(JsonReader& stopping, const CodePtr& code) {
   return std::make_shared<sim::AnytimeStopping>(o);
 }
 
+/// The adaptive deadline: "window" (w iterations) and exactly one of "quantile" and "mads".
+RulePtr make_adaptive_deadline(JsonReader& stopping, const CodePtr& code) {
+  using Statistic = sim::AdaptiveDeadlineOptions::Statistic;
+  const bool quantile = stopping.has("quantile");
+  if (quantile == stopping.has("mads")) {
+    stopping.fail(quantile ? "mads" : "quantile",
+                  "the adaptive deadline takes one statistic; expected exactly one of 'quantile' "
+                  "(a number in (0, 1]) and 'mads' (a number >= 0)");
+  }
+  sim::AdaptiveDeadlineOptions o;
+  o.workers = code->workers();
+  o.window = to_int(stopping.integer("window", std::nullopt));
+  o.statistic = quantile ? Statistic::kQuantile : Statistic::kMedianMads;
+  if (quantile) {
+    o.quantile = stopping.number("quantile", std::nullopt);
+  } else {
+    o.mads = stopping.number("mads", std::nullopt);
+  }
+  checked_rule(stopping, o);
+  return std::make_shared<sim::AdaptiveDeadlineStopping>(o);
+}
+
 /// An update rule of the asynchronous loop: "k" (1 ≤ K ≤ n) and "staleness_step".
 RulePtr make_update_rule(JsonReader& stopping, const CodePtr& code, sim::UpdateMode mode) {
   const int k = to_int(stopping.integer("k", std::nullopt));
@@ -738,6 +760,11 @@ const std::vector<FactoryRow<LossFactory>>& loss_factories() {
 
 const std::vector<FactoryRow<StoppingFactory>>& stopping_factories() {
   static const std::vector<FactoryRow<StoppingFactory>> table = {
+      {"adaptive_deadline",
+       "a deadline from the last window iterations' arrival times: their quantile, or median + "
+       "mads MADs (simulated clock; threads and MPI follow the injected delays)",
+       {{"window", ""}, {"quantile", ""}, {"mads", ""}},
+       make_adaptive_deadline},
       {"all", "wait for every worker", {}, make_all},
       {"anytime",
        "anytime minibatch: every worker computes for window seconds and sends the rows it "

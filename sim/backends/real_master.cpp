@@ -270,6 +270,7 @@ void RealMaster::drain(Round& round, MasterTransport& transport) {
 BackendIteration RealMaster::decode(const Round& round, const IterationTiming& timing) {
   BackendIteration out;
   out.iteration_time = timing.iteration_time;
+  out.deadline = timing.deadline;
   out.wall_time = timing.wall_time;
   if (!std::isfinite(out.wall_time)) {
     // Drain with a faulty worker: the simulated master waits for every worker that answers.
@@ -317,7 +318,7 @@ BackendIteration RealMaster::iterate(std::uint64_t iteration,
   round.start = transport.broadcast(iteration, query, timing.delays);
   round.stop_at = round.start;
   round.timeout_at = round.start + real_duration(options_.timeout);
-  if (const auto after = scheme_.rule->deadline()) {
+  if (const auto after = timing.deadline) {
     round.deadline_at = round.start + real_duration(*after * options_.seconds_per_unit);
   }
   round.record.iteration = iteration;

@@ -98,6 +98,7 @@ BackendIteration SimulatedBackend::iterate(std::uint64_t iteration,
   const IterationTiming& timing = cluster_->next_iteration();
   BackendIteration out;
   out.iteration_time = timing.iteration_time;
+  out.deadline = timing.deadline;
   out.wall_time = timing.wall_time;
   out.heard = timing.heard;
   if (const auto window = scheme_.rule->compute_window()) {

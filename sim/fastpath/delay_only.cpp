@@ -93,6 +93,21 @@ DelayOnlySimulator::DelayOnlySimulator(std::unique_ptr<DelayModel> delays,
   }
 }
 
+int DelayOnlySimulator::groups_heard(const std::vector<int>& heard) {
+  if (!has_groups_) {
+    return code_->decode_optimal(heard).partitions_covered;
+  }
+  // Group codes (possibly compact, which do not decode): group g = workers [g·d, (g+1)·d).
+  covered_.assign(static_cast<std::size_t>(code_->workers() / d_), 0);
+  int covered = 0;
+  for (const int worker : heard) {
+    char& seen = covered_[static_cast<std::size_t>(worker / d_)];
+    covered += seen == 0 ? 1 : 0;
+    seen = 1;
+  }
+  return covered;
+}
+
 namespace {
 
 double max_of(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
@@ -278,8 +293,7 @@ DelayOnlyStatistics DelayOnlySimulator::run(
       it.iteration_time = timing.iteration_time;
       it.wall_time = timing.wall_time;
       it.workers_heard = static_cast<int>(timing.heard.size());
-      const codes::Decoding cover = code_->decode_optimal(timing.heard);
-      it.groups_covered = cover.partitions_covered;
+      it.groups_covered = groups_heard(timing.heard);
     } else {
       it = step();
     }

@@ -95,6 +95,8 @@ class DelayOnlySimulator {
 
   DelayOnlyIteration step();
   Stop rule_stop(const std::vector<double>& a);
+  /// Groups with a worker in `heard` (group codes); the optimal decode's coverage otherwise.
+  int groups_heard(const std::vector<int>& heard);
 
   using Kind = RuleKind;
   std::unique_ptr<DelayModel> delays_;
@@ -117,6 +119,7 @@ class DelayOnlySimulator {
   Network network_;
   std::vector<double> delivered_;  // arrivals through a network that is not free
   std::unique_ptr<SimulatedCluster> fallback_;
+  std::vector<char> covered_;  // per group, the fallback's coverage count
   std::optional<OrderStatisticSampler> order_statistics_;
 };
 

@@ -183,6 +183,9 @@ TEST_CASE("config: the unknown-key list is the factory row's keys", "[experiment
       c["stopping"]["k"] = 2;  // the asynchronous rules' K
     } else if (row.name == "anytime") {
       c["stopping"]["window"] = 1.0;
+    } else if (row.name == "adaptive_deadline") {
+      c["stopping"]["window"] = 3;
+      c["stopping"]["mads"] = 1.0;
     }
     CHECK(error_of(c) ==
           "cfg.json:/stopping/bogus: unknown key 'bogus'; valid keys are: " + join(keys));

@@ -573,6 +573,38 @@ TEST_CASE("threads: a deadline scaled by seconds_per_unit stops the master", "[t
   CHECK(cut >= 10);
 }
 
+TEST_CASE("threads: an adaptive deadline follows the injected delays as the simulated one does",
+          "[threads]") {
+  // The deadline sequence is a function of the injected delays (the master's simulated twin):
+  // the same bytes as the simulated backend's, and it stops the real master.
+  const double spu = 0.002;
+  const auto plan = plan_of(threads_config(
+      kUncoded, {{"rule", "adaptive_deadline"}, {"window", 3}, {"mads", 1.0}}, spu, 15));
+  auto backend = make_threads(plan);
+  SimulatedBackend simulated(plan.objective,
+                             plan.scheme,
+                             std::make_unique<SimulatedCluster>(
+                                 plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed));
+  const Eigen::VectorXd x = Eigen::VectorXd::Zero(plan.objective->dimension());
+  int cut = 0;
+  for (std::uint64_t t = 1; t <= plan.iterations; ++t) {
+    const BackendIteration it = backend->iterate(t, x, nullptr);
+    const BackendIteration sim = simulated.iterate(t, x, nullptr);
+    const auto& record = backend->real_records()->back();
+    CHECK(it.deadline == sim.deadline);
+    CHECK(it.iteration_time == sim.iteration_time);
+    CHECK(record.simulated_stop == sim.iteration_time);
+    CHECK(it.deadline.has_value() == (t > 1));
+    if (sim.heard.size() < 12) {
+      ++cut;
+      REQUIRE(sim.deadline);
+      CHECK(record.real_stop_seconds >= *sim.deadline * spu - kClockSlack);
+    }
+  }
+  // median + 1 MAD of 1 + Exp(1) is near its 0.7 quantile: all 12 beat it with probability 0.01.
+  CHECK(cut >= 10);
+}
+
 TEST_CASE("threads: an approximate scheme keeps going with a crashed and a hung worker",
           "[threads][faults]") {
   auto config = threads_config(kFrc2, kFirst6, 0.002, 20);
