@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <boost/version.hpp>
 #include <cerrno>
 #include <chrono>
@@ -352,6 +353,82 @@ struct TraceColumns {
   }
 };
 
+/// Each worker's part in the updates, rows t ≥ 1 (workers.csv): the iterations it was heard in
+/// (asynchronous rules: its gradients the updates took), its messages the updates used, the
+/// rows it finished (anytime) and the staleness of its used gradients (asynchronous rules).
+struct WorkerTally {
+  std::vector<std::uint64_t> heard;
+  std::vector<std::uint64_t> used;
+  std::vector<std::int64_t> rows;
+  std::vector<double> staleness_sum;
+  std::vector<std::uint64_t> staleness_max;
+
+  void resize(int workers) {
+    const auto n = static_cast<std::size_t>(workers);
+    heard.assign(n, 0);
+    used.assign(n, 0);
+    rows.assign(n, 0);
+    staleness_sum.assign(n, 0.0);
+    staleness_max.assign(n, 0);
+  }
+
+  void add(const sim::TraceRow& row) {
+    for (const int w : row.heard) {
+      ++heard[static_cast<std::size_t>(w)];
+    }
+    for (std::size_t l = 0; l < row.used.size(); ++l) {
+      const auto w = static_cast<std::size_t>(row.used[l]);
+      ++used[w];
+      if (l < row.used_staleness.size()) {
+        staleness_sum[w] += static_cast<double>(row.used_staleness[l]);
+        staleness_max[w] = std::max(staleness_max[w], row.used_staleness[l]);
+      }
+    }
+    for (std::size_t w = 0; w < row.worker_rows.size(); ++w) {
+      rows[w] += row.worker_rows[w];
+    }
+  }
+
+  [[nodiscard]] std::uint64_t total_used() const {
+    return std::accumulate(used.begin(), used.end(), std::uint64_t{0});
+  }
+
+  /// workers.csv: worker,heard,used,share[,rows][,staleness_mean,staleness_max]; share is the
+  /// worker's used messages over all used messages (empty when none was used).
+  [[nodiscard]] std::string csv(bool with_rows, bool with_staleness) const {
+    fmt::memory_buffer out;
+    fmt::format_to(std::back_inserter(out),
+                   "worker,heard,used,share{}{}\n",
+                   with_rows ? ",rows" : "",
+                   with_staleness ? ",staleness_mean,staleness_max" : "");
+    const std::uint64_t total = total_used();
+    for (std::size_t w = 0; w < used.size(); ++w) {
+      fmt::format_to(std::back_inserter(out), "{},{},{},", w, heard[w], used[w]);
+      if (total > 0) {
+        fmt::format_to(std::back_inserter(out),
+                       "{}",
+                       static_cast<double>(used[w]) / static_cast<double>(total));
+      }
+      if (with_rows) {
+        fmt::format_to(std::back_inserter(out), ",{}", rows[w]);
+      }
+      if (with_staleness) {
+        out.push_back(',');
+        if (used[w] > 0) {
+          fmt::format_to(std::back_inserter(out),
+                         "{},{}",
+                         staleness_sum[w] / static_cast<double>(used[w]),
+                         staleness_max[w]);
+        } else {
+          out.push_back(',');
+        }
+      }
+      out.push_back('\n');
+    }
+    return {out.data(), out.size()};
+  }
+};
+
 /// What the summary needs from the rows, gathered as they are written.
 struct TrainingTally {
   Moments times;
@@ -368,6 +445,7 @@ struct TrainingTally {
   double staleness_max = 0.0;     ///< the largest staleness of any gradient
   double rows_sum = 0.0;          ///< Σ over iterations of rows_used (anytime)
   Moments deadlines;              ///< the adaptive deadline's deadlines, iterations with one
+  WorkerTally workers;
   sim::TraceRow last;
 };
 
@@ -539,6 +617,7 @@ void write_row(const RunPlan& plan,
     tally.times.add(row.iteration_time);
     tally.error_sum += row.decoding_error;
     tally.heard_sum += row.workers_heard;
+    tally.workers.add(row);
   }
   tally.best = std::min(tally.best, row.loss);
   if (plan.target_loss && !tally.time_to_target && row.loss <= *plan.target_loss) {
@@ -630,6 +709,20 @@ void add_optional_summary(const RunPlan& plan,
   }
 }
 
+/// contribution_share_min / _max: the smallest and largest share of the used messages that one
+/// worker sent (1/n each when every worker contributed equally; null before any was used).
+void add_contribution_summary(const WorkerTally& workers, nlohmann::json& s) {
+  const std::uint64_t total = workers.total_used();
+  if (total == 0) {
+    s["contribution_share_min"] = nullptr;
+    s["contribution_share_max"] = nullptr;
+    return;
+  }
+  const auto [lo, hi] = std::minmax_element(workers.used.begin(), workers.used.end());
+  s["contribution_share_min"] = static_cast<double>(*lo) / static_cast<double>(total);
+  s["contribution_share_max"] = static_cast<double>(*hi) / static_cast<double>(total);
+}
+
 nlohmann::json training_summary(const RunPlan& plan,
                                 const RunSetUp& setup,
                                 const TraceColumns& columns,
@@ -655,6 +748,7 @@ nlohmann::json training_summary(const RunPlan& plan,
     s["mean_decoding_error"] = tally.error_sum / static_cast<double>(tally.times.n);
     s["mean_workers_heard"] = tally.heard_sum / static_cast<double>(tally.times.n);
   }
+  add_contribution_summary(tally.workers, s);
   add_optional_summary(plan, columns, tally, s);
   std::vector<RunWarning> warnings = plan_warnings(plan);
   for (auto& w : diagnostics.finish(s)) {
@@ -715,6 +809,7 @@ RunOutcome run_training(const RunPlan& plan,
   RunOutcome outcome;
   TrainingTally tally;
   tally.seconds_per_unit = backend->seconds_per_unit();
+  tally.workers.resize(plan.workers);
   TrainingDiagnostics diagnostics(plan, setup.optimum);
   end_of_rows(
       [&] {
@@ -743,6 +838,7 @@ RunOutcome run_training(const RunPlan& plan,
   if (const auto times = backend->finish()) {
     outcome.worker_times_csv = worker_times_csv(*times, tally.last.iteration, plan.workers);
   }
+  outcome.workers_csv = tally.workers.csv(columns.rows, columns.staleness);
   outcome.summary = training_summary(plan, setup, columns, outcome, tally, diagnostics);
   return outcome;
 }
@@ -788,6 +884,9 @@ RunOutcome execute_run(const RunPlan& plan,
   }
   if (!outcome.worker_times_csv.empty()) {
     write_file_atomically(out_dir / "worker_times.csv", outcome.worker_times_csv);
+  }
+  if (!outcome.workers_csv.empty()) {
+    write_file_atomically(out_dir / "workers.csv", outcome.workers_csv);
   }
   write_file_atomically(out_dir / "summary.json", outcome.summary.dump(2) + "\n");
   return outcome;

@@ -33,6 +33,8 @@ struct RunOutcome {
   std::string heard_csv;
   /// worker_times.csv of an mpi run with inject false (empty otherwise).
   std::string worker_times_csv;
+  /// workers.csv of a training run, each worker's part in the updates (empty for delay-only).
+  std::string workers_csv;
 };
 
 /// Asked after every trace row; true ends the run after that row with status "interrupted" (the

@@ -23,6 +23,8 @@ struct BackendIteration {
   Eigen::VectorXd estimate;  ///< Σ_j α_j ∇F_j(query)
   /// Anytime minibatch: the rows the workers finished within the window, Σ_i c_i.
   std::optional<std::int64_t> rows_used;
+  /// Anytime minibatch: each worker's c_i, indexed by worker (empty for every other rule).
+  std::vector<std::int64_t> worker_rows;
   /// The deadline of this iteration (seconds after the broadcast; IterationTiming::deadline).
   std::optional<double> deadline;
 };

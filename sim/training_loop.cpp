@@ -165,8 +165,25 @@ void describe_update(const codes::GradientCode& code,
   row.partitions_covered = static_cast<int>((alpha.array() != 0.0).count());
   for (const UsedGradient& g : update.used) {
     row.heard.push_back(g.worker);
+    row.used.push_back(g.worker);
+    row.used_staleness.push_back(g.staleness);
   }
   row.workers_heard = static_cast<int>(update.used.size());
+}
+
+/// A synchronous iteration's heard and used workers, coverage and rule columns.
+void describe_iteration(BackendIteration& it, TraceRow& row) {
+  row.workers_heard = static_cast<int>(it.heard.size());
+  row.partitions_covered = it.decoding.partitions_covered;
+  row.rows_used = it.rows_used;
+  row.worker_rows = std::move(it.worker_rows);
+  row.deadline = it.deadline;
+  row.heard = std::move(it.heard);
+  for (Eigen::Index i = 0; i < it.decoding.weights.size(); ++i) {
+    if (it.decoding.weights(i) != 0.0) {
+      row.used.push_back(static_cast<int>(i));
+    }
+  }
 }
 
 }  // namespace
@@ -278,11 +295,7 @@ void train(const models::Objective& objective,
     if (gradient_error && *gradient_norm > 0.0) {
       row.gradient_error_relative = *gradient_error / *gradient_norm;
     }
-    row.workers_heard = static_cast<int>(it.heard.size());
-    row.partitions_covered = it.decoding.partitions_covered;
-    row.rows_used = it.rows_used;
-    row.deadline = it.deadline;
-    row.heard = std::move(it.heard);
+    describe_iteration(it, row);
     record(row);
     if (time >= options.time_budget) {
       break;

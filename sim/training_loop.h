@@ -34,6 +34,14 @@ struct TraceRow {
   int workers_heard = 0;
   int partitions_covered = 0;
   std::vector<int> heard;  ///< the workers heard, in arrival order (empty in row 0)
+  /// The workers whose messages the update used, one entry per message: synchronous rules the
+  /// workers with a non-zero decoding weight, in worker order; asynchronous rules the workers of
+  /// the update's gradients (a worker twice when K-batch used two of its gradients).
+  std::vector<int> used;
+  /// Asynchronous runs: the staleness of each gradient in `used` (same order).
+  std::vector<std::uint64_t> used_staleness;
+  /// Anytime minibatch, rows t ≥ 1: each worker's c_i (indexed by worker).
+  std::vector<std::int64_t> worker_rows;
   /// Asynchronous runs (train_asynchronous), rows t ≥ 1: mean and largest staleness of the
   /// update's gradients (updates between the parameters a gradient was computed at and x_{t−1}).
   std::optional<double> staleness_mean;

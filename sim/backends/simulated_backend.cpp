@@ -58,6 +58,7 @@ void SimulatedBackend::anytime(std::uint64_t iteration,
     total += rows_done_[static_cast<std::size_t>(i)];
   }
   out.rows_used = total;
+  out.worker_rows.assign(rows_done_.begin(), rows_done_.end());
   codes::Decoding& d = out.decoding;
   d.weights = Eigen::VectorXd::Zero(n);
   for (int i = 0; i < n && total > 0; ++i) {

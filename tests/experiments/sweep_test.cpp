@@ -239,8 +239,8 @@ TEST_CASE("sweep: results and index are byte-identical for jobs 1 and jobs 2",
               "sweep '{}' --out '{}' --jobs 2", path.string(), (dir / "j2").string())) == 0);
   const auto one = tree(dir / "j1");
   // index.csv, summary.csv, traces.csv, sweep_spec.json, the one f* cache entry (every run has
-  // the same data) + config, trace, summary per run
-  CHECK(one.size() == 5 + 12 * 3);
+  // the same data) + config, trace, summary, workers per run
+  CHECK(one.size() == 5 + 12 * 4);
   CHECK(one.at("summary.csv") == tree(dir / "j2").at("summary.csv"));
   CHECK(one.at("traces.csv") == tree(dir / "j2").at("traces.csv"));
   CHECK(one == tree(dir / "j2"));

@@ -81,13 +81,19 @@ class Run:
         summary: the summary.json dict (resolved config, totals, status, theory; f_star,
             final_suboptimality, time_to_relative_suboptimality, group_coverage, warnings,
             wall_clock_seconds: docs/model.md section 7).
+        workers: dict of column name -> numpy array of workers.csv, one entry per worker
+            (each worker's part in the updates: heard, used, share, and rows or staleness
+            where the rule has them; docs/model.md section 7): int64 for worker, heard, used
+            and rows, float64 for share and the staleness columns (nan where the file's cell
+            is empty). None for a delay-only run, which writes no workers.csv.
         out: the output folder, or None when the run went to a temporary folder.
     """
 
-    def __init__(self, trace, summary, out=None):
+    def __init__(self, trace, summary, out=None, workers=None):
         self.trace = trace
         self.summary = summary
         self.out = out
+        self.workers = workers
 
     def to_pandas(self):
         """The trace as a pandas DataFrame (needs pandas, which stragglersim does not)."""
@@ -156,11 +162,30 @@ def _input(config, what="config"):
     raise TypeError("{} must be a dict or a path; got {}".format(what, type(config).__name__))
 
 
+def _read_workers(path):
+    """workers.csv as column -> numpy array (None when the run wrote none)."""
+    if not _os.path.exists(path):
+        return None
+    import numpy as _numpy
+
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = _csv.DictReader(f)
+        rows = list(reader)
+        names = reader.fieldnames
+    counts = ("worker", "heard", "used", "rows")
+    return {
+        name: _numpy.array([int(r[name]) for r in rows], dtype=_numpy.int64)
+        if name in counts
+        else _numpy.array([float(r[name]) if r[name] else _numpy.nan for r in rows])
+        for name in names
+    }
+
+
 def _read_run(folder, out):
     trace = dict(_stragglersim.read_trace(_os.path.join(folder, "trace.csv")))
     with open(_os.path.join(folder, "summary.json"), encoding="utf-8") as f:
         summary = _json.load(f)
-    return Run(trace, summary, out)
+    return Run(trace, summary, out, _read_workers(_os.path.join(folder, "workers.csv")))
 
 
 def run(config, out=None):

@@ -95,12 +95,13 @@ TEST_CASE("cli: run writes trace.csv and summary.json", "[experiments][cli]") {
     phases += summary[key].get<double>();
   }
   CHECK(phases <= summary["wall_clock_seconds"].get<double>());
-  // Nothing but the two outputs is left behind (temporary names are renamed away).
-  int files = 0;
-  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir / "out")) {
-    ++files;
+  // Nothing but the three outputs is left behind (temporary names are renamed away).
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir / "out")) {
+    files.push_back(e.path().filename().string());
   }
-  CHECK(files == 2);
+  std::sort(files.begin(), files.end());
+  CHECK(files == std::vector<std::string>{"summary.json", "trace.csv", "workers.csv"});
 }
 
 TEST_CASE("cli: run's last line gives simulated and real seconds on the threads backend",
