@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <memory>
 
@@ -12,6 +13,7 @@
 #include "experiments/predict/convergence_predictions.h"
 #include "experiments/predict/predictions.h"
 #include "models/optimum.h"
+#include "sim/asynchronous_cluster.h"
 #include "sim/scheme.h"
 #include "sim/simulated_cluster.h"
 
@@ -141,6 +143,51 @@ void predict_iterations(const RunPlan& plan,
   }
 }
 
+/// A baseline's time to ε simulated directly: over `repetitions` training runs, the mean of each
+/// run's simulated time (and iteration) at its first row within ε; its iteration time is the
+/// mean time over the mean iterations.
+void simulate_time_to_target(
+    const RunPlan& plan, double f_star, double epsilon, int repetitions, SchemeCandidate& c) {
+  const std::uint64_t seed = derive_seed(plan.seed, kAdviceStream);
+  double iterations = 0.0;
+  double time = 0.0;
+  double time_sq = 0.0;
+  int reached = 0;
+  for (int rep = 0; rep < repetitions; ++rep) {
+    std::optional<sim::TraceRow> hit;
+    simulate_training(
+        plan, derive_seed(seed, static_cast<std::uint64_t>(rep)), [&](const sim::TraceRow& row) {
+          if (!hit && row.loss - f_star <= epsilon) {
+            hit = row;
+          }
+        });
+    if (hit) {
+      iterations += static_cast<double>(hit->iteration);
+      time += hit->time;
+      time_sq += hit->time * hit->time;
+      ++reached;
+    }
+  }
+  c.iterations_method =
+      fmt::format("simulation (mean first iteration at target of {} runs)", repetitions);
+  c.total_method = fmt::format("simulation (mean time at target of {} runs", repetitions);
+  if (reached < repetitions) {
+    c.iterations_method += fmt::format(": {} reached", reached);
+    c.total_method += fmt::format(": {} reached)", reached);
+    c.iteration_time_method = "not measured (the target was not reached in every run)";
+    c.total = kInf;
+    return;
+  }
+  const auto n = static_cast<double>(repetitions);
+  c.iterations = iterations / n;
+  c.total = time / n;
+  c.total_se =
+      n > 1.0 ? std::sqrt(std::max(0.0, (time_sq - n * c.total * c.total) / (n - 1.0) / n)) : 0.0;
+  c.total_method += fmt::format(", s.e. {:.2g})", c.total_se);
+  c.iteration_time = *c.iterations > 0.0 ? c.total / *c.iterations : 0.0;
+  c.iteration_time_method = "simulation (mean time at target / mean iterations at target)";
+}
+
 void measure(const RunPlan& plan, int runs, double target_loss, SchemeCandidate& c) {
   const std::vector<double> times =
       measure_time_to_target(plan, runs, derive_seed(plan.seed, kMeasureStream), target_loss);
@@ -184,11 +231,15 @@ void evaluate(const nlohmann::json& config,
     c.total = kInf;
     return;
   }
-  const bool theory_applies = theory_applies_to(plan);
-  predict_iteration_time(plan, theory_applies, c);
-  predict_iterations(
-      plan, theory_applies, advice.f_star, advice.target_gap, options.repetitions, c);
-  c.total = c.iterations ? *c.iterations * c.iteration_time : kInf;
+  if (c.baseline) {
+    simulate_time_to_target(plan, advice.f_star, advice.target_gap, options.repetitions, c);
+  } else {
+    const bool theory_applies = theory_applies_to(plan);
+    predict_iteration_time(plan, theory_applies, c);
+    predict_iterations(
+        plan, theory_applies, advice.f_star, advice.target_gap, options.repetitions, c);
+    c.total = c.iterations ? *c.iterations * c.iteration_time : kInf;
+  }
   check_coverage(plan, c);
   if (options.measure > 0) {
     measure(plan, options.measure, advice.target_loss, c);
@@ -232,6 +283,49 @@ void set_target(const RunPlan& base,
         "the config or --suboptimality",
         file));
   }
+}
+
+/// The baselines that do not code (docs/model.md §4): K-sync averages the first K gradients,
+/// K-async updates after every K (stale) gradients, Anytime minibatch (with a deadline) computes
+/// for that window.
+void add_baseline_candidates(int n, double deadline, std::vector<SchemeCandidate>& out) {
+  const int k = fraction_of(n, 1, 2);
+  const std::size_t first_baseline = out.size();
+  if (k < n) {
+    out.push_back(candidate(fmt::format("k-sync K={}", k),
+                            {{"kind", "uncoded"}},
+                            {{"rule", "first_r"}, {"r", k}},
+                            "empirical"));
+  }
+  out.push_back(candidate(
+      fmt::format("k-async K={}", k), {{"kind", "uncoded"}}, {{"rule", "k_async"}, {"k", k}}));
+  if (deadline > 0.0) {
+    out.push_back(candidate(fmt::format("anytime window={:.4g}", deadline),
+                            {{"kind", "uncoded"}},
+                            {{"rule", "anytime"}, {"window", deadline}}));
+  }
+  for (std::size_t i = first_baseline; i < out.size(); ++i) {
+    out[i].baseline = true;
+  }
+}
+
+/// The workers whose messages each iteration (or update, for an update rule) of the plan's clock
+/// uses, one call per iteration.
+std::function<std::vector<int>()> heard_sets(const RunPlan& plan, std::uint64_t seed) {
+  if (plan.update) {
+    auto cluster = std::make_shared<sim::AsynchronousCluster>(
+        plan.make_delays(), plan.update->mode, plan.update->k, seed);
+    return [cluster] {
+      std::vector<int> used;
+      for (const auto& g : cluster->next_update().used) {
+        used.push_back(g.worker);
+      }
+      return used;
+    };
+  }
+  auto cluster = std::make_shared<sim::SimulatedCluster>(
+      plan.make_delays(), plan.scheme.rule, plan.stragglers, seed, plan.network);
+  return [cluster] { return cluster->next_iteration().heard; };
 }
 
 }  // namespace
@@ -282,21 +376,18 @@ std::vector<SchemeCandidate> scheme_candidates(int workers, double deadline) {
                               {{"rule", "first_r"}, {"r", r}}));
     }
   }
+  add_baseline_candidates(n, deadline, out);
   return out;
 }
 
 void check_coverage(const RunPlan& plan, SchemeCandidate& c) {
   const codes::GradientCode& code = *plan.scheme.code;
-  sim::SimulatedCluster cluster(plan.make_delays(),
-                                plan.scheme.rule,
-                                plan.stragglers,
-                                derive_seed(plan.seed, kCoverageStream),
-                                plan.network);
+  const auto next_heard = heard_sets(plan, derive_seed(plan.seed, kCoverageStream));
   const auto k = static_cast<std::size_t>(code.partitions());
   std::vector<std::uint64_t> covered(k, 0);
   std::vector<std::uint64_t> last(k, 0);  // the last iteration counted for each partition
   for (std::uint64_t t = 1; t <= kCoverageDraws; ++t) {
-    for (const int w : cluster.next_iteration().heard) {
+    for (const int w : next_heard()) {
       for (const int j : code.support(w)) {
         const auto u = static_cast<std::size_t>(j);
         if (last[u] != t) {
@@ -365,7 +456,8 @@ Advice advise(const nlohmann::json& config,
   for (const auto& c : candidates) {
     if (c.label == anchor && c.problem.empty()) {
       for (auto& extra : scheme_candidates(base.workers, c.iteration_time)) {
-        if (extra.label.find("deadline") != std::string::npos) {
+        if (extra.label.find("deadline") != std::string::npos ||
+            extra.label.starts_with("anytime")) {
           evaluate(config, file, base_dir, advice, options, extra);
           candidates.push_back(std::move(extra));
         }
@@ -412,7 +504,10 @@ nlohmann::json advice_json(const Advice& advice) {
     row["iterations_to_target"] = c.iterations ? nlohmann::json(*c.iterations) : nlohmann::json();
     row["iterations_method"] = c.iterations_method;
     row["time_to_target"] = std::isfinite(c.total) ? nlohmann::json(c.total) : nlohmann::json();
-    row["time_to_target_method"] = "iterations_to_target * iteration_time";
+    row["time_to_target_method"] = c.total_method;
+    if (c.baseline) {
+      row["time_to_target_se"] = c.total_se;
+    }
     row["least_covered_partition"] = c.least_covered_partition;
     row["least_covered_fraction"] = c.least_covered_fraction;
     row["caveat"] = c.caveat.empty() ? nlohmann::json() : nlohmann::json(c.caveat);

@@ -238,6 +238,9 @@ std::vector<ValidationRow> compare_candidates(const Context& ctx, int workers) {
       fmt::format("erasurehead frc d=2 r={}", std::clamp((workers + 1) / 2, 1, workers));
   double deadline = 0.0;
   for (const auto& c : scheme_candidates(workers, 0.0)) {
+    if (c.baseline) {
+      continue;  // validate checks iteration-time predictions; a baseline's time is simulated
+    }
     per_candidate.push_back(compare(ctx, c));
     for (const auto& row : per_candidate.back()) {
       if (c.label == anchor && row.model == kBlockReplayModel && row.problem.empty()) {
@@ -247,7 +250,7 @@ std::vector<ValidationRow> compare_candidates(const Context& ctx, int workers) {
   }
   if (deadline > 0.0) {
     for (const auto& c : scheme_candidates(workers, deadline)) {
-      if (c.label.find("deadline") != std::string::npos) {
+      if (!c.baseline && c.label.find("deadline") != std::string::npos) {
         per_candidate.push_back(compare(ctx, c));
       }
     }
