@@ -9,8 +9,8 @@ same data file and the same measured delays (issue 28).
 
 Two jobs, each written once to files both sides read:
 
-- `default`: the three runs of experiments/run_default.sh (uncoded `all`; exact FRC d = 2,
-  `decodable`; ErasureHead FRC d = 2, `first_r` r = 15, no rescale), logistic regression with
+- `default`: the default experiment's three configs, one seed each (uncoded `all`; exact FRC
+  d = 2, `decodable`; ErasureHead FRC d = 2, `first_r` r = 15, no rescale), logistic regression with
   l2 = 1e-4, n = 30 workers, step 1/beta, 1000 iterations with a budget of 400 simulated s. The
   data is a 2-class Gaussian mixture of 6000 x 200 (separation 1.5, unit covariance, drawn here
   with numpy, seed 7) written as train.csv (the first 80 % of rows) and test.csv (the rest), so

@@ -16,8 +16,9 @@ Reads stragglersim trace.csv files (docs/model.md §7) and writes one PNG:
     smallest last time of the traces, or --time-budget), beside bars of the time each scheme
     takes to reach the relative suboptimality levels (f - f*)/(f(x0) - f*) <= 1e-1, 1e-2, 1e-3
     ("not reached" when it does not within the budget). Several traces for one label (comma
-    separated) are repetitions: the line is their mean, the band mean +- one standard error,
-    the bars the mean time over the repetitions that reached the level (none if one did not);
+    separated) are repetitions: the line is their mean, the band its 95 % t interval over the
+    repetitions, the bars the mean time over the repetitions that reached the level with its
+    95 % interval as the error bar (no bar if one did not);
   - for delay-only traces (no loss column): a histogram of the iteration times and their
     running mean, against --expected-iteration-time (the theory's closed form) when given.
 """
@@ -215,10 +216,13 @@ def draw_suboptimality(ax_curve, ax_bars, series, f_star, budget, colors=None, l
         grid, mean, se = suboptimality_curve(traces, f_star, budget)
         positive = [m for m in mean if m > 0]
         floor = min([floor] + positive)
-        line, = ax_curve.plot(grid, mean, label=label, linewidth=1.6, color=colors.get(label))
-        if len(traces) > 1:
-            ax_curve.fill_between(grid, [m - s for m, s in zip(mean, se)],
-                                  [m + s for m, s in zip(mean, se)],
+        n = len(traces)
+        shown = f"{label} ({n} runs)" if n > 1 else label
+        line, = ax_curve.plot(grid, mean, label=shown, linewidth=1.6, color=colors.get(label))
+        half = t_quantile(n) if n > 1 else 0.0  # 95 % t interval over the repetitions
+        if n > 1:
+            ax_curve.fill_between(grid, [m - half * s for m, s in zip(mean, se)],
+                                  [m + half * s for m, s in zip(mean, se)],
                                   color=line.get_color(), alpha=0.25, linewidth=0)
         times = level_times(traces, f_star, budget, levels)
         result[label] = times
@@ -229,7 +233,7 @@ def draw_suboptimality(ax_curve, ax_bars, series, f_star, budget, colors=None, l
                             hatch="//", linewidth=0.8)
             else:
                 m, s = times[level]
-                ax_bars.bar(x, m, width, yerr=s if len(traces) > 1 else None, capsize=2,
+                ax_bars.bar(x, m, width, yerr=half * s if n > 1 else None, capsize=2,
                             color=line.get_color(), label=label if i == 0 else None)
     ax_curve.set_yscale("log")
     if math.isfinite(floor):
@@ -274,7 +278,9 @@ def plot_suboptimality(series, f_star, budget=None, title=None, caption=None):
                                             gridspec_kw={"width_ratios": [1.6, 1]})
     times = draw_suboptimality(ax_curve, ax_bars, series, f_star, budget)
     shown = f"f* = {f_star:.6g}" if f_star is not None else "f* of each run's summary.json"
-    ax_curve.set_title(f"{shown}, common time budget {budget:.4g} s", fontsize=9)
+    bands = ", mean over runs, bands and error bars: 95 % t interval" if any(
+        len(traces) > 1 for _, traces in series) else ""
+    ax_curve.set_title(f"{shown}, common time budget {budget:.4g} s{bands}", fontsize=9)
     ax_bars.set_title("time to a relative suboptimality level", fontsize=9)
     if title:
         fig.suptitle(title, fontsize=10)
