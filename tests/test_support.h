@@ -1,11 +1,14 @@
 #pragma once
 // Helpers shared by the test files: scratch folders, reading files back, running the
-// stragglersim executable, and catching an error's message. Header-only, tests only.
+// stragglersim executable, catching an error's message, and a sample's mean and standard error.
+// Header-only, tests only.
 
 #include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -137,5 +140,31 @@ std::string message_of(const std::function<void()>& f) {
   }
   return "no error";
 }
+
+/// A sample's mean, standard deviation and standard error of the mean, one value at a time
+/// (Welford's update), for the statistical tests' tolerances.
+class Sample {
+ public:
+  void add(double x) {
+    ++n_;
+    const double delta = x - mean_;
+    mean_ += delta / static_cast<double>(n_);
+    m2_ += delta * (x - mean_);
+  }
+  [[nodiscard]] std::uint64_t count() const { return n_; }
+  [[nodiscard]] double mean() const { return mean_; }
+  /// The sample standard deviation (n − 1 in the denominator; 0 below two values).
+  [[nodiscard]] double sd() const {
+    return n_ > 1 ? std::sqrt(m2_ / static_cast<double>(n_ - 1)) : 0.0;
+  }
+  [[nodiscard]] double se() const {
+    return n_ > 0 ? sd() / std::sqrt(static_cast<double>(n_)) : 0.0;
+  }
+
+ private:
+  std::uint64_t n_ = 0;
+  double mean_ = 0.0;
+  double m2_ = 0.0;
+};
 
 }  // namespace stragglersim::testing

@@ -5,9 +5,11 @@
 #include <vector>
 
 #include "codes/code_analysis.h"
+#include "tests/test_support.h"
 
 using stragglersim::codes::BernoulliGradientCode;
 using stragglersim::codes::for_each_straggler_pattern;
+using stragglersim::testing::Sample;
 
 TEST_CASE("codes: BGC one-step error matches k(n-d)/(d r)", "[codes][bgc]") {
   // The expectation is over B and the pattern, so every sample draws a fresh code (seed = sample
@@ -16,31 +18,25 @@ TEST_CASE("codes: BGC one-step error matches k(n-d)/(d r)", "[codes][bgc]") {
   const int k = 40;
   const double d = 4.0;
   const int r = 20;
-  const int samples = 2000;
-  double sum = 0.0;
-  double sum_sq = 0.0;
-  double optimal_sum = 0.0;
-  for (int t = 0; t < samples; ++t) {
+  Sample one_step;
+  Sample optimal;
+  for (int t = 0; t < 2000; ++t) {
     const BernoulliGradientCode code(n, k, d, 1000 + static_cast<std::uint64_t>(t));
     for_each_straggler_pattern(
         n, n - r, 0, 1, static_cast<std::uint64_t>(t), [&](std::span<const int> heard) {
           const auto one = code.decode_one_step(heard);
           const auto opt = code.decode_optimal(heard);
-          sum += one.error;
-          sum_sq += one.error * one.error;
-          optimal_sum += opt.error;
+          one_step.add(one.error);
+          optimal.add(opt.error);
           // The least-squares decode is never worse than the fixed weights.
           REQUIRE(opt.error <= one.error + 1e-9);
         });
   }
-  const double mean = sum / samples;
-  const double variance = (sum_sq - samples * mean * mean) / (samples - 1);
-  const double se = std::sqrt(variance / samples);
   const BernoulliGradientCode reference(n, k, d, 1);
   const double formula = reference.expected_one_step_error(r);
-  INFO("mean " << mean << " ± " << se << ", formula " << formula);
-  CHECK(std::abs(mean - formula) < 4.0 * se);
-  CHECK(optimal_sum / samples < mean);
+  INFO("mean " << one_step.mean() << " ± " << one_step.se() << ", formula " << formula);
+  CHECK(std::abs(one_step.mean() - formula) < 4.0 * one_step.se());
+  CHECK(optimal.mean() < one_step.mean());
 }
 
 TEST_CASE("codes: BGC entries have density d/n and the one-step decode is unbiased",
@@ -54,8 +50,7 @@ TEST_CASE("codes: BGC entries have density d/n and the one-step decode is unbias
   const std::vector<int> heard = {0, 3, 5, 8, 11, 12, 17, 20, 21, 26, 29, 30, 33, 36, 39};
   const int codes = 400;
   double ones = 0.0;
-  double alpha_sum = 0.0;
-  double alpha_sq = 0.0;
+  Sample alphas;
   for (int t = 0; t < codes; ++t) {
     const BernoulliGradientCode code(n, k, d, 500 + static_cast<std::uint64_t>(t));
     const Eigen::MatrixXd& b = code.assignment();
@@ -70,8 +65,7 @@ TEST_CASE("codes: BGC entries have density d/n and the one-step decode is unbias
       if (holders == 0.0) {
         CHECK(alpha(j) == 0.0);
       }
-      alpha_sum += alpha(j);
-      alpha_sq += alpha(j) * alpha(j);
+      alphas.add(alpha(j));
     }
     // The least-squares decode never does worse than the fixed weights.
     CHECK(code.decode_optimal(heard).error <= one.error + 1e-9);
@@ -80,11 +74,8 @@ TEST_CASE("codes: BGC entries have density d/n and the one-step decode is unbias
   const double p = d / n;
   INFO("density " << ones / cells << ", p " << p);
   CHECK(std::abs(ones / cells - p) < 4.0 * std::sqrt(p * (1.0 - p) / cells));
-  const double m = static_cast<double>(codes) * k;
-  const double mean = alpha_sum / m;
-  const double se = std::sqrt((alpha_sq / m - mean * mean) / m);
-  INFO("mean alpha " << mean << " +- " << se);
-  CHECK(std::abs(mean - 1.0) < 4.0 * se);
+  INFO("mean alpha " << alphas.mean() << " +- " << alphas.se());
+  CHECK(std::abs(alphas.mean() - 1.0) < 4.0 * alphas.se());
   // A worker heard twice counts once.
   const BernoulliGradientCode code(10, 10, 2.0, 3);
   const std::vector<int> twice = {1, 4, 4, 7, 9};

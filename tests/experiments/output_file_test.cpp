@@ -14,11 +14,10 @@
 #include "experiments/config/config_error.h"
 #include "tests/test_support.h"
 
+namespace stragglersim::experiments {
 namespace {
 
 namespace fs = std::filesystem;
-using stragglersim::experiments::ConfigError;
-using stragglersim::experiments::OutputFile;
 using stragglersim::testing::message_of;
 using stragglersim::testing::slurp;
 
@@ -84,3 +83,5 @@ TEST_CASE("output file: devices are written in place and folders refused",
         "--out: cannot write file (No space left on device); got \"/dev/full\"; expected a "
         "writable file system with free space");
 }
+
+}  // namespace stragglersim::experiments

@@ -25,14 +25,10 @@
 #include "sim/backends/mpi_session.h"
 #include "tests/test_support.h"
 
+namespace stragglersim::experiments {
 namespace {
 
 namespace fs = std::filesystem;
-using stragglersim::experiments::ConfigError;
-using stragglersim::experiments::expand_sweep;
-using stragglersim::experiments::merge_sweep;
-using stragglersim::experiments::run_sweep;
-using stragglersim::experiments::SweepOptions;
 
 using stragglersim::testing::slurp;
 
@@ -919,3 +915,5 @@ TEST_CASE("sweep: summary.csv holds the mean and t interval of each point and it
   CHECK(read_csv(dir / "out" / "summary.csv") == rows);
   CHECK(slurp(dir / "out" / "traces.csv") == before);
 }
+
+}  // namespace stragglersim::experiments

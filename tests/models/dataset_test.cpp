@@ -7,15 +7,7 @@
 
 #include "models/synthetic_data.h"
 
-namespace {
-
-using stragglersim::models::Dataset;
-using stragglersim::models::DenseRows;
-using stragglersim::models::partition_rows;
-using stragglersim::models::SparseRows;
-using stragglersim::models::split_train_test;
-
-}  // namespace
+namespace stragglersim::models {
 
 TEST_CASE("models: partition_rows follows floor(j m / k)", "[models][dataset]") {
   CHECK(partition_rows(10, 3, 0).begin == 0);
@@ -131,3 +123,5 @@ TEST_CASE("models: split_train_test is a seeded permutation split", "[models][da
   CHECK_THROWS_AS(split_train_test(all, 1.0, 9), std::logic_error);
   CHECK_THROWS_AS(split_train_test(all, -0.1, 9), std::logic_error);
 }
+
+}  // namespace stragglersim::models

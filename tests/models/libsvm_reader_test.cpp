@@ -7,13 +7,8 @@
 
 #include "tests/test_support.h"
 
+namespace stragglersim::models {
 namespace {
-
-using stragglersim::models::DataError;
-using stragglersim::models::DenseRows;
-using stragglersim::models::LibsvmOptions;
-using stragglersim::models::read_libsvm;
-using stragglersim::models::SparseRows;
 
 using stragglersim::testing::TempDir;
 
@@ -104,3 +99,5 @@ TEST_CASE("models: libsvm reader reports malformed lines exactly", "[models][lib
     REQUIRE_THROWS_WITH(read_libsvm(path), path + ": cannot open file");
   }
 }
+
+}  // namespace stragglersim::models

@@ -5,14 +5,8 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+namespace stragglersim::models {
 namespace {
-
-using stragglersim::models::Dataset;
-using stragglersim::models::DenseRows;
-using stragglersim::models::GaussianMixtureOptions;
-using stragglersim::models::LinearRegressionOptions;
-using stragglersim::models::make_gaussian_mixture;
-using stragglersim::models::make_linear_regression;
 
 const DenseRows& features(const Dataset& data) { return std::get<DenseRows>(data.features); }
 
@@ -161,3 +155,5 @@ TEST_CASE("models: the sample covariance has the requested condition number",
   CAPTURE(mixture);
   CHECK(std::abs(std::log(mixture / 1000.0)) < 4.0 * se);
 }
+
+}  // namespace stragglersim::models

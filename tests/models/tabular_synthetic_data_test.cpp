@@ -9,16 +9,8 @@
 #include "models/loss_model.h"
 #include "models/objective.h"
 
+namespace stragglersim::models {
 namespace {
-
-using stragglersim::models::AmazonLikeOptions;
-using stragglersim::models::CovtypeLikeOptions;
-using stragglersim::models::Dataset;
-using stragglersim::models::DenseRows;
-using stragglersim::models::KcHousingLikeOptions;
-using stragglersim::models::Objective;
-using stragglersim::models::SparseRows;
-using stragglersim::models::TabularLayout;
 
 const SparseRows& sparse(const Dataset& d) { return std::get<SparseRows>(d.features); }
 
@@ -238,3 +230,5 @@ TEST_CASE("models: sparse generator draws are pinned", "[models][tabular]") {
   const auto kc_row0 = columns_of_row0(kc);
   CHECK(std::vector<Eigen::Index>(kc_row0.begin() + 17, kc_row0.end()) == kc_one_hot);
 }
+
+}  // namespace stragglersim::models

@@ -52,35 +52,37 @@ def trace_losses(out):
         return [float(row["loss"]) for row in csv.DictReader(f)]
 
 
+def numpy_softmax_loss_gradient(a, y, classes, l2, w):
+    """f(W) = mean(logsumexp(A W) - (A W)[y]) + (l2/2) |W|^2 and its gradient, in numpy."""
+    m = a.shape[0]
+    s = a @ w
+    lse = np.logaddexp.reduce(s, axis=1)
+    loss = np.mean(lse - s[np.arange(m), y]) + 0.5 * l2 * np.sum(w * w)
+    prob = np.exp(s - lse[:, None])
+    return loss, a.T @ (prob - np.eye(classes)[y]) / m + l2 * w
+
+
 def numpy_softmax_gd(a, y, classes, l2, step, iterations):
     """f(W_t) for t = 0 … iterations of W <- W - step grad f(W), W = 0 (p x classes)."""
-    m, p = a.shape
-    onehot = np.eye(classes)[y]
-    w = np.zeros((p, classes))
+    w = np.zeros((a.shape[1], classes))
     losses = []
     for _ in range(iterations + 1):
-        s = a @ w
-        lse = np.logaddexp.reduce(s, axis=1)
-        losses.append(np.mean(lse - s[np.arange(m), y]) + 0.5 * l2 * np.sum(w * w))
-        prob = np.exp(s - lse[:, None])
-        w = w - step * (a.T @ (prob - onehot) / m + l2 * w)
+        loss, gradient = numpy_softmax_loss_gradient(a, y, classes, l2, w)
+        losses.append(loss)
+        w = w - step * gradient
     return losses
 
 
 def numpy_heavy_ball_cosine(a, y, classes, l2, step, momentum, floor, iterations):
     """The same trajectory under heavy-ball momentum and the cosine schedule (docs/model.md §2):
     v <- m v + g, W <- W - step_t v, step_t = step (f + (1 - f)(1 + cos(pi t / T)) / 2)."""
-    m, p = a.shape
-    onehot = np.eye(classes)[y]
-    w = np.zeros((p, classes))
+    w = np.zeros((a.shape[1], classes))
     v = np.zeros_like(w)
     losses = []
     for t in range(iterations + 1):
-        s = a @ w
-        lse = np.logaddexp.reduce(s, axis=1)
-        losses.append(np.mean(lse - s[np.arange(m), y]) + 0.5 * l2 * np.sum(w * w))
-        prob = np.exp(s - lse[:, None])
-        v = momentum * v + (a.T @ (prob - onehot) / m + l2 * w)
+        loss, gradient = numpy_softmax_loss_gradient(a, y, classes, l2, w)
+        losses.append(loss)
+        v = momentum * v + gradient
         gamma = step * (floor + (1 - floor) * 0.5 * (1 + np.cos(np.pi * t / iterations)))
         w = w - gamma * v
     return losses

@@ -27,14 +27,7 @@ namespace {
 
 SchemeDescription scheme(
     int n, CodeFamily code, int d, RuleKind rule, int r = 1, double tau = 0.0) {
-  SchemeDescription s;
-  s.workers = n;
-  s.code = code;
-  s.d = d;
-  s.rule = rule;
-  s.r = r;
-  s.deadline = tau;
-  return s;
+  return {.workers = n, .code = code, .d = d, .rule = rule, .r = r, .deadline = tau};
 }
 
 ShiftedExponentialDelay exponential(const SchemeDescription& s,

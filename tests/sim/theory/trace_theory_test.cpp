@@ -15,18 +15,12 @@
 #include "sim/delays/trace_delay.h"
 #include "sim/fastpath/delay_only.h"
 #include "sim/theory/iteration_time_theory.h"
+#include "tests/sim/delays/trace_fixtures.h"
 
 namespace stragglersim::sim {
 namespace {
 
-/// A 3-worker pool trace with pools of different sizes.
-DelayTrace pool_trace() {
-  DelayTrace t;
-  t.path = "pool.csv";
-  t.workers = 3;
-  t.per_worker = {{1.0, 2.0}, {0.5, 1.5, 2.5}, {2.25, 0.75, 1.75, 3.5}};
-  return t;
-}
+using testing::pool_trace;
 
 /// Calls `visit` with every combination of one pool value per worker (the pool bootstrap's
 /// equally likely draws, repeats counted).
