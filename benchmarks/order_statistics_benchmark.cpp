@@ -14,7 +14,7 @@
 namespace stragglersim::sim {
 namespace {
 
-enum class Rule { kAll, kFirstR, kDeadline, kDecodable };
+enum class Rule { kAll, kFirstR, kDeadline, kDecodable, kFirstROrDecodable };
 
 void run_order_statistics(benchmark::State& state, Rule which, int d) {
   const auto n = static_cast<int>(state.range(0));
@@ -41,6 +41,9 @@ void run_order_statistics(benchmark::State& state, Rule which, int d) {
       break;
     case Rule::kDecodable:
       rule = std::make_shared<DecodableStopping>(code);
+      break;
+    case Rule::kFirstROrDecodable:
+      rule = std::make_shared<FirstROrDecodableStopping>(r, code);
       break;
   }
   DelayOnlySimulator simulator(
@@ -77,6 +80,9 @@ void bm_os_frc2_deadline(benchmark::State& state) {
   run_order_statistics(state, Rule::kDeadline, 2);
 }
 void bm_os_frc2_first_r(benchmark::State& state) { run_order_statistics(state, Rule::kFirstR, 2); }
+void bm_os_frc2_first_r_or_decodable(benchmark::State& state) {
+  run_order_statistics(state, Rule::kFirstROrDecodable, 2);
+}
 
 // Args: {n, r}.
 BENCHMARK(bm_os_uncoded_all)->Args({65536, 0})->Args({1'000'000, 0})->Args({1'000'000'000, 0});
@@ -91,6 +97,9 @@ BENCHMARK(bm_os_frc2_deadline)->Args({1'000'000'000, 0});
 BENCHMARK(bm_os_frc2_first_r)
     ->Args({1'000'000'000, 16})
     ->Args({1'000'000'000, 1000})
+    ->Args({1'000'000'000, 500'000'000});
+BENCHMARK(bm_os_frc2_first_r_or_decodable)
+    ->Args({1'000'000, 500'000})
     ->Args({1'000'000'000, 500'000'000});
 
 }  // namespace

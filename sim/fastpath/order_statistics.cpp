@@ -281,6 +281,42 @@ std::int64_t hypergeometric(std::int64_t good,
   return m == sample ? good_in_drawn : good - good_in_drawn;
 }
 
+namespace {
+
+/// Groups hit by a uniform `r`-subset of `groups` groups of `size` workers (size ≥ 2): one
+/// integer step per worker for small r, else by columns.
+std::int64_t groups_hit(std::int64_t groups, int size, std::int64_t r, RandomEngine& rng) {
+  const std::int64_t n = groups * size;
+  if (r <= kChainStepsPerSlot * static_cast<std::int64_t>(size)) {
+    // The i-th worker of a uniform subset lands in an untouched group with probability
+    // size·(untouched groups)/(n − i): the exact chain, in integers.
+    std::int64_t untouched = groups;
+    for (std::int64_t i = 0; i < r && untouched > 0; ++i) {
+      if (uniform_below(static_cast<std::uint64_t>(n - i), rng) <
+          static_cast<std::uint64_t>(size) * static_cast<std::uint64_t>(untouched)) {
+        --untouched;
+      }
+    }
+    return groups - untouched;
+  }
+  // The workers as a grid, groups (rows) × size slots (columns). A uniform r-subset puts
+  // K_c ~ Hypergeometric of its remaining members into column c, and given K_c the rows it picks
+  // in that column are a uniform K_c-subset of the rows, independent of the other columns: of
+  // them, Hypergeometric(untouched rows, touched rows, K_c) are new.
+  std::int64_t later = n;  // cells in the columns after the current one
+  std::int64_t to_place = r;
+  std::int64_t touched = 0;
+  for (int c = 0; c < size && to_place > 0 && touched < groups; ++c) {
+    later -= groups;
+    const std::int64_t k = c + 1 == size ? to_place : hypergeometric(groups, later, to_place, rng);
+    to_place -= k;
+    touched += touched == 0 ? k : hypergeometric(groups - touched, touched, k, rng);
+  }
+  return touched;
+}
+
+}  // namespace
+
 void binomial_class_probabilities(int d, double x, std::span<double> out) {
   STRAGGLERSIM_ASSERT(d >= 1 && x > 0.0 && out.size() >= static_cast<std::size_t>(d),
                       "class probabilities need d >= 1, x > 0 and d slots");
@@ -341,39 +377,6 @@ double OrderStatisticSampler::wall_after(double stop,
   return from + scale_ * max_of_exponentials(static_cast<std::uint64_t>(unheard), rng);
 }
 
-std::int64_t OrderStatisticSampler::groups_hit(std::int64_t r, RandomEngine& rng) const {
-  if (r > kChainStepsPerSlot * static_cast<std::int64_t>(d_)) {
-    return groups_hit_by_columns(r, rng);
-  }
-  // The i-th worker of a uniform subset lands in an untouched group with probability
-  // d·(untouched groups)/(n − i): the exact chain, in integers.
-  std::int64_t untouched = groups_;
-  for (std::int64_t i = 0; i < r && untouched > 0; ++i) {
-    if (uniform_below(static_cast<std::uint64_t>(n_ - i), rng) <
-        static_cast<std::uint64_t>(d_) * static_cast<std::uint64_t>(untouched)) {
-      --untouched;
-    }
-  }
-  return groups_ - untouched;
-}
-
-std::int64_t OrderStatisticSampler::groups_hit_by_columns(std::int64_t r, RandomEngine& rng) const {
-  // The workers as a grid, n/d groups (rows) × d slots (columns). A uniform r-subset puts
-  // K_c ~ Hypergeometric of its remaining members into column c, and given K_c the rows it picks
-  // in that column are a uniform K_c-subset of the rows, independent of the other columns: of
-  // them, Hypergeometric(untouched rows, touched rows, K_c) are new.
-  std::int64_t later = n_;  // cells in the columns after the current one
-  std::int64_t to_place = r;
-  std::int64_t touched = 0;
-  for (int c = 0; c < d_ && to_place > 0 && touched < groups_; ++c) {
-    later -= groups_;
-    const std::int64_t k = c + 1 == d_ ? to_place : hypergeometric(groups_, later, to_place, rng);
-    to_place -= k;
-    touched += touched == 0 ? k : hypergeometric(groups_ - touched, touched, k, rng);
-  }
-  return touched;
-}
-
 OrderStatisticDraw OrderStatisticSampler::draw(RandomEngine& rng) const {
   switch (shape_.kind) {
     case RuleKind::kAll:
@@ -407,7 +410,7 @@ OrderStatisticDraw OrderStatisticSampler::draw_first_r(RandomEngine& rng) const 
                             static_cast<std::uint64_t>(n_), static_cast<std::uint64_t>(r), rng);
   out.heard = r;
   // Which workers are the first r is a uniform subset, independent of the times.
-  out.covered = groups_ == 0 ? 0 : d_ == 1 ? r : groups_hit(r, rng);
+  out.covered = groups_ == 0 ? 0 : d_ == 1 ? r : groups_hit(groups_, d_, r, rng);
   out.wall = wall_after(out.stop, n_ - r, rng);
   return out;
 }
@@ -457,22 +460,20 @@ OrderStatisticDraw OrderStatisticSampler::draw_deadline(RandomEngine& rng) const
   return out;
 }
 
-OrderStatisticDraw OrderStatisticSampler::draw_decodable(RandomEngine& rng) const {
-  OrderStatisticDraw out;
+double OrderStatisticSampler::decodable_stop(RandomEngine& rng,
+                                             std::int64_t& heard,
+                                             std::span<std::int64_t> by_heard) const {
   // A group's first arrival is shift + (scale/d)·Exp(1); the last group covered is the maximum.
   const double x = max_of_exponentials(static_cast<std::uint64_t>(groups_), rng) / d_;
-  out.stop = shift_ + scale_ * x;
-  out.covered = groups_;
+  heard = 1;  // the last group contributes its first worker only
   if (d_ == 1) {
-    out.heard = n_;
-    out.wall = out.stop;
-    return out;
+    heard = n_;
+    return x;
   }
-  // The last group contributes its first worker only. Given the maximum, the other n/d − 1
-  // groups are i.i.d. conditioned on a first arrival ≤ the stop, so each has
-  // H ~ Binomial(d, p) conditioned on H ≥ 1 workers heard, p = P(X ≤ x).
+  std::fill(by_heard.begin(), by_heard.end(), 0);
+  // Given the maximum, the other n/d − 1 groups are i.i.d. conditioned on a first arrival ≤ the
+  // stop, so each has H ~ Binomial(d, p) conditioned on H ≥ 1 workers heard, p = P(X ≤ x).
   const std::int64_t others = groups_ - 1;
-  std::int64_t heard = 1;
   if (others > 0 && d_ <= others) {
     // Sequential conditional binomials over the classes 1 … d − 1: N_j ~ Bin(remaining,
     // P(H = j | H ≥ j)). The class probabilities depend on this iteration's stop, so they are
@@ -488,23 +489,41 @@ OrderStatisticDraw OrderStatisticSampler::draw_decodable(RandomEngine& rng) cons
       const std::int64_t nj = binomial(remaining, classes[static_cast<std::size_t>(j)], rng);
       heard += j * nj;
       remaining -= nj;
+      if (!by_heard.empty()) {
+        by_heard[static_cast<std::size_t>(j)] = nj;
+      }
     }
     heard += static_cast<std::int64_t>(d_) * remaining;
-  } else {
-    // Per group: the first arrival's position J (truncated geometric, by inversion; log q = −x),
-    // then each later worker independently with probability p.
-    boost::random::uniform_01<double> u01;
-    const double p = -std::expm1(-x);
-    const double all_mass = -std::expm1(-d_ * x);  // 1 − q^d
-    for (std::int64_t g = 0; g < others; ++g) {
-      const double u = u01(rng);
-      auto j = static_cast<std::int64_t>(std::floor(-std::log1p(-u * all_mass) / x)) + 1;
-      j = std::clamp<std::int64_t>(j, 1, d_);
-      heard += 1 + binomial(d_ - j, p, rng);
+    if (!by_heard.empty()) {
+      by_heard[static_cast<std::size_t>(d_)] = remaining;
+    }
+    return x;
+  }
+  // Per group: the first arrival's position J (truncated geometric, by inversion; log q = −x),
+  // then each later worker independently with probability p.
+  boost::random::uniform_01<double> u01;
+  const double p = -std::expm1(-x);
+  const double all_mass = -std::expm1(-d_ * x);  // 1 − q^d
+  for (std::int64_t g = 0; g < others; ++g) {
+    const double u = u01(rng);
+    auto j = static_cast<std::int64_t>(std::floor(-std::log1p(-u * all_mass) / x)) + 1;
+    j = std::clamp<std::int64_t>(j, 1, d_);
+    const std::int64_t h = 1 + binomial(d_ - j, p, rng);
+    heard += h;
+    if (!by_heard.empty()) {
+      ++by_heard[static_cast<std::size_t>(h)];
     }
   }
+  return x;
+}
+
+OrderStatisticDraw OrderStatisticSampler::draw_decodable(RandomEngine& rng) const {
+  OrderStatisticDraw out;
+  std::int64_t heard = 0;
+  out.stop = shift_ + scale_ * decodable_stop(rng, heard, {});
+  out.covered = groups_;
   out.heard = heard;
-  out.wall = wall_after(out.stop, n_ - heard, rng);
+  out.wall = d_ == 1 ? out.stop : wall_after(out.stop, n_ - heard, rng);
   return out;
 }
 
@@ -516,26 +535,46 @@ OrderStatisticDraw OrderStatisticSampler::draw_first_r_or_decodable(RandomEngine
   if (r >= n_) {
     return draw_decodable(rng);  // every worker answers before the r-th arrival can fail
   }
-  // Arrivals in time order: the i-th spacing is Exp(1)/(n − i) and the arrival is a uniform
-  // worker among the n − i left, in an uncovered group with probability d·uncovered/(n − i).
-  boost::random::exponential_distribution<double> exp1(1.0);
-  std::int64_t uncovered = groups_;
-  std::int64_t i = 0;
-  double x = 0.0;
-  while (i < r && uncovered > 0) {
-    const auto left = static_cast<std::uint64_t>(n_ - i);
-    x += exp1(rng) / static_cast<double>(left);
-    if (uniform_below(left, rng) <
-        static_cast<std::uint64_t>(d_) * static_cast<std::uint64_t>(uncovered)) {
-      --uncovered;
-    }
-    ++i;
-  }
+  // Decodability's stop x and how many workers each other group has heard by then; the rule
+  // stops there unless the r-th arrival came first (heard by x > r).
+  std::array<std::int64_t, kStackClasses + 1> on_stack{};
+  std::vector<std::int64_t> on_heap(d_ > kStackClasses ? static_cast<std::size_t>(d_) + 1 : 0);
+  const std::span<std::int64_t> by_heard =
+      on_heap.empty() ? std::span<std::int64_t>(on_stack).first(static_cast<std::size_t>(d_) + 1)
+                      : std::span<std::int64_t>(on_heap);
+  std::int64_t heard = 0;
+  const double x = decodable_stop(rng, heard, by_heard);
   OrderStatisticDraw out;
-  out.stop = shift_ + scale_ * x;
-  out.heard = i;
-  out.covered = groups_ - uncovered;
-  out.wall = wall_after(out.stop, n_ - i, rng);
+  if (heard <= r) {
+    out.stop = shift_ + scale_ * x;
+    out.heard = heard;
+    out.covered = groups_;
+    out.wall = wall_after(out.stop, n_ - heard, rng);
+    return out;
+  }
+  // Given that draw, the heard − 1 workers before the last group's first arrived at i.i.d.
+  // times on [0, x) (Exp(1) truncated there), in a uniform order independent of their groups.
+  // The r-th of them is the stop: with U ~ Beta(r, heard − r) = A/(A + B) in gammas,
+  // X = −log(1 − U·(1 − e^{−x})) = log1p(A(1 − e^{−x})/(B + A e^{−x})), no cancellation.
+  const double a = gamma_draw(static_cast<double>(r), rng);
+  const double b = gamma_draw(static_cast<double>(heard - r), rng);
+  out.stop = shift_ + scale_ * std::log1p(a * -std::expm1(-x) / (b + a * std::exp(-x)));
+  out.heard = r;
+  // The first r are a uniform r-subset of those heard − 1 workers: split it over the classes
+  // (j·N_j workers in the groups with j heard) by sequential hypergeometrics, then count the
+  // groups it hits within each class.
+  std::int64_t cells = heard - 1;
+  std::int64_t to_place = r;
+  out.covered = 0;
+  for (int j = d_; j >= 1 && to_place > 0; --j) {
+    const std::int64_t groups = by_heard[static_cast<std::size_t>(j)];
+    const std::int64_t mine = j * groups;
+    cells -= mine;
+    const std::int64_t k = cells == 0 ? to_place : hypergeometric(mine, cells, to_place, rng);
+    to_place -= k;
+    out.covered += j == 1 ? k : groups_hit(groups, j, k, rng);
+  }
+  out.wall = wall_after(out.stop, n_ - r, rng);
   return out;
 }
 

@@ -12,15 +12,18 @@
 //                        column of the (group × slot) grid with 2d − 1 hypergeometric draws
 //   deadline τ           finishers ~ Binomial(n, F(τ)); the maximum given all n finished
 //   decodable (groups)   the maximum of n/d group minima, each shift + (scale/d)·Exp(1)
-//   first_r_or_decodable arrivals in time order by their spacings, tracking only the number of
-//                        groups still uncovered: O(min(r, arrivals until covered))
+//   first_r_or_decodable the decodable draw with its class counts (groups with j heard); if more
+//                        than r were heard by then, the r-th arrival came first: the r-th of the
+//                        heard − 1 earlier i.i.d. truncated times (a Beta as two gammas) and the
+//                        groups a uniform r-subset of them hits (hypergeometric split over the
+//                        classes, then groups hit within each): O(d²), no arrival order
 // Counts (workers heard, groups covered) come from binomials, multinomials over how many of a
 // group's d workers arrived (class probabilities by a division-only recursion, no special
 // functions), hypergeometrics, or that arrival chain; the drain policy's wall time uses the
 // memoryless tail (every worker not heard by time t ≥ shift arrives at t + scale·Exp(1)). Cost per
 // iteration: O(1) for all, deadline (uncoded), decodable (uncoded) and first_r (uncoded); O(d)
 // for deadline with FRC; O(min(d, n/d)) for decodable with FRC; O(min(r, d)) for the groups
-// covered by first_r with FRC (d > 1); O(r) for first_r_or_decodable. Delay-only runs report
+// covered by first_r with FRC (d > 1); O(d²) for first_r_or_decodable. Delay-only runs report
 // counts, not heard sets, so the identity of the workers heard (a uniform subset, independent of
 // the times) is never drawn.
 
@@ -111,11 +114,13 @@ class OrderStatisticSampler {
   [[nodiscard]] OrderStatisticDraw draw_first_r(RandomEngine& rng) const;
   [[nodiscard]] OrderStatisticDraw draw_deadline(RandomEngine& rng) const;
   [[nodiscard]] OrderStatisticDraw draw_decodable(RandomEngine& rng) const;
+  /// The decodable stop x (units of scale after the shift) and the workers heard by then; with
+  /// `by_heard` (d + 1 slots), by_heard[j] = the groups other than the last covered one with j
+  /// workers heard (j = 1 … d).
+  [[nodiscard]] double decodable_stop(RandomEngine& rng,
+                                      std::int64_t& heard,
+                                      std::span<std::int64_t> by_heard) const;
   [[nodiscard]] OrderStatisticDraw draw_first_r_or_decodable(RandomEngine& rng) const;
-  /// Groups covered by a uniform `r`-subset of the workers (d > 1): one step per worker for
-  /// small r, else by columns (see the file comment).
-  [[nodiscard]] std::int64_t groups_hit(std::int64_t r, RandomEngine& rng) const;
-  [[nodiscard]] std::int64_t groups_hit_by_columns(std::int64_t r, RandomEngine& rng) const;
   /// Drain's wall time: the stop plus the last of the `unheard` workers, memoryless beyond it.
   [[nodiscard]] double wall_after(double stop, std::int64_t unheard, RandomEngine& rng) const;
 

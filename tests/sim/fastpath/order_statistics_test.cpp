@@ -360,6 +360,16 @@ TEST_CASE("order statistics: the same distributions as the worker sampler (KS, 1
                      frc3,
                      std::make_shared<FirstROrDecodableStopping>(5, frc3),
                      policy});
+    // r ≥ n/d on wide codes: the r-th arrival against decodability without arrival order (the
+    // decodable draw's class counts: sequential binomials for n/d − 1 ≥ d, per group below).
+    cases.push_back({"frc2 n=400 first_r_or_decodable 250" + p,
+                     frc2_wide,
+                     std::make_shared<FirstROrDecodableStopping>(250, frc2_wide),
+                     policy});
+    cases.push_back({"frc3 n=600 first_r_or_decodable 300" + p,
+                     frc3_wide,
+                     std::make_shared<FirstROrDecodableStopping>(300, frc3_wide),
+                     policy});
     cases.push_back(
         {"frc6 deadline" + p, frc6, std::make_shared<DeadlineStopping>(7.5, 12), policy});
     cases.push_back(
