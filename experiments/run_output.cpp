@@ -853,7 +853,11 @@ RunOutcome execute_run(const RunPlan& plan,
   const RunSetUp setup = set_up(plan);
   std::filesystem::create_directories(out_dir);
   // summary.json, written last and atomically, marks a complete run; trace.csv grows row by row.
-  remove_regular_file(out_dir / "summary.json");
+  // The files a run writes at its end go first, so that none of an earlier run's (a training
+  // run's workers.csv under a delay-only one, a real backend's heard.csv) stays beside this one.
+  for (const char* name : {"summary.json", "workers.csv", "heard.csv", "worker_times.csv"}) {
+    remove_regular_file(out_dir / name);
+  }
   TraceWriter trace(out_dir / "trace.csv");
   TrainingResources resources;  // outlives the writes below (TrainingResources)
   const auto iterations_started = std::chrono::steady_clock::now();

@@ -129,7 +129,12 @@ int report_run(const RunPlan& plan,
     }
     std::cout << '\n';
   }
-  std::cout << fmt::format("wrote {}/trace.csv and {}/summary.json\n", out_dir, out_dir);
+  if (outcome.workers_csv.empty()) {
+    std::cout << fmt::format("wrote {}/trace.csv and {}/summary.json\n", out_dir, out_dir);
+  } else {
+    std::cout << fmt::format("wrote {0}/trace.csv, {0}/summary.json and {0}/workers.csv\n",
+                             out_dir);
+  }
   if (!outcome.worker_times_csv.empty()) {
     std::cout << fmt::format("wrote {}/worker_times.csv\n", out_dir);
   }

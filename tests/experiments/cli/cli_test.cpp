@@ -286,6 +286,19 @@ TEST_CASE("cli: run refuses an --out folder holding another run unless --force",
   CHECK(forced.status == 0);
   CHECK(slurp(out / "trace.csv") != trace);
   CHECK(nlohmann::json::parse(slurp(out / "summary.json"))["seed"] == 4);
+  REQUIRE(fs::exists(out / "workers.csv"));
+
+  // A delay-only run forced over it leaves none of the training run's files behind.
+  auto delays = seeded_config(5);
+  delays["data"] = nullptr;
+  delays.erase("loss");
+  delays["optimizer"] = {{"iterations", 10}};
+  const auto cfg3 = write_config(dir, delays, "delays.json");
+  const Result delay_only =
+      run(fmt::format("run '{}' --out '{}' --force", cfg3.string(), out.string()), dir);
+  CHECK(delay_only.status == 0);
+  CHECK_FALSE(fs::exists(out / "workers.csv"));
+  CHECK(fs::exists(out / "trace.csv"));
 
   // A trace without summary (an unfinished run) cannot be told apart: refused too.
   fs::remove(out / "summary.json");
