@@ -88,6 +88,42 @@ void predict_iteration_time(const RunPlan& plan, bool theory_applies, SchemeCand
       "simulation ({} draws, s.e. {:.2g})", kIterationDraws, s["iteration_time_se"].get<double>());
 }
 
+/// The first row within ε of `repetitions` seeded training runs (delay seeds from the advice
+/// stream): the runs that reached it, and the sums of their iteration and time there.
+struct RunsToTarget {
+  int reached = 0;
+  double iterations = 0.0;  ///< Σ first iteration within ε
+  double time = 0.0;        ///< Σ simulated time there
+  double time_sq = 0.0;     ///< Σ its square
+  /// The standard error of the mean time over the reached runs.
+  [[nodiscard]] double time_se() const {
+    const auto n = static_cast<double>(reached);
+    const double mean = n > 0.0 ? time / n : 0.0;
+    return n > 1.0 ? std::sqrt(std::max(0.0, (time_sq - n * mean * mean) / (n - 1.0) / n)) : 0.0;
+  }
+};
+
+RunsToTarget runs_to_target(const RunPlan& plan, double f_star, double epsilon, int repetitions) {
+  const std::uint64_t seed = derive_seed(plan.seed, kAdviceStream);
+  RunsToTarget out;
+  for (int rep = 0; rep < repetitions; ++rep) {
+    std::optional<sim::TraceRow> hit;
+    simulate_training(
+        plan, derive_seed(seed, static_cast<std::uint64_t>(rep)), [&](const sim::TraceRow& row) {
+          if (!hit && row.loss - f_star <= epsilon) {
+            hit = row;
+          }
+        });
+    if (hit) {
+      ++out.reached;
+      out.iterations += static_cast<double>(hit->iteration);
+      out.time += hit->time;
+      out.time_sq += hit->time * hit->time;
+    }
+  }
+  return out;
+}
+
 /// Iterations to ε: the exact least-squares curve where it applies, else simulated runs.
 void predict_iterations(const RunPlan& plan,
                         bool theory_applies,
@@ -118,28 +154,13 @@ void predict_iterations(const RunPlan& plan,
   // The mean of each run's first iteration at the target, not the first crossing of the mean
   // gap: near a noise floor a few excursions hold the mean gap above ε long after most runs
   // got there, and the time to target is a sum of iteration times up to each run's own hit.
-  const std::uint64_t seed = derive_seed(plan.seed, kAdviceStream);
-  double sum = 0.0;
-  int reached = 0;
-  for (int rep = 0; rep < repetitions; ++rep) {
-    std::optional<std::uint64_t> hit;
-    simulate_training(
-        plan, derive_seed(seed, static_cast<std::uint64_t>(rep)), [&](const sim::TraceRow& row) {
-          if (!hit && row.loss - f_star <= epsilon) {
-            hit = row.iteration;
-          }
-        });
-    if (hit) {
-      sum += static_cast<double>(*hit);
-      ++reached;
-    }
-  }
+  const RunsToTarget runs = runs_to_target(plan, f_star, epsilon, repetitions);
   c.iterations_method =
       fmt::format("simulation (mean first iteration at target of {} runs)", repetitions);
-  if (reached == repetitions) {
-    c.iterations = sum / repetitions;
+  if (runs.reached == repetitions) {
+    c.iterations = runs.iterations / repetitions;
   } else {
-    c.iterations_method += fmt::format(": {} reached", reached);
+    c.iterations_method += fmt::format(": {} reached", runs.reached);
   }
 }
 
@@ -148,41 +169,21 @@ void predict_iterations(const RunPlan& plan,
 /// mean time over the mean iterations.
 void simulate_time_to_target(
     const RunPlan& plan, double f_star, double epsilon, int repetitions, SchemeCandidate& c) {
-  const std::uint64_t seed = derive_seed(plan.seed, kAdviceStream);
-  double iterations = 0.0;
-  double time = 0.0;
-  double time_sq = 0.0;
-  int reached = 0;
-  for (int rep = 0; rep < repetitions; ++rep) {
-    std::optional<sim::TraceRow> hit;
-    simulate_training(
-        plan, derive_seed(seed, static_cast<std::uint64_t>(rep)), [&](const sim::TraceRow& row) {
-          if (!hit && row.loss - f_star <= epsilon) {
-            hit = row;
-          }
-        });
-    if (hit) {
-      iterations += static_cast<double>(hit->iteration);
-      time += hit->time;
-      time_sq += hit->time * hit->time;
-      ++reached;
-    }
-  }
+  const RunsToTarget runs = runs_to_target(plan, f_star, epsilon, repetitions);
   c.iterations_method =
       fmt::format("simulation (mean first iteration at target of {} runs)", repetitions);
   c.total_method = fmt::format("simulation (mean time at target of {} runs", repetitions);
-  if (reached < repetitions) {
-    c.iterations_method += fmt::format(": {} reached", reached);
-    c.total_method += fmt::format(": {} reached)", reached);
+  if (runs.reached < repetitions) {
+    c.iterations_method += fmt::format(": {} reached", runs.reached);
+    c.total_method += fmt::format(": {} reached)", runs.reached);
     c.iteration_time_method = "not measured (the target was not reached in every run)";
     c.total = kInf;
     return;
   }
   const auto n = static_cast<double>(repetitions);
-  c.iterations = iterations / n;
-  c.total = time / n;
-  c.total_se =
-      n > 1.0 ? std::sqrt(std::max(0.0, (time_sq - n * c.total * c.total) / (n - 1.0) / n)) : 0.0;
+  c.iterations = runs.iterations / n;
+  c.total = runs.time / n;
+  c.total_se = runs.time_se();
   c.total_method += fmt::format(", s.e. {:.2g})", c.total_se);
   c.iteration_time = *c.iterations > 0.0 ? c.total / *c.iterations : 0.0;
   c.iteration_time_method = "simulation (mean time at target / mean iterations at target)";
