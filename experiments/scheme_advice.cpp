@@ -315,7 +315,7 @@ void add_baseline_candidates(int n, double deadline, std::vector<SchemeCandidate
 std::function<std::vector<int>()> heard_sets(const RunPlan& plan, std::uint64_t seed) {
   if (plan.update) {
     auto cluster = std::make_shared<sim::AsynchronousCluster>(
-        plan.make_delays(), plan.update->mode, plan.update->k, seed);
+        plan.make_delays(), plan.update->mode, plan.update->k, seed, plan.network);
     return [cluster] {
       std::vector<int> used;
       for (const auto& g : cluster->next_update().used) {

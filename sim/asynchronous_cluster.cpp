@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <span>
+#include <variant>
 
 #include "models/base/invariant.h"
 
@@ -10,8 +11,14 @@ namespace stragglersim::sim {
 AsynchronousCluster::AsynchronousCluster(std::unique_ptr<DelayModel> delays,
                                          UpdateMode mode,
                                          int k,
-                                         std::uint64_t seed)
-    : delays_(std::move(delays)), mode_(mode), k_(k), rng_(make_engine(seed, Stream::kDelays)) {
+                                         std::uint64_t seed,
+                                         const NetworkOptions& network)
+    : delays_(std::move(delays)),
+      mode_(mode),
+      k_(k),
+      rng_(make_engine(seed, Stream::kDelays)),
+      network_(options_check::require_valid(network)),
+      free_network_(network.is_free()) {
   STRAGGLERSIM_ASSERT(delays_ != nullptr, "the asynchronous cluster needs delays");
   STRAGGLERSIM_ASSERT(k_ >= 1 && k_ <= delays_->workers(), "K outside 1 ... workers");
   const auto n = static_cast<std::size_t>(delays_->workers());
@@ -47,7 +54,22 @@ void AsynchronousCluster::start(int worker, double now) {
   computations_[w] += 1;
   worker_version_[w] = version_;
   busy_[w] = 1;
-  queue_.push(now + delay_of(worker, computations_[w]), ArrivalEvent{worker});
+  const double end = now + delay_of(worker, computations_[w]);
+  if (free_network_) {
+    queue_.push(end, ArrivalEvent{worker});
+  } else {
+    queue_.push(end, ComputeEndEvent{worker});
+  }
+}
+
+double AsynchronousCluster::deliver(double end) {
+  if (!network_.serial) {
+    return end + (network_.latency + network_.transfer_time());  // Network::deliver's sum
+  }
+  // Compute ends pop in time order, so this is the FIFO order of the link:
+  // A = max(end + L, the previous message's A) + S/B.
+  link_free_ = std::max(end + network_.latency, link_free_) + network_.transfer_time();
+  return link_free_;
 }
 
 std::uint64_t AsynchronousCluster::oldest_version_in_use() const {
@@ -72,6 +94,11 @@ const AsynchronousUpdate& AsynchronousCluster::next_update() {
   while (static_cast<int>(pending_.size()) < k_) {
     STRAGGLERSIM_ASSERT(!queue_.empty(), "an asynchronous run ran out of work");
     const Event e = queue_.pop();
+    if (const auto* left = std::get_if<ComputeEndEvent>(&e.payload)) {
+      // The worker stays busy (its version in use) until its gradient is used.
+      queue_.push(deliver(e.time), ArrivalEvent{left->worker});
+      continue;
+    }
     now = e.time;
     const int worker = std::get<ArrivalEvent>(e.payload).worker;
     const auto w = static_cast<std::size_t>(worker);
@@ -89,7 +116,8 @@ const AsynchronousUpdate& AsynchronousCluster::next_update() {
   switch (mode_) {
     case UpdateMode::kKBatchSync:
       // Every computation in flight is cancelled; everyone restarts at the new x (in worker
-      // order, so the draws are consumed in a fixed order).
+      // order, so the draws are consumed in a fixed order). A message already on a serial link
+      // keeps it busy until it has crossed (link_free_ stays) and is dropped.
       queue_.clear();
       for (int i = 0; i < workers(); ++i) {
         start(i, now);

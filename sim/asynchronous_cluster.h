@@ -7,6 +7,10 @@
 // in its iterations 1, 2, …, whatever the discipline. The master applies an update after every
 // K gradients; a gradient computed at the parameters of update v and used in update u has
 // staleness u − 1 − v ≥ 0 (the updates between the parameters it saw and the ones it changes).
+// A gradient reaches the master through the network (sim/network.h) when the run has one: a
+// message leaves when its computation ends, takes L + S/B over parallel links, and over a serial
+// link waits for the messages that left before it (one FIFO queue over the whole run: with a
+// continuous stream of pushes the link is never reset). A free network delivers at once.
 
 #include <cstdint>
 #include <deque>
@@ -15,6 +19,7 @@
 
 #include "sim/delays/delay_model.h"
 #include "sim/event_queue.h"
+#include "sim/network.h"
 #include "sim/stopping_rule.h"
 
 namespace stragglersim::sim {
@@ -38,11 +43,12 @@ struct AsynchronousUpdate {
 
 class AsynchronousCluster {
  public:
-  /// Illegal: a null model, k outside 1 … workers.
+  /// Illegal: a null model, k outside 1 … workers, network options failing validate().
   AsynchronousCluster(std::unique_ptr<DelayModel> delays,
                       UpdateMode mode,
                       int k,
-                      std::uint64_t seed);
+                      std::uint64_t seed,
+                      const NetworkOptions& network = {});
 
   /// Runs the clock to the next update and returns it (valid until the next call).
   const AsynchronousUpdate& next_update();
@@ -60,11 +66,16 @@ class AsynchronousCluster {
  private:
   void start(int worker, double now);
   double delay_of(int worker, std::uint64_t computation);
+  /// The arrival at the master of a message that leaves at `end` (the link's FIFO order).
+  double deliver(double end);
 
   std::unique_ptr<DelayModel> delays_;
   UpdateMode mode_;
   int k_;
   RandomEngine rng_;
+  NetworkOptions network_;
+  bool free_network_ = true;
+  double link_free_ = 0.0;  // serial link: when it finishes the last message that entered it
   EventQueue queue_;
   std::vector<std::uint64_t> computations_;  // per worker: computations started
   std::vector<std::uint64_t> worker_version_;

@@ -15,8 +15,12 @@ struct ArrivalEvent {
 };
 /// The stopping rule's deadline expires.
 struct DeadlineEvent {};
+/// Worker `worker` ends a computation; its message enters the network (asynchronous clock).
+struct ComputeEndEvent {
+  int worker = 0;
+};
 
-using EventPayload = std::variant<ArrivalEvent, DeadlineEvent>;
+using EventPayload = std::variant<ArrivalEvent, DeadlineEvent, ComputeEndEvent>;
 
 struct Event {
   double time = 0.0;

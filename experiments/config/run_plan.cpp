@@ -701,8 +701,9 @@ void read_backend(JsonReader& root, RunPlan& plan, bool delay_only) {
 }
 
 /// A run with an update rule of the asynchronous loop (docs/model.md §4 "Asynchronous updates")
-/// takes the asynchronous loop: data, the uncoded code, gradient descent on the simulated clock,
-/// without a network, rescale or straggler policy (none of them is defined there).
+/// takes the asynchronous loop: data, the uncoded code, gradient descent on the simulated clock
+/// (a network block applies to its pushes), without a rescale or straggler policy (neither is
+/// defined there).
 void check_update_rule(const nlohmann::json& config, RunPlan& plan, const std::string& file) {
   plan.update = plan.scheme.rule->update_shape();
   if (!plan.update) {
@@ -733,9 +734,6 @@ void check_update_rule(const nlohmann::json& config, RunPlan& plan, const std::s
   }
   if (plan.scheme.rescale != codes::Rescale::kNone) {
     refuse("no rescale (it scales by n/K itself)", config["rescale"], "rescale absent or none");
-  }
-  if (config.contains("network")) {
-    refuse("a free network", config["network"], "no network block");
   }
 }
 

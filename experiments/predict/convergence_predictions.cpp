@@ -764,7 +764,7 @@ void simulate_training(const RunPlan& plan,
   auto optimizer = plan.make_optimizer();
   if (plan.update) {  // an update rule: the asynchronous loop on its own clock
     sim::AsynchronousCluster cluster(
-        plan.make_delays(), plan.update->mode, plan.update->k, delay_seed);
+        plan.make_delays(), plan.update->mode, plan.update->k, delay_seed, plan.network);
     sim::train_asynchronous(*plan.objective,
                             nullptr,
                             *plan.scheme.code,

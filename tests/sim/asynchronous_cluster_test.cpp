@@ -67,6 +67,82 @@ TEST_CASE("async: K-async with K = n has the updates of the synchronous all rule
   }
 }
 
+TEST_CASE("async: K-async with K = n and a network has the updates of all over that network",
+          "[sim][async][network]") {
+  // Every push of an update has arrived when the next computations start, so the serial link
+  // is idle at each update as the synchronous model assumes at each broadcast.
+  const int n = 5;
+  for (const bool serial : {false, true}) {
+    const NetworkOptions network{
+        .latency = 0.01, .bandwidth = 100.0, .message_bytes = 20.0, .serial = serial};
+    AsynchronousCluster async(exponential_delays(n, 0.5), UpdateMode::kKAsync, n, 3, network);
+    SimulatedCluster sync(exponential_delays(n, 0.5),
+                          std::make_shared<AllStopping>(n),
+                          StragglerPolicy::kCancel,
+                          3,
+                          network);
+    for (int t = 0; t < 500; ++t) {
+      const AsynchronousUpdate& a = async.next_update();
+      sync.next_iteration();
+      // The synchronous clock adds each iteration's arrival after its broadcast, this one adds
+      // the delay and then the link to the clock: equal up to the rounding of the association.
+      REQUIRE(a.time == Approx(sync.time()).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("async: over parallel links each push arrives L + S/B after its compute end",
+          "[sim][async][network]") {
+  // K-batch-async with K = 1: a worker restarts when its push arrives, so worker i's c-th
+  // arrival is the sum of its first c delays each plus L + S/B (summed as the cluster does).
+  const int n = 3;
+  const NetworkOptions network{.latency = 0.02, .bandwidth = 1e3, .message_bytes = 50.0};
+  AsynchronousCluster cluster(exponential_delays(n, 0.3), UpdateMode::kKBatchAsync, 1, 5, network);
+  auto reference = exponential_delays(n, 0.3);
+  RandomEngine rng = make_engine(5, Stream::kDelays);
+  std::vector<double> epochs;
+  std::vector<double> clock(n, 0.0);
+  std::vector<double> round(n);
+  const double shift = network.latency + network.transfer_time();
+  for (std::uint64_t c = 1; c <= 200; ++c) {
+    reference->sample(c, rng, round);
+    for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) {
+      clock[i] = (clock[i] + round[i]) + shift;
+      epochs.push_back(clock[i]);
+    }
+  }
+  std::sort(epochs.begin(), epochs.end());
+  for (int u = 0; u < 300; ++u) {
+    REQUIRE(cluster.next_update().time == epochs[static_cast<std::size_t>(u)]);
+  }
+}
+
+TEST_CASE("async: a busy serial link delivers one push per S/B", "[sim][async][network]") {
+  // Computations of about 0.011 s against 1 s on the link: from the first arrival on, the link
+  // always has a message waiting, so the pushes arrive exactly S/B apart, and the first one at
+  // the first compute end + L + S/B.
+  const int n = 4;
+  const NetworkOptions network{
+      .latency = 0.5, .bandwidth = 10.0, .message_bytes = 10.0, .serial = true};
+  for (const UpdateMode mode : {UpdateMode::kKAsync, UpdateMode::kKBatchAsync}) {
+    AsynchronousCluster cluster(
+        std::make_unique<ShiftedExponentialDelay>(
+            n, 1.0, ShiftedExponentialDelay::Options{.shift = 0.001, .rate = 100.0}),
+        mode,
+        1,
+        8,
+        network);
+    const double first = cluster.next_update().time;
+    CHECK(first > 1.5);
+    CHECK(first < 1.5 + 0.001 + 0.2);  // one Exp(100) draw above 0.2 has probability 2e-9
+    for (int u = 2; u <= 400; ++u) {
+      const AsynchronousUpdate& up = cluster.next_update();
+      REQUIRE(up.update_time == Approx(1.0).margin(1e-9));
+      REQUIRE(up.time == Approx(first + (u - 1)).epsilon(1e-12));
+    }
+  }
+}
+
 TEST_CASE("async: the same seed gives the same updates", "[sim][async]") {
   for (const UpdateMode mode :
        {UpdateMode::kKBatchSync, UpdateMode::kKAsync, UpdateMode::kKBatchAsync}) {

@@ -347,6 +347,12 @@ TEST_CASE("run_plan: asynchronous rules and minibatches refuse bad options at th
   CHECK(a.update->mode == sim::UpdateMode::kKBatchAsync);
   CHECK(a.update->k == 6);
   CHECK(a.update->step == sim::StalenessStep::kInverse);
+  // A network block applies to the pushes (sim/asynchronous_cluster.h).
+  async["network"] = {{"latency", 0.001}, {"bandwidth", 1e6}, {"serial", true}};
+  const RunPlan networked = plan_run(async, "cfg.json", temp_dir());
+  CHECK(networked.network.serial);
+  CHECK(networked.network.message_bytes ==
+        8.0 * static_cast<double>(networked.objective->dimension()));
 }
 
 }  // namespace stragglersim::experiments
