@@ -173,7 +173,9 @@ EOF
 
 echo "== figures"
 "$python" "$root/plots/plot_paper.py" --sweeps "$sweeps" --out "$out"
-"$python" "$root/plots/plot_regimes.py" --sweeps "$sweeps" --f-star "$fstar" --out "$out"
+# The regime figures and their table: every scheme over its seeds, each run's own f*.
+"$python" "$root/plots/plot_regimes.py" --sweeps "$sweeps" --out "$out" \
+  --csv "$out/regimes.csv" --markdown "$out/regimes.md"
 # The regime map: ErasureHead's speedup in time to relative suboptimality 1e-2.
 map_fstar=$("$python" -c 'import json, sys; print(repr(json.load(open(sys.argv[1]))["regime_map_training"]))' "$fstar")
 "$python" "$root/plots/plot_regime_map.py" --times "$sweeps/regime_map_30" "$sweeps/regime_map_240" \

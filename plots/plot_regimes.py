@@ -1,17 +1,27 @@
 #!/usr/bin/env python3
-"""The paper's workloads in three delay regimes: f - f* against simulated time up to a common
-time budget, beside the time each scheme takes to reach relative suboptimality 1e-1, 1e-2, 1e-3.
+"""The paper's workloads in three delay regimes, every scheme over its seeds: the mean gap f - f*
+(each run's own f*) against simulated time with the band of the 95 % t interval, beside the time
+each scheme takes to reach the panel's level (mean and 95 % t interval); and one table of those
+times with the speedups, ratios of means over paired seeds with delta-method intervals.
 
-usage: plot_regimes.py --sweeps DIR --f-star F_STAR.json --out FIGDIR
-DIR holds the sweeps regime_<regime>_<workload>/ (experiments/paper/regime_*.json, run by
-experiments/make_figures.sh); F_STAR.json maps each workload to its f* (the f_star of its
-runs' summary.json; null when not computed, and the workload's row is left out). One PNG per
-regime, paper_regime_<regime>.png, one row per
-workload; the caption under each row is the delay model and network of that row's runs, read
-from their summary.json (so it cannot disagree with what ran).
+usage: plot_regimes.py --sweeps DIR --out FIGDIR [--csv TABLE.csv] [--markdown TABLE.md]
+DIR holds the finished sweeps regime_<regime>_<workload>/ (experiments/paper/regime_*.json: a
+`schemes` list, repetitions over delay seeds on the same data; run by experiments/make_figures.sh).
+One PNG per regime, paper_regime_<regime>.png, one row per workload; the caption of a row is
+the delay model and network of its runs, read from their summary.json (so it cannot disagree
+with what ran).
+
+The level of a panel: uncoded's relative suboptimality (f - f*)/(f(x0) - f*) at half the common
+budget, averaged over its seeds and rounded up to two significant digits, so that uncoded reaches
+it about halfway (some 15 iterations in) and no scheme is judged on its first few iterations.
+A scheme has a time when every one of its seeds reached the level within the budget (else the
+table says k/n reached); a speedup needs both schemes' times: R = mean(baseline)/mean(scheme)
+with the interval R -+ t * sqrt(sum_k (b_k - R y_k)^2 / (n - 1) / n) / mean(y) over the seeds k
+(protocol_table.paired_ratio), "(not significant)" when it contains 1.
 """
 import argparse
 import json
+import math
 import os
 import sys
 
@@ -21,8 +31,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from plot_paper import COLORS, read_index, scheme_of  # noqa: E402
-from plot_traces import common_budget, draw_suboptimality, read_trace  # noqa: E402
+import plot_traces  # noqa: E402
+from plot_nonconvex import write_figure_and_table  # noqa: E402
+from protocol_table import interval, paired_ratio  # noqa: E402
 
 REGIMES = [
     ("injected", "(a) the authors' injected delays: Model B, load-independent exponential "
@@ -39,18 +50,17 @@ WORKLOADS = [
     ("covtype_like", "covtype-like (logistic, sparse, 88 non-zeros per row)"),
     ("kc_housing_like", "KC-housing-like (least squares, sparse, 28 non-zeros per row)"),
 ]
-ORDER = ["uncoded", "exact FRC", "ErasureHead", "ignore stragglers"]
-# Logistic regression with l2 = 1e-4 at step 1/beta is slow: within the budgets (about 30
-# uncoded iterations) the runs reach half to a fifth of the initial gap, so those are the levels.
-LEVELS = (0.5, 0.3, 0.2)
+# Scheme families by the start of the scheme's name in the sweep files, with their colours.
+FAMILIES = [("uncoded", "tab:gray"), ("exact FRC", "tab:blue"), ("ErasureHead", "tab:red"),
+            ("ignore stragglers", "tab:orange"), ("K-sync", "tab:green"),
+            ("K-async", "tab:purple"), ("Anytime", "tab:brown")]
 
 
-def label_of(scheme):
-    name, d = scheme
-    return {"uncoded": "uncoded (wait for all)",
-            "exact FRC": f"exact FRC d={d}",
-            "ErasureHead": f"ErasureHead d={d} r=15",
-            "ignore stragglers": "ignore stragglers (uncoded, first 15)"}[name]
+def family(scheme):
+    for name, _ in FAMILIES:
+        if scheme.startswith(name):
+            return name
+    raise SystemExit(f"error: scheme {scheme!r} is none of {', '.join(n for n, _ in FAMILIES)}")
 
 
 def describe(config):
@@ -70,82 +80,213 @@ def describe(config):
     return text
 
 
-def regime_series(folder):
-    """[(label, [traces])] of one sweep in ORDER, and the config of its first run."""
-    rows = read_index(os.path.join(folder, "index.csv"))
-    groups = {}
-    config = None
+def first_config(folder):
+    """The resolved config of the sweep's first run (its summary.json)."""
+    rows = plot_traces.plot_sweep.read_index(folder)[1]
+    with open(os.path.join(folder, rows[0]["folder"], "summary.json")) as f:
+        return json.load(f)["config"]
+
+
+def relative_gap(run, t):
+    f_star = float(run["f_star"])
+    return (plot_traces.value_at(run, "loss", t) - f_star) / (run["loss"][0] - f_star)
+
+
+def round_up(value, digits=2):
+    """`value` > 0 rounded up to `digits` significant digits."""
+    scale = 10 ** (math.floor(math.log10(value)) - digits + 1)
+    return math.ceil(value / scale - 1e-9) * scale
+
+
+def level_of(runs, budget):
+    """The panel's level: uncoded's mean relative gap at budget/2, rounded up."""
+    uncoded = [r for r in runs if family(r["scheme"]) == "uncoded"]
+    if not uncoded:
+        raise SystemExit("error: a regime sweep without an uncoded scheme; expected one named "
+                         "'uncoded' (the level and the speedups are taken against it)")
+    return round_up(sum(relative_gap(r, budget / 2) for r in uncoded) / len(uncoded))
+
+
+def time_to(run, level, budget):
+    """Simulated time of the run's first row at relative gap <= level within budget, or None."""
+    f_star = float(run["f_star"])
+    gap0 = run["loss"][0] - f_star
+    for t, f in zip(run["time"], run["loss"]):
+        if t > budget:
+            return None
+        if f - f_star <= level * gap0:
+            return t
+    return None
+
+
+def scheme_rows(runs, level, budget):
+    """One dict per scheme (first-appearance order): runs, reached, mean time and its 95 % t
+    interval (all reached), speedups over uncoded and over exact FRC (paired by repetition)."""
+    by_scheme = {}
+    for r in runs:
+        by_scheme.setdefault(r["scheme"], {})[int(r["rep"])] = time_to(r, level, budget)
+    complete = {s: t for s, t in by_scheme.items() if all(v is not None for v in t.values())}
+    reference = {fam: next((s for s in complete if family(s) == fam), None)
+                 for fam in ("uncoded", "exact FRC")}
+    out = []
+    for scheme, times in by_scheme.items():
+        reps = sorted(times)
+        row = {"scheme": scheme, "runs": len(reps),
+               "reached": sum(times[k] is not None for k in reps),
+               "time": math.nan, "time_low": math.nan, "time_high": math.nan}
+        if scheme in complete:
+            values = [times[k] for k in reps]
+            mean, se = plot_traces.mean_se(values)
+            half = plot_traces.t_quantile(len(values)) * se if len(values) > 1 else math.nan
+            row.update(time=mean, time_low=mean - half, time_high=mean + half)
+        for fam, key in (("uncoded", "vs_uncoded"), ("exact FRC", "vs_exact_frc")):
+            base = reference[fam]
+            ratio = None
+            if scheme in complete and base is not None and family(scheme) != fam:
+                ratio = paired_ratio([by_scheme[base][k] for k in reps],
+                                     [times[k] for k in reps])
+            row[key], row[key + "_low"], row[key + "_high"] = (ratio[:3] if ratio
+                                                               else (math.nan,) * 3)
+        out.append(row)
+    return out
+
+
+def draw_panel(ax_curve, ax_bars, folder, level):
+    """The gap bands and the level bars of one sweep; returns (budget, scheme rows)."""
+    lead, runs = plot_traces.read_sweep_traces(folder)
+    if "scheme" not in lead:
+        raise SystemExit(f"error: {folder}: no scheme column; expected a sweep with `schemes`")
+    budget = min(r["time"][-1] for r in runs)
+    level = level_of(runs, budget) if level is None else level
+    bands = plot_traces.sweep_bands(folder, budget=budget)
+    colors = dict(FAMILIES)
+    floor = math.inf
+    for label, (grid, mean, low, high, n) in bands.items():
+        color = colors[family(label)]
+        floor = min([floor] + [m for m in mean if m > 0])
+        ax_curve.plot(grid, mean, label=f"{label} ({n} seeds)", linewidth=1.4, color=color)
+        if n > 1:
+            ax_curve.fill_between(grid, [max(v, 0.0) for v in low], high, color=color,
+                                  alpha=0.2, linewidth=0)
+    ax_curve.set_yscale("log")
+    if math.isfinite(floor):
+        ax_curve.set_ylim(bottom=floor / 3)
+    ax_curve.set_xlim(0, budget)
+    ax_curve.set_xlabel("simulated time (s)")
+    ax_curve.set_ylabel("f(x_t) - f*  (mean, band: 95 % t interval)", fontsize=8)
+    ax_curve.grid(True, which="both", alpha=0.3)
+    ax_curve.legend(fontsize=6)
+    rows = scheme_rows(runs, level, budget)
+    for k, row in enumerate(rows):
+        color = colors[family(row["scheme"])]
+        if math.isnan(row["time"]):
+            ax_bars.bar(k, budget, 0.8, color="none", edgecolor=color, hatch="//",
+                        linewidth=0.8)
+            ax_bars.text(k, budget, f"{row['reached']}/{row['runs']}", ha="center",
+                         va="bottom", fontsize=7)
+        else:
+            half = row["time_high"] - row["time"]
+            ax_bars.bar(k, row["time"], 0.8, yerr=None if math.isnan(half) else half,
+                        capsize=3, color=color)
+    ax_bars.set_xticks(range(len(rows)))
+    ax_bars.set_xticklabels([r["scheme"] for r in rows], rotation=35, ha="right", fontsize=7)
+    ax_bars.set_ylabel("simulated time to the level (s)", fontsize=8)
+    ax_bars.set_title(f"time to relative suboptimality {level:g} (95 % t; hatched: not "
+                      "every seed within the budget)", fontsize=8)
+    ax_bars.grid(True, axis="y", alpha=0.3)
     for row in rows:
-        scheme = scheme_of(row)
-        if scheme is None:
-            continue
-        run = os.path.join(folder, row["folder"])
-        if config is None:
-            with open(os.path.join(run, "summary.json")) as f:
-                config = json.load(f)["config"]
-        groups.setdefault(scheme, []).append(read_trace(os.path.join(run, "trace.csv")))
-    keys = sorted(groups, key=lambda s: (ORDER.index(s[0]), s[1]))
-    return [(label_of(k), groups[k]) for k in keys], config
+        row["level"] = level
+        row["budget"] = budget
+    return budget, rows
 
 
-def plot_regime(sweeps, regime, title, f_star):
-    """One figure for `regime`; returns (figure, {workload: {label: level times}}), or (None, {})
-    when no workload has both its sweep and an f*."""
+def plot_regime(sweeps, regime, title, levels=None):
+    """One figure for `regime`; returns (figure, {workload: scheme rows}), or (None, {}) when
+    none of its sweeps is there. `levels` maps a workload to a fixed level (tests)."""
     found = [(w, t) for w, t in WORKLOADS
-             if os.path.exists(os.path.join(sweeps, f"regime_{regime}_{w}", "index.csv"))
-             and f_star.get(w) is not None]
+             if os.path.exists(os.path.join(sweeps, f"regime_{regime}_{w}", "traces.csv"))]
     if not found:
         return None, {}
-    fig, axes = plt.subplots(len(found), 2, figsize=(13, 4.4 * len(found)), squeeze=False,
-                             gridspec_kw={"width_ratios": [1.6, 1]})
+    fig, axes = plt.subplots(len(found), 2, figsize=(14, 4.8 * len(found)), squeeze=False,
+                             gridspec_kw={"width_ratios": [1.5, 1]})
     results = {}
     for i, (workload, name) in enumerate(found):
-        series, config = regime_series(os.path.join(sweeps, f"regime_{regime}_{workload}"))
-        colors = {label: COLORS[key] for label, key in
-                  ((label_of((k, 2)), k) for k in ORDER)}
-        budget = common_budget(series)
-        results[workload] = draw_suboptimality(axes[i][0], axes[i][1], series,
-                                               f_star[workload], budget, colors, LEVELS)
+        folder = os.path.join(sweeps, f"regime_{regime}_{workload}")
+        _, rows = draw_panel(axes[i][0], axes[i][1], folder, (levels or {}).get(workload))
+        results[workload] = rows
+        config = first_config(folder)
         data = config["data"]
         size = (f", {data['rows']} x {data['features']} before the test split"
                 if "rows" in data and "features" in data else "")
-        axes[i][0].set_title(f"{name}{size}, n = 30: f* = {f_star[workload]:.6g}\n"
-                             + describe(config), fontsize=7)
-        axes[i][1].set_title("time to relative suboptimality", fontsize=9)
+        axes[i][0].set_title(f"{name}{size}, n = {config['workers']}\n" + describe(config),
+                             fontsize=7)
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 0.96), h_pad=3.0)
+    fig.tight_layout(rect=(0, 0, 1, 0.97), h_pad=3.0)
     return fig, results
+
+
+def cell(row):
+    if math.isnan(row["time"]):
+        return f"{row['reached']}/{row['runs']} reached"
+    return f"{row['time']:.3g} [{row['time_low']:.3g}, {row['time_high']:.3g}]"
+
+
+def markdown(table):
+    """One line per (regime, workload): the level, each family's time, ErasureHead's speedups."""
+    names = [n for n, _ in FAMILIES]
+    lines = ["| regime | workload | level | " + " | ".join(names)
+             + " | ErasureHead vs uncoded | ErasureHead vs exact FRC |",
+             "|" + "---|" * (len(names) + 5)]
+    for (regime, workload), rows in table.items():
+        by_family = {family(r["scheme"]): r for r in rows}
+        cells = [cell(by_family[n]) if n in by_family else "—" for n in names]
+        eh = by_family.get("ErasureHead")
+        speedups = []
+        for key in ("vs_uncoded", "vs_exact_frc"):
+            speedups.append("—" if eh is None or math.isnan(eh[key])
+                            else interval(eh[key], eh[key + "_low"], eh[key + "_high"]))
+        lines.append(f"| {regime} | {workload} | {rows[0]['level']:g} | " + " | ".join(cells)
+                     + " | " + " | ".join(speedups) + " |")
+    return "\n".join(lines)
 
 
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sweeps", required=True)
-    parser.add_argument("--f-star", required=True)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--csv", help="the table of every scheme (default: FIGDIR/regimes.csv)")
+    parser.add_argument("--markdown", help="also write the summary table here (Markdown)")
     args = parser.parse_args(argv)
-    with open(args.f_star) as f:
-        f_star = json.load(f)
-    for workload, value in f_star.items():
-        if value is None:
-            print(f"no regime figure row for {workload}: f* not computed", file=sys.stderr)
     os.makedirs(args.out, exist_ok=True)
+    table = {}
+    figures = []
     for regime, title in REGIMES:
-        if not any(os.path.exists(os.path.join(args.sweeps, f"regime_{regime}_{w}", "index.csv"))
-                   for w, _ in WORKLOADS):
-            continue
-        fig, results = plot_regime(args.sweeps, regime, title, f_star)
+        fig, results = plot_regime(args.sweeps, regime, title)
         if fig is None:
             continue
+        figures.append((regime, fig))
+        for workload, rows in results.items():
+            table[(regime, workload)] = rows
+    if not figures:
+        raise SystemExit(f"error: no regime_<regime>_<workload>/traces.csv under {args.sweeps}")
+    for regime, fig in figures[:-1]:
         path = os.path.join(args.out, f"paper_regime_{regime}.png")
-        fig.savefig(path, dpi=100)
+        fig.savefig(path + ".tmp.png", dpi=90)
         plt.close(fig)
+        os.replace(path + ".tmp.png", path)
         print(f"figure: {path}")
-        for workload, by_label in results.items():
-            for label, times in by_label.items():
-                cells = [f"{lv:g}: " + ("not reached" if v is None else f"{v[0]:.4g} s")
-                         for lv, v in times.items()]
-                print(f"  {regime} {workload} {label}: " + ", ".join(cells))
+    flat = [{"regime": regime, "workload": workload, **row}
+            for (regime, workload), rows in table.items() for row in rows]
+    regime, fig = figures[-1]
+    write_figure_and_table(fig, os.path.join(args.out, f"paper_regime_{regime}.png"), flat,
+                           args.csv or os.path.join(args.out, "regimes.csv"))
+    text = markdown(table)
+    print(text)
+    if args.markdown:
+        with open(args.markdown + ".tmp", "w") as f:
+            f.write(text + "\n")
+        os.replace(args.markdown + ".tmp", args.markdown)
     return 0
 
 

@@ -86,44 +86,73 @@ def check_speedup_lines(tmp):
     assert "workers n" in ax.get_xlabel()
 
 
+def write_regime_sweep(folder, runs, config):
+    """A finished regime sweep as `stragglersim sweep` writes it: traces.csv (one row per trace
+    row, schemes and repetitions), index.csv and the first run's summary.json."""
+    os.makedirs(os.path.join(folder, "runs", "first"))
+    with open(os.path.join(folder, "runs", "first", "summary.json"), "w") as f:
+        f.write(json.dumps({"config": config}))
+    write_index(os.path.join(folder, "index.csv"), ["index", "repetition", "scheme", "folder"],
+                [[0, 0, "uncoded", "runs/first"]])
+    rows = [[scheme, rep, 1, i, t, f, 0.1]
+            for (scheme, rep), points in runs.items() for i, (t, f) in enumerate(points)]
+    write_index(os.path.join(folder, "traces.csv"),
+                ["scheme", "rep", "seed", "iteration", "time", "loss", "f_star"], rows)
+
+
 def check_regime_figure(tmp):
-    """plot_regimes: f - f* curves from each run's trace.csv, the caption from its summary.json."""
+    """plot_regimes: the level from uncoded's mean gap at half the budget, each scheme's time to
+    it with its t interval, the paired speedups, the seed bands and the caption."""
     import plot_regimes
+    from scipy.stats import t as student_t
     sweeps = os.path.join(tmp, "sweeps")
     folder = os.path.join(sweeps, "regime_injected_fashion_mnist")
-    header = ["index", "repetition", "seed", "/code", "/stopping", "status", "iterations",
-              "total_time", "mean_iteration_time", "final_loss", "best_loss", "folder"]
-    traces = {"runs/0": "iteration,time,loss\n0,0,0.69\n1,2.5,0.5\n2,5,0.4\n",
-              "runs/1": "iteration,time,loss\n0,0,0.69\n1,1.25,0.3\n2,2.5,0.2\n3,4,0.19\n"}
-    config = {"delay": {"kind": "shifted_exponential", "shift": 0.000627, "rate": 2.0,
-                        "tail": "none"},
-              "optimizer": {"time_budget": 4.0}, "data": {"rows": 3000, "features": 784}}
-    rows = [[0, 0, 1, UNCODED, DECODABLE, "ok", 2, 5, 2.5, 0.4, 0.4, "runs/0"],
-            [1, 0, 1, frc(2), FIRST_R, "ok", 3, 4, 1.33, 0.19, 0.19, "runs/1"]]
-    for run, text in traces.items():
-        os.makedirs(os.path.join(folder, run))
-        with open(os.path.join(folder, run, "trace.csv"), "w") as f:
-            f.write(text)
-        with open(os.path.join(folder, run, "summary.json"), "w") as f:
-            f.write(json.dumps({"config": config}))
-    write_index(os.path.join(folder, "index.csv"), header, rows)
-    fig, results = plot_regimes.plot_regime(sweeps, "injected", "title", {"fashion_mnist": 0.18})
+    # f* = 0.1 and f(x0) = 1.1 everywhere: the relative gap is loss - 0.1.
+    runs = {("uncoded", 0): [(0, 1.1), (2, 0.9), (4, 0.7), (6, 0.5), (8, 0.45)],
+            ("uncoded", 1): [(0, 1.1), (3, 0.8), (6, 0.55), (9, 0.5)],
+            ("exact FRC d=2", 0): [(0, 1.1), (5, 0.7), (8, 0.6)],
+            ("exact FRC d=2", 1): [(0, 1.1), (5, 1.0), (8.5, 0.2)],
+            ("ErasureHead d=2 r=15", 0): [(0, 1.1), (1, 0.8), (2, 0.7), (8, 0.6)],
+            ("ErasureHead d=2 r=15", 1): [(0, 1.1), (1.5, 0.9), (3.5, 0.6), (8, 0.6)]}
+    config = {"workers": 30, "delay": {"kind": "shifted_exponential", "shift": 0.000627,
+                                       "rate": 2.0, "tail": "none"},
+              "optimizer": {"time_budget": 8.0}, "data": {"rows": 3000, "features": 784}}
+    write_regime_sweep(folder, runs, config)
+    fig, results = plot_regimes.plot_regime(sweeps, "injected", "title")
+    rows = {r["scheme"]: r for r in results["fashion_mnist"]}
+    # Budget: the smallest last time, 8. At 4 s uncoded's gaps are 0.6 and 0.7: level 0.65.
+    assert all(math.isclose(r["level"], 0.65) and r["budget"] == 8 for r in rows.values())
+    # Uncoded reaches gap 0.65 at 4 and 6 s: mean 5, s.e. 1, the t quantile of 1 d.o.f.
+    t1 = float(student_t.ppf(0.975, 1))
+    u = rows["uncoded"]
+    assert (u["reached"], u["runs"], u["time"]) == (2, 2, 5.0)
+    assert math.isclose(u["time_high"] - u["time"], t1 * 1.0)
+    # Exact FRC: 0.6 at 5 s, then 0.9 until 8.5 s, past the budget: 1 of 2, no time or speedup.
+    e = rows["exact FRC d=2"]
+    assert (e["reached"], math.isnan(e["time"]), math.isnan(e["vs_uncoded"])) == (1, True, True)
+    # ErasureHead at 2 and 3.5 s: mean 2.75; the speedup over uncoded is R = 5/2.75 with the
+    # delta-method half-width t * sqrt(sum (b - R y)^2 / (n - 1) / n) / mean(y).
+    h = rows["ErasureHead d=2 r=15"]
+    ratio = 5.0 / 2.75
+    spread = math.sqrt(((4 - ratio * 2) ** 2 + (6 - ratio * 3.5) ** 2) / 1 / 2) / 2.75
+    assert h["time"] == 2.75 and math.isclose(h["vs_uncoded"], ratio)
+    assert math.isclose(h["vs_uncoded_high"] - ratio, t1 * spread)
+    assert math.isnan(h["vs_exact_frc"])  # exact FRC missed the level in one seed
     ax_curve, ax_bars = fig.axes[0], fig.axes[1]
     lines = {ln.get_label(): ln for ln in ax_curve.get_lines()}
-    uncoded = lines["uncoded (wait for all)"]
-    # Common budget: the smallest last time (4 s); at 4 s uncoded is at row 1 (0.5 - 0.18).
-    assert uncoded.get_xdata()[-1] == 4.0
-    assert abs(uncoded.get_ydata()[-1] - 0.32) < 1e-12
-    eh = results["fashion_mnist"]["ErasureHead d=2 r=15"]
-    # gap0 = 0.51; levels 0.5, 0.3, 0.2 of it: f - f* <= 0.255, 0.153, 0.102. ErasureHead is at
-    # 0.12 from 1.25 s and at 0.02 from 2.5 s; uncoded at 0.32 until 5 s, past the budget.
-    assert eh[0.5] == (1.25, 0.0) and eh[0.3] == (1.25, 0.0) and eh[0.2] == (2.5, 0.0)
-    assert results["fashion_mnist"]["uncoded (wait for all)"][0.5] is None
+    uncoded = lines["uncoded (2 seeds)"]
+    # At the budget, 8 s: gaps 0.35 and 0.45 (the row at 6 s), mean 0.4.
+    assert uncoded.get_xdata()[-1] == 8.0
+    assert abs(uncoded.get_ydata()[-1] - 0.4) < 1e-12
+    heights = [p.get_height() for p in ax_bars.patches]
+    assert heights == [5.0, 8.0, 2.75], heights  # exact FRC: a hatched bar up to the budget
     title = ax_curve.get_title()
-    assert "rate λ = 2/s" in title and "tail none" in title and "time budget 4 s" in title, title
-    assert "3000 x 784" in title, title
-    # A workload whose f* was not computed (null) gets no row.
-    assert plot_regimes.plot_regime(sweeps, "injected", "title", {"fashion_mnist": None}) == (None, {})
+    assert "rate λ = 2/s" in title and "tail none" in title and "time budget 8 s" in title, title
+    assert "3000 x 784" in title and "n = 30" in title, title
+    table = plot_regimes.markdown({("injected", "fashion_mnist"): results["fashion_mnist"]})
+    assert "| injected | fashion_mnist | 0.65 | 5 [" in table and "1/2 reached" in table, table
+    # Nothing under the folder: no figure.
+    assert plot_regimes.plot_regime(os.path.join(tmp, "none"), "injected", "title") == (None, {})
 
 
 def check_paper_figures():
