@@ -194,6 +194,10 @@ map_fstar=$("$python" -c 'import json, sys; print(repr(json.load(open(sys.argv[1
 # Anytime minibatch beside uncoded, exact FRC and ErasureHead, injected delays and a PAI trace.
 "$python" "$root/plots/plot_baselines.py" --injected "$sweeps/baselines_injected" \
   --trace "$sweeps/baselines_trace" --out "$out/baselines.png" --csv "$out/baselines.csv"
+# K-sync's error-runtime trade-off (docs/results.md): the runs against the exact least-squares
+# curve composed with K-sync's renewal count.
+"$python" "$root/plots/plot_error_runtime.py" --sweep "$sweeps/error_runtime" --bin "$bin" \
+  --out "$out/error_runtime.png" --csv "$out/error_runtime.csv"
 # Theory against measurement (docs/convergence.md): least squares, GD and Nesterov.
 reps=$([ "$quick" = 1 ] && echo 40 || echo 200)
 example="$root/experiments/examples/theory_least_squares.json"
