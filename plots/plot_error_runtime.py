@@ -21,7 +21,6 @@ z = (measured - theory) / sqrt(model_se^2 + se_theory^2), where model_se = (the 
 run's f - f* at t) / sqrt(runs), or the runs' own s.e. at times some draw is past the
 iterations the theory's sd covers (no z there with fewer than 10 runs).
 """
-import argparse
 import json
 import math
 import os
@@ -37,6 +36,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import plot_traces  # noqa: E402
+from plot_noise_floor import sweep_theory_args  # noqa: E402
 from plot_nonconvex import write_figure_and_table  # noqa: E402
 
 DRAWS = 20000
@@ -181,12 +181,7 @@ def draw(rows, config):
 
 
 def main(argv):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sweep", required=True)
-    parser.add_argument("--bin", required=True)
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--csv", required=True)
-    args = parser.parse_args(argv)
+    args = sweep_theory_args(argv, __doc__)
     rows = compare(args.sweep, args.bin)
     config = next(iter(scheme_configs(args.sweep).values()))
     for scheme in dict.fromkeys(r["scheme"] for r in rows):

@@ -148,13 +148,17 @@ def draw(rows, iterations):
     return fig
 
 
+def sweep_theory_args(argv, doc):
+    """--sweep DIR --bin STRAGGLERSIM --out FIG.png --csv TABLE.csv of a figure that holds a
+    sweep against `stragglersim theory`."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    for name in ("--sweep", "--bin", "--out", "--csv"):
+        parser.add_argument(name, required=True)
+    return parser.parse_args(argv)
+
+
 def main(argv):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sweep", required=True)
-    parser.add_argument("--bin", required=True)
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--csv", required=True)
-    args = parser.parse_args(argv)
+    args = sweep_theory_args(argv, __doc__)
     rows = points(args.sweep, args.bin)
     iterations = int(pd.read_csv(os.path.join(args.sweep, "index.csv"))["iterations"].iloc[0])
     fig = draw(rows, iterations)
