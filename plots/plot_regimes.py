@@ -109,14 +109,8 @@ def level_of(runs, budget):
 
 def time_to(run, level, budget):
     """Simulated time of the run's first row at relative gap <= level within budget, or None."""
-    f_star = float(run["f_star"])
-    gap0 = run["loss"][0] - f_star
-    for t, f in zip(run["time"], run["loss"]):
-        if t > budget:
-            return None
-        if f - f_star <= level * gap0:
-            return t
-    return None
+    t = plot_traces.time_to_level(run, float(run["f_star"]), level)
+    return t if t is not None and t <= budget else None
 
 
 def scheme_rows(runs, level, budget):
