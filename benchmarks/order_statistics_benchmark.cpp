@@ -97,6 +97,7 @@ BENCHMARK(bm_os_frc2_deadline)->Args({1'000'000'000, 0});
 BENCHMARK(bm_os_frc2_first_r)
     ->Args({1'000'000'000, 16})
     ->Args({1'000'000'000, 1000})
+    ->Args({1'000'000, 500'000})
     ->Args({1'000'000'000, 500'000'000});
 BENCHMARK(bm_os_frc2_first_r_or_decodable)
     ->Args({1'000'000, 500'000})

@@ -317,6 +317,57 @@ std::int64_t groups_hit(std::int64_t groups, int size, std::int64_t r, RandomEng
 
 }  // namespace
 
+CoveredPmf pairs_covered_pmf(std::int64_t groups, std::int64_t r) {
+  STRAGGLERSIM_ASSERT(groups >= 1 && r >= 1 && r <= 2 * groups, "pairs pmf needs 1 <= r <= 2g");
+  const std::int64_t low = (r + 1) / 2;  // a = 2c − r ≥ 0
+  const std::int64_t high = std::min(r, groups);
+  const auto g = static_cast<double>(groups);
+  const auto n = 2.0 * g;
+  const auto rr = static_cast<double>(r);
+  // w(c + 1)/w(c) with b = r − c, a = 2c − r.
+  const auto up = [&](std::int64_t c) {
+    const auto b = static_cast<double>(r - c);
+    const auto a = static_cast<double>(2 * c - r);
+    return 4.0 * b * (g - static_cast<double>(c)) / ((a + 1.0) * (a + 2.0));
+  };
+  // Start at the mean g(1 − (n − r)(n − r − 1)/(n(n − 1))), clamped to the support.
+  const double mean = g * (1.0 - (n - rr) * (n - rr - 1.0) / (n * (n - 1.0)));
+  const std::int64_t start = std::clamp(static_cast<std::int64_t>(std::llround(mean)), low, high);
+  constexpr double kDropBelow = 1e-30;
+  std::vector<double> above{1.0};  // w(start), w(start + 1), …
+  double largest = 1.0;
+  for (std::int64_t c = start; c < high; ++c) {
+    const double w = above.back() * up(c);
+    largest = std::max(largest, w);
+    if (w < kDropBelow * largest) {
+      break;
+    }
+    above.push_back(w);
+  }
+  std::vector<double> below;  // w(start − 1), w(start − 2), …
+  double w = 1.0;
+  for (std::int64_t c = start; c > low; --c) {
+    w /= up(c - 1);
+    largest = std::max(largest, w);
+    if (w < kDropBelow * largest) {
+      break;
+    }
+    below.push_back(w);
+  }
+  CoveredPmf out;
+  out.first = start - static_cast<std::int64_t>(below.size());
+  out.probabilities.assign(below.rbegin(), below.rend());
+  out.probabilities.insert(out.probabilities.end(), above.begin(), above.end());
+  double total = 0.0;
+  for (const double p : out.probabilities) {
+    total += p;
+  }
+  for (double& p : out.probabilities) {
+    p /= total;
+  }
+  return out;
+}
+
 void binomial_class_probabilities(int d, double x, std::span<double> out) {
   STRAGGLERSIM_ASSERT(d >= 1 && x > 0.0 && out.size() >= static_cast<std::size_t>(d),
                       "class probabilities need d >= 1, x > 0 and d slots");
@@ -364,6 +415,12 @@ OrderStatisticSampler::OrderStatisticSampler(double shift,
       binomial_class_probabilities(d_, x, deadline_class_);
     }
   }
+  if (shape_.kind == RuleKind::kFirstR && groups_ > 0 && d_ == 2 &&
+      shape_.r > kChainStepsPerSlot * 2) {
+    CoveredPmf pmf = pairs_covered_pmf(groups_, shape_.r);
+    covered_first_ = pmf.first;
+    covered_.emplace(pmf.probabilities.begin(), pmf.probabilities.end());
+  }
 }
 
 double OrderStatisticSampler::wall_after(double stop,
@@ -410,7 +467,10 @@ OrderStatisticDraw OrderStatisticSampler::draw_first_r(RandomEngine& rng) const 
                             static_cast<std::uint64_t>(n_), static_cast<std::uint64_t>(r), rng);
   out.heard = r;
   // Which workers are the first r is a uniform subset, independent of the times.
-  out.covered = groups_ == 0 ? 0 : d_ == 1 ? r : groups_hit(groups_, d_, r, rng);
+  out.covered = groups_ == 0 ? 0
+                : d_ == 1    ? r
+                : covered_   ? covered_first_ + (*covered_)(rng)
+                             : groups_hit(groups_, d_, r, rng);
   out.wall = wall_after(out.stop, n_ - r, rng);
   return out;
 }

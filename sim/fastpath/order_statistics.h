@@ -8,8 +8,10 @@
 //   first_r              the r-th smallest: Rényi's spacings Σ_{i<r} E_i/(n − i) for r ≤ 32,
 //                        else log1p(G_r / G_{n−r+1}) (the Beta(r, n−r+1) order statistic as a
 //                        ratio of two gamma draws), O(1); for FRC the groups touched by the
-//                        uniform r-subset, by an integer chain for small r, else column by
-//                        column of the (group × slot) grid with 2d − 1 hypergeometric draws
+//                        uniform r-subset, by an integer chain for small r, else (d = 2) from
+//                        their exact pmf tabulated once per run (Walker's alias method, O(1)),
+//                        else column by column of the (group × slot) grid with 2d − 1
+//                        hypergeometric draws
 //   deadline τ           finishers ~ Binomial(n, F(τ)); the maximum given all n finished
 //   decodable (groups)   the maximum of n/d group minima, each shift + (scale/d)·Exp(1)
 //   first_r_or_decodable the decodable draw with its class counts (groups with j heard); if more
@@ -27,6 +29,7 @@
 // counts, not heard sets, so the identity of the workers heard (a uniform subset, independent of
 // the times) is never drawn.
 
+#include <boost/random/discrete_distribution.hpp>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -85,6 +88,19 @@ inline constexpr std::int64_t kHypergeometricSteps = 16;
 /// 1)) (ratios of binomial terms; no cancellation, no special function).
 void binomial_class_probabilities(int d, double x, std::span<double> out);
 
+/// The pmf of the groups covered by a uniform r-subset of g groups of 2 workers, on the
+/// contiguous range of covered counts it returns as `first` (the rest of the vector). With a
+/// groups of one worker heard and b of two (a + 2b = r, covered c = a + b), P(c) ∝
+/// C(g, b)·C(g − b, a)·2^a, so P(c + 1)/P(c) = 4b(g − c)/((a + 1)(a + 2)); the pmf is
+/// log-concave, walked from its mean in both directions by that ratio until a term falls below
+/// 1e-30 of the largest (the mass left out is below 1e-25), then normalised. Illegal:
+/// 1 ≤ r ≤ 2g fails.
+struct CoveredPmf {
+  std::int64_t first = 0;
+  std::vector<double> probabilities;
+};
+[[nodiscard]] CoveredPmf pairs_covered_pmf(std::int64_t groups, std::int64_t r);
+
 /// One iteration drawn by the sampler, in simulated seconds.
 struct OrderStatisticDraw {
   double stop = 0.0;         ///< iteration time
@@ -135,6 +151,9 @@ class OrderStatisticSampler {
   /// P(H = j | H ≥ j) of a group's finisher count H ~ Binomial(d, p), j = 0..d−1.
   double deadline_p_ = 0.0;
   std::vector<double> deadline_class_;
+  /// first_r with FRC d = 2 beyond the integer chain: the groups covered, first + an alias draw.
+  std::int64_t covered_first_ = 0;
+  std::optional<boost::random::discrete_distribution<std::int64_t, double>> covered_;
 };
 
 }  // namespace stragglersim::sim
