@@ -34,7 +34,8 @@ from matplotlib.colors import LogNorm  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from plot_paper import read_index, scheme_of  # noqa: E402
-from plot_traces import read_trace, time_to_level  # noqa: E402
+from plot_traces import read_trace, t_quantile, time_to_level  # noqa: E402
+from protocol_table import paired_ratio  # noqa: E402
 
 SCHEMES = ("uncoded", "exact FRC", "ErasureHead")
 
@@ -46,8 +47,8 @@ def folder_workers(folder):
         return int(json.load(f)["config"]["workers"])
 
 
-def mean_times(rows, workers):
-    """{(n, rate, message_bytes, scheme): mean iteration time}, averaged over repetitions."""
+def seed_times(rows, workers):
+    """{(n, rate, message_bytes, scheme): {repetition: mean iteration time}}."""
     acc = {}
     for row in rows:
         row = dict(row, workers=workers)
@@ -56,12 +57,17 @@ def mean_times(rows, workers):
             continue
         key = (int(row["workers"]), float(row["/delay/rate"]),
                float(row["/network/message_bytes"]), scheme[0])
-        acc.setdefault(key, []).append(float(row["mean_iteration_time"]))
-    return {k: sum(v) / len(v) for k, v in acc.items()}
+        acc.setdefault(key, {})[int(row["repetition"])] = float(row["mean_iteration_time"])
+    return acc
 
 
-def iterations_to_level(training_dir, f_star, level):
-    """{(n, scheme): mean iterations to the level over repetitions} (None if one never did)."""
+def mean_times(rows, workers):
+    """{(n, rate, message_bytes, scheme): mean iteration time}, averaged over repetitions."""
+    return {k: sum(v.values()) / len(v) for k, v in seed_times(rows, workers).items()}
+
+
+def seed_iterations(training_dir, f_star, level):
+    """{(n, scheme): {repetition: iterations to the level, or None if it never got there}}."""
     acc = {}
     for row in read_index(os.path.join(training_dir, "index.csv")):
         scheme = scheme_of(row)
@@ -70,8 +76,50 @@ def iterations_to_level(training_dir, f_star, level):
         trace = read_trace(os.path.join(training_dir, row["folder"], "trace.csv"))
         t = time_to_level(trace, f_star, level)
         k = None if t is None else trace["iteration"][trace["time"].index(t)]
-        acc.setdefault((int(row["/workers"]), scheme[0]), []).append(k)
-    return {key: (None if None in ks else sum(ks) / len(ks)) for key, ks in acc.items()}
+        acc.setdefault((int(row["/workers"]), scheme[0]), {})[int(row["repetition"])] = k
+    return acc
+
+
+def iterations_to_level(training_dir, f_star, level):
+    """{(n, scheme): mean iterations to the level over repetitions} (None if one never did)."""
+    return {key: (None if None in ks.values() else sum(ks.values()) / len(ks))
+            for key, ks in seed_iterations(training_dir, f_star, level).items()}
+
+
+def ratio_and_se(base, mine):
+    """(R, s.e., seeds) of mean(base)/mean(mine) over the repetitions both have: the
+    delta-method standard error of protocol_table.paired_ratio (nan for one seed)."""
+    reps = sorted(set(base) & set(mine))
+    r, low, high, n = paired_ratio([float(base[k]) for k in reps], [float(mine[k]) for k in reps])
+    return r, ((high - r) / t_quantile(n) if n > 1 else math.nan), n
+
+
+def speedup_interval(seed_k, seed_t, n, rate, size, baseline):
+    """(low, high) of the speedup (K_base/K_EH)(E[T_base]/E[T_EH]) at one point of the map.
+
+    The two factors come from independent runs (training and delay-only), each a ratio of means
+    over paired seeds; by the delta method the product's relative s.e. is the root sum of squares
+    of theirs, and the 95 % interval uses Student's t with the fewer seeds' degrees of freedom.
+    """
+    rk, se_k, nk = ratio_and_se(seed_k[(n, baseline)], seed_k[(n, "ErasureHead")])
+    rt, se_t, nt = ratio_and_se(seed_t[(n, rate, size, baseline)],
+                                seed_t[(n, rate, size, "ErasureHead")])
+    if min(nk, nt) < 2:
+        return math.nan, math.nan
+    speedup = rk * rt
+    half = t_quantile(min(nk, nt)) * speedup * math.hypot(se_k / rk, se_t / rt)
+    return speedup - half, speedup + half
+
+
+def ratio_text(values):
+    """"95 % t interval over N seeds" of a {repetition: value} dict."""
+    xs = list(values.values())
+    if len(xs) < 2:
+        return f"{len(xs)} seed"
+    m = sum(xs) / len(xs)
+    se = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1) / len(xs))
+    half = t_quantile(len(xs)) * se
+    return f"{m - half:.1f}, {m + half:.1f}; {len(xs)} seeds"
 
 
 def speedup_grid(times, iters, n, baseline):
@@ -86,6 +134,13 @@ def speedup_grid(times, iters, n, baseline):
     ratios = [1.0 / r for r in rates]  # a = 1: tail-to-compute ratio = 1/rate
     shares = [n * m / (n * m + 1.0) for m in sizes]
     return ratios, shares, grid
+
+
+def interval_grid(seed_k, seed_t, n, baseline):
+    """grid[share][ratio] of speedup_interval, in speedup_grid's order."""
+    rates = sorted({k[1] for k in seed_t if k[0] == n}, reverse=True)
+    sizes = sorted({k[2] for k in seed_t if k[0] == n})
+    return [[speedup_interval(seed_k, seed_t, n, r, m, baseline) for r in rates] for m in sizes]
 
 
 def boundary(ratios, shares, grid):
@@ -103,7 +158,7 @@ def boundary(ratios, shares, grid):
     return out
 
 
-def plot(times, iters, ns, level):
+def plot(times, iters, ns, level, intervals=None, seeds=1):
     fig, axes = plt.subplots(len(ns), 2, figsize=(12, 4.6 * len(ns)), squeeze=False)
     norm = LogNorm(vmin=0.25, vmax=4.0)
     summary = {}
@@ -111,13 +166,19 @@ def plot(times, iters, ns, level):
         for j, baseline in enumerate(("uncoded", "exact FRC")):
             ax = axes[i][j]
             ratios, shares, grid = speedup_grid(times, iters, n, baseline)
+            spans = intervals[(n, baseline)] if intervals else None
             image = ax.imshow(grid, origin="lower", cmap="RdBu", norm=norm, aspect="auto")
             x = list(range(len(ratios)))
             y = list(range(len(shares)))
             ax.contour(x, y, grid, levels=[1.0], colors="black", linewidths=2.0)
             for yi, row in enumerate(grid):
                 for xi, v in enumerate(row):
-                    ax.text(xi, yi, f"{v:.2f}", ha="center", va="center", fontsize=7)
+                    low, high = spans[yi][xi] if spans else (math.nan, math.nan)
+                    # Grey italic: the 95 % interval holds 1 (not significantly faster or slower).
+                    unsure = low <= 1.0 <= high
+                    ax.text(xi, yi, f"{v:.2f}", ha="center", va="center", fontsize=7,
+                            color="dimgray" if unsure else "black",
+                            style="italic" if unsure else "normal")
             ax.set_xticks(x)
             ax.set_xticklabels([f"{r:g}" for r in ratios])
             ax.set_yticks(y)
@@ -136,8 +197,10 @@ def plot(times, iters, ns, level):
                  "a = 1 s per unit load, tail mean 1/λ per unit load; serial link at the master, "
                  "t s per message (n·t for all n)\nlogistic regression, Gaussian mixture "
                  "6000 x 200; time to the level = iterations to it (training runs) x mean "
-                 "iteration time (delay-only runs)", fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 0.92))
+                 "iteration time (delay-only runs)\nmeans over "
+                 f"{seeds} seeds of each; grey italic: the speedup's 95 % delta-method interval "
+                 "holds 1", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.91))
     return fig, summary
 
 
@@ -151,35 +214,43 @@ def main(argv):
     parser.add_argument("--out", required=True)
     parser.add_argument("--csv")
     args = parser.parse_args(argv)
-    times = {}
+    seed_t = {}
     for folder in args.times:
-        times.update(mean_times(read_index(os.path.join(folder, "index.csv")),
-                                folder_workers(folder)))
-    iters = iterations_to_level(args.training, args.f_star, args.level)
-    ns = sorted({k[0] for k in times})
-    missing = [k for k in iters if iters[k] is None]
+        seed_t.update(seed_times(read_index(os.path.join(folder, "index.csv")),
+                                 folder_workers(folder)))
+    times = {k: sum(v.values()) / len(v) for k, v in seed_t.items()}
+    seed_k = seed_iterations(args.training, args.f_star, args.level)
+    missing = [k for k, ks in seed_k.items() if None in ks.values()]
     if missing:
         raise SystemExit(f"error: {args.training}: never reached level {args.level}: {missing}")
-    fig, summary = plot(times, iters, ns, args.level)
+    iters = {k: sum(ks.values()) / len(ks) for k, ks in seed_k.items()}
+    ns = sorted({k[0] for k in times})
+    intervals = {(n, b): interval_grid(seed_k, seed_t, n, b)
+                 for n in ns for b in ("uncoded", "exact FRC")}
+    seeds = min(len(v) for v in list(seed_t.values()) + list(seed_k.values()))
+    fig, summary = plot(times, iters, ns, args.level, intervals, seeds)
     fig.savefig(args.out, dpi=110)
     print(f"figure: {args.out}")
     for n in ns:
         print(f"n = {n}: iterations to {args.level:g}: " +
-              ", ".join(f"{s} {iters[(n, s)]:.1f}" for s in SCHEMES))
+              ", ".join(f"{s} {iters[(n, s)]:.1f} [{ratio_text(seed_k[(n, s)])}]"
+                        for s in SCHEMES))
     for (n, baseline), edges in summary.items():
         cells = [f"share {s:.2f}: " + ("never" if e is None else f"ratio >= {e:g}")
                  for s, e in edges]
         print(f"n = {n}, vs {baseline}: ErasureHead faster for " + "; ".join(cells))
     if args.csv:
         with open(args.csv, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["workers", "baseline", "tail_to_compute", "communication_share", "speedup"])
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(["workers", "baseline", "tail_to_compute", "communication_share",
+                        "speedup", "speedup_low", "speedup_high", "significant"])
             for n in ns:
                 for baseline in ("uncoded", "exact FRC"):
                     ratios, shares, grid = speedup_grid(times, iters, n, baseline)
-                    for s, row in zip(shares, grid):
-                        for r, v in zip(ratios, row):
-                            w.writerow([n, baseline, r, s, f"{v:.6g}"])
+                    for s, row, spans in zip(shares, grid, intervals[(n, baseline)]):
+                        for r, v, (low, high) in zip(ratios, row, spans):
+                            w.writerow([n, baseline, r, s, f"{v:.6g}", f"{low:.6g}",
+                                        f"{high:.6g}", int(not low <= 1.0 <= high)])
     return 0
 
 

@@ -59,12 +59,17 @@ def check_iteration_time_bars(tmp):
         (h,) = heights[label]
         assert math.isclose(h, value, rel_tol=1e-12), (label, h, value)
     assert "simulated s" in ax.get_ylabel()
-    # Error bars: the standard error of two values a, b is |a − b| / 2.
+    # Error bars: the 95 % t interval of two values a, b is mean -+ t(0.975, 1) |a − b| / 2, with
+    # scipy's t(0.975, 1) = 12.706204736174698.
     se = [c for c in ax.containers if not hasattr(c, "patches")]
     assert len(se) == 4
     segs = se[0].lines[2][0].get_segments()
     (seg,) = segs
-    assert math.isclose(seg[1][1] - seg[0][1], 2 * 0.1, rel_tol=1e-9)
+    assert math.isclose(seg[1][1] - seg[0][1], 2 * 12.706204736174698 * 0.1, rel_tol=1e-9)
+    assert "mean over 2 seeds" in ax.get_title() and "95 % t interval" in ax.get_title()
+    table = plot_paper.iteration_time_table(plot_paper.read_index(path))
+    (crc_row,) = [r for r in table if r["scheme"] == "exact CRC"]
+    assert crc_row["runs"] == 2 and math.isclose(crc_row["low"], 7.95 - 12.706204736174698 * 0.05)
 
 
 def check_speedup_lines(tmp):
@@ -72,18 +77,35 @@ def check_speedup_lines(tmp):
               "iterations", "total_time", "mean_iteration_time", "final_loss", "best_loss",
               "folder"]
     rows = []
-    for n, t_unc, t_eh in ((8, 4.0, 3.5), (64, 5.5, 3.2), (512, 7.5, 3.0)):
-        for code, stop, t in ((UNCODED, DECODABLE, t_unc), (frc(2), FIRST_R, t_eh)):
-            rows.append([len(rows), 0, 1, code, stop, n, "ok", 10, 10 * t, t, "", "", "r"])
+    # Two seeds per n: (uncoded, ErasureHead) times of seed 0 and of seed 1; at n = 512 the
+    # seeds disagree so much that the interval holds 1.
+    cases = {8: ((4.0, 3.5), (4.2, 3.6)), 64: ((5.5, 3.2), (5.7, 3.1)),
+             512: ((7.5, 3.0), (2.0, 5.0))}
+    for n, seeds in cases.items():
+        for rep, (t_unc, t_eh) in enumerate(seeds):
+            for code, stop, t in ((UNCODED, DECODABLE, t_unc), (frc(2), FIRST_R, t_eh)):
+                rows.append([len(rows), rep, 1, code, stop, n, "ok", 10, 10 * t, t, "", "", "r"])
     path = os.path.join(tmp, "speedup.csv")
     write_index(path, header, rows)
     fig = plot_paper.plot_speedup(plot_paper.read_index(path))
     (ax,) = fig.axes
     (line,) = [ln for ln in ax.get_lines() if ln.get_label().startswith("ErasureHead")]
     assert list(line.get_xdata()) == [8, 64, 512]
-    assert list(line.get_ydata()) == [4.0 / 3.5, 5.5 / 3.2, 7.5 / 3.0]
+    ratios = [(4.0 + 4.2) / (3.5 + 3.6), (5.5 + 5.7) / (3.2 + 3.1), (7.5 + 2.0) / (3.0 + 5.0)]
+    assert all(math.isclose(a, b, rel_tol=1e-12) for a, b in zip(line.get_ydata(), ratios))
     assert ax.get_xscale() == "log"
     assert "workers n" in ax.get_xlabel()
+    assert "10 paired seeds" not in ax.get_title() and "2 paired seeds" in ax.get_title()
+    # The interval by hand at n = 8: R -+ t(0.975, 1) sqrt(sum (b - R y)^2 / 1 / 2) / mean(y).
+    table = plot_paper.speedup_table(plot_paper.read_index(path))
+    first = table[0]
+    spread = math.sqrt(((4.0 - ratios[0] * 3.5) ** 2 + (4.2 - ratios[0] * 3.6) ** 2) / 2) / 3.55
+    assert math.isclose(first["high"] - first["speedup"], 12.706204736174698 * spread,
+                        rel_tol=1e-9)
+    assert [r["significant"] for r in table] == [True, True, False]
+    # The one point whose interval holds 1 is drawn hollow.
+    hollow = [ln for ln in ax.get_lines() if ln.get_markerfacecolor() == "white"]
+    assert len(hollow) == 1 and list(hollow[0].get_xdata()) == [512]
 
 
 def write_regime_sweep(folder, runs, config):
@@ -155,10 +177,43 @@ def check_regime_figure(tmp):
     assert plot_regimes.plot_regime(os.path.join(tmp, "none"), "injected", "title") == (None, {})
 
 
+def check_wait_fraction(tmp):
+    """Time to target and final loss per (d, r): means with their t intervals, no time where a
+    seed missed the target, the interval drawn as a band."""
+    header = ["index", "repetition", "seed", "/code/d", "/stopping/r", "/target_loss", "status",
+              "iterations", "total_time", "mean_iteration_time", "final_loss", "best_loss",
+              "time_to_target", "folder"]
+    runs = {(2, 6): ((10.0, 0.3), (12.0, 0.5)), (2, 15): ((8.0, 0.1), (9.0, 0.2)),
+            (3, 6): ((None, 0.4), (11.0, 0.6)), (3, 15): ((7.0, 0.1), (7.5, 0.1))}
+    rows = []
+    for (d, r), seeds in runs.items():
+        for rep, (t, loss) in enumerate(seeds):
+            rows.append([len(rows), rep, 1, d, r, 0.2, "ok", 100, 50.0, 0.5, loss, loss,
+                         "" if t is None else t, "r"])
+    path = os.path.join(tmp, "wait_fraction.csv")
+    write_index(path, header, rows)
+    table = plot_paper.wait_fraction_table(plot_paper.read_index(path))
+    assert [(e["d"], e["r"]) for e in table] == [(2, 6), (2, 15), (3, 6), (3, 15)]
+    half = plot_paper.t_quantile(2) * 1.0  # t(0.975, 1) * s.e. of (10, 12)
+    got = (table[0]["time"], table[0]["time_low"], table[0]["time_high"])
+    assert all(math.isclose(a, b, rel_tol=1e-12) for a, b in zip(got, (11.0, 11.0 - half,
+                                                                        11.0 + half))), got
+    assert math.isnan(table[2]["time"]) and table[2]["reached"] == 1
+    assert math.isclose(table[2]["final_loss"], 0.5)
+    assert table[3]["final_low"] == table[3]["final_high"] == 0.1
+    fig = plot_paper.plot_wait_fraction(plot_paper.read_index(path))
+    ax_t, ax_l = fig.axes
+    d2 = ax_t.get_lines()[0]
+    assert list(d2.get_xdata()) == [0.2, 0.5] and list(d2.get_ydata()) == [11.0, 8.5]
+    assert len(ax_t.collections) == 2 and len(ax_l.collections) == 2  # one band per d
+    assert "mean over 2 seeds" in fig._suptitle.get_text()
+
+
 def check_paper_figures():
     with tempfile.TemporaryDirectory() as tmp:
         check_iteration_time_bars(tmp)
         check_speedup_lines(tmp)
+        check_wait_fraction(tmp)
         check_regime_figure(tmp)
 
 

@@ -168,6 +168,21 @@ def check_regime_map(tmp):
     assert abs(grid[1][1] - 40 * 6.0 / (60 * 3.85)) < 1e-12    # 1.039: faster
     edges = plot_regime_map.boundary(ratios, shares, grid)
     assert edges == [(0.0, None), (shares[1], 1.0)], edges
+    # The interval of one cell from two seeds of each kind of run, by hand: each factor's
+    # paired delta-method s.e., their relative errors added in quadrature, t with 1 d.o.f.
+    seed_k = {(30, "uncoded"): {0: 40, 1: 42}, (30, "ErasureHead"): {0: 60, 1: 58}}
+    seed_t = {(30, 1.0, 0.0, "uncoded"): {0: 5.0, 1: 5.2},
+              (30, 1.0, 0.0, "ErasureHead"): {0: 3.3, 1: 3.4}}
+    rk, rt = 82 / 118, 10.2 / 6.7
+    se_k = math.sqrt(((40 - rk * 60) ** 2 + (42 - rk * 58) ** 2) / 2) / 59
+    se_t = math.sqrt(((5.0 - rt * 3.3) ** 2 + (5.2 - rt * 3.4) ** 2) / 2) / 3.35
+    half = 12.706204736 * rk * rt * math.sqrt((se_k / rk) ** 2 + (se_t / rt) ** 2)
+    low, high = plot_regime_map.speedup_interval(seed_k, seed_t, 30, 1.0, 0.0, "uncoded")
+    assert abs(low - (rk * rt - half)) < 1e-8 and abs(high - (rk * rt + half)) < 1e-8, (low, high)
+    # One seed: no interval.
+    one = {k: {0: v[0]} for k, v in seed_k.items()}
+    assert all(math.isnan(x) for x in plot_regime_map.speedup_interval(one, seed_t, 30, 1.0, 0.0,
+                                                                      "uncoded"))
 
 
 def check_real_traces_figure():
