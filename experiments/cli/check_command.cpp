@@ -18,8 +18,10 @@
 #include "experiments/cli/commands.h"
 #include "experiments/config/run_plan.h"
 #include "experiments/predict/convergence_predictions.h"
+#include "experiments/predict/measured_convergence.h"
 #include "experiments/predict/predictions.h"
 #include "experiments/run_output.h"
+#include "models/base/invariant.h"
 #include "models/base/random_stream.h"
 #include "models/optimum.h"
 #include "models/synthetic_data.h"
@@ -799,6 +801,32 @@ void sd_row(const char* optimizer,
                   pass});
 }
 
+/// The measured floor and rate (fit_rate_and_floor over the runs) contain the exact curve's on
+/// the same windows: the fit is checked against the truth, not against the theorem's bound.
+void rate_and_floor_rows(const MeasuredGap& m,
+                         const std::vector<double>& exact_curve,
+                         int repetitions,
+                         std::vector<CheckRow>& rows) {
+  const auto fit = fit_rate_and_floor(m.runs);
+  STRAGGLERSIM_ASSERT(fit && fit->rate, "the check's least-squares runs have a rate and a floor");
+  const CurveRateFloor exact = curve_rate_and_floor(exact_curve, fit->floor_first, fit->fit_last);
+  const auto inside = [](double x, const Interval& ci) { return ci.low <= x && x <= ci.high; };
+  rows.push_back({fmt::format("measured floor CI holds the exact curve's, t >= {} ({} runs)",
+                              fit->floor_first,
+                              repetitions),
+                  exact.floor,
+                  fit->floor,
+                  (fit->floor_interval.high - fit->floor_interval.low) / 2.0,
+                  inside(exact.floor, fit->floor_interval)});
+  rows.push_back({fmt::format("measured rate CI holds the exact curve's, t = 1..{} ({} runs)",
+                              fit->fit_last,
+                              repetitions),
+                  exact.rate.value_or(0.0),
+                  *fit->rate,
+                  (fit->rate_interval.high - fit->rate_interval.low) / 2.0,
+                  exact.rate && inside(*exact.rate, fit->rate_interval)});
+}
+
 /// The exact least-squares curve against the mean of repeated runs: the t of largest |z|.
 void exact_curve_rows(bool quick, std::vector<CheckRow>& rows, const std::filesystem::path& out) {
   const int repetitions = quick ? 100 : 200;
@@ -840,6 +868,9 @@ void exact_curve_rows(bool quick, std::vector<CheckRow>& rows, const std::filesy
                     m.mean[worst],
                     4.0 * m.se[worst],
                     pass});
+    if (std::string(optimizer) == "gd") {
+      rate_and_floor_rows(m, p["exact_curve"].get<std::vector<double>>(), repetitions, rows);
+    }
     // f(x_t) is a skewed quadratic form: the sample sd of 100 runs and the s.e. estimated from
     // the same runs' fourth moment are both low in most samples, so the row needs the full 200.
     if (!quick) {

@@ -98,6 +98,13 @@ void add_rate_and_floor(const MeasuredGap& m, nlohmann::json& p) {
                               ? nlohmann::json({fit->rate_interval.low, fit->rate_interval.high})
                               : nlohmann::json();
   p["measured_rate_window"] = {1, fit->fit_last};
+  // Least squares: the exact curve's floor and rate on the same windows, the truth to compare.
+  if (p.contains("exact_curve") && p["exact_curve"].is_array()) {
+    const auto curve = p["exact_curve"].get<std::vector<double>>();
+    const CurveRateFloor exact = curve_rate_and_floor(curve, fit->floor_first, fit->fit_last);
+    p["exact_curve_floor"] = exact.floor;
+    p["exact_curve_rate"] = exact.rate ? nlohmann::json(*exact.rate) : nlohmann::json();
+  }
 }
 
 /// `--measure N`: the mean gap of N simulated runs next to the exact curve and the bound, per t.
@@ -173,6 +180,14 @@ void print_measured(const nlohmann::json& p) {
            "measured_rate",
            fmt::format("t = 1..{}", p["measured_rate_window"][1].get<int>()),
            "contraction");
+  }
+  if (p.contains("exact_curve_floor")) {
+    std::cout << fmt::format("{:<34} floor {:.6g}, rate {} (same windows)\n",
+                             "exact curve's floor and rate",
+                             p["exact_curve_floor"].get<double>(),
+                             p["exact_curve_rate"].is_null()
+                                 ? std::string("none")
+                                 : fmt::format("{:.6g}", p["exact_curve_rate"].get<double>()));
   }
 }
 

@@ -120,4 +120,37 @@ TEST_CASE("experiments: the rate and floor fit recovers a noisy geometric curve"
   CHECK(none->floor == Approx(1.0));
 }
 
+TEST_CASE("measured convergence: a known curve's floor and rate on given windows",
+          "[measured_convergence]") {
+  // c(t) = 0.01 + 2·0.5^t: the floor window t = 6..9 averages the constant and 2·0.5^t, which
+  // the rate fit subtracts; on t = 1..4 the excess is 2·0.5^t − that tail mean, computed here.
+  std::vector<double> curve;
+  for (int t = 0; t <= 9; ++t) {
+    curve.push_back(0.01 + 2.0 * std::pow(0.5, t));
+  }
+  double tail = 0.0;
+  for (int t = 6; t <= 9; ++t) {
+    tail += 2.0 * std::pow(0.5, t) / 4.0;
+  }
+  const CurveRateFloor fit = curve_rate_and_floor(curve, 6, 4);
+  CHECK(fit.floor == Approx(0.01 + tail).epsilon(1e-14));
+  double st = 0.0;
+  double sy = 0.0;
+  double stt = 0.0;
+  double sty = 0.0;
+  for (int t = 1; t <= 4; ++t) {
+    const double y = std::log(2.0 * std::pow(0.5, t) - tail);
+    st += t;
+    sy += y;
+    stt += t * t;
+    sty += t * y;
+  }
+  const double slope = (sty - st * sy / 4.0) / (stt - st * st / 4.0);
+  REQUIRE(fit.rate);
+  CHECK(*fit.rate == Approx(std::exp(slope)).epsilon(1e-12));
+  CHECK(*fit.rate < 0.5);  // the subtracted tail steepens the decay a little
+  // Fewer than 3 points with a positive excess: no rate.
+  CHECK_FALSE(curve_rate_and_floor(curve, 6, 2).rate);
+}
+
 }  // namespace stragglersim::experiments
