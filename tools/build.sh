@@ -10,7 +10,10 @@ flavour="${1:-release}"
 shift || true
 case "$flavour" in
   release) extra=(-DCMAKE_BUILD_TYPE=Release) ;;
-  address) extra=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRAGGLERSIM_SANITIZE=address -DSTRAGGLERSIM_BUILD_BENCHMARKS=OFF) ;;
+  # -O1 with line tables (-g1): 45 % less compile time than RelWithDebInfo's -O2 -g (72 s against
+  # 39.5 s for experiments/cli/check_command.cpp), symbolised reports; NDEBUG as in the release.
+  address) extra=(-DCMAKE_BUILD_TYPE=None "-DCMAKE_CXX_FLAGS=-O1 -g1 -DNDEBUG"
+    -DSTRAGGLERSIM_SANITIZE=address -DSTRAGGLERSIM_BUILD_BENCHMARKS=OFF) ;;
   thread) extra=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTRAGGLERSIM_SANITIZE=thread -DSTRAGGLERSIM_BUILD_BENCHMARKS=OFF) ;;
   fuzz)
     # Debian's clang; warnings are not errors here (clang's -Wconversion differs from GCC's).
