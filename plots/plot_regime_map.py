@@ -34,7 +34,7 @@ from matplotlib.colors import LogNorm  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from plot_paper import read_index, scheme_of  # noqa: E402
-from plot_traces import read_trace, t_quantile, time_to_level  # noqa: E402
+from plot_traces import mean_se, read_trace, t_quantile, time_to_level  # noqa: E402
 from protocol_table import paired_ratio  # noqa: E402
 
 SCHEMES = ("uncoded", "exact FRC", "ErasureHead")
@@ -61,11 +61,6 @@ def seed_times(rows, workers):
     return acc
 
 
-def mean_times(rows, workers):
-    """{(n, rate, message_bytes, scheme): mean iteration time}, averaged over repetitions."""
-    return {k: sum(v.values()) / len(v) for k, v in seed_times(rows, workers).items()}
-
-
 def seed_iterations(training_dir, f_star, level):
     """{(n, scheme): {repetition: iterations to the level, or None if it never got there}}."""
     acc = {}
@@ -78,12 +73,6 @@ def seed_iterations(training_dir, f_star, level):
         k = None if t is None else trace["iteration"][trace["time"].index(t)]
         acc.setdefault((int(row["/workers"]), scheme[0]), {})[int(row["repetition"])] = k
     return acc
-
-
-def iterations_to_level(training_dir, f_star, level):
-    """{(n, scheme): mean iterations to the level over repetitions} (None if one never did)."""
-    return {key: (None if None in ks.values() else sum(ks.values()) / len(ks))
-            for key, ks in seed_iterations(training_dir, f_star, level).items()}
 
 
 def ratio_and_se(base, mine):
@@ -112,12 +101,11 @@ def speedup_interval(seed_k, seed_t, n, rate, size, baseline):
 
 
 def ratio_text(values):
-    """"95 % t interval over N seeds" of a {repetition: value} dict."""
+    """"low, high; N seeds" of the 95 % t interval of a {repetition: value} dict."""
     xs = list(values.values())
     if len(xs) < 2:
         return f"{len(xs)} seed"
-    m = sum(xs) / len(xs)
-    se = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1) / len(xs))
+    m, se = mean_se(xs)
     half = t_quantile(len(xs)) * se
     return f"{m - half:.1f}, {m + half:.1f}; {len(xs)} seeds"
 
