@@ -154,10 +154,13 @@ nlohmann::json theory_report(const RunPlan& plan) {
   if (p.value("bound_vacuous", false)) {
     warnings.push_back(
         {"bound_vacuous",
-         fmt::format("the convergence bound is vacuous: its noise floor {:.6g} is at least "
-                     "f(x0) - f* = {:.6g}, so it says nothing about this run",
-                     p["noise_floor"].get<double>(),
-                     p["initial_gap"].get<double>())});
+         fmt::format("the convergence bound is vacuous: it is at least f(x0) - f* = {:.6g} at "
+                     "every iteration and its noise floor is {}, so it says nothing about this "
+                     "run",
+                     p["initial_gap"].get<double>(),
+                     p["noise_floor"].is_null()
+                         ? std::string("infinite")
+                         : fmt::format("{:.6g}", p["noise_floor"].get<double>()))});
   }
   p["warnings"] = warnings_json(warnings);
   return p;

@@ -35,8 +35,13 @@ void print_convergence(const nlohmann::json& p) {
         capped ? fmt::format("bound on E[f(x_t) - f*] at t={}", p["bound"].size() - 1)
                : std::string("bound on E[f(x_T) - f*] at T"),
         p["bound"].back().get<double>(),
-        p["bound_vacuous"].get<bool>() ? "  (vacuous: the floor is >= f(x0) - f*)"
-                                       : "  (not vacuous)");
+        p["bound_vacuous"].get<bool>() ? "  (vacuous: never below f(x0) - f*)" : "  (not vacuous)");
+    if (p.contains("bound_smallest") && !p["bound_smallest"].is_null()) {
+      std::cout << fmt::format("{:<34} {:.6g} at t={}\n",
+                               "smallest bound",
+                               p["bound_smallest"]["value"].get<double>(),
+                               p["bound_smallest"]["iteration"].get<int>());
+    }
   } else if (p.contains("bound_problem")) {
     std::cout << fmt::format(
         "{:<34} null: {}\n", "bound on E[f(x_T) - f*]", p["bound_problem"].get<std::string>());
@@ -130,9 +135,15 @@ void measure(const RunPlan& plan, int repetitions, OutputFile* csv, nlohmann::js
     return p.contains(key) && p[key].is_array() && t < p[key].size() ? cell(key, t) : std::string();
   };
   std::string text =
-      "iteration,measured_mean,measured_se,exact,bound,measured_sd,exact_sd,measured_sd_se\n";
+      "iteration,measured_mean,measured_se,exact,bound,measured_sd,exact_sd,measured_sd_se,"
+      "bound_pl_routes\n";
+  auto pl_cell = [&](std::size_t t) {
+    return p.contains("bound_pl_routes") && !p["bound_pl_routes"][t].is_null()
+               ? cell("bound_pl_routes", t)
+               : cell("bound", t);  // without the convex route the bound is the PL routes'
+  };
   for (std::size_t t = 0; t < m.mean.size(); ++t) {
-    text += fmt::format("{},{},{},{},{},{},{},{}\n",
+    text += fmt::format("{},{},{},{},{},{},{},{},{}\n",
                         t,
                         m.mean[t],
                         m.se[t],
@@ -140,7 +151,8 @@ void measure(const RunPlan& plan, int repetitions, OutputFile* csv, nlohmann::js
                         cell("bound", t),
                         m.sd[t],
                         cell_or_empty("exact_curve_sd", t),
-                        m.sd_se[t]);
+                        m.sd_se[t],
+                        pl_cell(t));
   }
   csv->commit(text);
 }
@@ -167,7 +179,7 @@ void print_measured(const nlohmann::json& p) {
                                  p[ci][0].get<double>(),
                                  p[ci][1].get<double>(),
                                  window,
-                                 p.contains(theorem_key)
+                                 p.contains(theorem_key) && !p[theorem_key].is_null()
                                      ? fmt::format("{:.6g}", p[theorem_key].get<double>())
                                      : std::string("none"));
       };

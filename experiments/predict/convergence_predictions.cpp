@@ -604,6 +604,33 @@ nlohmann::json certificate_json(const LocalCertificate& c) {
           {"note", c.note}};
 }
 
+/// The bound's output keys (docs/convergence.md, "Output keys of the bound").
+void bound_json(const sim::CodedBound& b, nlohmann::json& out) {
+  out["bound"] = b.bound;
+  // Without a PL route (only the convex one) there is no contraction and no finite floor.
+  out["contraction"] =
+      std::isfinite(b.contraction) ? nlohmann::json(b.contraction) : nlohmann::json();
+  out["noise_floor"] = std::isfinite(b.floor) ? nlohmann::json(b.floor) : nlohmann::json();
+  out["bound_vacuous"] = b.vacuous;
+  out["bound_convex_route"] = b.convex_route;
+  if (b.convex_route) {
+    nlohmann::json pl = nlohmann::json::array();
+    for (const double v : b.pl_bound) {
+      pl.push_back(std::isfinite(v) ? nlohmann::json(v) : nlohmann::json());
+    }
+    out["bound_pl_routes"] = std::move(pl);
+  }
+  out["bound_convex_iterations"] = b.convex_iterations;
+  out["bound_smallest"] =
+      b.smallest_at > 0
+          ? nlohmann::json{{"iteration", b.smallest_at},
+                           {"value", b.bound[static_cast<std::size_t>(b.smallest_at)]}}
+          : nlohmann::json();
+  out["mean_coefficient"] = b.mean;
+  out["minimiser_shift"] = b.minimiser_shift;
+  out["bound_rounding_margin"] = b.rounding_margin;
+}
+
 /// The coded bound's inputs, with the local certificate where it holds; false with `why` when
 /// the bound does not apply.
 bool bound_predictions(const RunPlan& plan,
@@ -627,6 +654,9 @@ bool bound_predictions(const RunPlan& plan,
   in.zeta_star_squared = group_gradient_squared(at_star, coefficients.group);
   const GroupConstants groups = group_constants(f, coefficients.group);
   in.group_smoothness_squared = groups.smoothness_squared;
+  in.group_smoothness_max = groups.smoothness.empty() ? 0.0
+                                                      : *std::max_element(groups.smoothness.begin(),
+                                                                          groups.smoothness.end());
   if (f.loss().traits().bounded_derivative) {
     // |ℓ'(z; b)| = |b|σ(−bz) ≤ |b|: a supremum of ζ² over every x.
     in.zeta_sup_squared = groups.gradient_sup_squared;
@@ -651,13 +681,7 @@ bool bound_predictions(const RunPlan& plan,
   if (!b) {
     return false;
   }
-  out["bound"] = b->bound;
-  out["contraction"] = b->contraction;
-  out["noise_floor"] = b->floor;
-  out["bound_vacuous"] = b->vacuous;
-  out["mean_coefficient"] = b->mean;
-  out["minimiser_shift"] = b->minimiser_shift;
-  out["bound_rounding_margin"] = b->rounding_margin;
+  bound_json(*b, out);
   return true;
 }
 

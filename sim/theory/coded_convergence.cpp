@@ -399,6 +399,154 @@ std::optional<BiasedConstants> biased_constants(const CodedBoundInputs& in, std:
   return BiasedConstants{c, beta_c, mu_c};
 }
 
+/// The convex route's per-θ constants (docs/convergence.md, "Convex route").
+struct ConvexConstants {
+  double sigma_sq = 0.0;  ///< σ² = v[(1 + θ)ζ*² + (1 + 1/θ)2β_max κ₀]
+  double ell = 0.0;       ///< ℓ = v(1 + 1/θ)2β_max/c
+  double eps = 0.0;       ///< ε = β_cγ²ℓ/2
+  double a = 0.0;         ///< γ(1 − β_cγ/2)
+  double s = 0.0;         ///< β_cγ²σ²/2
+  double b = 0.0;         ///< (γ/2)(1 + β_cγ)
+};
+
+ConvexConstants convex_constants(const CodedBoundInputs& in,
+                                 const BiasedConstants& k,
+                                 double theta) {
+  const double gamma = in.step;
+  const double kappa0 = 0.5 * in.l2 * (1.0 / k.c - 1.0) * in.x_star_norm * in.x_star_norm;
+  ConvexConstants out;
+  out.sigma_sq = in.variance * ((1.0 + theta) * in.zeta_star_squared +
+                                (1.0 + 1.0 / theta) * 2.0 * in.group_smoothness_max * kappa0);
+  out.ell = in.variance * (1.0 + 1.0 / theta) * 2.0 * in.group_smoothness_max / k.c;
+  out.eps = 0.5 * k.beta_c * gamma * gamma * out.ell;
+  out.a = gamma * (1.0 - 0.5 * k.beta_c * gamma);
+  out.s = 0.5 * k.beta_c * gamma * gamma * out.sigma_sq;
+  out.b = 0.5 * gamma * (1.0 + k.beta_c * gamma);
+  return out;
+}
+
+/// Φ'_j = P_j·Φ'_1 + Q_j for the convex route run from any start (docs/convergence.md).
+struct ConvexGrowth {
+  std::vector<double> p;  ///< P_j = Π_{i<j}(1 + ω_i), j = 1..iterations
+  std::vector<double> q;  ///< Q_j
+};
+
+ConvexGrowth convex_growth(const ConvexConstants& k, double gamma, int iterations) {
+  ConvexGrowth out;
+  out.p.assign(static_cast<std::size_t>(iterations) + 1, 1.0);
+  out.q.assign(static_cast<std::size_t>(iterations) + 1, 0.0);
+  for (int j = 1; j < iterations; ++j) {
+    const double omega = std::max(k.b * k.ell / j, j * k.eps * k.eps * gamma / (2.0 * k.a));
+    const auto u = static_cast<std::size_t>(j);
+    out.p[u + 1] = (1.0 + omega) * out.p[u];
+    out.q[u + 1] = (1.0 + omega) * out.q[u] + j * k.s + k.b * k.sigma_sq;
+  }
+  return out;
+}
+
+/// Route C: bounds on D_t, t = 0..iterations, without a PL constant, the smallest over a grid
+/// of θ and over restarts at t₀ = t − j (j on a geometric grid), each restart from the bound at
+/// t₀ and E‖x_{t₀} − x_c‖² ≤ ‖x*‖² + t₀γ²σ²; empty when it does not apply (b² > 0, c > 1,
+/// x₀ ≠ 0 or β_max unknown).
+std::vector<double> convex_route(const CodedBoundInputs& in,
+                                 const BiasedConstants& k,
+                                 const std::vector<double>& prior,
+                                 int iterations) {
+  const double bias_tolerance = 1e-24 * std::max(1.0, k.c * k.c);
+  if (!(in.bias <= bias_tolerance) || k.c > 1.0 || !in.start_at_zero ||
+      !(in.group_smoothness_max > 0.0)) {
+    return {};
+  }
+  std::vector<double> out = prior;  // restarts begin from the best bound at t₀
+  const double gamma = in.step;
+  std::vector<int> spans;
+  for (int j = 1; j <= iterations; j = std::max(j + 1, static_cast<int>(j * 1.15))) {
+    spans.push_back(j);
+  }
+  for (const double theta : {0.125, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0}) {
+    const ConvexConstants q = convex_constants(in, k, theta);
+    if (gamma * q.ell > 2.0) {
+      continue;  // the distance recursion below needs γℓ ≤ 2
+    }
+    const ConvexGrowth g = convex_growth(q, gamma, iterations);
+    for (int t = 1; t <= iterations; ++t) {
+      auto& slot = out[static_cast<std::size_t>(t)];
+      for (std::size_t i = 0; i <= spans.size(); ++i) {
+        const int j = i < spans.size() ? spans[i] : t;  // the last: from x₀
+        if (j > t) {
+          continue;
+        }
+        const int t0 = t - j;
+        // ‖x_c‖ ≤ ‖x*‖ (the minimiser's norm does not grow with the regulariser λ₂/c), and each
+        // step adds at most γ²σ² to E‖x_t − x_c‖² when γℓ ≤ 2.
+        const double e0 =
+            (in.x_star_norm * in.x_star_norm + t0 * gamma * gamma * q.sigma_sq) / (2.0 * gamma);
+        const double phi1 = e0 + q.b * (q.sigma_sq + q.ell * out[static_cast<std::size_t>(t0)]);
+        const auto uj = static_cast<std::size_t>(j);
+        slot = std::min(slot, (g.p[uj] * phi1 + g.q[uj]) / j);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+namespace {
+
+/// Routes A and B (docs/convergence.md): per-t bounds on D_t (+∞ where a route is off), their
+/// limit and the contraction of the route that gives it.
+struct PlRoutes {
+  std::vector<double> d;
+  double floor = std::numeric_limits<double>::infinity();
+  double contraction = std::numeric_limits<double>::quiet_NaN();
+};
+
+PlRoutes pl_routes(
+    const CodedBoundInputs& in, const BiasedConstants& k, double delta, double d0, int iterations) {
+  const double gamma = in.step;
+  const double l_sq = in.group_smoothness_squared;
+  const double zeta_c = std::pow(std::sqrt(in.zeta_star_squared) + std::sqrt(l_sq) * delta, 2);
+  const double kappa = 0.5 * (in.bias + k.beta_c * gamma * in.variance);
+  // Route A: ζ² grows with the distance to x_c; route B: ζ² ≤ a global supremum.
+  const double rho_a = 1.0 - gamma * k.mu_c + 4.0 * gamma * kappa * l_sq / k.mu_c;
+  const double drive_a = 2.0 * gamma * kappa * zeta_c;
+  const double rho_b = 1.0 - gamma * k.mu_c;
+  const double drive_b = gamma * kappa * in.zeta_sup_squared;
+  const bool use_a = rho_a < 1.0;
+  const bool use_b = std::isfinite(drive_b) && rho_b < 1.0;
+  const double inf = std::numeric_limits<double>::infinity();
+  PlRoutes out;
+  out.d.reserve(static_cast<std::size_t>(iterations) + 1);
+  double da = use_a ? d0 : inf;
+  double db = use_b ? d0 : inf;
+  for (int t = 0; t <= iterations; ++t) {
+    out.d.push_back(t == 0 ? d0 : std::min(da, db));
+    da = use_a ? rho_a * da + drive_a : inf;
+    db = use_b ? rho_b * db + drive_b : inf;
+  }
+  const double floor_a = use_a ? drive_a / (1.0 - rho_a) : inf;
+  const double floor_b = use_b ? drive_b / (1.0 - rho_b) : inf;
+  out.floor = std::min(floor_a, floor_b);
+  if (use_a || use_b) {
+    out.contraction = floor_b < floor_a || !use_a ? rho_b : rho_a;
+  }
+  return out;
+}
+
+/// `vacuous` and `smallest_at` from the finished bound.
+void mark_vacuous(CodedBound& out, double initial_gap, int iterations) {
+  out.vacuous = true;
+  for (int t = 1; t <= iterations; ++t) {
+    const double b = out.bound[static_cast<std::size_t>(t)];
+    if (out.smallest_at == 0 || b < out.bound[static_cast<std::size_t>(out.smallest_at)]) {
+      out.smallest_at = t;
+    }
+    out.vacuous = out.vacuous && !(b < initial_gap);
+  }
+  out.vacuous = out.vacuous && out.floor >= initial_gap;
+}
+
 }  // namespace
 
 std::optional<CodedBound> coded_pl_bound(const CodedBoundInputs& in,
@@ -412,56 +560,41 @@ std::optional<CodedBound> coded_pl_bound(const CodedBoundInputs& in,
     return std::nullopt;
   }
   const double c = biased->c;
-  const double beta_c = biased->beta_c;
-  const double mu_c = biased->mu_c;
-  const double gamma = in.step;
-  const double l_sq = in.group_smoothness_squared;
-  const double delta = std::abs(1.0 - c) * in.l2 * in.x_star_norm / mu_c;
-  const double zeta_c = std::pow(std::sqrt(in.zeta_star_squared) + std::sqrt(l_sq) * delta, 2);
-  const double kappa = 0.5 * (in.bias + beta_c * gamma * in.variance);
-  // Route A: ζ² grows with the distance to x_c; route B: ζ² ≤ a global supremum.
-  const double rho_a = 1.0 - gamma * mu_c + 4.0 * gamma * kappa * l_sq / mu_c;
-  const double drive_a = 2.0 * gamma * kappa * zeta_c;
-  const double rho_b = 1.0 - gamma * mu_c;
-  const double drive_b = gamma * kappa * in.zeta_sup_squared;
-  const bool use_a = rho_a < 1.0;
-  const bool use_b = std::isfinite(drive_b) && rho_b < 1.0;
-  if (!use_a && !use_b) {
-    *why = fmt::format(
-        "the estimator's variance grows faster than the contraction (rho = {:.6g} >= 1) and the "
-        "loss has no bounded gradient",
-        rho_a);
+  const double delta = std::abs(1.0 - c) * in.l2 * in.x_star_norm / biased->mu_c;
+  const double d0 = initial_biased_gap(in, c, biased->mu_c);
+  const PlRoutes pl = pl_routes(in, *biased, delta, d0, iterations);
+  const std::vector<double> dc = convex_route(in, *biased, pl.d, iterations);
+  if (std::isnan(pl.contraction) && dc.empty()) {
+    *why =
+        "the estimator's variance grows faster than the contraction (rho >= 1), the loss has no "
+        "bounded gradient, and the convex route does not apply";
     return std::nullopt;
   }
-  const double d0 = initial_biased_gap(in, c, mu_c);
   const double margin = kRoundingMargin * in.value_scale;
   auto translate = [&](double d) {
-    return gap_from_biased(in, c, mu_c, delta, d) * (1.0 + kRelativeMargin) + margin;
+    return gap_from_biased(in, c, biased->mu_c, delta, d) * (1.0 + kRelativeMargin) + margin;
   };
-  const double inf = std::numeric_limits<double>::infinity();
   CodedBound out;
-  out.contraction = use_a ? rho_a : rho_b;
+  out.contraction = pl.contraction;
   out.mean = c;
   out.minimiser_shift = delta;
   out.rounding_margin = margin;
+  out.convex_route = !dc.empty();
   out.bound.reserve(static_cast<std::size_t>(iterations) + 1);
-  double da = use_a ? d0 : inf;
-  double db = use_b ? d0 : inf;
   for (int t = 0; t <= iterations; ++t) {
-    const double b = translate(std::min(da, db));
+    const auto u = static_cast<std::size_t>(t);
+    const bool convex = !dc.empty() && dc[u] < pl.d[u];
+    out.convex_iterations += convex && t > 0 ? 1 : 0;
+    const double b = translate(convex ? dc[u] : pl.d[u]);
+    out.pl_bound.push_back(
+        t == 0 ? std::min(in.initial_gap * (1.0 + kRelativeMargin) + margin, translate(pl.d[u]))
+               : translate(pl.d[u]));
     // x₀ is deterministic: its gap is known (up to the same margins).
     out.bound.push_back(t == 0 ? std::min(in.initial_gap * (1.0 + kRelativeMargin) + margin, b)
                                : b);
-    da = use_a ? rho_a * da + drive_a : inf;
-    db = use_b ? rho_b * db + drive_b : inf;
   }
-  const double floor_a = use_a ? drive_a / (1.0 - rho_a) : inf;
-  const double floor_b = use_b ? drive_b / (1.0 - rho_b) : inf;
-  out.floor = translate(std::min(floor_a, floor_b));
-  if (floor_b < floor_a) {
-    out.contraction = rho_b;
-  }
-  out.vacuous = out.floor >= in.initial_gap;
+  out.floor = std::isfinite(pl.floor) ? translate(pl.floor) : pl.floor;
+  mark_vacuous(out, in.initial_gap, iterations);
   return out;
 }
 

@@ -20,7 +20,12 @@
 // ≤ (β/2)(√(2D_t/μ_c) + δ)² always; D₀ ≤ c(f(x₀) − f*) when c ≤ 1 and x₀ = 0 (or λ₂ = 0).
 // Where ζ² has a global supremum ζ_sup² (logistic: |ℓ'| ≤ 1) a second recursion
 //   D_{t+1} ≤ (1 − γμ_c) D_t + γκ ζ_sup²
-// also holds; the bound is the smaller of the two at each t.
+// also holds. A third route needs no PL constant (convex F_g, b² = 0, c ≤ 1, x₀ = 0): with
+// Φ_t = t·D_t + E‖x_t − x_c‖²/(2γ), Var(x) ≤ σ² + ℓD(x) and ε, a, s, b as in
+// docs/convergence.md ("Convex route"),
+//   Φ₁ ≤ ‖x*‖²/(2γ) + b(σ² + ℓD₀),  Φ_{t+1} ≤ (1 + ω_t)Φ_t + t·s + bσ²,
+//   ω_t = max(bℓ/t, tε²γ/(2a)),  D_t ≤ Φ_t/t,
+// minimised over a grid of the Young parameter θ. The bound is the smallest route at each t.
 
 #include <Eigen/Core>
 #include <functional>
@@ -140,8 +145,10 @@ struct CodedBoundInputs {
   double variance = 0.0;                ///< v ≥ λ_max(Cov α)
   double zeta_star_squared = 0;         ///< ‖G(x*)‖_F² = Σ_g ‖∇F_g(x*)‖²
   double group_smoothness_squared = 0;  ///< L² = Σ_g β_g²
-  double x_star_norm = 0.0;             ///< ‖x*‖
-  double initial_gap = 0.0;             ///< f(x₀) − f*
+  /// max_g β_g; 0 when unknown (the convex route below is then not taken).
+  double group_smoothness_max = 0;
+  double x_star_norm = 0.0;                  ///< ‖x*‖
+  double initial_gap = 0.0;                  ///< f(x₀) − f*
   double initial_data_gradient_squared = 0;  ///< ‖∇F(x₀)‖² (x₀ = 0)
   double value_scale = 0.0;                  ///< |f*| + |f(x₀)|: the size of the rounding margin
   bool start_at_zero = true;  ///< x₀ = 0 (what D₀ ≤ c(f(x₀) − f*) needs when c < 1)
@@ -152,15 +159,21 @@ struct CodedBoundInputs {
 
 struct CodedBound {
   std::vector<double> bound;     ///< on E[f(x_t)] − f*, t = 0..iterations
-  double contraction = 0.0;      ///< ρ
-  double floor = 0.0;            ///< limit of the bound as t → ∞
+  std::vector<double> pl_bound;  ///< the same from routes A and B only (+∞ where neither applies)
+  double contraction = 0.0;      ///< ρ; NaN when only the convex route applies
+  double floor = 0.0;            ///< limit of the bound as t → ∞ (+∞: convex route only)
   double mean = 1.0;             ///< c
   double minimiser_shift = 0.0;  ///< δ
-  bool vacuous = false;          ///< floor ≥ f(x₀) − f*
+  /// No t ≥ 1 with bound[t] < f(x₀) − f*: the bound says nothing f(x₀) − f* does not.
+  bool vacuous = false;
+  int smallest_at = 0;           ///< argmin of bound[t] over t ≥ 1 (0 when iterations = 0)
+  bool convex_route = false;     ///< the convex route was available
+  int convex_iterations = 0;     ///< t ≥ 1 at which the convex route gave the bound
   double rounding_margin = 0.0;  ///< added to every entry (1e-11·value_scale)
 };
 
-/// The bound above; nullopt with `why` when it does not apply (c ≤ 0, γβ_c > 1, ρ ≥ 1).
+/// The bound above; nullopt with `why` when it does not apply (c ≤ 0, γβ_c > 1, or ρ ≥ 1 on
+/// both PL routes without the convex route).
 [[nodiscard]] std::optional<CodedBound> coded_pl_bound(const CodedBoundInputs& in,
                                                        int iterations,
                                                        std::string* why);

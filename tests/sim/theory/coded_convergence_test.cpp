@@ -489,4 +489,59 @@ TEST_CASE("sim: the tightened bound starts at c times the gap and converts with 
   CHECK(exact->bound[200] == Approx(margin).epsilon(1e-6));
 }
 
+TEST_CASE("sim: the convex route is the classical GD rate when there is no variance",
+          "[sim][theory][convergence][bounds]") {
+  // Exact decoding (c = 1, v = 0) with a tiny PL constant: route A decays as (1 − 10⁻⁶)^t,
+  // the convex route as ‖x*‖²/(2γt) = 2/t, which is smaller from t = 3 on.
+  // D₀ = c(f(x₀) − f*) = 1 (the large ‖∇F(x₀)‖² keeps the PL start out of it).
+  const CodedBoundInputs in{.smoothness = 1.0,
+                            .pl_constant = 1e-6,
+                            .l2 = 0.0,
+                            .step = 1.0,
+                            .mean = 1.0,
+                            .variance = 0.0,
+                            .group_smoothness_max = 0.5,
+                            .x_star_norm = 2.0,
+                            .initial_gap = 1.0,
+                            .initial_data_gradient_squared = 1e6};
+  constexpr int kIterations = 40;
+  std::string why;
+  const auto b = coded_pl_bound(in, kIterations, &why);
+  REQUIRE(b);
+  CHECK(b->convex_route);
+  CHECK(b->convex_iterations == kIterations - 2);
+  for (int t = 1; t <= kIterations; ++t) {
+    INFO("t = " << t);
+    const double pl = std::pow(1.0 - 1e-6, t);
+    const double expected = std::min(pl, 2.0 / t) * (1.0 + 1e-12);
+    CHECK(b->bound[static_cast<std::size_t>(t)] == Approx(expected).epsilon(1e-14));
+    CHECK(b->pl_bound[static_cast<std::size_t>(t)] == Approx(pl * (1.0 + 1e-12)).epsilon(1e-14));
+  }
+  CHECK(b->smallest_at == kIterations);
+  CHECK_FALSE(b->vacuous);
+  // Variance only adds: at every t the bound with v > 0 is at least the one without.
+  CodedBoundInputs noisy = in;
+  noisy.variance = 0.2;
+  noisy.zeta_star_squared = 0.01;
+  const auto n = coded_pl_bound(noisy, kIterations, &why);
+  REQUIRE(n);
+  for (int t = 1; t <= kIterations; ++t) {
+    CHECK(n->bound[static_cast<std::size_t>(t)] >= b->bound[static_cast<std::size_t>(t)]);
+  }
+  // The route needs b² = 0, c ≤ 1, x₀ = 0 and β_max.
+  for (int k = 0; k < 4; ++k) {
+    CodedBoundInputs off = in;
+    off.step = 0.8;  // γβ_c ≤ 1 also at c = 1.2
+    off.bias = k == 0 ? 1e-3 : 0.0;
+    off.mean = k == 1 ? 1.2 : 1.0;
+    off.start_at_zero = k != 2;
+    off.group_smoothness_max = k == 3 ? 0.0 : 0.5;
+    const auto o = coded_pl_bound(off, kIterations, &why);
+    REQUIRE(o);
+    INFO("case " << k);
+    CHECK_FALSE(o->convex_route);
+    CHECK(o->convex_iterations == 0);
+  }
+}
+
 }  // namespace stragglersim::sim
