@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Checks that a figure plots exactly the data of the CSV it came from."""
+import json
 import math
 import os
 import sys
@@ -82,6 +83,49 @@ THEORY_SD = """iteration,measured_mean,measured_se,exact,bound,measured_sd,exact
 1,0.1,0.01,0.11,0.4,0.14,0.15
 2,0.05,0.005,0.052,,0.07,
 """
+
+
+# The convex route lowers the bound at t = 2..4; the fit (floor 0.01, rate 0.5 on t = 1..4) is
+# exact on this mean: 0.01 + 0.4·0.5^(t−1).
+THEORY_FIT = """iteration,measured_mean,measured_se,exact,bound,measured_sd,exact_sd,measured_sd_se,bound_pl_routes
+0,0.41,0,,0.41,0,,0,0.41
+1,0.41,0.01,,0.9,0.1,,0.01,0.9
+2,0.21,0.01,,0.6,0.1,,0.01,0.95
+3,0.11,0.01,,0.3,0.1,,0.01,0.97
+4,0.06,0.01,,0.2,0.1,,0.01,0.98
+5,0.01,0.001,,0.2,0.1,,0.01,0.99
+"""
+
+
+def check_theory_fit_figure(tmp):
+    """With bound_pl_routes different from bound and the theory JSON beside the CSV: the PL
+    routes' bound, the fitted decay through the measured mean, and the fitted floor."""
+    path = os.path.join(tmp, "fit.csv")
+    with open(path, "w") as f:
+        f.write(THEORY_FIT)
+    with open(os.path.join(tmp, "fit.json"), "w") as f:
+        json.dump({"measured_floor": 0.01, "measured_rate": 0.5,
+                   "measured_rate_window": [1, 4]}, f)
+    fig = plot_theory_vs_measured.plot([("logistic", plot_theory_vs_measured.read_curves(path))])
+    (ax,) = fig.axes
+    lines = ax.get_lines()
+    labels = [line.get_label() for line in lines]
+    assert labels[:2] == ["measured mean (±4 s.e.)", "coded bound"], labels
+    pl = lines[2]
+    assert list(pl.get_ydata()) == [0.41, 0.9, 0.95, 0.97, 0.98, 0.99]
+    fitted = lines[3]
+    assert list(fitted.get_xdata()) == [1, 2, 3, 4]
+    for y, want in zip(fitted.get_ydata(), [0.41, 0.21, 0.11, 0.06]):
+        assert abs(y - want) < 1e-12, (y, want)
+    assert labels[4] == "fitted floor 0.01" and list(lines[4].get_ydata()) == [0.01, 0.01]
+    # Without the JSON, and with bound_pl_routes equal to bound: neither.
+    os.remove(os.path.join(tmp, "fit.json"))
+    rows = [line.split(",") for line in THEORY_FIT.strip().splitlines()]
+    same = "\n".join(",".join(r[:-1] + [r[4] if i else r[-1]]) for i, r in enumerate(rows))
+    with open(path, "w") as f:
+        f.write(same + "\n")
+    fig = plot_theory_vs_measured.plot([("logistic", plot_theory_vs_measured.read_curves(path))])
+    assert len(fig.axes[0].get_lines()) == 2
 
 
 DELAY_ONLY = """iteration,time,iteration_time,workers_heard,partitions_covered
@@ -282,6 +326,8 @@ def main():
         check_nonconvex_figure(tmp)
     check_speedup_figure()
     check_theory_figure()
+    with tempfile.TemporaryDirectory() as tmp:
+        check_theory_fit_figure(tmp)
     check_real_traces_figure()
     test_plot_paper.check_paper_figures()
     test_plot_sweep.check_sweep_plot()

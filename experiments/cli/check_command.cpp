@@ -713,13 +713,10 @@ nlohmann::json convergence_config(int rows, int features, double l2, int n, int 
 
 /// One-sided: the mean of `repetitions` runs under the coded bound + 4 s.e. at every t; the row
 /// shows the t where the margin is smallest.
-CheckRow coded_bound_row(const std::string& label, const nlohmann::json& config, int repetitions) {
-  const RunPlan plan = plan_run(config, "check", ".");
-  const nlohmann::json p = predictions(plan);
-  if (!p["bound"].is_array()) {
-    return {label + ": no bound (" + p.value("bound_problem", std::string()) + ")", 0, 0, 0, false};
-  }
-  const MeasuredGap m = measure_gap(plan, repetitions, 17, p["f_star"].get<double>());
+CheckRow coded_bound_row(const std::string& label,
+                         const nlohmann::json& p,
+                         const MeasuredGap& m,
+                         int repetitions) {
   std::size_t worst = 0;
   double worst_margin = 1e300;
   bool pass = true;
@@ -739,6 +736,91 @@ CheckRow coded_bound_row(const std::string& label, const nlohmann::json& config,
           m.mean[worst],
           4.0 * m.se[worst],
           pass};
+}
+
+CheckRow coded_bound_row(const std::string& label, const nlohmann::json& config, int repetitions) {
+  const RunPlan plan = plan_run(config, "check", ".");
+  const nlohmann::json p = predictions(plan);
+  if (!p["bound"].is_array()) {
+    return {label + ": no bound (" + p.value("bound_problem", std::string()) + ")", 0, 0, 0, false};
+  }
+  const MeasuredGap m = measure_gap(plan, repetitions, 17, p["f_star"].get<double>());
+  return coded_bound_row(label, p, m, repetitions);
+}
+
+/// Logistic regression has no exact curve: the measured mean stays under the bound at every t,
+/// and the fitted floor and rate (fit_rate_and_floor, 95% intervals) are no worse than the
+/// theorem's noise floor and per-step factor ρ (one-sided: the interval's low end at or below).
+void logistic_theorem_rows(const std::string& label,
+                           const nlohmann::json& config,
+                           int repetitions,
+                           std::vector<CheckRow>& rows) {
+  const RunPlan plan = plan_run(config, "check", ".");
+  const nlohmann::json p = predictions(plan);
+  STRAGGLERSIM_ASSERT(
+      p["bound"].is_array() && !p["noise_floor"].is_null() && !p["contraction"].is_null(),
+      "the check's logistic configs have a PL bound");
+  const MeasuredGap m = measure_gap(plan, repetitions, 29, p["f_star"].get<double>());
+  rows.push_back(coded_bound_row(label, p, m, repetitions));
+  const auto fit = fit_rate_and_floor(m.runs);
+  STRAGGLERSIM_ASSERT(fit && fit->rate, "the check's logistic runs have a rate and a floor");
+  const double floor = p["noise_floor"].get<double>();
+  const double rho = p["contraction"].get<double>();
+  rows.push_back({fmt::format("measured floor CI reaches the theorem's or below, t >= {}: {} ({} "
+                              "runs)",
+                              fit->floor_first,
+                              label,
+                              repetitions),
+                  floor,
+                  fit->floor,
+                  (fit->floor_interval.high - fit->floor_interval.low) / 2.0,
+                  fit->floor_interval.low <= floor});
+  rows.push_back({fmt::format("measured rate CI reaches the theorem's rho or below, t = 1..{}: {} "
+                              "({} runs)",
+                              fit->fit_last,
+                              label,
+                              repetitions),
+                  rho,
+                  *fit->rate,
+                  (fit->rate_interval.high - fit->rate_interval.low) / 2.0,
+                  fit->rate_interval.low <= rho});
+}
+
+/// A logistic config on the Gaussian mixture with shifted-exponential delays, FRC d = 2.
+nlohmann::json logistic_config(int rows, int features, double l2, int n, int r, int iterations) {
+  return {{"name", "check"},
+          {"seed", 5},
+          {"workers", n},
+          {"data",
+           {{"source", "synthetic"},
+            {"generator", "gaussian_mixture"},
+            {"rows", rows},
+            {"features", features},
+            {"test_fraction", 0}}},
+          {"loss", {{"kind", "logistic"}, {"l2", l2}}},
+          {"code", {{"kind", "frc"}, {"d", 2}}},
+          {"stopping", {{"rule", "first_r"}, {"r", r}}},
+          {"delay", {{"kind", "shifted_exponential"}, {"shift", 1.0}, {"rate", 1.0}}},
+          {"optimizer", {{"kind", "gd"}, {"step", "auto"}, {"iterations", iterations}}}};
+}
+
+void logistic_rows(bool quick, std::vector<CheckRow>& rows) {
+  const int repetitions = quick ? 100 : 200;
+  for (const double l2 : {0.1, 0.01}) {
+    logistic_theorem_rows(fmt::format("logistic m=600 p=10 l2={} FRC 6/12", l2),
+                          logistic_config(600, 10, l2, 12, 6, 200),
+                          repetitions,
+                          rows);
+  }
+  // The default ErasureHead config's shape (experiments/examples/default_erasurehead.json),
+  // 200 iterations: the PL routes' floor is vacuous there, the convex route is not.
+  nlohmann::json config = logistic_config(6000, 200, 1e-4, 30, 15, 200);
+  config["seed"] = 7;
+  config["delay"] = {{"kind", "shifted_exponential"}, {"shift", 0.1}, {"rate", 1.0}};
+  logistic_theorem_rows("default ErasureHead (logistic m=6000 p=200 l2=1e-4 FRC 15/30)",
+                        config,
+                        quick ? 20 : 40,
+                        rows);
 }
 
 void coded_bound_rows(bool quick, std::vector<CheckRow>& rows) {
@@ -1057,6 +1139,7 @@ int command_check(bool quick, const std::string& out_dir) {
   floor_rows(quick, rows);
   coded_bound_rows(quick, rows);
   exact_curve_rows(quick, rows, out);
+  logistic_rows(quick, rows);
   policy_rows(quick, rows);
   persistent_rows(quick, rows);
   update_time_rows(rows);
