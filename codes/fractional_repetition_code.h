@@ -1,5 +1,5 @@
 #pragma once
-#include "codes/gradient_code.h"
+#include "codes/group_code.h"
 
 namespace stragglersim::codes {
 
@@ -9,7 +9,7 @@ namespace stragglersim::codes {
 /// The optimal decode of any K sums one message per covered group (the first heard, in the
 /// order given): α_j = 1 on covered groups and 0 elsewhere, which is both the exact decoder when
 /// every group is covered and ErasureHead's approximate estimate otherwise.
-class FractionalRepetitionCode final : public GradientCode {
+class FractionalRepetitionCode final : public GroupCode {
  public:
   struct Options {
     int workers = 1;
@@ -30,10 +30,8 @@ class FractionalRepetitionCode final : public GradientCode {
     return {CodeLayout::kGroups, d_, workers() / d_, d_ - 1, DecoderFamily::kCombinatorial, false};
   }
   [[nodiscard]] int replication() const { return d_; }
-  [[nodiscard]] int groups() const { return workers() / d_; }
-  [[nodiscard]] int group_of(int worker) const { return worker / d_; }
-  [[nodiscard]] bool decodable(std::span<const int> heard) const override;
-  [[nodiscard]] Decoding decode_optimal(std::span<const int> heard) const override;
+  [[nodiscard]] int groups() const override { return workers() / d_; }
+  [[nodiscard]] int group_of(int worker) const override { return worker / d_; }
 
  private:
   int d_;

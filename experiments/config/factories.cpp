@@ -11,6 +11,7 @@
 #include "codes/cyclic_repetition_code.h"
 #include "codes/expander_graph_code.h"
 #include "codes/fractional_repetition_code.h"
+#include "codes/proportional_code.h"
 #include "codes/stochastic_gradient_code.h"
 #include "codes/uncoded_code.h"
 #include "experiments/config/config_error.h"
@@ -380,6 +381,17 @@ std::vector<double> read_factors(JsonReader& delay, std::size_t workers) {
   return factors;
 }
 
+/// Heterogeneity-aware FRC: "d" and the workers' slowdown "factors" (as a heterogeneous delay's).
+std::shared_ptr<const codes::GradientCode> make_proportional(JsonReader& code,
+                                                             const ClusterShape& shape) {
+  codes::ProportionalCode::Options o;
+  o.workers = shape.workers;
+  o.partitions = shape.partitions;
+  o.d = to_int(code.integer("d", std::nullopt));
+  o.factors = read_factors(code, static_cast<std::size_t>(std::max(shape.workers, 0)));
+  return std::make_shared<codes::ProportionalCode>(checked(code, shape, o));
+}
+
 DelayMaker make_heterogeneous(JsonReader& delay,
                               const sim::WorkerLoads& worker_loads,
                               const std::filesystem::path& /*base_dir*/) {
@@ -562,6 +574,11 @@ const std::vector<FactoryRow<CodeFactory>>& code_factories() {
        "fractional repetition code: n/d groups of d workers holding the same d partitions",
        {{"d", ""}},
        make_frc},
+      {"proportional",
+       "heterogeneity-aware FRC: groups of d workers of similar speed, each group holding "
+       "partitions in proportion to its speed (1/factor)",
+       {{"d", ""}, {"factors", ""}},
+       make_proportional},
       {"sgc",
        "stochastic gradient code: d partitions per worker, balanced random assignment "
        "(one-step decoder, optional straggle probability p)",

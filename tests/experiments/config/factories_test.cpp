@@ -127,6 +127,19 @@ TEST_CASE("config: a violated options constraint is reported at its key", "[expe
   c["code"] = {{"kind", "frc"}, {"d", 5000000000LL}};
   CHECK(error_of(c) ==
         "cfg.json:/code/d: out of range; got 5000000000; expected an integer in [1, 4]");
+  c["code"] = {{"kind", "proportional"}, {"d", 2}, {"factors", {1.0, 2.0, -1.0, 1.0}}};
+  CHECK(error_of(c) ==
+        "cfg.json:/code/factors: bad factor; got -1.0; expected an array of 4 numbers > 0 (one "
+        "slowdown factor per worker)");
+  c["code"] = {{"kind", "proportional"}, {"d", 2}};
+  CHECK(error_of(c) ==
+        "cfg.json:/code/factors: missing required key; expected an array of one speed factor per "
+        "worker");
+  c["code"] = {{"kind", "proportional"}, {"d", 2}, {"factors", {1.0, 2.0, 1.0, 1.0}}};
+  c["partitions"] = 1;
+  CHECK(error_of(c) ==
+        "cfg.json:/partitions: too few partitions for the groups; got 1; expected at least "
+        "workers/d = 2 (one per group), or 0 for k = n");
   c["code"] = {{"kind", "crc"}, {"s", 1}};
   c["partitions"] = 8;
   CHECK(error_of(c) ==

@@ -78,7 +78,7 @@ TEST_CASE("experiments: bad configs name the file and JSON pointer and the accep
   CHECK(with([](auto& c) { c["code"]["kind"] = "frcc"; }) ==
         "cfg.json:/code/kind: unknown code 'frcc'; did you mean 'frc'? valid values are: bgc, crc, "
         "cyclic_mds, "
-        "expander, frc, sgc, "
+        "expander, frc, proportional, sgc, "
         "uncoded");
   CHECK(with([](auto& c) { c["delay"]["rte"] = 2; }) ==
         "cfg.json:/delay/rte: unknown key 'rte'; did you mean 'rate'? valid keys are: kind, rate, "
@@ -197,7 +197,11 @@ TEST_CASE("experiments: exact-coded traces equal the uncoded trace to 1e-8",
   const std::vector<std::pair<nlohmann::json, int>> cases = {
       {{{"kind", "crc"}, {"s", 3}}, 9},
       {{{"kind", "cyclic_mds"}, {"s", 3}}, 9},
-      {{{"kind", "frc"}, {"d", 3}}, 10}};
+      {{{"kind", "frc"}, {"d", 3}}, 10},
+      {{{"kind", "proportional"},
+        {"d", 3},
+        {"factors", {1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 1.0, 1.0, 1.0, 3.0, 3.0, 3.0}}},
+       10}};
   for (const auto& [code, r] : cases) {
     INFO(code.dump());
     const std::vector<nlohmann::json> stoppings = {{{"rule", "decodable"}},
