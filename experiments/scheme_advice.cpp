@@ -424,8 +424,32 @@ nlohmann::json apply_candidate(const nlohmann::json& config, const SchemeCandida
   out["stopping"] = candidate.block["stopping"];
   out["rescale"] = candidate.block["rescale"];
   out["stragglers"] = "cancel";
-  if (out.contains("partitions")) {
+  if (candidate.block.contains("partitions")) {
+    out["partitions"] = candidate.block["partitions"];
+  } else if (out.contains("partitions")) {
     out.erase("partitions");  // each code's own k
+  }
+  return out;
+}
+
+std::vector<SchemeCandidate> proportional_candidates(int workers, const nlohmann::json& delay) {
+  std::vector<SchemeCandidate> out;
+  const int n = workers;
+  const auto* factors =
+      delay.is_object() && delay.contains("factors") ? &delay["factors"] : nullptr;
+  if (factors == nullptr || !factors->is_array() || n % 2 != 0 || n <= 2) {
+    return out;
+  }
+  // Loads in proportion to the delay's per-worker factors, at k = 4n (docs/model.md §5: with
+  // k = n the shares round to FRC's).
+  const nlohmann::json code = {{"kind", "proportional"}, {"d", 2}, {"factors", *factors}};
+  out.push_back(candidate("exact proportional d=2 k=4n", code, {{"rule", "decodable"}}));
+  const int r = fraction_of(n, 1, 2);
+  out.push_back(candidate(fmt::format("erasurehead proportional d=2 r={} k=4n", r),
+                          code,
+                          {{"rule", "first_r_or_decodable"}, {"r", r}}));
+  for (auto& c : out) {
+    c.block["partitions"] = 4 * n;
   }
   return out;
 }
@@ -448,6 +472,9 @@ Advice advise(const nlohmann::json& config,
   advice.horizon = base.iterations;
   set_target(base, config, options, file, advice);
   std::vector<SchemeCandidate> candidates = scheme_candidates(base.workers, 0.0);
+  for (auto& c : proportional_candidates(base.workers, advice.predicted_delay)) {
+    candidates.push_back(std::move(c));
+  }
   for (auto& c : candidates) {
     evaluate(config, file, base_dir, advice, options, c);
   }

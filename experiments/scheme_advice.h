@@ -92,6 +92,13 @@ struct Advice {
 /// the deadline). `deadline` (seconds, 0: none) is the deadline's `after` and the window.
 [[nodiscard]] std::vector<SchemeCandidate> scheme_candidates(int workers, double deadline);
 
+/// Heterogeneity-aware candidates when the predicted `delay` block has per-worker `factors`
+/// (heterogeneous, heterogeneous_markov, or such a fit) and n is even and > 2: `proportional`
+/// d = 2 with those factors and k = 4n (the block's "partitions"), exact (`decodable`) and
+/// ErasureHead's (first_r_or_decodable at r = ½ of n). None otherwise.
+[[nodiscard]] std::vector<SchemeCandidate> proportional_candidates(int workers,
+                                                                   const nlohmann::json& delay);
+
 /// Ranks the candidates for `config` (read from `file`, paths relative to `base_dir`).
 /// ConfigError when the config has no data, or neither a target_loss nor a suboptimality.
 [[nodiscard]] Advice advise(const nlohmann::json& config,

@@ -89,6 +89,29 @@ TEST_CASE("advise: candidate schemes for n workers", "[advise]") {
   CHECK_FALSE(applied.contains("partitions"));
 }
 
+TEST_CASE("advise: proportional candidates come from the delay's per-worker factors", "[advise]") {
+  const std::vector<double> factors = {1.0, 1.0, 2.0, 2.0, 1.0, 3.0};
+  const nlohmann::json delay = {
+      {"kind", "heterogeneous"}, {"shift", 0.5}, {"rate", 2.0}, {"factors", factors}};
+  const auto c = proportional_candidates(6, delay);
+  CHECK(labels(c) == std::vector<std::string>{"exact proportional d=2 k=4n",
+                                              "erasurehead proportional d=2 r=3 k=4n"});
+  const nlohmann::json code = {{"kind", "proportional"}, {"d", 2}, {"factors", factors}};
+  for (const auto& candidate : c) {
+    CHECK(candidate.block["code"] == code);
+    CHECK(candidate.block["partitions"] == 24);
+  }
+  CHECK(c[0].block["stopping"] == nlohmann::json({{"rule", "decodable"}}));
+  CHECK(c[1].block["stopping"] == nlohmann::json({{"rule", "first_r_or_decodable"}, {"r", 3}}));
+  // The candidate's k replaces the config's.
+  const nlohmann::json config = {{"code", {{"kind", "uncoded"}}}, {"partitions", 6}};
+  CHECK(apply_candidate(config, c[0])["partitions"] == 24);
+  // No factors (i.i.d. delays), or an odd n (d = 2 does not divide it): none.
+  CHECK(proportional_candidates(6, {{"kind", "shifted_exponential"}}).empty());
+  CHECK(proportional_candidates(5, delay).empty());
+  CHECK(proportional_candidates(2, delay).empty());
+}
+
 /// The plan of `candidate` (a label of scheme_candidates(24, 0)) on the persistent example with
 /// `delay`.
 RunPlan candidate_plan(const std::string& label, const nlohmann::json& delay) {
@@ -232,15 +255,19 @@ TEST_CASE("advise: the recommendation holds against seeded runs (given delay)", 
   for (std::size_t i = 1; i < a.ranked.size(); ++i) {
     CHECK(a.ranked[i - 1].total <= a.ranked[i].total);
   }
-  // Exact schemes use the exact least-squares curve; the others simulate.
+  // Exact schemes use the exact least-squares curve (but for exact proportional, whose
+  // `decodable` heard sets have no law in closed form); the others simulate.
   for (const auto& c : a.ranked) {
-    if (c.label == "uncoded" || c.label.rfind("exact", 0) == 0 || c.label.rfind("crc", 0) == 0) {
+    const bool proportional = c.label.find("proportional") != std::string::npos;
+    if (!proportional &&
+        (c.label == "uncoded" || c.label.rfind("exact", 0) == 0 || c.label.rfind("crc", 0) == 0)) {
       CHECK(c.iterations_method == "theory (exact least-squares curve)");
     } else if (c.problem.empty()) {
       CHECK(c.iterations_method.rfind("simulation (mean first iteration at target of 10 runs)",
                                       0) == 0);
     }
-    if (c.label.rfind("bgc", 0) == 0) {
+    // Codes without a timing model (BGC, proportional) simulate the iteration time.
+    if (c.label.rfind("bgc", 0) == 0 || proportional) {
       CHECK(c.iteration_time_method.rfind("simulation (20000 draws", 0) == 0);
     } else if (c.baseline) {
       CHECK(c.total_method.starts_with("simulation (mean time at target of 10 runs"));
