@@ -62,22 +62,31 @@ std::vector<int> ProportionalCode::apportion(const std::vector<double>& weights,
     given += out[g];
   }
   // Largest remainder quota − share gets the next unit; when the floors of 1 overshoot, the
-  // smallest remainder among shares above 1 gives one back. Ties go to the lower index.
-  while (given != total) {
-    const bool add = given < total;
-    std::size_t pick = weights.size();
-    for (std::size_t g = 0; g < weights.size(); ++g) {
-      if (!add && out[g] <= 1) {
-        continue;
-      }
-      const double r = quota[g] - out[g];
-      if (pick == weights.size() ||
-          (add ? r > quota[pick] - out[pick] : r < quota[pick] - out[pick])) {
-        pick = g;
-      }
+  // smallest remainder among shares above 1 gives one back. Ties go to the lower index. A heap
+  // keyed by (remainder, index) picks each unit in O(log w): n can be 10⁵ groups.
+  const bool add = given < total;
+  const auto before = [&](std::size_t x, std::size_t y) {  // heap order: y is picked first
+    const double rx = quota[x] - out[x];
+    const double ry = quota[y] - out[y];
+    return add ? (rx < ry || (rx == ry && x > y)) : (rx > ry || (rx == ry && x > y));
+  };
+  std::vector<std::size_t> heap;
+  for (std::size_t g = 0; g < weights.size(); ++g) {
+    if (add || out[g] > 1) {
+      heap.push_back(g);
     }
+  }
+  std::make_heap(heap.begin(), heap.end(), before);
+  while (given != total) {
+    std::pop_heap(heap.begin(), heap.end(), before);
+    const std::size_t pick = heap.back();
     out[pick] += add ? 1 : -1;
     given += add ? 1 : -1;
+    if (!add && out[pick] <= 1) {
+      heap.pop_back();  // at its floor of 1
+    } else {
+      std::push_heap(heap.begin(), heap.end(), before);
+    }
   }
   return out;
 }

@@ -33,10 +33,12 @@ TEST_CASE("codes: apportionment by largest remainder on enumerated cases",
     std::vector<int> expected;
   };
   // Quotas 4.5/4.5/3 → 5/4/3 (tie to the lower index); a tiny weight still gets 1, taken from
-  // the share with the smallest remainder; equal weights split evenly.
+  // the share with the smallest remainder (several units from one share if need be); equal
+  // weights split evenly.
   const std::vector<Case> cases = {
       {{1.5, 1.5, 1.0}, 12, {5, 4, 3}},
       {{1.0, 1.0, 1e-9}, 4, {2, 1, 1}},
+      {{1.0, 1e-9, 1e-9, 1e-9}, 5, {2, 1, 1, 1}},  // one share gives back two units
       {{1.0, 1.0, 1.0, 1.0}, 8, {2, 2, 2, 2}},
       {{3.0, 1.0}, 2, {1, 1}},
       {{2.0, 1.0}, 10, {7, 3}},
