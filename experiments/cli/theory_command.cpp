@@ -137,10 +137,12 @@ void measure(const RunPlan& plan, int repetitions, OutputFile* csv, nlohmann::js
   std::string text =
       "iteration,measured_mean,measured_se,exact,bound,measured_sd,exact_sd,measured_sd_se,"
       "bound_pl_routes\n";
+  // Without the convex route the bound is the PL routes'; empty where no PL route applies.
   auto pl_cell = [&](std::size_t t) {
-    return p.contains("bound_pl_routes") && !p["bound_pl_routes"][t].is_null()
-               ? cell("bound_pl_routes", t)
-               : cell("bound", t);  // without the convex route the bound is the PL routes'
+    if (!p.contains("bound_pl_routes")) {
+      return cell("bound", t);
+    }
+    return p["bound_pl_routes"][t].is_null() ? std::string() : cell("bound_pl_routes", t);
   };
   for (std::size_t t = 0; t < m.mean.size(); ++t) {
     text += fmt::format("{},{},{},{},{},{},{},{},{}\n",

@@ -577,6 +577,35 @@ TEST_CASE("cli: theory --csv without --measure is refused before anything is wri
   CHECK_FALSE(fs::exists(dir / "m.csv"));
 }
 
+TEST_CASE("cli: theory --csv leaves the PL-routes column empty where only the convex route applies",
+          "[experiments][cli]") {
+  // Least squares at l2 = 0, FRC d = 3, r = 4 of 12: route A does not contract, so the bound is
+  // the convex route's alone (docs/convergence.md) and there is no PL-route bound after t = 0.
+  nlohmann::json c = stragglersim::testing::small_least_squares_config();
+  c["workers"] = 12;
+  c["data"]["rows"] = 120;
+  c["data"].erase("condition");  // the generator's default conditioning: a large variance
+  c["loss"]["l2"] = 0;
+  c["code"]["d"] = 3;
+  c["optimizer"]["iterations"] = 5;
+  const auto [dir, cfg] = scratch_config("theory_convex_csv", c);
+  const Result r = run(
+      fmt::format("theory '{}' --measure 2 --csv '{}' -q", cfg.string(), (dir / "m.csv").string()),
+      dir);
+  REQUIRE(r.status == 0);
+  std::ifstream in(dir / "m.csv");
+  std::string line;
+  std::getline(in, line);
+  REQUIRE(line.ends_with(",bound_pl_routes"));
+  int rows = 0;
+  for (int t = 0; std::getline(in, line); ++t, ++rows) {
+    INFO(line);
+    // t = 0 is the known gap; afterwards the bound column is set and the PL column is empty.
+    CHECK(line.ends_with(",") == (t > 0));
+  }
+  CHECK(rows == 6);
+}
+
 TEST_CASE("cli: fit of a missing file names no line", "[experiments][cli][quiet]") {
   const auto dir = scratch("fit_missing");
   const Result r = run("fit missing.csv", dir);
