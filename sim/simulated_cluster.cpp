@@ -28,6 +28,9 @@ SimulatedCluster::SimulatedCluster(std::unique_ptr<DelayModel> delays,
   if (const auto adaptive = rule_->adaptive_deadline()) {
     tracker_.emplace(*adaptive);
   }
+  if (const auto adaptive = rule_->adaptive_r()) {
+    counter_.emplace(*adaptive);
+  }
 }
 
 void SimulatedCluster::record_busy_workers() {
@@ -41,6 +44,11 @@ void SimulatedCluster::record_busy_workers() {
       busy_until_[w] = time_ + compute_end_[w];
     }
   }
+}
+
+bool SimulatedCluster::stops(std::span<const int> heard) const {
+  return current_.needed ? heard.size() >= static_cast<std::size_t>(*current_.needed)
+                         : rule_->stop_after(heard);
 }
 
 const IterationTiming& SimulatedCluster::next_iteration() {
@@ -70,6 +78,7 @@ const IterationTiming& SimulatedCluster::next_iteration() {
   if (current_.deadline) {
     queue_.push(*current_.deadline, DeadlineEvent{});
   }
+  current_.needed = counter_ ? std::optional<int>(counter_->r()) : std::nullopt;
 
   current_.heard.clear();
   const auto minimum = static_cast<std::size_t>(rule_->minimum_arrivals());
@@ -81,7 +90,7 @@ const IterationTiming& SimulatedCluster::next_iteration() {
       break;
     }
     current_.heard.push_back(std::get<ArrivalEvent>(e.payload).worker);
-    if (current_.heard.size() >= minimum && rule_->stop_after(current_.heard)) {
+    if (current_.heard.size() >= minimum && stops(current_.heard)) {
       stop = e.time;
       break;
     }
@@ -92,6 +101,9 @@ const IterationTiming& SimulatedCluster::next_iteration() {
   }
   if (tracker_) {
     tracker_->observe(current_.heard, current_.arrivals);
+  }
+  if (counter_) {
+    counter_->observe(current_.heard, current_.arrivals);
   }
   current_.iteration_time = stop;
   current_.wall_time = policy_ == StragglerPolicy::kDrain ? last_arrival : stop;

@@ -37,6 +37,9 @@ struct IterationTiming {
   /// The deadline this iteration stopped at or before (seconds after the broadcast): the rule's
   /// fixed one, the adaptive deadline's current one; nullopt when the master waited for the rule.
   std::optional<double> deadline;
+  /// The arrivals this iteration waited for under the adaptive r (the tracker's r before the
+  /// iteration); nullopt for every other rule.
+  std::optional<int> needed;
 };
 
 class SimulatedCluster {
@@ -61,6 +64,8 @@ class SimulatedCluster {
   [[nodiscard]] StragglerPolicy policy() const { return policy_; }
 
  private:
+  /// Whether the master stops after `heard`: the adaptive r's count, or the rule.
+  [[nodiscard]] bool stops(std::span<const int> heard) const;
   /// Under `finish`: when each worker not heard ends its stale work (the queue's leftovers).
   void record_busy_workers();
 
@@ -71,7 +76,8 @@ class SimulatedCluster {
   EventQueue queue_;
   Network network_;
   IterationTiming current_;
-  std::optional<DeadlineTracker> tracker_;  // the adaptive deadline's state
+  std::optional<DeadlineTracker> tracker_;      // the adaptive deadline's state
+  std::optional<ArrivalCountTracker> counter_;  // the adaptive r's state
   std::vector<double> compute_end_;
   std::vector<double> busy_until_;  // per worker, relative to the counted clock (finish policy)
   double time_ = 0.0;

@@ -69,6 +69,10 @@ bool AdaptiveDeadlineStopping::stop_after(std::span<const int> heard) const {
   return static_cast<int>(heard.size()) >= options_.workers;
 }
 
+bool AdaptiveRStopping::stop_after(std::span<const int> heard) const {
+  return static_cast<int>(heard.size()) >= options_.r_max;
+}
+
 namespace {
 
 /// No set smaller than ceil(k / max support) can cover every partition, so no smaller set

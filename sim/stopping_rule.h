@@ -11,6 +11,7 @@
 #include "codes/gradient_code.h"
 #include "models/base/options_check.h"
 #include "sim/adaptive_deadline.h"
+#include "sim/adaptive_r.h"
 
 namespace stragglersim::sim {
 
@@ -70,6 +71,9 @@ class StoppingRule {
   [[nodiscard]] virtual std::optional<AdaptiveDeadlineOptions> adaptive_deadline() const {
     return std::nullopt;
   }
+  /// The adaptive r (AdaptiveRStopping): the engine keeps an ArrivalCountTracker built from
+  /// these options and stops each iteration at its r-th arrival; nullopt for every other rule.
+  [[nodiscard]] virtual std::optional<AdaptiveROptions> adaptive_r() const { return std::nullopt; }
   /// Called after each arrival with every worker heard so far, in arrival order.
   [[nodiscard]] virtual bool stop_after(std::span<const int> heard) const = 0;
   /// Smallest number of arrivals at which stop_after can be true (engines may skip the call
@@ -280,6 +284,24 @@ class UpdateRule final : public StoppingRule {
 
  private:
   Options options_;
+};
+
+/// An r that follows the spread of the arrival times of the last w iterations (sim/adaptive_r.h,
+/// docs/model.md §4 "Adaptive r"): each iteration stops at the tracker's r-th arrival. No shape:
+/// its r changes with the run's history, which the theory does not model. Illegal: options that
+/// fail validate().
+class AdaptiveRStopping final : public StoppingRule {
+ public:
+  explicit AdaptiveRStopping(const AdaptiveROptions& options)
+      : options_(options_check::require_valid(options)) {}
+  [[nodiscard]] std::string name() const override { return "adaptive_r"; }
+  [[nodiscard]] std::optional<AdaptiveROptions> adaptive_r() const override { return options_; }
+  /// Without the engine's tracker (no history): the r_max-th arrival.
+  [[nodiscard]] bool stop_after(std::span<const int> heard) const override;
+  [[nodiscard]] int minimum_arrivals() const override { return options_.r_min; }
+
+ private:
+  AdaptiveROptions options_;
 };
 
 }  // namespace stragglersim::sim

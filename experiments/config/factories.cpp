@@ -497,6 +497,18 @@ RulePtr make_adaptive_deadline(JsonReader& stopping, const CodePtr& code) {
   return std::make_shared<sim::AdaptiveDeadlineStopping>(o);
 }
 
+/// The adaptive r: "window" (w iterations, 10), "r_min" (1), "r_max" (n) and "slack" (0.5).
+RulePtr make_adaptive_r(JsonReader& stopping, const CodePtr& code) {
+  sim::AdaptiveROptions o;
+  o.workers = code->workers();
+  o.window = to_int(stopping.integer("window", 10));
+  o.r_min = to_int(stopping.integer("r_min", 1));
+  o.r_max = to_int(stopping.integer("r_max", code->workers()));
+  o.slack = stopping.number("slack", 0.5);
+  checked_rule(stopping, o);
+  return std::make_shared<sim::AdaptiveRStopping>(o);
+}
+
 /// An update rule of the asynchronous loop: "k" (1 ≤ K ≤ n) and "staleness_step".
 RulePtr make_update_rule(JsonReader& stopping, const CodePtr& code, sim::UpdateMode mode) {
   const int k = to_int(stopping.integer("k", std::nullopt));
@@ -782,6 +794,12 @@ const std::vector<FactoryRow<StoppingFactory>>& stopping_factories() {
        "mads MADs (simulated clock; threads and MPI follow the injected delays)",
        {{"window", ""}, {"quantile", ""}, {"mads", ""}},
        make_adaptive_deadline},
+      {"adaptive_r",
+       "stop at the r-th arrival, r the most workers whose mean arrival over the last window "
+       "iterations is within (1 + slack) of the r_min-th's (grows by one per window; simulated "
+       "clock; threads and MPI follow the injected delays)",
+       {{"window", "10"}, {"r_min", "1"}, {"r_max", "n"}, {"slack", "0.5"}},
+       make_adaptive_r},
       {"all", "wait for every worker", {}, make_all},
       {"anytime",
        "anytime minibatch: every worker computes for window seconds and sends the rows it "

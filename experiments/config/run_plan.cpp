@@ -778,22 +778,26 @@ void check_anytime_rule(const nlohmann::json& config,
   }
 }
 
-/// The adaptive deadline follows the simulated arrival times of the run's delays: on a real
-/// backend those are the injected delays, so an MPI run that injects none cannot have one.
-void check_adaptive_deadline_rule(const nlohmann::json& config,
-                                  const RunPlan& plan,
-                                  const std::string& file) {
-  if (!plan.scheme.rule->adaptive_deadline()) {
+/// The adaptive deadline and the adaptive r follow the simulated arrival times of the run's
+/// delays: on a real backend those are the injected delays, so an MPI run that injects none
+/// cannot have one.
+void check_adaptive_rule(const nlohmann::json& config,
+                         const RunPlan& plan,
+                         const std::string& file) {
+  const bool deadline = plan.scheme.rule->adaptive_deadline().has_value();
+  if (!deadline && !plan.scheme.rule->adaptive_r()) {
     return;
   }
   const JsonReader stopping(config["stopping"], file, "/stopping");
   const nlohmann::json& backend = config.contains("backend") ? config["backend"] : nlohmann::json();
   if (backend.is_object() && !backend.value("inject", true)) {
-    stopping.fail_value("rule",
-                        "the adaptive deadline follows the injected delays; this backend injects "
-                        "none",
-                        "adaptive_deadline",
-                        "\"inject\": true, or a fixed deadline");
+    stopping.fail_value(
+        "rule",
+        fmt::format("the adaptive {} follows the injected delays; this backend "
+                    "injects none",
+                    deadline ? "deadline" : "r"),
+        deadline ? "adaptive_deadline" : "adaptive_r",
+        deadline ? "\"inject\": true, or a fixed deadline" : "\"inject\": true, or a fixed r");
   }
 }
 
@@ -911,7 +915,7 @@ RunPlan plan_run(const nlohmann::json& config,
   root.finish();
   check_update_rule(config, plan, file);
   check_anytime_rule(config, plan, file);
-  check_adaptive_deadline_rule(config, plan, file);
+  check_adaptive_rule(config, plan, file);
   plan.resolved = root.resolved();
   plan.resolved.erase("threads");
   if (!root.has("data_seed")) {

@@ -149,7 +149,8 @@ double RealMaster::near_tie_gap(const IterationTiming& timing,
   if (shape && shape->kind == RuleKind::kAll) {
     return kInfinity;
   }
-  const bool first_r = shape && shape->kind == RuleKind::kFirstR;
+  // The adaptive r stops each iteration at an r-th arrival as first_r does.
+  const bool first_r = (shape && shape->kind == RuleKind::kFirstR) || timing.needed.has_value();
   const double stop = timing.iteration_time;
   const int stopper = timing.heard.empty() ? -1 : timing.heard.back();
   double gap = kInfinity;
@@ -189,8 +190,9 @@ void RealMaster::accept(Round& round, WorkerMessage& m) {
   std::vector<int>& heard = round.record.heard;
   heard.push_back(m.worker);
   received_[static_cast<std::size_t>(m.worker)] = std::move(m.y);
-  if (heard.size() >= static_cast<std::size_t>(scheme_.rule->minimum_arrivals()) &&
-      scheme_.rule->stop_after(heard)) {
+  const bool enough = round.needed ? heard.size() >= static_cast<std::size_t>(*round.needed)
+                                   : scheme_.rule->stop_after(heard);
+  if (heard.size() >= static_cast<std::size_t>(scheme_.rule->minimum_arrivals()) && enough) {
     round.stopped = true;
     round.stop_at = Clock::now();
   }
@@ -321,6 +323,7 @@ BackendIteration RealMaster::iterate(std::uint64_t iteration,
   if (const auto after = timing.deadline) {
     round.deadline_at = round.start + real_duration(*after * options_.seconds_per_unit);
   }
+  round.needed = timing.needed;
   round.record.iteration = iteration;
   round.record.heard.reserve(static_cast<std::size_t>(n_));
   collect(round, transport);

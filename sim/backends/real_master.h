@@ -138,6 +138,7 @@ class RealMaster {
     Clock::time_point start;
     Clock::time_point timeout_at;
     std::optional<Clock::time_point> deadline_at;
+    std::optional<int> needed;  // the adaptive r of this iteration (the simulated twin's)
     ThreadedIterationRecord record;
     bool stopped = false;
     int answered = 0;  // messages of this iteration, before or after the stop

@@ -344,6 +344,36 @@ def case_no_inject(runner):
           "every heard worker's compute time is measured")
 
 
+def case_adaptive(runner):
+    """The adaptive r and the adaptive deadline (40 iterations each): their state follows the
+    injected delays, so the simulated clock, r (workers heard) and the deadlines are the simulated
+    backend's in every row, and the losses are too while the heard sets agree."""
+    for rule in ({"rule": "adaptive_r", "window": 3, "r_min": 2, "slack": 0.3},
+                 {"rule": "adaptive_deadline", "window": 3, "mads": 1.0}):
+        name = rule["rule"]
+        config = config_with(stopping=rule, optimizer={"iterations": 40})
+        status, err, out = runner.run(name, config)
+        check(status == 0, f"{name}: mpi run exits 0 ({err.strip()[-300:]})")
+        status, err, sim_out = runner.run(f"{name}-sim", simulated_twin(config), simulated=True)
+        check(status == 0, f"{name}: simulated run exits 0")
+        trace = read_csv(os.path.join(out, "trace.csv"))
+        sim_trace = read_csv(os.path.join(sim_out, "trace.csv"))
+        check(len(trace) == 41 and len(sim_trace) == 41, f"{name}: 40 iterations recorded")
+        for column in ("time", "iteration_time") + (
+                ("workers_heard",) if name == "adaptive_r" else ("deadline",)):
+            check(all(a[column] == b[column] for a, b in zip(trace, sim_trace)),
+                  f"{name}: column {column} identical to the simulated backend's")
+        if name == "adaptive_r":
+            counts = {int(r["workers_heard"]) for r in trace[1:]}
+            check(len(counts) >= 2 and min(counts) >= 2, f"{name}: r moves ({sorted(counts)})")
+        same = [r["same_set"] == "1" for r in read_csv(os.path.join(out, "heard.csv"))]
+        agreed = 0
+        while agreed < len(same) and same[agreed]:
+            agreed += 1
+        check(all(trace[t]["loss"] == sim_trace[t]["loss"] for t in range(agreed + 1)),
+              f"{name}: losses digit for digit while the heard sets agree (rows 0..{agreed})")
+
+
 def write_idx(path, sizes, values, compress):
     """An IDX file of unsigned bytes (magic 0x0000 08 <dimensions>, big-endian sizes)."""
     data = bytes([0, 0, 8, len(sizes)]) + b"".join(s.to_bytes(4, "big") for s in sizes) + values
@@ -441,6 +471,7 @@ CASES = {
     "wrong_np": case_wrong_np,
     "no_inject": case_no_inject,
     "fashion_idx": case_fashion_idx,
+    "adaptive": case_adaptive,
 }
 
 

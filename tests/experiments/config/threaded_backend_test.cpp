@@ -228,6 +228,14 @@ experiments::RunPlan plan_of(const nlohmann::json& config) {
   return experiments::plan_run(config, "threads.json", std::filesystem::temp_directory_path());
 }
 
+/// The simulated backend on the plan's delays, rule and seed: the real master's twin.
+SimulatedBackend simulated_twin(const experiments::RunPlan& plan) {
+  return SimulatedBackend(plan.objective,
+                          plan.scheme,
+                          std::make_unique<SimulatedCluster>(
+                              plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed));
+}
+
 /// The plan's threads backend, made through its row of the backend table.
 std::unique_ptr<Backend> make_threads(const experiments::RunPlan& plan) {
   REQUIRE(plan.backend.name == "threads");
@@ -581,10 +589,7 @@ TEST_CASE("threads: an adaptive deadline follows the injected delays as the simu
   const auto plan = plan_of(threads_config(
       kUncoded, {{"rule", "adaptive_deadline"}, {"window", 3}, {"mads", 1.0}}, spu, 15));
   auto backend = make_threads(plan);
-  SimulatedBackend simulated(plan.objective,
-                             plan.scheme,
-                             std::make_unique<SimulatedCluster>(
-                                 plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed));
+  SimulatedBackend simulated = simulated_twin(plan);
   const Eigen::VectorXd x = Eigen::VectorXd::Zero(plan.objective->dimension());
   int cut = 0;
   for (std::uint64_t t = 1; t <= plan.iterations; ++t) {
@@ -603,6 +608,36 @@ TEST_CASE("threads: an adaptive deadline follows the injected delays as the simu
   }
   // median + 1 MAD of 1 + Exp(1) is near its 0.7 quantile: all 12 beat it with probability 0.01.
   CHECK(cut >= 10);
+}
+
+TEST_CASE("threads: an adaptive r follows the injected delays as the simulated one does",
+          "[threads]") {
+  // r is a function of the injected delays (the master's simulated twin): the same r, stops and
+  // estimate bytes as the simulated backend's wherever the real heard set agrees.
+  const double spu = 0.002;
+  const auto plan = plan_of(threads_config(
+      kUncoded, {{"rule", "adaptive_r"}, {"window", 3}, {"r_min", 4}, {"slack", 0.3}}, spu, 15));
+  auto backend = make_threads(plan);
+  SimulatedBackend simulated = simulated_twin(plan);
+  const Eigen::VectorXd x = Eigen::VectorXd::Zero(plan.objective->dimension());
+  int below = 0;
+  int agreed = 0;
+  for (std::uint64_t t = 1; t <= plan.iterations; ++t) {
+    const BackendIteration it = backend->iterate(t, x, nullptr);
+    const BackendIteration sim = simulated.iterate(t, x, nullptr);
+    const auto& record = backend->real_records()->back();
+    CHECK(it.iteration_time == sim.iteration_time);
+    CHECK(record.simulated_stop == sim.iteration_time);
+    CHECK(it.heard.size() == sim.heard.size());  // the real master waits for the same r
+    CHECK(it.heard.size() >= 4);
+    below += sim.heard.size() < 12 ? 1 : 0;
+    if (record.same_set) {
+      ++agreed;
+      CHECK(it.estimate == sim.estimate);
+    }
+  }
+  CHECK(below >= 10);
+  CHECK(agreed >= 10);
 }
 
 TEST_CASE("threads: an approximate scheme keeps going with a crashed and a hung worker",
