@@ -85,6 +85,12 @@ class GradientCode {
   /// The code's layout and decoder family. Default: irregular, linear algebra, no one-step
   /// rule, stragglers_tolerated().
   [[nodiscard]] virtual CodeStructure structure() const;
+  /// For codes whose workers form groups with identical supports (GroupCode: FRC,
+  /// `proportional`): each worker's group, in [0, groups). nullopt for every other code. The
+  /// theory reads it where structure() is irregular (groups of unequal shares).
+  [[nodiscard]] virtual std::optional<std::vector<int>> worker_groups() const {
+    return std::nullopt;
+  }
 
   [[nodiscard]] int workers() const { return workers_; }
   [[nodiscard]] int partitions() const { return partitions_; }

@@ -57,6 +57,14 @@ class GroupCode : public GradientCode {
     return finish(std::move(weights), 1.0);
   }
 
+  [[nodiscard]] std::optional<std::vector<int>> worker_groups() const override {
+    std::vector<int> out(static_cast<std::size_t>(workers()));
+    for (int i = 0; i < workers(); ++i) {
+      out[static_cast<std::size_t>(i)] = group_of(i);
+    }
+    return out;
+  }
+
  protected:
   using GradientCode::GradientCode;
 };

@@ -82,7 +82,15 @@ std::size_t checked_split(const sim::DelayTrace& trace, int workers, double hold
 }
 
 /// The best family by AIC on the fit part, as a config delay block with the config's tail.
-nlohmann::json fitted_block(const sim::DelayTrace& part, const std::string& tail) {
+/// The fit part's AIC-best delay block, and the per-worker slowdown factors of its
+/// heterogeneous fit (null when that family was not fitted): the loads of the `proportional`
+/// candidates, estimated from the trace.
+struct FittedDelay {
+  nlohmann::json block;
+  nlohmann::json factors;
+};
+
+FittedDelay fitted_delay(const sim::DelayTrace& part, const std::string& tail) {
   const sim::DelayFitReport report = sim::fit_delay_models(part.per_worker, true);
   if (!report.best) {
     throw ConfigError(
@@ -91,9 +99,15 @@ nlohmann::json fitted_block(const sim::DelayTrace& part, const std::string& tail
                     part.path,
                     part.per_iteration.size()));
   }
-  nlohmann::json block = delay_block(report.fits[*report.best]);
-  block["tail"] = tail;
-  return block;
+  FittedDelay out;
+  out.block = delay_block(report.fits[*report.best]);
+  out.block["tail"] = tail;
+  for (const auto& fit : report.fits) {
+    if (fit.family == "heterogeneous" && fit.fitted() && !fit.factors.empty()) {
+      out.factors = fit.factors;
+    }
+  }
+  return out;
 }
 
 /// What one candidate scheme needs from the models: its plan (fitted delay) and description.
@@ -109,6 +123,7 @@ struct Context {
   sim::TailScaling tail;
   std::size_t block;
   std::vector<std::string> models;
+  nlohmann::json factors;  ///< the fit part's heterogeneous factors (null: none)
 };
 
 /// A model's (or the replay's) view of one scheme's iteration time: mean and two quantiles.
@@ -246,6 +261,13 @@ std::vector<ValidationRow> compare_candidates(const Context& ctx, int workers) {
       if (c.label == anchor && row.model == kBlockReplayModel && row.problem.empty()) {
         deadline = row.predicted;
       }
+    }
+  }
+  // Loads in proportion to the speeds the fit part's heterogeneous fit estimated (advise's
+  // candidates when the predicted delay has factors).
+  if (!ctx.factors.is_null()) {
+    for (const auto& c : proportional_candidates(workers, {{"factors", ctx.factors}})) {
+      per_candidate.push_back(compare(ctx, c));
     }
   }
   if (deadline > 0.0) {
@@ -406,20 +428,22 @@ Validation validate_trace(const nlohmann::json& config,
   const nlohmann::json& delay = config.value("delay", nlohmann::json::object());
   const std::string tail =
       delay.is_object() && delay.value("tail", "load") == "none" ? "none" : "load";
-  v.fitted_delay = fitted_block(fit, tail);
+  const FittedDelay fitted = fitted_delay(fit, tail);
+  v.fitted_delay = fitted.block;
   v.block_length = sim::auto_block_length(sim::iteration_means(fit));
   nlohmann::json fitted_config = config;
   fitted_config["delay"] = v.fitted_delay;
-  const Context ctx{
-      .fitted_config = fitted_config,
-      .file = file,
-      .base_dir = base_dir,
-      .fit = fit,
-      .holdout = holdout,
-      .tail = tail == "none" ? sim::TailScaling::kNone : sim::TailScaling::kLoad,
-      .block = v.block_length,
-      .models = {
-          "fit: " + v.fitted_delay["kind"].get<std::string>(), kBlockReplayModel, kEmpiricalModel}};
+  const Context ctx{.fitted_config = fitted_config,
+                    .file = file,
+                    .base_dir = base_dir,
+                    .fit = fit,
+                    .holdout = holdout,
+                    .tail = tail == "none" ? sim::TailScaling::kNone : sim::TailScaling::kLoad,
+                    .block = v.block_length,
+                    .models = {"fit: " + v.fitted_delay["kind"].get<std::string>(),
+                               kBlockReplayModel,
+                               kEmpiricalModel},
+                    .factors = fitted.factors};
   v.rows = compare_candidates(ctx, base.workers);
   v.verdicts = verdicts(v.rows, ctx.models, options.tolerance);
   v.holdout_lag1 = lag1(sim::iteration_means(holdout), false);

@@ -103,7 +103,8 @@ std::optional<Coefficients> exact_coefficients(const RunPlan& plan,
     c.alpha_max = 1.0;
     return c;
   }
-  if (!grouped || !identical_delays(*plan.make_delays())) {
+  // Groups of unequal shares (`proportional`) are not exchangeable, whatever the delays.
+  if (!grouped || !s.loads.empty() || !identical_delays(*plan.make_delays())) {
     return std::nullopt;
   }
   const int groups = s.workers / s.d;

@@ -206,11 +206,12 @@ void add_target(const RunPlan& plan, nlohmann::json& out) {
 }
 
 /// The predicted speedup against n for ErasureHead (FRC under first_r at the plan's fraction
-/// r/n) under an i.i.d. shifted exponential; nullopt for other schemes and delay models.
+/// r/n) under an i.i.d. shifted exponential; nullopt for other schemes (`proportional` too: its
+/// shares depend on the factors at each n) and delay models.
 std::optional<nlohmann::json> speedup_rows(const sim::SchemeDescription& scheme,
                                            const sim::DelayModel& delays) {
   const auto base = delays.shifted_exponential();
-  if (scheme.code != sim::CodeFamily::kFractionalRepetition ||
+  if (scheme.code != sim::CodeFamily::kFractionalRepetition || !scheme.loads.empty() ||
       scheme.rule != sim::RuleKind::kFirstR || !base) {
     return std::nullopt;
   }

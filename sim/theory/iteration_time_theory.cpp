@@ -20,6 +20,7 @@
 
 #include "models/base/invariant.h"
 #include "sim/scheme.h"
+#include "sim/theory/group_order.h"
 
 namespace stragglersim::sim {
 
@@ -56,6 +57,19 @@ constexpr int kMaxMergedWorkers = 1 << 16;
 
 std::size_t index(int i) { return static_cast<std::size_t>(i); }
 
+/// The scheme as the theory sees it through GroupOrderedDelay: groups of consecutive workers,
+/// loads in group order.
+SchemeDescription in_group_order(const SchemeDescription& scheme) {
+  SchemeDescription out = scheme;
+  out.order.clear();
+  if (!scheme.loads.empty()) {
+    for (std::size_t j = 0; j < scheme.order.size(); ++j) {
+      out.loads[j] = scheme.loads[index(scheme.order[j])];
+    }
+  }
+  return out;
+}
+
 /// What the stopping time is a function of, once scheme and rule are combined.
 enum class StopShape { kOrderStatistic, kFrcDecodable, kFrcFirstROrDecodable, kDeadline };
 
@@ -84,6 +98,14 @@ void validate(const SchemeDescription& s) {
   if (s.rule == RuleKind::kDeadline) {
     STRAGGLERSIM_ASSERT(s.deadline > 0.0, "a deadline rule needs a positive deadline");
   }
+  STRAGGLERSIM_ASSERT(s.order.empty() || (s.code != CodeFamily::kCyclic &&
+                                          is_permutation_of_workers(s.order, s.workers)),
+                      "a group order is a permutation of a group code's workers");
+  STRAGGLERSIM_ASSERT(
+      s.loads.empty() ||
+          (s.loads.size() == index(s.workers) &&
+           std::ranges::all_of(s.loads, [](double x) { return x > 0.0 && std::isfinite(x); })),
+      "loads are one positive number per worker");
 }
 
 Shape stop_shape(const SchemeDescription& s) {
@@ -1156,6 +1178,9 @@ double estimated_operations(const SchemeDescription& scheme,
 
 std::vector<double> scheme_loads(const SchemeDescription& scheme) {
   validate(scheme);
+  if (!scheme.loads.empty()) {
+    return scheme.loads;
+  }
   return std::vector<double>(index(scheme.workers), static_cast<double>(scheme.d));
 }
 
@@ -1213,12 +1238,19 @@ StopProbability stop_probability(const SchemeDescription& scheme,
                                  double t) {
   validate(scheme);
   STRAGGLERSIM_ASSERT(delay.workers() == scheme.workers, "delay model and scheme disagree on n");
+  if (!scheme.order.empty()) {
+    return stop_probability(in_group_order(scheme), GroupOrderedDelay(delay, scheme.order), t);
+  }
   return StopDistribution(scheme, delay)(t);
 }
 
 double iteration_time_quantile(const SchemeDescription& scheme, const DelayModel& delay, double p) {
   validate(scheme);
   STRAGGLERSIM_ASSERT(delay.workers() == scheme.workers, "delay model and scheme disagree on n");
+  if (!scheme.order.empty()) {
+    return iteration_time_quantile(
+        in_group_order(scheme), GroupOrderedDelay(delay, scheme.order), p);
+  }
   STRAGGLERSIM_ASSERT(p > 0.0 && p < 1.0, "a quantile's level lies in (0, 1)");
   if (!delay.rows().empty()) {
     const Shape shape = stop_shape(scheme);
@@ -1341,6 +1373,10 @@ IterationTimePrediction predict_iteration_time(const SchemeDescription& scheme,
                                                const PredictionOptions& options) {
   validate(scheme);
   STRAGGLERSIM_ASSERT(delay.workers() == scheme.workers, "delay model and scheme disagree on n");
+  if (!scheme.order.empty()) {
+    return predict_iteration_time(
+        in_group_order(scheme), GroupOrderedDelay(delay, scheme.order), options);
+  }
   if (options.method == PredictionMethod::kAuto && !delay.rows().empty()) {
     return rows_prediction(scheme, delay.rows());
   }
@@ -1382,6 +1418,38 @@ IterationTimePrediction predict_iteration_time(const SchemeDescription& scheme,
   }
 }
 
+namespace {
+
+/// A group code whose groups are not FRC's (`proportional`: groups of d workers of similar speed,
+/// unequal shares): FRC's timing with the workers in group order and the code's loads. False
+/// when the code has no groups or groups of unequal sizes.
+bool describe_groups(const codes::GradientCode& code, SchemeDescription& s) {
+  const std::optional<std::vector<int>> groups = code.worker_groups();
+  if (!groups || code.compact()) {
+    return false;
+  }
+  const int count = *std::ranges::max_element(*groups) + 1;
+  if (s.workers % count != 0) {
+    return false;
+  }
+  s.d = s.workers / count;
+  s.order.resize(index(s.workers));
+  for (int i = 0; i < s.workers; ++i) {
+    s.order[index(i)] = i;
+  }
+  std::ranges::stable_sort(s.order, {}, [&](int i) { return (*groups)[index(i)]; });
+  for (int j = 0; j < s.workers; ++j) {
+    if ((*groups)[index(s.order[index(j)])] != j / s.d) {
+      return false;  // a group of another size
+    }
+  }
+  s.code = s.d == 1 ? CodeFamily::kUncoded : CodeFamily::kFractionalRepetition;
+  s.loads = code.loads();
+  return true;
+}
+
+}  // namespace
+
 std::optional<SchemeDescription> describe_scheme(const Scheme& scheme, std::string* why) {
   const auto& code = *scheme.code;
   const auto& rule = *scheme.rule;
@@ -1399,9 +1467,12 @@ std::optional<SchemeDescription> describe_scheme(const Scheme& scheme, std::stri
       s.d = structure.group_size;
       break;
     case codes::CodeLayout::kIrregular:
-      *why = fmt::format("no timing model for code '{}' (random or non-uniform supports)",
-                         code.name());
-      return std::nullopt;
+      if (!describe_groups(code, s)) {
+        *why = fmt::format("no timing model for code '{}' (random or non-uniform supports)",
+                           code.name());
+        return std::nullopt;
+      }
+      break;
   }
   const std::optional<StoppingShape> shape = rule.shape();
   if (!shape) {

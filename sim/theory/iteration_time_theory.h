@@ -94,7 +94,8 @@ enum class CodeFamily { kUncoded, kFractionalRepetition, kCyclic };
 
 /// What the theory needs to know about a scheme. Illegal: workers < 1, d < 1 (d = 1 for uncoded),
 /// FRC with d ∤ n, cyclic with d > n, r outside [1, n] for first_r rules, deadline ≤ 0 for
-/// deadline rules.
+/// deadline rules, an order that is not a permutation of the workers (or on a cyclic code),
+/// loads that are not one positive number per worker.
 struct SchemeDescription {
   int workers = 1;
   CodeFamily code = CodeFamily::kUncoded;
@@ -102,6 +103,12 @@ struct SchemeDescription {
   RuleKind rule = RuleKind::kAll;
   int r = 1;              ///< first_r and first_r_or_decodable
   double deadline = 0.0;  ///< seconds after the broadcast, deadline rules
+  /// Group codes whose groups are not runs of consecutive workers (`proportional`): the workers
+  /// in group order, group g being order[g·d … g·d + d − 1] (sim/theory/group_order.h); empty:
+  /// group g is workers g·d … g·d + d − 1.
+  std::vector<int> order = {};
+  /// Per-worker normalised loads where they are not all d (`proportional`); empty: d each.
+  std::vector<double> loads = {};
 };
 
 /// The theory's view of a scheme's code and rule: the one description the fast path, the
@@ -110,8 +117,9 @@ struct SchemeDescription {
 [[nodiscard]] std::optional<SchemeDescription> describe_scheme(const Scheme& scheme,
                                                                std::string* why);
 
-/// Per-worker normalised loads of the scheme's code (d for coded workers, 1 when uncoded): build
-/// the delay model passed to predict_iteration_time with these.
+/// Per-worker normalised loads of the scheme's code (its `loads` when given, else d for coded
+/// workers and 1 when uncoded): build the delay model passed to predict_iteration_time with
+/// these.
 [[nodiscard]] std::vector<double> scheme_loads(const SchemeDescription& scheme);
 
 struct IterationTimePrediction {

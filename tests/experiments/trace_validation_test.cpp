@@ -180,6 +180,47 @@ TEST_CASE(
   CHECK(j["scores"].size() == 3);
 }
 
+TEST_CASE("validate: proportional loads estimated from the fit part are predicted on the rest",
+          "[experiments][validate]") {
+  // Workers 1 and 5 of 8 take 1.6× as long (not neighbours: their group is not consecutive
+  // workers). The fit part's heterogeneous fit estimates the factors; the two `proportional`
+  // candidates built from them are compared by every model, the trace-built ones within 10 %.
+  boost::random::mt19937 engine(7);
+  boost::random::exponential_distribution<double> tail(2.0);
+  std::string csv = "iteration,worker,seconds\n";
+  for (int t = 1; t <= 600; ++t) {
+    for (int i = 0; i < 8; ++i) {
+      csv += fmt::format(
+          "{},{},{:.9f}\n", t, i, (i == 1 || i == 5 ? 1.6 : 1.0) * (1.0 + tail(engine)));
+    }
+  }
+  const TempDir dir("validate_proportional");
+  const sim::DelayTrace trace = sim::read_delay_trace(dir.write("times.csv", csv));
+  const Validation v =
+      validate_trace(testing::small_least_squares_config(), "cfg.json", dir.path(), trace, {});
+  int rows = 0;
+  double exact_proportional = 0.0;
+  double exact_frc = 0.0;
+  for (const auto& r : v.rows) {
+    if (r.model == "block replay" && r.scheme == "exact frc d=2") exact_frc = r.replayed;
+    if (r.scheme.find("proportional") == std::string::npos) continue;
+    INFO(r.model << " / " << r.scheme << ": " << r.predicted << " vs " << r.replayed << " "
+                 << r.problem);
+    REQUIRE(r.problem.empty());
+    ++rows;
+    if (r.model == "block replay" || r.model == "empirical") {
+      CHECK(std::abs(r.relative_error) < 0.10);
+    }
+    if (r.model == "block replay" && r.scheme == "exact proportional d=2 k=4n") {
+      exact_proportional = r.replayed;
+    }
+  }
+  CHECK(rows == 3 * 2);
+  // The slow pair shares a group holding fewer partitions: exact decoding waits less than FRC's.
+  CHECK(exact_proportional > 0.0);
+  CHECK(exact_proportional < exact_frc);
+}
+
 TEST_CASE("validate: a change point between the parts is flagged and the block replay chosen",
           "[experiments][validate][heavy]") {
   const TempDir dir("validate_change");
