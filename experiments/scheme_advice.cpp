@@ -232,7 +232,7 @@ void evaluate(const nlohmann::json& config,
     c.total = kInf;
     return;
   }
-  if (c.baseline) {
+  if (c.simulated_directly()) {
     simulate_time_to_target(plan, advice.f_star, advice.target_gap, options.repetitions, c);
   } else {
     const bool theory_applies = theory_applies_to(plan);
@@ -284,6 +284,24 @@ void set_target(const RunPlan& base,
         "the config or --suboptimality",
         file));
   }
+}
+
+/// ErasureHead (FRC d = 2) with the adaptive rules of docs/model.md §4: an r never below n/2
+/// that follows the arrival spread, and a deadline at median + 1 MAD of the recent arrivals;
+/// both over a window of 10 iterations.
+void add_adaptive_candidates(int n, std::vector<SchemeCandidate>& out) {
+  if (n % 2 != 0 || n <= 2) {
+    return;
+  }
+  const int r = fraction_of(n, 1, 2);
+  out.push_back(candidate(fmt::format("erasurehead frc d=2 adaptive r>={}", r),
+                          {{"kind", "frc"}, {"d", 2}},
+                          {{"rule", "adaptive_r"}, {"window", 10}, {"r_min", r}, {"slack", 0.5}}));
+  out.push_back(candidate("erasurehead frc d=2 adaptive deadline",
+                          {{"kind", "frc"}, {"d", 2}},
+                          {{"rule", "adaptive_deadline"}, {"window", 10}, {"mads", 1.0}}));
+  out[out.size() - 2].adaptive = true;
+  out.back().adaptive = true;
 }
 
 /// The baselines that do not code (docs/model.md §4): K-sync averages the first K gradients,
@@ -377,6 +395,7 @@ std::vector<SchemeCandidate> scheme_candidates(int workers, double deadline) {
                               {{"rule", "first_r"}, {"r", r}}));
     }
   }
+  add_adaptive_candidates(n, out);
   add_baseline_candidates(n, deadline, out);
   return out;
 }
@@ -484,7 +503,7 @@ Advice advise(const nlohmann::json& config,
   for (const auto& c : candidates) {
     if (c.label == anchor && c.problem.empty()) {
       for (auto& extra : scheme_candidates(base.workers, c.iteration_time)) {
-        if (extra.label.find("deadline") != std::string::npos ||
+        if (extra.label.find("deadline=") != std::string::npos ||
             extra.label.starts_with("anytime")) {
           evaluate(config, file, base_dir, advice, options, extra);
           candidates.push_back(std::move(extra));
@@ -533,7 +552,7 @@ nlohmann::json advice_json(const Advice& advice) {
     row["iterations_method"] = c.iterations_method;
     row["time_to_target"] = std::isfinite(c.total) ? nlohmann::json(c.total) : nlohmann::json();
     row["time_to_target_method"] = c.total_method;
-    if (c.baseline) {
+    if (c.simulated_directly()) {
       row["time_to_target_se"] = c.total_se;
     }
     row["least_covered_partition"] = c.least_covered_partition;

@@ -47,6 +47,11 @@ struct SchemeCandidate {
   /// K-sync, K-async or Anytime minibatch: a baseline without a code, whose time to target is
   /// simulated directly (`validate` leaves these out: it checks iteration-time predictions).
   bool baseline = false;
+  /// An adaptive rule (adaptive_r, adaptive_deadline): its r or deadline follows the run's
+  /// history, which the theory does not model, so its time to target is simulated directly too.
+  bool adaptive = false;
+  /// Baselines and adaptive rules: ranked by a time to target simulated over training runs.
+  [[nodiscard]] bool simulated_directly() const { return baseline || adaptive; }
   double iteration_time = 0.0;
   std::string iteration_time_method;
   /// To target (a mean over runs when simulated); nullopt: not reached in the horizon.
@@ -54,7 +59,7 @@ struct SchemeCandidate {
   std::string iterations_method;
   double total = 0.0;  ///< iterations · iteration_time; +∞ when not reached
   std::string total_method = "iterations_to_target * iteration_time";
-  double total_se = 0.0;  ///< baselines: the standard error of total over the runs
+  double total_se = 0.0;  ///< simulated directly: the standard error of total over the runs
   // --measure: seeded runs' time to target (time of the first row with loss ≤ target).
   int measured_runs = 0;
   int measured_reached = 0;
@@ -87,7 +92,9 @@ struct Advice {
 /// The candidates for n workers: uncoded (all), ignore-stragglers (uncoded, first_r at ½ and ¾),
 /// exact FRC (d = 2, 3 when d | n, decodable), CRC (s = 1, 2, decodable), ErasureHead (FRC
 /// d = 2, 3, first_r_or_decodable at r = ¼, ½, ¾ of n; FRC d = 2 with a deadline), BGC
-/// (d = 2, 3, first_r at ½), and the baselines without a code: K-sync (first_r at ½ with
+/// (d = 2, 3, first_r at ½), ErasureHead (FRC d = 2) with the adaptive r (r ≥ ½) and the
+/// adaptive deadline (median + 1 MAD) when 2 | n, and the baselines without a code: K-sync
+/// (first_r at ½ with
 /// rescale empirical), K-async (k_async, K = ½) and, with a deadline, Anytime minibatch (window =
 /// the deadline). `deadline` (seconds, 0: none) is the deadline's `after` and the window.
 [[nodiscard]] std::vector<SchemeCandidate> scheme_candidates(int workers, double deadline);

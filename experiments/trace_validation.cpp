@@ -253,8 +253,8 @@ std::vector<ValidationRow> compare_candidates(const Context& ctx, int workers) {
       fmt::format("erasurehead frc d=2 r={}", std::clamp((workers + 1) / 2, 1, workers));
   double deadline = 0.0;
   for (const auto& c : scheme_candidates(workers, 0.0)) {
-    if (c.baseline) {
-      continue;  // validate checks iteration-time predictions; a baseline's time is simulated
+    if (c.simulated_directly()) {
+      continue;  // validate checks iteration-time predictions; these times are simulated
     }
     per_candidate.push_back(compare(ctx, c));
     for (const auto& row : per_candidate.back()) {
@@ -272,7 +272,7 @@ std::vector<ValidationRow> compare_candidates(const Context& ctx, int workers) {
   }
   if (deadline > 0.0) {
     for (const auto& c : scheme_candidates(workers, deadline)) {
-      if (!c.baseline && c.label.find("deadline") != std::string::npos) {
+      if (!c.simulated_directly() && c.label.find("deadline=") != std::string::npos) {
         per_candidate.push_back(compare(ctx, c));
       }
     }

@@ -72,10 +72,12 @@ void print_table(const Advice& advice, const std::string& config_path) {
                               ? fmt::format("{:.3f} ± {:.3f}", c.measured_mean, c.measured_se)
                               : fmt::format("{}/{} reached", c.measured_reached, c.measured_runs))
             : "";
-    // A baseline's total is simulated directly; its iteration time is derived from it.
+    // A baseline's or adaptive rule's total is simulated directly; its iteration time is
+    // derived from it.
     const std::string methods =
-        c.baseline ? "total: " + c.total_method
-                   : fmt::format("{}; {}", c.iteration_time_method, c.iterations_method);
+        c.simulated_directly()
+            ? "total: " + c.total_method
+            : fmt::format("{}; {}", c.iteration_time_method, c.iterations_method);
     std::cout << fmt::format("{:>4} {:<36} {:>10} {:>10} {:>11}{}  {}\n",
                              rank,
                              c.label,
