@@ -381,14 +381,72 @@ std::vector<double> read_factors(JsonReader& delay, std::size_t workers) {
   return factors;
 }
 
-/// Heterogeneity-aware FRC: "d" and the workers' slowdown "factors" (as a heterogeneous delay's).
+/// The workers' slowdown factors estimated from the run's delay block (docs/model.md §5): its own
+/// "factors" (heterogeneous, heterogeneous_markov), or for a trace each worker's mean time over
+/// the fastest worker's. Fails at the code's "factors" when the delay has neither.
+std::vector<double> delay_factors(JsonReader& code, const ClusterShape& shape) {
+  const nlohmann::json& delay = shape.delay;
+  const auto fail = [&](const std::string& why) {
+    code.fail_value("factors",
+                    why,
+                    "delay",
+                    "\"delay\" with a heterogeneous, heterogeneous_markov or trace delay, or an "
+                    "array of one slowdown factor per worker");
+  };
+  if (!delay.is_object()) {
+    fail("the run has no delay block to estimate the factors from");
+  }
+  if (delay.contains("factors") && delay["factors"].is_array()) {
+    std::vector<double> factors;
+    for (const auto& f : delay["factors"]) {
+      factors.push_back(f.is_number() ? f.get<double>() : 0.0);  // the delay's own check names it
+    }
+    return factors;
+  }
+  if (delay.value("kind", "") != "trace" || !delay.contains("path") || !delay["path"].is_string()) {
+    fail(fmt::format("the delay '{}' has no per-worker factors", delay.value("kind", "")));
+  }
+  const std::filesystem::path path = delay["path"].get<std::string>();
+  sim::DelayTrace trace;
+  try {
+    trace = sim::read_delay_trace((path.is_absolute() ? path : shape.base_dir / path).string());
+  } catch (const sim::TraceFileError& e) {
+    fail(fmt::format("the delay's trace cannot be read ({})", e.what()));
+  }
+  std::vector<double> means;
+  for (const auto& times : trace.per_worker) {
+    double sum = 0.0;
+    for (const double t : times) sum += t;
+    means.push_back(sum / static_cast<double>(times.size()));
+  }
+  const double fastest = means.empty() ? 0.0 : *std::ranges::min_element(means);
+  if (!(fastest > 0.0) || !std::isfinite(fastest)) {
+    fail("the delay's trace has a worker with a mean time of 0 or a censored time");
+  }
+  for (double& m : means) m /= fastest;
+  return means;
+}
+
+/// Heterogeneity-aware FRC: "d" and the workers' slowdown "factors" (as a heterogeneous delay's),
+/// or "factors": "delay" to estimate them from the run's delay.
 std::shared_ptr<const codes::GradientCode> make_proportional(JsonReader& code,
                                                              const ClusterShape& shape) {
   codes::ProportionalCode::Options o;
   o.workers = shape.workers;
   o.partitions = shape.partitions;
   o.d = to_int(code.integer("d", std::nullopt));
-  o.factors = read_factors(code, static_cast<std::size_t>(std::max(shape.workers, 0)));
+  const auto workers = static_cast<std::size_t>(std::max(shape.workers, 0));
+  if (code.has("factors") && code.raw("factors").is_string()) {
+    if (code.raw("factors") != "delay") {
+      code.fail_value("factors",
+                      "unknown value",
+                      code.raw("factors"),
+                      fmt::format("\"delay\", or an array of {} numbers > 0", workers));
+    }
+    o.factors = delay_factors(code, shape);
+  } else {
+    o.factors = read_factors(code, workers);
+  }
   return std::make_shared<codes::ProportionalCode>(checked(code, shape, o));
 }
 
@@ -588,7 +646,8 @@ const std::vector<FactoryRow<CodeFactory>>& code_factories() {
        make_frc},
       {"proportional",
        "heterogeneity-aware FRC: groups of d workers of similar speed, each group holding "
-       "partitions in proportion to its speed (1/factor)",
+       "partitions in proportion to its speed (1/factor); factors \"delay\": the run's delay's "
+       "own, or a trace's mean time per worker over the fastest's",
        {{"d", ""}, {"factors", ""}},
        make_proportional},
       {"sgc",

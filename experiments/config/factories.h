@@ -29,6 +29,10 @@ struct ClusterShape {
   /// Build group codes (uncoded, frc) compact, without per-worker arrays: delay-only runs,
   /// which never decode (GradientCode::Compact).
   bool compact = false;
+  /// The config's delay block and the folder its relative paths resolve against: where a
+  /// `proportional` code with "factors": "delay" estimates its workers' speeds.
+  nlohmann::json delay = {};
+  std::filesystem::path base_dir = {};
 };
 
 using CodePtr = std::shared_ptr<const codes::GradientCode>;

@@ -224,7 +224,8 @@ void read_scheme(const nlohmann::json& config,
                  RunPlan& plan,
                  const std::string& file,
                  const LoadedData& data,
-                 bool delay_only) {
+                 bool delay_only,
+                 const std::filesystem::path& base_dir) {
   JsonReader code_reader = root.object("code");
   // A delay-only run never decodes: its group codes keep no per-worker arrays.
   const ClusterShape shape{file,
@@ -232,7 +233,9 @@ void read_scheme(const nlohmann::json& config,
                            plan.partitions,
                            root.has("partitions"),
                            derive_seed(plan.seed, static_cast<std::uint64_t>(Stream::kCode)),
-                           delay_only};
+                           delay_only,
+                           config.contains("delay") ? config["delay"] : nlohmann::json(),
+                           base_dir};
   const auto& code_row = pick(code_reader, "kind", "code", code_factories());
   check_code_size(config, root, code_reader, shape, data);
   // The decoder key belongs to the scheme, not to a code's own parameters: read it first.
@@ -888,7 +891,7 @@ RunPlan plan_run(const nlohmann::json& config,
     plan.threads = std::min(plan.threads, options.max_threads);
   }
   const bool delay_only = root.is_null("data");
-  read_scheme(config, root, plan, file, data, delay_only);
+  read_scheme(config, root, plan, file, data, delay_only, base_dir);
   read_delays(root, plan, base_dir);
   if (data.partial) {
     // The worker's own partitions, now that the code is known.

@@ -173,7 +173,7 @@ TEST_CASE("adaptive r: the cluster stops at the tracker's r-th arrival", "[sim][
   CHECK(distinct >= 3);  // r moves
 }
 
-TEST_CASE("adaptive r: a cluster-wide slowdown leaves r unchanged; a wider spread lowers it",
+TEST_CASE("adaptive r: a cluster-wide slowdown leaves r unchanged and a wider spread lowers it",
           "[sim][adaptive_r]") {
   // Every arrival times 7 (a slower cluster, the same ratios): the same r after every
   // iteration. A larger shift narrows the spread relative to the first arrivals: r is at least

@@ -147,6 +147,50 @@ TEST_CASE("config: a violated options constraint is reported at its key", "[expe
         "workers = 4");
 }
 
+TEST_CASE("config: proportional estimates its factors from the run's delay",
+          "[experiments][config]") {
+  // "factors": "delay" takes a heterogeneous delay's own factors, and a trace's mean time per
+  // worker over the fastest worker's: the same code as those factors written out.
+  const testing::TempDir dir("proportional_delay_factors");
+  const auto loads_of = [&](const nlohmann::json& code, const nlohmann::json& delay) {
+    auto c = delay_only_config(delay);
+    c["code"] = code;
+    c["partitions"] = 8;
+    return experiments::plan_run(c, "cfg.json", dir.path()).scheme.code->loads();
+  };
+  const nlohmann::json estimated = {{"kind", "proportional"}, {"d", 2}, {"factors", "delay"}};
+  const auto written = [](const std::vector<double>& factors) {
+    return nlohmann::json{{"kind", "proportional"}, {"d", 2}, {"factors", factors}};
+  };
+  const nlohmann::json heterogeneous = {{"kind", "heterogeneous"},
+                                        {"factors", {1.6, 1.0, 1.0, 1.6}}};
+  CHECK(loads_of(estimated, heterogeneous) ==
+        loads_of(written({1.6, 1.0, 1.0, 1.6}), heterogeneous));
+  CHECK(loads_of(estimated, heterogeneous) != std::vector<double>(4, 2.0));
+  // Means 2, 1, 1.5, 3 (workers 0..3 over three iterations): factors 2, 1, 1.5, 3.
+  (void)dir.write("times.csv",
+                  "iteration,worker,seconds\n1,0,1\n1,1,1\n1,2,1\n1,3,3\n2,0,3\n2,1,0.5\n2,2,2\n"
+                  "2,3,3\n3,0,2\n3,1,1.5\n3,2,1.5\n3,3,3\n");
+  const nlohmann::json trace = {{"kind", "trace"}, {"path", "times.csv"}};
+  CHECK(loads_of(estimated, trace) == loads_of(written({2.0, 1.0, 1.5, 3.0}), trace));
+  CHECK(loads_of(estimated, trace) != loads_of(written({1.0, 1.0, 1.0, 1.0}), trace));
+
+  auto c = delay_only_config({{"kind", "shifted_exponential"}});
+  c["code"] = estimated;
+  CHECK(testing::plan_error(c, dir.path()) ==
+        "cfg.json:/code/factors: the delay 'shifted_exponential' has no per-worker factors; got "
+        "\"delay\"; expected \"delay\" with a heterogeneous, heterogeneous_markov or trace delay, "
+        "or an array of one slowdown factor per worker");
+  c["code"]["factors"] = "fast";
+  CHECK(testing::plan_error(c, dir.path()) ==
+        "cfg.json:/code/factors: unknown value; got \"fast\"; expected \"delay\", or an array of "
+        "4 numbers > 0");
+  c = delay_only_config({{"kind", "trace"}, {"path", "missing.csv"}});
+  c["code"] = estimated;
+  CHECK(testing::plan_error(c, dir.path())
+            .starts_with("cfg.json:/code/factors: the delay's trace cannot be read ("));
+}
+
 TEST_CASE("config: code and rule keys reach their fields", "[experiments][config]") {
   auto c = delay_only_config({{"kind", "shifted_exponential"}});
   c["workers"] = 12;

@@ -178,7 +178,7 @@ TEST_CASE("group order: proportional with equal factors and k = n is FRC worker 
   }
 }
 
-TEST_CASE("group order: proportional's E[T] and q are the event engine's within 4 s.e.",
+TEST_CASE("group order: proportional's mean time and q are the event engine's within 4 s.e.",
           "[theory][group_order]") {
   // n = 12, d = 2, k = 4n under the factors' heterogeneous shifted exponential: the engine
   // stops by the rule on the code itself and never sees the theory's group order.
