@@ -5,7 +5,6 @@
 #include "models/base/invariant.h"
 
 namespace stragglersim::codes {
-namespace {
 
 std::vector<std::vector<int>> frc_supports(int n, int d) {
   STRAGGLERSIM_ASSERT(n >= 1 && d >= 1 && n % d == 0, "FRC needs d | n");
@@ -18,8 +17,6 @@ std::vector<std::vector<int>> frc_supports(int n, int d) {
   }
   return supports;
 }
-
-}  // namespace
 
 Validation FractionalRepetitionCode::Options::validate() const {
   if (auto v = one_partition_per_worker("frc", workers, partitions)) {

@@ -3,6 +3,9 @@
 
 namespace stragglersim::codes {
 
+/// FRC's supports: worker i holds partitions ⌊i/d⌋·d … ⌊i/d⌋·d + d − 1. Illegal: d ∤ n.
+[[nodiscard]] std::vector<std::vector<int>> frc_supports(int n, int d);
+
 /// Fractional repetition code (Tandon et al. 2017, §3; the ErasureHead assignment): n workers,
 /// k = n partitions, d | n. Group g = workers g·d … g·d + d − 1, all holding partitions
 /// g·d … g·d + d − 1 with B_ij = 1. Load d per worker; tolerates d − 1 stragglers.

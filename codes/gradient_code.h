@@ -91,6 +91,10 @@ class GradientCode {
   [[nodiscard]] virtual std::optional<std::vector<int>> worker_groups() const {
     return std::nullopt;
   }
+  /// K > 0 for codes whose groups are re-formed every K iterations from the stragglers seen
+  /// (`dynamic_frc`: the cluster permutes which worker plays each position, sim/regrouping.h);
+  /// 0 for a fixed assignment. No timing theory applies to K > 0: it depends on the run's history.
+  [[nodiscard]] virtual int regroup_every() const { return 0; }
 
   [[nodiscard]] int workers() const { return workers_; }
   [[nodiscard]] int partitions() const { return partitions_; }

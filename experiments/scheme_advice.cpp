@@ -288,7 +288,8 @@ void set_target(const RunPlan& base,
 
 /// ErasureHead (FRC d = 2) with the adaptive rules of docs/model.md §4: an r never below n/2
 /// that follows the arrival spread, and a deadline at median + 1 MAD of the recent arrivals;
-/// both over a window of 10 iterations.
+/// both over a window of 10 iterations. And ErasureHead's r = n/2 with its groups re-formed every
+/// 2 iterations (`dynamic_frc`, docs/model.md §5).
 void add_adaptive_candidates(int n, std::vector<SchemeCandidate>& out) {
   if (n % 2 != 0 || n <= 2) {
     return;
@@ -300,8 +301,12 @@ void add_adaptive_candidates(int n, std::vector<SchemeCandidate>& out) {
   out.push_back(candidate("erasurehead frc d=2 adaptive deadline",
                           {{"kind", "frc"}, {"d", 2}},
                           {{"rule", "adaptive_deadline"}, {"window", 10}, {"mads", 1.0}}));
-  out[out.size() - 2].adaptive = true;
-  out.back().adaptive = true;
+  out.push_back(candidate(fmt::format("erasurehead dynamic_frc d=2 r={} K=2", r),
+                          {{"kind", "dynamic_frc"}, {"d", 2}, {"every", 2}},
+                          {{"rule", "first_r_or_decodable"}, {"r", r}}));
+  for (std::size_t i = out.size() - 3; i < out.size(); ++i) {
+    out[i].adaptive = true;
+  }
 }
 
 /// The baselines that do not code (docs/model.md §4): K-sync averages the first K gradients,
@@ -342,8 +347,7 @@ std::function<std::vector<int>()> heard_sets(const RunPlan& plan, std::uint64_t 
       return used;
     };
   }
-  auto cluster = std::make_shared<sim::SimulatedCluster>(
-      plan.make_delays(), plan.scheme.rule, plan.stragglers, seed, plan.network);
+  std::shared_ptr<sim::SimulatedCluster> cluster = plan.make_cluster(seed);
   return [cluster] { return cluster->next_iteration().heard; };
 }
 
@@ -454,14 +458,18 @@ nlohmann::json apply_candidate(const nlohmann::json& config, const SchemeCandida
 std::vector<SchemeCandidate> proportional_candidates(int workers, const nlohmann::json& delay) {
   std::vector<SchemeCandidate> out;
   const int n = workers;
-  const auto* factors =
-      delay.is_object() && delay.contains("factors") ? &delay["factors"] : nullptr;
-  if (factors == nullptr || !factors->is_array() || n % 2 != 0 || n <= 2) {
+  // A replayed trace's factors are its per-worker means over the fastest's ("factors": "delay").
+  const bool trace = delay.is_object() && delay.value("kind", "") == "trace";
+  const nlohmann::json factors =
+      trace
+          ? nlohmann::json("delay")
+          : (delay.is_object() && delay.contains("factors") ? delay["factors"] : nlohmann::json());
+  if (!(trace || factors.is_array()) || n % 2 != 0 || n <= 2) {
     return out;
   }
   // Loads in proportion to the delay's per-worker factors, at k = 4n (docs/model.md §5: with
   // k = n the shares round to FRC's).
-  const nlohmann::json code = {{"kind", "proportional"}, {"d", 2}, {"factors", *factors}};
+  const nlohmann::json code = {{"kind", "proportional"}, {"d", 2}, {"factors", factors}};
   out.push_back(candidate("exact proportional d=2 k=4n", code, {{"rule", "decodable"}}));
   const int r = fraction_of(n, 1, 2);
   out.push_back(candidate(fmt::format("erasurehead proportional d=2 r={} k=4n", r),

@@ -47,8 +47,9 @@ struct SchemeCandidate {
   /// K-sync, K-async or Anytime minibatch: a baseline without a code, whose time to target is
   /// simulated directly (`validate` leaves these out: it checks iteration-time predictions).
   bool baseline = false;
-  /// An adaptive rule (adaptive_r, adaptive_deadline): its r or deadline follows the run's
-  /// history, which the theory does not model, so its time to target is simulated directly too.
+  /// An adaptive rule (adaptive_r, adaptive_deadline) or code (dynamic_frc): its r, deadline or
+  /// groups follow the run's history, which the theory does not model, so its time to target is
+  /// simulated directly too.
   bool adaptive = false;
   /// Baselines and adaptive rules: ranked by a time to target simulated over training runs.
   [[nodiscard]] bool simulated_directly() const { return baseline || adaptive; }
@@ -100,8 +101,9 @@ struct Advice {
 [[nodiscard]] std::vector<SchemeCandidate> scheme_candidates(int workers, double deadline);
 
 /// Heterogeneity-aware candidates when the predicted `delay` block has per-worker `factors`
-/// (heterogeneous, heterogeneous_markov, or such a fit) and n is even and > 2: `proportional`
-/// d = 2 with those factors and k = 4n (the block's "partitions"), exact (`decodable`) and
+/// (heterogeneous, heterogeneous_markov, or such a fit) or is a replayed trace ("factors":
+/// "delay": each worker's mean over the fastest's), and n is even and > 2: `proportional` d = 2
+/// with those factors and k = 4n (the block's "partitions"), exact (`decodable`) and
 /// ErasureHead's (first_r_or_decodable at r = ½ of n). None otherwise.
 [[nodiscard]] std::vector<SchemeCandidate> proportional_candidates(int workers,
                                                                    const nlohmann::json& delay);

@@ -11,7 +11,8 @@ SimulatedCluster::SimulatedCluster(std::unique_ptr<DelayModel> delays,
                                    std::shared_ptr<const StoppingRule> rule,
                                    StragglerPolicy policy,
                                    std::uint64_t seed,
-                                   const NetworkOptions& network)
+                                   const NetworkOptions& network,
+                                   const std::optional<RegroupOptions>& regroup)
     : delays_(std::move(delays)),
       rule_(std::move(rule)),
       policy_(policy),
@@ -31,6 +32,29 @@ SimulatedCluster::SimulatedCluster(std::unique_ptr<DelayModel> delays,
   if (const auto adaptive = rule_->adaptive_r()) {
     counter_.emplace(*adaptive);
   }
+  if (regroup) {
+    STRAGGLERSIM_ASSERT(regroup->groups.size() == n, "one group per worker of the delay model");
+    regrouper_.emplace(*regroup);
+    drawn_.resize(n);
+  }
+}
+
+std::size_t SimulatedCluster::worker_of(int position) const {
+  return static_cast<std::size_t>(
+      regrouper_ ? regrouper_->worker_at()[static_cast<std::size_t>(position)] : position);
+}
+
+void SimulatedCluster::draw_delays() {
+  if (!regrouper_) {
+    delays_->sample(current_.iteration, rng_, current_.delays);
+    return;
+  }
+  delays_->sample(current_.iteration, rng_, drawn_);
+  const std::span<const int> at = regrouper_->worker_at();
+  current_.worker_at.assign(at.begin(), at.end());
+  for (std::size_t p = 0; p < drawn_.size(); ++p) {
+    current_.delays[p] = drawn_[static_cast<std::size_t>(at[p])];
+  }
 }
 
 void SimulatedCluster::record_busy_workers() {
@@ -40,8 +64,7 @@ void SimulatedCluster::record_busy_workers() {
   while (!queue_.empty()) {
     const Event e = queue_.pop();
     if (const auto* a = std::get_if<ArrivalEvent>(&e.payload)) {
-      const auto w = static_cast<std::size_t>(a->worker);
-      busy_until_[w] = time_ + compute_end_[w];
+      busy_until_[worker_of(a->worker)] = time_ + compute_end_[static_cast<std::size_t>(a->worker)];
     }
   }
 }
@@ -51,11 +74,26 @@ bool SimulatedCluster::stops(std::span<const int> heard) const {
                          : rule_->stop_after(heard);
 }
 
+void SimulatedCluster::observe_iteration() {
+  if (policy_ == StragglerPolicy::kFinish) {
+    record_busy_workers();
+  }
+  if (tracker_) {
+    tracker_->observe(current_.heard, current_.arrivals);
+  }
+  if (counter_) {
+    counter_->observe(current_.heard, current_.arrivals);
+  }
+  if (regrouper_) {
+    regrouper_->observe(current_.heard);
+  }
+}
+
 const IterationTiming& SimulatedCluster::next_iteration() {
   const int n = workers();
   current_.iteration += 1;
   current_.broadcast = time_;
-  delays_->sample(current_.iteration, rng_, current_.delays);
+  draw_delays();
 
   queue_.clear();
   // Anytime minibatch: a worker sends what it has when the window closes.
@@ -63,8 +101,9 @@ const IterationTiming& SimulatedCluster::next_iteration() {
   for (int i = 0; i < n; ++i) {
     const auto w = static_cast<std::size_t>(i);
     // Under `finish` a worker still busy with stale work starts late; otherwise at once.
-    const double start =
-        policy_ == StragglerPolicy::kFinish ? std::max(0.0, busy_until_[w] - time_) : 0.0;
+    const double start = policy_ == StragglerPolicy::kFinish
+                             ? std::max(0.0, busy_until_[worker_of(i)] - time_)
+                             : 0.0;
     compute_end_[w] = start + std::min(window, current_.delays[w]);
   }
   network_.deliver(compute_end_, current_.arrivals);
@@ -96,15 +135,7 @@ const IterationTiming& SimulatedCluster::next_iteration() {
     }
   }
 
-  if (policy_ == StragglerPolicy::kFinish) {
-    record_busy_workers();
-  }
-  if (tracker_) {
-    tracker_->observe(current_.heard, current_.arrivals);
-  }
-  if (counter_) {
-    counter_->observe(current_.heard, current_.arrivals);
-  }
+  observe_iteration();
   current_.iteration_time = stop;
   current_.wall_time = policy_ == StragglerPolicy::kDrain ? last_arrival : stop;
   time_ += stop;

@@ -9,6 +9,11 @@
 //           time (the paper's reference implementation): `time` excludes it, `wall_time` not.
 // A worker's message reaches the master through the network (sim/network.h): arrival = the
 // network's delivery of the compute end (start + T_i); a free network delivers at once.
+//
+// With a regrouping code (sim/regrouping.h) every per-worker quantity of an iteration (delays,
+// arrivals, heard) is indexed by code position: position p is played by worker worker_at[p], and
+// takes that worker's delay (drawn in worker order, as always) and its leftover work under
+// finish. Without one, positions are workers.
 
 #include <cstdint>
 #include <memory>
@@ -19,6 +24,7 @@
 #include "sim/delays/delay_model.h"
 #include "sim/event_queue.h"
 #include "sim/network.h"
+#include "sim/regrouping.h"
 #include "sim/stopping_rule.h"
 
 namespace stragglersim::sim {
@@ -40,16 +46,20 @@ struct IterationTiming {
   /// The arrivals this iteration waited for under the adaptive r (the tracker's r before the
   /// iteration); nullopt for every other rule.
   std::optional<int> needed;
+  /// Under a regrouping code, the worker at each code position this iteration (the indices
+  /// above are positions); empty otherwise (positions are workers).
+  std::vector<int> worker_at;
 };
 
 class SimulatedCluster {
  public:
-  /// Illegal: null model or rule.
+  /// Illegal: null model or rule; a regrouping whose positions are not the delay's workers.
   SimulatedCluster(std::unique_ptr<DelayModel> delays,
                    std::shared_ptr<const StoppingRule> rule,
                    StragglerPolicy policy,
                    std::uint64_t seed,
-                   const NetworkOptions& network = {});
+                   const NetworkOptions& network = {},
+                   const std::optional<RegroupOptions>& regroup = std::nullopt);
 
   /// Runs the next iteration on the event queue and returns its timing (valid until the next call).
   const IterationTiming& next_iteration();
@@ -68,6 +78,13 @@ class SimulatedCluster {
   [[nodiscard]] bool stops(std::span<const int> heard) const;
   /// Under `finish`: when each worker not heard ends its stale work (the queue's leftovers).
   void record_busy_workers();
+  /// The worker playing code position p (p itself without a regrouping).
+  [[nodiscard]] std::size_t worker_of(int position) const;
+  /// Draws the iteration's delays (in worker order) into current_.delays, by position.
+  void draw_delays();
+  /// After the stop: the leftover work under finish and the adaptive rules' and the regrouping's
+  /// state.
+  void observe_iteration();
 
   std::unique_ptr<DelayModel> delays_;
   std::shared_ptr<const StoppingRule> rule_;
@@ -78,6 +95,8 @@ class SimulatedCluster {
   IterationTiming current_;
   std::optional<DeadlineTracker> tracker_;      // the adaptive deadline's state
   std::optional<ArrivalCountTracker> counter_;  // the adaptive r's state
+  std::optional<Regrouper> regrouper_;          // dynamic clustering's state
+  std::vector<double> drawn_;                   // the delays by worker (regrouping only)
   std::vector<double> compute_end_;
   std::vector<double> busy_until_;  // per worker, relative to the counted clock (finish policy)
   double time_ = 0.0;

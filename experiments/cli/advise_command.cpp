@@ -49,7 +49,7 @@ void print_table(const Advice& advice, const std::string& config_path) {
       advice.target_gap / advice.initial_gap,
       advice.horizon);
   const bool measured = !advice.ranked.empty() && advice.ranked.front().measured_runs > 0;
-  std::cout << fmt::format("{:>4} {:<36} {:>10} {:>10} {:>11}{}  {}\n",
+  std::cout << fmt::format("{:>4} {:<38} {:>10} {:>10} {:>11}{}  {}\n",
                            "rank",
                            "scheme",
                            "iter time",
@@ -61,7 +61,7 @@ void print_table(const Advice& advice, const std::string& config_path) {
   for (const auto& c : advice.ranked) {
     ++rank;
     if (!c.problem.empty()) {
-      std::cout << fmt::format("{:>4} {:<36} not predicted: {}\n", rank, c.label, c.problem);
+      std::cout << fmt::format("{:>4} {:<38} not predicted: {}\n", rank, c.label, c.problem);
       continue;
     }
     const std::string its = c.iterations ? fmt::format("{:.4g}", *c.iterations) : "not reached";
@@ -78,7 +78,7 @@ void print_table(const Advice& advice, const std::string& config_path) {
         c.simulated_directly()
             ? "total: " + c.total_method
             : fmt::format("{}; {}", c.iteration_time_method, c.iterations_method);
-    std::cout << fmt::format("{:>4} {:<36} {:>10} {:>10} {:>11}{}  {}\n",
+    std::cout << fmt::format("{:>4} {:<38} {:>10} {:>10} {:>11}{}  {}\n",
                              rank,
                              c.label,
                              cell(c.iteration_time),

@@ -23,8 +23,7 @@ constexpr double kDefaultSlowFactor = 5.0;
 BackendSetup make_simulated(JsonReader& /*backend*/, const BackendContext& /*context*/) {
   BackendSetup setup;
   setup.make = [](const RunPlan& plan, models::WorkerPool* pool) -> std::unique_ptr<sim::Backend> {
-    auto cluster = std::make_unique<sim::SimulatedCluster>(
-        plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed, plan.network);
+    auto cluster = plan.make_cluster(plan.seed);
     std::optional<sim::MinibatchOptions> minibatch;
     if (plan.batch) {
       minibatch = sim::MinibatchOptions{*plan.batch, plan.seed};

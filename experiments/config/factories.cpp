@@ -9,6 +9,7 @@
 #include "codes/bernoulli_gradient_code.h"
 #include "codes/cyclic_mds_code.h"
 #include "codes/cyclic_repetition_code.h"
+#include "codes/dynamic_frc_code.h"
 #include "codes/expander_graph_code.h"
 #include "codes/fractional_repetition_code.h"
 #include "codes/proportional_code.h"
@@ -107,6 +108,15 @@ std::shared_ptr<const codes::GradientCode> make_frc(JsonReader& code, const Clus
                                                              codes::CompactTag{});
   }
   return std::make_shared<codes::FractionalRepetitionCode>(checked(code, shape, o));
+}
+
+/// FRC whose groups are re-formed every "every" iterations (dynamic clustering).
+std::shared_ptr<const codes::GradientCode> make_dynamic_frc(JsonReader& code,
+                                                            const ClusterShape& shape) {
+  codes::DynamicFrcCode::Options o{shape.workers, shape.partitions};
+  o.d = to_int(code.integer("d", std::nullopt));
+  o.every = to_int(code.integer("every", o.every));
+  return std::make_shared<codes::DynamicFrcCode>(checked(code, shape, o));
 }
 
 std::shared_ptr<const codes::GradientCode> make_crc(JsonReader& code, const ClusterShape& shape) {
@@ -609,7 +619,7 @@ CodeFootprint code_footprint(
   if ((kind == "uncoded" || kind == "frc") && compact) {
     return {0.0, partitions, ""};  // GradientCode::Compact: a few integers
   }
-  if (kind == "uncoded" || kind == "frc") {
+  if (kind == "uncoded" || kind == "frc" || kind == "dynamic_frc") {
     return support_footprint(workers, partitions, d);
   }
   if (kind == "expander" && d > 0.0) {
@@ -635,6 +645,11 @@ const std::vector<FactoryRow<CodeFactory>>& code_factories() {
        "real cyclic MDS code of redundancy s (>= s when needed), exact from any n - s workers",
        {{"s", ""}},
        make_cyclic_mds},
+      {"dynamic_frc",
+       "FRC with dynamic clustering: every K iterations the groups are re-formed so that the "
+       "workers late in those K iterations fall in different groups (data movement free)",
+       {{"d", ""}, {"every", "10"}},
+       make_dynamic_frc},
       {"expander",
        "expander graph code: workers are the edges of a random d-regular graph on k = 2n/d "
        "partitions",

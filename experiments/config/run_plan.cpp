@@ -17,9 +17,19 @@
 #include "experiments/config/memory_budget.h"
 #include "models/base/random_stream.h"
 #include "models/worker_pool.h"
+#include "sim/regrouping.h"
 #include "sim/theory/iteration_time_theory.h"
 
 namespace stragglersim::experiments {
+
+std::unique_ptr<sim::SimulatedCluster> RunPlan::make_cluster(std::uint64_t delay_seed) const {
+  return std::make_unique<sim::SimulatedCluster>(make_delays(),
+                                                 scheme.rule,
+                                                 stragglers,
+                                                 delay_seed,
+                                                 network,
+                                                 sim::regrouping_of(*scheme.code));
+}
 
 std::unique_ptr<sim::Optimizer> RunPlan::make_optimizer() const {
   Eigen::VectorXd x0 = initial_point.size() > 0
@@ -804,6 +814,43 @@ void check_adaptive_rule(const nlohmann::json& config,
   }
 }
 
+/// Dynamic clustering permutes which worker plays each code position, which only the injected
+/// delays can follow (a measured worker is its rank), and a fault names a worker, not a position.
+void check_regrouping(const nlohmann::json& config, const RunPlan& plan, const std::string& file) {
+  if (plan.scheme.code->regroup_every() == 0 || !config.contains("backend") ||
+      !config["backend"].is_object()) {
+    return;
+  }
+  const JsonReader backend(config["backend"], file, "/backend");
+  const char* accepted = "\"inject\": true and no faults, or a code with fixed groups";
+  if (!config["backend"].value("inject", true)) {
+    backend.fail_value("inject",
+                       fmt::format("code '{}' regroups the workers by their injected delays",
+                                   plan.scheme.code->name()),
+                       false,
+                       accepted);
+  }
+  if (config["backend"].contains("faults") && !config["backend"]["faults"].empty()) {
+    backend.fail_value("faults",
+                       fmt::format("code '{}' moves the workers between code positions; a "
+                                   "fault names a worker",
+                                   plan.scheme.code->name()),
+                       config["backend"]["faults"],
+                       accepted);
+  }
+}
+
+/// The combinations of rule, code and backend that the readers of each block cannot see (the
+/// update rule's check also completes the plan).
+void check_scheme_combinations(const nlohmann::json& config,
+                               RunPlan& plan,
+                               const std::string& file) {
+  check_update_rule(config, plan, file);
+  check_anytime_rule(config, plan, file);
+  check_adaptive_rule(config, plan, file);
+  check_regrouping(config, plan, file);
+}
+
 // The key of a data set in the setup cache: everything its bytes depend on (the loss kind too:
 // logistic maps labels in place).
 std::string data_cache_key(const nlohmann::json& config, const std::filesystem::path& base_dir) {
@@ -916,9 +963,7 @@ RunPlan plan_run(const nlohmann::json& config,
   read_network(root, plan, delay_only);
   read_sampler(root, plan, delay_only);
   root.finish();
-  check_update_rule(config, plan, file);
-  check_anytime_rule(config, plan, file);
-  check_adaptive_rule(config, plan, file);
+  check_scheme_combinations(config, plan, file);
   plan.resolved = root.resolved();
   plan.resolved.erase("threads");
   if (!root.has("data_seed")) {

@@ -95,6 +95,9 @@ struct RunPlan {
   Eigen::VectorXd initial_point;
   /// A fresh optimiser at x₀ (initial_point).
   [[nodiscard]] std::unique_ptr<sim::Optimizer> make_optimizer() const;
+  /// A fresh simulated clock of the run with delay seed `delay_seed`: its delays, rule, straggler
+  /// policy, network and its code's regrouping (dynamic_frc).
+  [[nodiscard]] std::unique_ptr<sim::SimulatedCluster> make_cluster(std::uint64_t delay_seed) const;
   /// A fresh backend of the run (`pool`: the training loop's, for the partition gradients).
   [[nodiscard]] std::unique_ptr<sim::Backend> make_backend(models::WorkerPool* pool) const {
     return backend_setup.make(*this, pool);

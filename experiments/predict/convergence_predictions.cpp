@@ -799,8 +799,7 @@ void simulate_training(const RunPlan& plan,
                             on_row);
     return;
   }
-  auto cluster = std::make_unique<sim::SimulatedCluster>(
-      plan.make_delays(), plan.scheme.rule, plan.stragglers, delay_seed, plan.network);
+  auto cluster = plan.make_cluster(delay_seed);
   // The seed also draws the anytime rule's row samples (unused by every other rule).
   sim::SimulatedBackend backend(
       plan.objective, plan.scheme, std::move(cluster), nullptr, std::nullopt, delay_seed);

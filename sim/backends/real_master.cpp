@@ -10,6 +10,7 @@
 
 #include "models/base/invariant.h"
 #include "models/base/stop_request.h"
+#include "sim/regrouping.h"
 
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -123,7 +124,9 @@ RealMaster::RealMaster(Scheme scheme,
       std::make_unique<FaultyDelay>(std::move(delays), options_.faults),
       scheme_.rule,
       options_.policy,
-      seed);
+      seed,
+      NetworkOptions{},
+      regrouping_of(*scheme_.code));
   const auto n = static_cast<std::size_t>(n_);
   sim_busy_until_.assign(n, 0.0);
   sim_arrivals_.assign(n, 0.0);

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "models/base/invariant.h"
+#include "sim/regrouping.h"
 
 namespace stragglersim::sim {
 
@@ -74,9 +75,11 @@ DelayOnlySimulator::DelayOnlySimulator(std::unique_ptr<DelayModel> delays,
       selectable = has_groups_;
     }
   }
-  if (!selectable) {
-    fallback_ =
-        std::make_unique<SimulatedCluster>(std::move(delays_), rule_, policy_, seed, network);
+  // A regrouping code permutes the workers every K iterations: the cluster keeps that state.
+  const std::optional<RegroupOptions> regroup = regrouping_of(*code_);
+  if (!selectable || regroup) {
+    fallback_ = std::make_unique<SimulatedCluster>(
+        std::move(delays_), rule_, policy_, seed, network, regroup);
     return;
   }
   const auto n = static_cast<std::size_t>(code_->workers());

@@ -147,6 +147,9 @@ std::optional<std::string> order_statistics_unavailable(const DelayModel& delays
     return std::string(
         "the workers' delays are not identically distributed (the code's loads differ)");
   }
+  if (code.regroup_every() > 0) {
+    return fmt::format("code '{}' regroups its workers from the run's history", code.name());
+  }
   if (policy == StragglerPolicy::kFinish) {
     return std::string(
         "stragglers 'finish' carries each straggler's remaining work into the next iteration, so "

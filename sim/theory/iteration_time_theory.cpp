@@ -1455,6 +1455,12 @@ std::optional<SchemeDescription> describe_scheme(const Scheme& scheme, std::stri
   const auto& rule = *scheme.rule;
   SchemeDescription s;
   s.workers = code.workers();
+  if (code.regroup_every() > 0) {
+    *why = fmt::format(
+        "no timing model for code '{}' (its groups are re-formed from the run's history)",
+        code.name());
+    return std::nullopt;
+  }
   const codes::CodeStructure structure = code.structure();
   switch (structure.layout) {
     case codes::CodeLayout::kGroups:

@@ -69,6 +69,7 @@ TEST_CASE("advise: candidate schemes for n workers", "[advise]") {
                                  "bgc d=3 r=12",
                                  "erasurehead frc d=2 adaptive r>=12",
                                  "erasurehead frc d=2 adaptive deadline",
+                                 "erasurehead dynamic_frc d=2 r=12 K=2",
                                  "k-sync K=12",
                                  "k-async K=12",
                                  "anytime window=1.5"});
@@ -91,7 +92,8 @@ TEST_CASE("advise: candidate schemes for n workers", "[advise]") {
   CHECK_FALSE(applied.contains("partitions"));
 }
 
-TEST_CASE("advise: proportional candidates come from the delay's per-worker factors", "[advise]") {
+TEST_CASE("advise: proportional candidates come from the delay's per-worker factors or its trace",
+          "[advise]") {
   const std::vector<double> factors = {1.0, 1.0, 2.0, 2.0, 1.0, 3.0};
   const nlohmann::json delay = {
       {"kind", "heterogeneous"}, {"shift", 0.5}, {"rate", 2.0}, {"factors", factors}};
@@ -112,6 +114,13 @@ TEST_CASE("advise: proportional candidates come from the delay's per-worker fact
   CHECK(proportional_candidates(6, {{"kind", "shifted_exponential"}}).empty());
   CHECK(proportional_candidates(5, delay).empty());
   CHECK(proportional_candidates(2, delay).empty());
+  // A replayed trace: the loads come from its per-worker means ("factors": "delay").
+  const nlohmann::json trace = {{"kind", "trace"}, {"path", "t.csv"}, {"mode", "block"}};
+  const auto t = proportional_candidates(6, trace);
+  REQUIRE(t.size() == 2);
+  CHECK(t[0].block["code"] ==
+        nlohmann::json({{"kind", "proportional"}, {"d", 2}, {"factors", "delay"}}));
+  CHECK(proportional_candidates(5, trace).empty());
 }
 
 /// The plan of `candidate` (a label of scheme_candidates(24, 0)) on the persistent example with
@@ -215,7 +224,7 @@ TEST_CASE("advise: a baseline's time to target is simulated directly", "[advise]
     CHECK(c.least_covered_fraction > 0.0);  // every worker's gradient is used at times
   }
   CHECK(baselines == 3);  // K-sync, K-async, and Anytime with ErasureHead's mean time as window
-  CHECK(adaptive == 2);   // ErasureHead with the adaptive r and the adaptive deadline
+  CHECK(adaptive == 3);   // ErasureHead with the adaptive r, the adaptive deadline, regrouped
   for (const auto& row : j["schemes"]) {
     if (row["scheme"] == "k-async K=4") {
       CHECK(row["time_to_target_method"].get<std::string>().starts_with("simulation (mean time"));

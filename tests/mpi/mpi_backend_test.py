@@ -345,13 +345,19 @@ def case_no_inject(runner):
 
 
 def case_adaptive(runner):
-    """The adaptive r and the adaptive deadline (40 iterations each): their state follows the
-    injected delays, so the simulated clock, r (workers heard) and the deadlines are the simulated
-    backend's in every row, and the losses are too while the heard sets agree."""
-    for rule in ({"rule": "adaptive_r", "window": 3, "r_min": 2, "slack": 0.3},
-                 {"rule": "adaptive_deadline", "window": 3, "mads": 1.0}):
-        name = rule["rule"]
-        config = config_with(stopping=rule, optimizer={"iterations": 40})
+    """The adaptive r, the adaptive deadline and dynamic_frc's regrouping (40 iterations each):
+    their state follows the injected delays, so the simulated clock, r (workers heard) and the
+    deadlines are the simulated backend's in every row, and the losses are too while the heard
+    sets agree."""
+    for name, changes in (
+            ("adaptive_r", {"stopping": {"rule": "adaptive_r", "window": 3, "r_min": 2,
+                                         "slack": 0.3}}),
+            ("adaptive_deadline", {"stopping": {"rule": "adaptive_deadline", "window": 3,
+                                                "mads": 1.0}}),
+            ("dynamic_frc", {"code": {"kind": "dynamic_frc", "d": 2, "every": 3},
+                             "delay": {"kind": "heterogeneous",
+                                       "factors": [2.5, 2.5, 1, 1, 1, 1, 1, 1]}})):
+        config = config_with(optimizer={"iterations": 40}, **changes)
         status, err, out = runner.run(name, config)
         check(status == 0, f"{name}: mpi run exits 0 ({err.strip()[-300:]})")
         status, err, sim_out = runner.run(f"{name}-sim", simulated_twin(config), simulated=True)
@@ -360,7 +366,7 @@ def case_adaptive(runner):
         sim_trace = read_csv(os.path.join(sim_out, "trace.csv"))
         check(len(trace) == 41 and len(sim_trace) == 41, f"{name}: 40 iterations recorded")
         for column in ("time", "iteration_time") + (
-                ("workers_heard",) if name == "adaptive_r" else ("deadline",)):
+                ("deadline",) if name == "adaptive_deadline" else ("workers_heard",)):
             check(all(a[column] == b[column] for a, b in zip(trace, sim_trace)),
                   f"{name}: column {column} identical to the simulated backend's")
         if name == "adaptive_r":

@@ -70,9 +70,7 @@ inline nlohmann::json small_logistic_config(const std::string& name = "t") {
 /// the test metric when `with_test`).
 inline std::vector<sim::TraceRow> train_plan(const experiments::RunPlan& plan,
                                              bool with_test = false) {
-  auto cluster = std::make_unique<sim::SimulatedCluster>(
-      plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed);
-  sim::SimulatedBackend backend(plan.objective, plan.scheme, std::move(cluster));
+  sim::SimulatedBackend backend(plan.objective, plan.scheme, plan.make_cluster(plan.seed));
   auto optimizer = plan.make_optimizer();
   std::vector<sim::TraceRow> rows;
   sim::train(*plan.objective,

@@ -230,10 +230,7 @@ experiments::RunPlan plan_of(const nlohmann::json& config) {
 
 /// The simulated backend on the plan's delays, rule and seed: the real master's twin.
 SimulatedBackend simulated_twin(const experiments::RunPlan& plan) {
-  return SimulatedBackend(plan.objective,
-                          plan.scheme,
-                          std::make_unique<SimulatedCluster>(
-                              plan.make_delays(), plan.scheme.rule, plan.stragglers, plan.seed));
+  return SimulatedBackend(plan.objective, plan.scheme, plan.make_cluster(plan.seed));
 }
 
 /// The plan's threads backend, made through its row of the backend table.
@@ -581,6 +578,31 @@ TEST_CASE("threads: a deadline scaled by seconds_per_unit stops the master", "[t
   CHECK(cut >= 10);
 }
 
+/// Runs the plan's threads backend beside its simulated twin, iteration by iteration: the
+/// simulated times agree in every iteration and the estimates byte for byte wherever the real
+/// heard set is the simulated one; `each(t, real, simulated, record)` checks the rest. Returns
+/// the iterations whose heard sets agreed.
+template <typename Each>
+int beside_twin(const experiments::RunPlan& plan, Each&& each) {
+  auto backend = make_threads(plan);
+  SimulatedBackend simulated = simulated_twin(plan);
+  const Eigen::VectorXd x = Eigen::VectorXd::Zero(plan.objective->dimension());
+  int agreed = 0;
+  for (std::uint64_t t = 1; t <= plan.iterations; ++t) {
+    const BackendIteration it = backend->iterate(t, x, nullptr);
+    const BackendIteration sim = simulated.iterate(t, x, nullptr);
+    const auto& record = backend->real_records()->back();
+    CHECK(it.iteration_time == sim.iteration_time);
+    CHECK(record.simulated_stop == sim.iteration_time);
+    if (record.same_set) {
+      ++agreed;
+      CHECK(it.estimate == sim.estimate);
+    }
+    each(t, it, sim, record);
+  }
+  return agreed;
+}
+
 TEST_CASE("threads: an adaptive deadline follows the injected delays as the simulated one does",
           "[threads]") {
   // The deadline sequence is a function of the injected delays (the master's simulated twin):
@@ -588,24 +610,17 @@ TEST_CASE("threads: an adaptive deadline follows the injected delays as the simu
   const double spu = 0.002;
   const auto plan = plan_of(threads_config(
       kUncoded, {{"rule", "adaptive_deadline"}, {"window", 3}, {"mads", 1.0}}, spu, 15));
-  auto backend = make_threads(plan);
-  SimulatedBackend simulated = simulated_twin(plan);
-  const Eigen::VectorXd x = Eigen::VectorXd::Zero(plan.objective->dimension());
   int cut = 0;
-  for (std::uint64_t t = 1; t <= plan.iterations; ++t) {
-    const BackendIteration it = backend->iterate(t, x, nullptr);
-    const BackendIteration sim = simulated.iterate(t, x, nullptr);
-    const auto& record = backend->real_records()->back();
-    CHECK(it.deadline == sim.deadline);
-    CHECK(it.iteration_time == sim.iteration_time);
-    CHECK(record.simulated_stop == sim.iteration_time);
-    CHECK(it.deadline.has_value() == (t > 1));
-    if (sim.heard.size() < 12) {
-      ++cut;
-      REQUIRE(sim.deadline);
-      CHECK(record.real_stop_seconds >= *sim.deadline * spu - kClockSlack);
-    }
-  }
+  (void)beside_twin(plan,
+                    [&](std::uint64_t t, const auto& it, const auto& sim, const auto& record) {
+                      CHECK(it.deadline == sim.deadline);
+                      CHECK(it.deadline.has_value() == (t > 1));
+                      if (sim.heard.size() < 12) {
+                        ++cut;
+                        REQUIRE(sim.deadline);
+                        CHECK(record.real_stop_seconds >= *sim.deadline * spu - kClockSlack);
+                      }
+                    });
   // median + 1 MAD of 1 + Exp(1) is near its 0.7 quantile: all 12 beat it with probability 0.01.
   CHECK(cut >= 10);
 }
@@ -617,26 +632,30 @@ TEST_CASE("threads: an adaptive r follows the injected delays as the simulated o
   const double spu = 0.002;
   const auto plan = plan_of(threads_config(
       kUncoded, {{"rule", "adaptive_r"}, {"window", 3}, {"r_min", 4}, {"slack", 0.3}}, spu, 15));
-  auto backend = make_threads(plan);
-  SimulatedBackend simulated = simulated_twin(plan);
-  const Eigen::VectorXd x = Eigen::VectorXd::Zero(plan.objective->dimension());
   int below = 0;
-  int agreed = 0;
-  for (std::uint64_t t = 1; t <= plan.iterations; ++t) {
-    const BackendIteration it = backend->iterate(t, x, nullptr);
-    const BackendIteration sim = simulated.iterate(t, x, nullptr);
-    const auto& record = backend->real_records()->back();
-    CHECK(it.iteration_time == sim.iteration_time);
-    CHECK(record.simulated_stop == sim.iteration_time);
-    CHECK(it.heard.size() == sim.heard.size());  // the real master waits for the same r
-    CHECK(it.heard.size() >= 4);
-    below += sim.heard.size() < 12 ? 1 : 0;
-    if (record.same_set) {
-      ++agreed;
-      CHECK(it.estimate == sim.estimate);
-    }
-  }
+  const int agreed =
+      beside_twin(plan, [&](std::uint64_t, const auto& it, const auto& sim, const auto&) {
+        CHECK(it.heard.size() == sim.heard.size());  // the real master waits for the same r
+        CHECK(it.heard.size() >= 4);
+        below += sim.heard.size() < 12 ? 1 : 0;
+      });
   CHECK(below >= 10);
+  CHECK(agreed >= 10);
+}
+
+TEST_CASE("threads: dynamic_frc regroups by the injected delays as the simulated one does",
+          "[threads]") {
+  // The positions' delays follow the regrouping of the master's simulated twin: the same times
+  // as the simulated backend's, and the same estimate bytes wherever the real heard set agrees
+  // (a rank waiting out another worker's delay would rarely agree).
+  const double spu = 0.002;
+  auto config = threads_config({{"kind", "dynamic_frc"}, {"d", 2}, {"every", 3}}, kFirst6, spu, 15);
+  config["delay"] = {{"kind", "heterogeneous"},
+                     {"factors", {3.0, 3.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 2.0, 2.0}}};
+  const int agreed =
+      beside_twin(plan_of(config), [&](std::uint64_t, const auto& it, const auto&, const auto&) {
+        CHECK(it.heard.size() == 6);
+      });
   CHECK(agreed >= 10);
 }
 
