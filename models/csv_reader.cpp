@@ -2,14 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
-#include <cmath>
 #include <fstream>
 #include <string_view>
-#include <system_error>
 #include <vector>
 
 #include "models/base/invariant.h"
+#include "models/base/parse_number.h"
 #include "models/base/stop_request.h"
 
 namespace stragglersim::models {
@@ -22,18 +20,6 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
   while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
   return s;
-}
-
-// std::from_chars rejects a leading '+'.
-bool parse_double(std::string_view token, double& out) {
-  if (!token.empty() && token.front() == '+') {
-    token.remove_prefix(1);
-    if (token.empty() || token.front() == '-' || token.front() == '+') return false;
-  }
-  if (token.empty()) return false;
-  const char* end = token.data() + token.size();
-  const auto [ptr, ec] = std::from_chars(token.data(), end, out);
-  return ec == std::errc() && ptr == end && std::isfinite(out);
 }
 
 class Reader {
@@ -103,7 +89,7 @@ class Reader {
     for (std::int64_t j = 0; j < columns_; ++j) {
       const std::string& field = fields_[static_cast<std::size_t>(j)];
       double value = 0.0;
-      if (!parse_double(field, value)) {
+      if (!parse_finite_double(field, value)) {
         throw DataError(fmt::format("{}:{}: malformed number in column {}; got '{}'",
                                     path_,
                                     line_number,

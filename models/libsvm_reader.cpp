@@ -11,6 +11,7 @@
 #include <system_error>
 #include <vector>
 
+#include "models/base/parse_number.h"
 #include "models/base/stop_request.h"
 
 namespace stragglersim::models {
@@ -18,17 +19,6 @@ namespace stragglersim::models {
 namespace {
 
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-
-// std::from_chars rejects a leading '+', which LIBSVM files use for labels ("+1").
-bool parse_double(std::string_view token, double& out) {
-  if (!token.empty() && token.front() == '+') {
-    token.remove_prefix(1);
-    if (token.empty() || token.front() == '-' || token.front() == '+') return false;
-  }
-  const char* end = token.data() + token.size();
-  const auto [ptr, ec] = std::from_chars(token.data(), end, out);
-  return ec == std::errc() && ptr == end && std::isfinite(out);
-}
 
 bool parse_index(std::string_view token, std::int64_t& out) {
   const char* end = token.data() + token.size();
@@ -106,7 +96,7 @@ class Parser {
     const std::string_view label_token = next_token();
     if (label_token.empty()) return;
     double label = 0.0;
-    if (!parse_double(label_token, label)) {
+    if (!parse_finite_double(label_token, label)) {
       fail(line_number, "malformed label", label_token);
     }
     const bool stored = keep_ == nullptr || keep_->keeps(source_rows_);
@@ -123,7 +113,7 @@ class Parser {
       std::int64_t index = 0;
       double value = 0.0;
       if (colon == std::string_view::npos || !parse_index(token.substr(0, colon), index) ||
-          !parse_double(token.substr(colon + 1), value)) {
+          !parse_finite_double(token.substr(colon + 1), value)) {
         fail(line_number, "malformed feature", token, "; expected index:value");
       }
       check_index(line_number, index, previous, token.substr(0, colon));

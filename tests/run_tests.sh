@@ -66,7 +66,7 @@ fi
 stage "theory self-check (stragglersim check: every claim within 4 standard errors)"
 "$root/build/release/experiments/stragglersim" check
 
-stage "address + undefined sanitizers"
+stage "address + undefined sanitizers (clang; the same build holds the fuzz targets)"
 bash "$root/tools/build.sh" address stragglersim_tests stragglersim
 # The sanitizer build discovers every case but the [heavy] and [timing] ones (tests/CMakeLists.txt,
 # docs/testing.md): those run in the release stage above.
@@ -87,7 +87,7 @@ if [ "$threads_in_suite" != "$threads_here" ]; then
   exit 1
 fi
 
-stage "fuzz targets (clang libFuzzer + ASan/UBSan, 15 s each from the seed corpora)"
+stage "fuzz targets (libFuzzer in the address build, 15 s each from the seed corpora)"
 # Long campaigns: bash tests/fuzz/run_fuzzers.sh 600 (benchmarks/fuzzing.md).
 bash "$root/tests/fuzz/run_fuzzers.sh" 15
 

@@ -91,13 +91,16 @@ std::string format_bytes(double bytes) {
   return fmt::format("{:.3g} {}", bytes, kUnits[unit]);
 }
 
-namespace {
-
-struct Ledger {
+/// The calling thread's plan (outside the anonymous namespace: MemoryLedgerScope::Saved holds one).
+struct MemoryLedger {
   bool active = false;
   double total = 0.0;
   std::vector<std::pair<std::string, double>> items;
 };
+
+namespace {
+
+using Ledger = MemoryLedger;
 
 Ledger& this_thread_ledger() {
   thread_local Ledger ledger;

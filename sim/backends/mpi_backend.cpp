@@ -39,8 +39,6 @@ constexpr std::chrono::microseconds kMasterPoll{50};
 constexpr std::chrono::microseconds kIdlePoll{50};
 /// How often a worker waiting out its delay polls for a newer iteration or the stop.
 constexpr std::chrono::microseconds kWorkerPoll{200};
-/// The last stretch before a delivery target that a worker spins (yielding) instead of sleeping.
-constexpr std::chrono::microseconds kSpinWindow{100};
 
 double stamp_of(Clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();

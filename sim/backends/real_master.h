@@ -103,6 +103,10 @@ void tighten_timer_slack();
 /// `seconds` as a steady-clock duration, clamped to [0, 10⁶] s (far from overflow).
 std::chrono::steady_clock::duration real_duration(double seconds);
 
+/// The last stretch before a delivery target that a worker of either real backend spins
+/// (yielding) instead of sleeping.
+inline constexpr std::chrono::microseconds kSpinWindow{100};
+
 class RealMaster {
  public:
   using Clock = std::chrono::steady_clock;

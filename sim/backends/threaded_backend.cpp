@@ -11,9 +11,6 @@
 namespace stragglersim::sim {
 namespace {
 
-/// The last stretch before a delivery target that a worker spins (yielding) instead of sleeping.
-constexpr std::chrono::microseconds kSpinWindow{100};
-
 Eigen::Index dimension_of(const std::shared_ptr<const models::Objective>& objective) {
   STRAGGLERSIM_ASSERT(objective != nullptr, "threaded backend needs an objective");
   return objective->dimension();

@@ -578,14 +578,14 @@ Tail probe_tail(const std::function<StopProbability(double)>& dist, const Suppor
   return tail;
 }
 
-struct Moments {
+struct TimeMoments {
   double mean = 0.0;
   double sd = 0.0;
 };
 
-Moments numerical_moments(const std::function<StopProbability(double)>& dist,
-                          const DelayModel& delay,
-                          double upper) {
+TimeMoments numerical_moments(const std::function<StopProbability(double)>& dist,
+                              const DelayModel& delay,
+                              double upper) {
   double lowest = kInfinity;
   for (int i = 0; i < delay.workers(); ++i) {
     lowest = std::min(lowest, delay.lower_bound(i));
@@ -629,7 +629,7 @@ Moments numerical_moments(const std::function<StopProbability(double)>& dist,
 /// are finite sums over the distinct atoms, with P(Z = a) = P(Z ≤ a) − P(Z ≤ a⁻). The sweep
 /// raises t through `jumps` (distinct_atoms) and changes only the workers that jump there: one
 /// evaluation of P(Z ≤ t) (O(n), O(n·r) for first_r) per distinct atom below the deadline.
-Moments discrete_moments(const StopDistribution& stop, const Jumps& jumps, double upper) {
+TimeMoments discrete_moments(const StopDistribution& stop, const Jumps& jumps, double upper) {
   stop.set_all_waiting();
   std::vector<std::pair<double, double>> masses;  // (value of Z, its probability)
   StopProbability before{0.0, 1.0};
@@ -1333,7 +1333,7 @@ IterationTimePrediction exact_prediction(const SchemeDescription& scheme,
   const StopDistribution stop(
       scheme, delay, jumps.empty() ? &context.classes : nullptr, &context.budget);
   const double upper = scheme.rule == RuleKind::kDeadline ? scheme.deadline : kInfinity;
-  const Moments m =
+  const TimeMoments m =
       jumps.empty() ? numerical_moments(stop, delay, upper) : discrete_moments(stop, jumps, upper);
   out.mean = m.mean;
   out.sd = m.sd;

@@ -13,7 +13,7 @@ namespace stragglersim::sim {
 namespace {
 
 /// First and second moments of (x_t, x_{t−1}).
-struct Moments {
+struct IterateMoments {
   Eigen::VectorXd mx, mp;         ///< E[x_t], E[x_{t−1}]
   Eigen::MatrixXd sxx, sxp, spp;  ///< E[x_t x_tᵀ], E[x_t x_{t−1}ᵀ], E[x_{t−1} x_{t−1}ᵀ]
 };
@@ -33,7 +33,7 @@ Eigen::MatrixXd outer(const Eigen::MatrixXd& hm,
   return hm * syy * hm - hmy * off.transpose() - off * hmy.transpose() + off * off.transpose();
 }
 
-void advance(const Problem& pr, double momentum, Moments& s) {
+void advance(const Problem& pr, double momentum, IterateMoments& s) {
   const auto& in = *pr.in;
   const double g = in.step;
   const double a0 = 1.0 - g * in.l2;
@@ -62,7 +62,7 @@ void advance(const Problem& pr, double momentum, Moments& s) {
   s.mx = mnext;
 }
 
-double gap(const Eigen::MatrixXd& q, const Eigen::VectorXd& x_star, const Moments& s) {
+double gap(const Eigen::MatrixXd& q, const Eigen::VectorXd& x_star, const IterateMoments& s) {
   const Eigen::VectorXd e = s.mx - x_star;
   const Eigen::MatrixXd cov = s.sxx - s.mx * s.mx.transpose();
   return 0.5 * ((q * cov).trace() + e.dot(q * e));
@@ -84,11 +84,11 @@ std::vector<double> least_squares_expected_gap(const LeastSquaresCurveInputs& in
   const Eigen::MatrixXd q = pr.h + in.l2 * Eigen::MatrixXd::Identity(p, p);
   // Minimum-norm minimiser: also right when Q is singular (λ₂ = 0, m < p).
   const Eigen::VectorXd x_star = q.completeOrthogonalDecomposition().solve(pr.b);
-  Moments s{Eigen::VectorXd::Zero(p),
-            Eigen::VectorXd::Zero(p),
-            Eigen::MatrixXd::Zero(p, p),
-            Eigen::MatrixXd::Zero(p, p),
-            Eigen::MatrixXd::Zero(p, p)};
+  IterateMoments s{Eigen::VectorXd::Zero(p),
+                   Eigen::VectorXd::Zero(p),
+                   Eigen::MatrixXd::Zero(p, p),
+                   Eigen::MatrixXd::Zero(p, p),
+                   Eigen::MatrixXd::Zero(p, p)};
   std::vector<double> out;
   out.reserve(static_cast<std::size_t>(iterations) + 1);
   out.push_back(gap(q, x_star, s));

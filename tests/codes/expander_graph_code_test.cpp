@@ -38,7 +38,8 @@ TEST_CASE("codes: expander per-component formula equals the least-squares error"
           "[codes][expander]") {
   const auto params = GENERATE(
       std::pair{15, 3}, std::pair{20, 4}, std::pair{10, 1}, std::pair{30, 2}, std::pair{24, 3});
-  const auto [n, d] = params;
+  const int n = params.first;
+  const int d = params.second;
   for (std::uint64_t seed = 1; seed <= 5; ++seed) {
     const ExpanderGraphCode code(n, d, seed);
     for (int s = 0; s <= n; s += std::max(1, n / 6)) {

@@ -37,7 +37,7 @@ nlohmann::json data_config() {
   return c;
 }
 
-std::string error_of(const nlohmann::json& config) {
+std::string network_plan_error(const nlohmann::json& config) {
   return testing::plan_error(config, std::filesystem::temp_directory_path());
 }
 
@@ -71,44 +71,47 @@ TEST_CASE("experiments: network and time budget errors name the key and the acce
           "[experiments][config][errors][network]") {
   auto c = delay_only_config();
   c["network"] = {{"latency", 0.1}, {"bandwidth", 1e6}};
-  CHECK(error_of(c) ==
+  CHECK(network_plan_error(c) ==
         "cfg.json:/network/message_bytes: missing required key: a delay-only run (\"data\": null) "
         "with a bandwidth needs the message size in bytes; expected a number >= 0");
   c["network"] = {{"value_bytes", 4}};
-  CHECK(error_of(c) ==
+  CHECK(network_plan_error(c) ==
         "cfg.json:/network/value_bytes: a delay-only run (\"data\": null) has no model "
         "dimension p; set message_bytes");
   c["network"] = {{"latency", -0.5}};
-  CHECK(error_of(c) == "cfg.json:/network/latency: out of range; got -0.5; expected a number >= 0");
+  CHECK(network_plan_error(c) ==
+        "cfg.json:/network/latency: out of range; got -0.5; expected a number >= 0");
   c["network"] = {{"bandwidth", 0}};
-  CHECK(error_of(c) == "cfg.json:/network/bandwidth: out of range; got 0; expected a number > 0");
+  CHECK(network_plan_error(c) ==
+        "cfg.json:/network/bandwidth: out of range; got 0; expected a number > 0");
   c["network"] = {{"latency", 0.1}, {"serial", "yes"}};
-  CHECK(error_of(c) == "cfg.json:/network/serial: wrong type; got \"yes\"; expected true or false");
+  CHECK(network_plan_error(c) ==
+        "cfg.json:/network/serial: wrong type; got \"yes\"; expected true or false");
   c["network"] = {{"latncy", 0.1}};
-  CHECK(error_of(c) ==
+  CHECK(network_plan_error(c) ==
         "cfg.json:/network/latncy: unknown key 'latncy'; did you mean 'latency'? valid keys are: "
         "bandwidth, latency, message_bytes, "
         "serial");
   c.erase("network");
   c["optimizer"]["time_budget"] = 0;
-  CHECK(error_of(c) ==
+  CHECK(network_plan_error(c) ==
         "cfg.json:/optimizer/time_budget: out of range; got 0; expected a number > 0");
 
   auto d = data_config();
   d["network"] = {{"message_bytes", 100}};
-  CHECK(error_of(d) ==
+  CHECK(network_plan_error(d) ==
         "cfg.json:/network/message_bytes: with data the message size is p * value_bytes (the "
         "model's dimension times the bytes of one value); set value_bytes instead");
   d["network"] = {{"latency", 0.1}};
   d["backend"] = {{"kind", "threads"}};
-  CHECK(error_of(d) ==
+  CHECK(network_plan_error(d) ==
         "cfg.json:/network: a network model applies to the simulated clock only (the threads "
         "backend's messages take their real time); got \"threads\"; expected backend "
         "\"simulated\", or no \"network\" block");
   d.erase("backend");
   d["stopping"] = {{"rule", "deadline"}, {"after", 3.0}};
   d["rescale"] = "expected";
-  CHECK(error_of(d) ==
+  CHECK(network_plan_error(d) ==
         "cfg.json:/rescale: rescale 'expected' with a network needs a rule that stops on the "
         "order of arrivals (the network changes who meets a deadline); got \"expected\"; "
         "expected 'none' or 'empirical', or a first_r, all or decodable rule");

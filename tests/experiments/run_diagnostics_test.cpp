@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 using stragglersim::testing::slurp;
 namespace ex = stragglersim::experiments;
 
-fs::path scratch(const std::string& name) {
+fs::path diagnostics_scratch(const std::string& name) {
   return stragglersim::testing::scratch_dir("run_diagnostics_test", name);
 }
 
@@ -101,7 +101,7 @@ std::string warning_message(const nlohmann::json& summary, const std::string& co
 
 TEST_CASE("run diagnostics: f* from the normal equations and suboptimality levels from the trace",
           "[experiments][diagnostics]") {
-  const auto dir = scratch("suboptimality");
+  const auto dir = diagnostics_scratch("suboptimality");
   auto config = least_squares_config();
   config["code"] = {{"kind", "uncoded"}};
   config["stopping"] = {{"rule", "all"}};
@@ -163,7 +163,7 @@ TEST_CASE("run diagnostics: f* from the normal equations and suboptimality level
 
 TEST_CASE("run diagnostics: coverage of FRC groups matches the partitions covered in the trace",
           "[experiments][diagnostics]") {
-  const auto dir = scratch("coverage");
+  const auto dir = diagnostics_scratch("coverage");
   const auto [outcome, trace] = run_config(least_squares_config(), dir);
   const nlohmann::json& s = outcome.summary;
   REQUIRE(s["group_coverage"].size() == 4);
@@ -187,7 +187,7 @@ TEST_CASE("run diagnostics: coverage of FRC groups matches the partitions covere
   auto cyclic = least_squares_config();
   cyclic["code"] = {{"kind", "crc"}, {"s", 1}};
   cyclic["stopping"] = {{"rule", "first_r"}, {"r", 7}};
-  const auto c = run_config(cyclic, scratch("cyclic"));
+  const auto c = run_config(cyclic, diagnostics_scratch("cyclic"));
   CHECK_FALSE(c.outcome.summary.contains("group_coverage"));
 }
 
@@ -198,7 +198,7 @@ TEST_CASE("run diagnostics: a slow group behind a deadline is erased in every it
   auto config = least_squares_config();
   config["delay"] = {{"kind", "heterogeneous"}, {"factors", {1, 1, 1, 1, 100, 100, 1, 1}}};
   config["stopping"] = {{"rule", "deadline"}, {"after", 50.0}};
-  const auto [outcome, trace] = run_config(config, scratch("slow_group"));
+  const auto [outcome, trace] = run_config(config, diagnostics_scratch("slow_group"));
   const nlohmann::json& s = outcome.summary;
   CHECK(s["group_coverage"] == std::vector<double>{1.0, 1.0, 0.0, 1.0});
   CHECK(s["group_longest_outage"] == std::vector<int>{0, 0, 30, 0});
@@ -209,7 +209,7 @@ TEST_CASE("run diagnostics: a slow group behind a deadline is erased in every it
 
 TEST_CASE("run diagnostics: a deadline below every worker's minimum delay warns twice",
           "[experiments][diagnostics]") {
-  const auto dir = scratch("deadline");
+  const auto dir = diagnostics_scratch("deadline");
   auto config = unmeetable_deadline_config();
   const auto [outcome, trace] = run_config(config, dir);
   const nlohmann::json& s = outcome.summary;
@@ -232,7 +232,7 @@ TEST_CASE("run diagnostics: a deadline below every worker's minimum delay warns 
   config["data"] = nullptr;
   config.erase("loss");
   config["optimizer"] = {{"iterations", 12}};
-  const auto d = run_config(config, scratch("deadline_delay_only"));
+  const auto d = run_config(config, diagnostics_scratch("deadline_delay_only"));
   CHECK(warning_codes(d.outcome.summary) ==
         std::vector<std::string>{"deadline_below_minimum_delay", "no_worker_heard"});
   CHECK(warning_message(d.outcome.summary, "no_worker_heard") ==
@@ -240,7 +240,7 @@ TEST_CASE("run diagnostics: a deadline below every worker's minimum delay warns 
         "data gradient");
   // A deadline above the minimum delay: no warning.
   config["stopping"]["after"] = 1.5;
-  const auto fine = run_config(config, scratch("deadline_fine"));
+  const auto fine = run_config(config, diagnostics_scratch("deadline_fine"));
   CHECK(fine.outcome.summary["warnings"].empty() ==
         (*std::min_element(fine.trace.at("workers_heard").begin() + 1,
                            fine.trace.at("workers_heard").end()) > 0));
@@ -252,9 +252,9 @@ TEST_CASE("run diagnostics: a step past 2/beta raises the loss and says where",
   config["code"] = {{"kind", "uncoded"}};
   config["stopping"] = {{"rule", "all"}};
   config["optimizer"]["iterations"] = 6;
-  const ex::RunPlan plan = ex::plan_run(config, "cfg.json", scratch("step"));
+  const ex::RunPlan plan = ex::plan_run(config, "cfg.json", diagnostics_scratch("step"));
   config["optimizer"]["step"] = 2.5 / plan.smoothness;
-  const auto [outcome, trace] = run_config(config, scratch("step"));
+  const auto [outcome, trace] = run_config(config, diagnostics_scratch("step"));
   const auto& loss = trace.at("loss");
   std::uint64_t increases = 0;
   std::uint64_t first = 0;
@@ -284,7 +284,7 @@ TEST_CASE("run diagnostics: above 4000 features f* comes from conjugate gradient
           "[experiments][diagnostics][heavy]") {
   // 5000 features (above the exact solvers' limit) and one iteration: the iterative solve is
   // affordable (docs/model.md §7) and must reach its certificate.
-  const auto dir = scratch("iterative");
+  const auto dir = diagnostics_scratch("iterative");
   auto config = least_squares_config();
   config["data"]["features"] = 5000;
   config["data"]["rows"] = 2000;
@@ -306,7 +306,7 @@ TEST_CASE("run diagnostics: above 4000 features f* comes from conjugate gradient
 
 TEST_CASE("run diagnostics: warnings reach stderr and theory warns of a vacuous bound",
           "[experiments][diagnostics][cli]") {
-  const auto dir = scratch("stderr");
+  const auto dir = diagnostics_scratch("stderr");
   auto config = unmeetable_deadline_config();
   config["data"] = nullptr;
   config.erase("loss");

@@ -32,7 +32,7 @@ namespace fs = std::filesystem;
 
 using stragglersim::testing::slurp;
 
-fs::path scratch(const std::string& name) {
+fs::path sweep_scratch(const std::string& name) {
   return stragglersim::testing::scratch_dir("sweep_test", name);
 }
 
@@ -205,7 +205,7 @@ TEST_CASE("sweep: bad grid pointers and values are config errors with exact mess
       Catch::Matchers::StartsWith("s.json:/grdi: unknown key"));
 
   // A bad grid value fails validation before anything is written, naming the run.
-  const auto dir = scratch("bad_value");
+  const auto dir = sweep_scratch("bad_value");
   const auto spec =
       expand_sweep(sweep_with({{"/code/d", {2, 5}}, {"/stopping/r", {6, 13}}}), "s.json", dir);
   CHECK_THROWS_WITH(run_sweep(spec, dir / "out", SweepOptions{}),
@@ -223,7 +223,7 @@ TEST_CASE("sweep: bad grid pointers and values are config errors with exact mess
 
 TEST_CASE("sweep: results and index are byte-identical for jobs 1 and jobs 2",
           "[experiments][sweep]") {
-  const auto dir = scratch("jobs");
+  const auto dir = sweep_scratch("jobs");
   const nlohmann::json sweep = {{"base", gradient_base()},
                                 {"grid", {{"/code/d", {1, 2, 3}}, {"/stopping/r", {3, 6}}}},
                                 {"repetitions", 2}};
@@ -260,7 +260,7 @@ TEST_CASE("sweep: results and index are byte-identical for jobs 1 and jobs 2",
 
 TEST_CASE("sweep: a sweep killed with SIGKILL and rerun is byte-identical to an uninterrupted one",
           "[experiments][sweep]") {
-  const auto dir = scratch("sigkill");
+  const auto dir = sweep_scratch("sigkill");
   const auto sweep = write_slow_sweep(dir);
   REQUIRE(run_binary(fmt::format(
               "sweep '{}' --out '{}' --jobs 2", sweep.string(), (dir / "whole").string())) == 0);
@@ -294,7 +294,7 @@ TEST_CASE("sweep: a sweep killed with SIGKILL and rerun is byte-identical to an 
 
 TEST_CASE("sweep: SIGINT stops the sweep with status 130 and a rerun completes it",
           "[experiments][sweep]") {
-  const auto dir = scratch("sigint");
+  const auto dir = sweep_scratch("sigint");
   const auto sweep = write_slow_sweep(dir);
   REQUIRE(run_binary(fmt::format(
               "sweep '{}' --out '{}' --jobs 1", sweep.string(), (dir / "whole").string())) == 0);
@@ -371,7 +371,7 @@ nlohmann::json small_delay_sweep(const nlohmann::json& d_values, int repetitions
 
 TEST_CASE("sweep: another sweep into a used folder is refused and changes nothing",
           "[experiments][sweep]") {
-  const auto dir = scratch("identity");
+  const auto dir = sweep_scratch("identity");
   const auto out = dir / "out";
   const auto first = write_sweep(dir / "first.json", small_delay_sweep({2, 3}, 2));
   REQUIRE(run_binary(fmt::format("sweep '{}' --out '{}'", first.string(), out.string())) == 0);
@@ -409,7 +409,7 @@ TEST_CASE("sweep: another sweep into a used folder is refused and changes nothin
 
 TEST_CASE("sweep: extending the grid and repetitions keeps the runs done and names the dropped",
           "[experiments][sweep]") {
-  const auto dir = scratch("extend");
+  const auto dir = sweep_scratch("extend");
   const auto out = dir / "out";
   const auto small = write_sweep(dir / "small.json", small_delay_sweep({2, 3}, 1));
   const auto large = write_sweep(dir / "large.json", small_delay_sweep({1, 2, 3, 4}, 2));
@@ -458,7 +458,7 @@ TEST_CASE("sweep: extending the grid and repetitions keeps the runs done and nam
 
 TEST_CASE("sweep: three shards then merge equal one full sweep byte for byte",
           "[experiments][sweep]") {
-  const auto dir = scratch("shards");
+  const auto dir = sweep_scratch("shards");
   const auto path = write_sweep(dir / "grad.json",
                                 {{"base", gradient_base()},
                                  {"grid", {{"/code/d", {1, 2, 3}}, {"/stopping/r", {3, 6}}}},
@@ -500,7 +500,7 @@ TEST_CASE("sweep: three shards then merge equal one full sweep byte for byte",
 
 TEST_CASE("sweep: an mpi-backend run is refused before anything runs", "[experiments][sweep]") {
   // Its workers are processes of their own mpirun: inside a sweep it could only fail.
-  const auto dir = scratch("mpi_refused");
+  const auto dir = sweep_scratch("mpi_refused");
   auto base = gradient_base();
   base["backend"] = {{"kind", "mpi"}};
   const auto spec = expand_sweep({{"base", base}, {"grid", {{"/seed", {1, 2}}}}}, "m.json", dir);
@@ -520,7 +520,7 @@ TEST_CASE("sweep: an mpi-backend run is refused before anything runs", "[experim
 TEST_CASE("sweep: threads-backend runs never overlap under jobs 2", "[experiments][sweep]") {
   // Four threads-backend runs of about 0.2 s of real waiting each: run one at a time, the sweep
   // lasts at least the sum of their real times; two at a time it would last about half of it.
-  const auto dir = scratch("threads_alone");
+  const auto dir = sweep_scratch("threads_alone");
   auto base = nlohmann::json::parse(R"({
     "seed": 7, "workers": 12, "partitions": 12,
     "data": {"source": "synthetic", "generator": "gaussian_mixture", "rows": 600, "features": 20},
@@ -552,7 +552,7 @@ TEST_CASE("sweep: threads-backend runs never overlap under jobs 2", "[experiment
 
 TEST_CASE("sweep: a baseline adds the speedup of every run against its baseline run",
           "[experiments][sweep]") {
-  const auto dir = scratch("baseline");
+  const auto dir = sweep_scratch("baseline");
   const nlohmann::json sweep = {{"base", gradient_base()},
                                 {"grid", {{"/code/d", {1, 2, 3}}, {"/stopping/r", {3, 6}}}},
                                 {"baseline", {{"/code/d", 1}}},
@@ -699,7 +699,7 @@ double cell_number(const std::map<std::string, std::string>& row, const std::str
 
 TEST_CASE("sweep: repetitions keep the data seed so f* is the same to the bit",
           "[experiments][sweep][sweep_seeds]") {
-  const auto dir = scratch("data_seed");
+  const auto dir = sweep_scratch("data_seed");
   nlohmann::json sweep = {{"base", split_base()}, {"repetitions", 3}};
   const auto spec = expand_sweep(sweep, "d.json", ".");
   REQUIRE(spec.runs.size() == 3);
@@ -737,7 +737,7 @@ TEST_CASE("sweep: repetitions keep the data seed so f* is the same to the bit",
 
 TEST_CASE("run: data_seed defaults to the seed and seeds the data apart from the delays",
           "[experiments][sweep][sweep_seeds]") {
-  const auto dir = scratch("data_seed_run");
+  const auto dir = sweep_scratch("data_seed_run");
   auto config = split_base();
   std::ofstream(dir / "plain.json") << config.dump(2);
   config["data_seed"] = 5;
@@ -818,7 +818,7 @@ TEST_CASE("sweep: schemes are zipped tuples crossed with the grid",
 
 TEST_CASE("sweep: summary.csv holds the mean and t interval of each point and its speedup",
           "[experiments][sweep][sweep_summary]") {
-  const auto dir = scratch("summary");
+  const auto dir = sweep_scratch("summary");
   auto sweep = three_scheme_sweep();
   sweep["base"] = split_base();
   const auto spec = expand_sweep(sweep, "s.json", ".");

@@ -4,8 +4,10 @@
 # repository's). Stops with exit 1 at the first finding (crash, leak, sanitizer report, timeout
 # or out-of-memory); the reproducer is kept in the artifacts folder. Prints one summary line per
 # target: executions, executions per second, coverage (edges) and features.
-#   tests/fuzz/run_fuzzers.sh SECONDS [target...]     (builds with tools/build.sh fuzz)
-# Environment: FUZZ_OUT (default build/fuzz/campaign), FUZZ_NO_BUILD=1 to skip the build,
+#   tests/fuzz/run_fuzzers.sh SECONDS [target...]     (builds them with tools/build.sh address)
+# The targets live in the address + undefined build (build/address), which instruments every
+# library for libFuzzer's coverage as well: the suite's sanitizer stage and this one share it.
+# Environment: FUZZ_OUT (default build/address/campaign), FUZZ_NO_BUILD=1 to skip the build,
 # FUZZ_TIMEOUT (seconds of wall time one input may take, default 20; raise it on a loaded machine).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -16,9 +18,9 @@ if [ ${#targets[@]} -eq 0 ]; then
   targets=(config run libsvm csv idx sweep codes_args trace_import)
 fi
 if [ "${FUZZ_NO_BUILD:-0}" != 1 ]; then
-  bash "$root/tools/build.sh" fuzz "${targets[@]/#/fuzz_}"
+  bash "$root/tools/build.sh" address "${targets[@]/#/fuzz_}"
 fi
-out="${FUZZ_OUT:-$root/build/fuzz/campaign}"
+out="${FUZZ_OUT:-$root/build/address/campaign}"
 mkdir -p "$out"
 status=0
 for t in "${targets[@]}"; do
@@ -28,7 +30,7 @@ for t in "${targets[@]}"; do
   log="$work/fuzz.log"
   # -timeout: one input taking 20 s is a finding; -rss_limit_mb: the harness lowers the
   # memory limit to 64 MB, so 1 GB of RSS means an allocation that escaped the estimate.
-  if "$root/build/fuzz/tests/fuzz/fuzz_$t" "$work/corpus" "$root/tests/fuzz/corpus/$t" \
+  if "$root/build/address/tests/fuzz/fuzz_$t" "$work/corpus" "$root/tests/fuzz/corpus/$t" \
       -max_total_time="$seconds" -timeout="${FUZZ_TIMEOUT:-20}" -rss_limit_mb=1024 -max_len=4096 \
       -artifact_prefix="$work/artifacts/" -print_final_stats=1 -close_fd_mask=1 \
       >"$log" 2>&1; then

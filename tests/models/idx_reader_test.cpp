@@ -59,9 +59,6 @@ Bytes images(std::uint32_t n) {
   return idx({n, 2, 2}, v);
 }
 
-std::string (*const message_of)(const std::function<void()>&) =
-    &stragglersim::testing::message_of<DataError>;
-
 }  // namespace
 
 TEST_CASE("models: idx reader reads gzip and plain files", "[models][idx]") {
@@ -84,7 +81,7 @@ TEST_CASE("models: idx reader reads gzip and plain files", "[models][idx]") {
 TEST_CASE("models: idx reader rejects malformed files with exact messages", "[models][idx]") {
   const IdxDir dir("idx_bad");
   const auto err = [](const std::string& path, int dims) {
-    return message_of([&] { (void)read_idx_bytes(path, dims); });
+    return stragglersim::testing::message_of<DataError>([&] { (void)read_idx_bytes(path, dims); });
   };
   const std::string missing = dir.path() + "/missing.gz";
   CHECK(err(missing, 1) == missing + ": cannot open file");
@@ -148,7 +145,7 @@ TEST_CASE("models: idx reader reads only the items asked for, the full read's by
       CHECK(part.sizes == full.sizes);
       CHECK(part.values == items_of(full, items));
     }
-    CHECK(message_of([&] {
+    CHECK(stragglersim::testing::message_of<DataError>([&] {
             (void)read_idx_items(path, 3, std::vector<std::size_t>{2, 13});
           }) == path + ": no item 13; got 13 items (13 x 2 x 2)");
   }
@@ -186,18 +183,22 @@ TEST_CASE("models: idx reader refuses a malformed file alike with or without ite
                                           dir.plain("magic.idx", idx({2}, {1, 2}))};
   for (const auto& path : paths) {
     INFO(path);
-    const std::string expected = message_of([&] { (void)read_idx_bytes(path, 3); });
+    const std::string expected =
+        stragglersim::testing::message_of<DataError>([&] { (void)read_idx_bytes(path, 3); });
     CHECK(expected != "no error");
-    CHECK(message_of([&] { (void)read_idx_items(path, 3, {}); }) == expected);
+    CHECK(stragglersim::testing::message_of<DataError>(
+              [&] { (void)read_idx_items(path, 3, {}); }) == expected);
     if (path.find("no_data") == std::string::npos) {  // a file of no item has no item 0
-      CHECK(message_of([&] { (void)read_idx_items(path, 3, std::vector<std::size_t>{0}); }) ==
-            expected);
+      CHECK(stragglersim::testing::message_of<DataError>(
+                [&] { (void)read_idx_items(path, 3, std::vector<std::size_t>{0}); }) == expected);
     }
   }
-  CHECK(message_of([&] { (void)read_idx_items(paths[1], 3, {}); }) ==
-        paths[1] + ": truncated data; got 5 bytes; expected 12 (3 x 2 x 2)");
-  CHECK(message_of([&] { (void)read_idx_items(paths[3], 3, {}); }) ==
-        paths[3] + ": trailing data after 4 bytes (2 x 1 x 2)");
+  CHECK(stragglersim::testing::message_of<DataError>([&] {
+          (void)read_idx_items(paths[1], 3, {});
+        }) == paths[1] + ": truncated data; got 5 bytes; expected 12 (3 x 2 x 2)");
+  CHECK(stragglersim::testing::message_of<DataError>([&] {
+          (void)read_idx_items(paths[3], 3, {});
+        }) == paths[3] + ": trailing data after 4 bytes (2 x 1 x 2)");
 }
 
 TEST_CASE("models: a partial fashion-mnist load holds the full load's rows, bitwise",
@@ -284,7 +285,9 @@ TEST_CASE("models: fashion-mnist loader names the file of a mismatch", "[models]
   options.dir = dir.path();
   const std::string train_images = dir.gzip("train-images-idx3-ubyte.gz", images(3));
   const std::string train_labels = dir.gzip("train-labels-idx1-ubyte.gz", idx({2}, {0, 6}));
-  const auto err = [&] { return message_of([&] { (void)load_fashion_mnist(options); }); };
+  const auto err = [&] {
+    return stragglersim::testing::message_of<DataError>([&] { (void)load_fashion_mnist(options); });
+  };
   CHECK(err() == train_labels +
                      ": label count differs from the image count; got 2; expected 3 (the images "
                      "in " +

@@ -24,7 +24,7 @@ using stragglersim::models::make_logistic_loss;
 using stragglersim::models::Objective;
 using stragglersim::models::SparseRows;
 
-std::shared_ptr<const LossModel> loss_named(const std::string& name) {
+std::shared_ptr<const LossModel> objective_loss(const std::string& name) {
   return name == "logistic" ? std::shared_ptr<const LossModel>(make_logistic_loss())
                             : std::shared_ptr<const LossModel>(make_least_squares_loss());
 }
@@ -89,7 +89,7 @@ TEST_CASE("models: objective gradient agrees with central differences", "[models
   for (const std::string name : {"logistic", "least_squares"}) {
     for (const auto& data : {dense_ptr, sparse_ptr}) {
       INFO(name << (data->is_sparse() ? " sparse" : " dense"));
-      const Objective f(data, loss_named(name), l2, 4);
+      const Objective f(data, objective_loss(name), l2, 4);
       const Eigen::VectorXd g = f.gradient(x);
       const double tolerance =
           100.0 * (h * h + std::numeric_limits<double>::epsilon() * std::abs(f.value(x)) / h) *
@@ -108,7 +108,7 @@ TEST_CASE("models: partition gradients sum to the gradient minus the regulariser
   const Eigen::VectorXd x = gaussian_vector(7, 9);
   for (const std::string name : {"logistic", "least_squares"}) {
     INFO(name);
-    const Objective f(data, loss_named(name), 0.1, 6);
+    const Objective f(data, objective_loss(name), 0.1, 6);
     Eigen::MatrixXd partition_gradients;
     const double value = f.evaluate(x, &partition_gradients);
     REQUIRE(partition_gradients.rows() == 7);
@@ -133,7 +133,7 @@ TEST_CASE("models: fused evaluate equals a naive two-pass computation", "[models
   const int k = 5;
   for (const std::string name : {"logistic", "least_squares"}) {
     INFO(name);
-    const Objective f(data, loss_named(name), l2, k);
+    const Objective f(data, objective_loss(name), l2, k);
     Eigen::MatrixXd partition_gradients;
     const double value = f.evaluate(x, &partition_gradients);
 
@@ -164,8 +164,8 @@ TEST_CASE("models: sparse and dense storage give the same numbers", "[models][ob
   const Eigen::VectorXd x = gaussian_vector(9, 17);
   for (const std::string name : {"logistic", "least_squares"}) {
     INFO(name);
-    const Objective f_dense(dense_ptr, loss_named(name), 0.01, 7);
-    const Objective f_sparse(sparse_ptr, loss_named(name), 0.01, 7);
+    const Objective f_dense(dense_ptr, objective_loss(name), 0.01, 7);
+    const Objective f_sparse(sparse_ptr, objective_loss(name), 0.01, 7);
     Eigen::MatrixXd g_dense;
     Eigen::MatrixXd g_sparse;
     const double v_dense = f_dense.evaluate(x, &g_dense);
@@ -266,7 +266,7 @@ TEST_CASE("models: pl_constant refuses Gram matrices above 5000 x 5000",
 TEST_CASE("models: objective rejects illegal arguments", "[models][objective]") {
   const auto data =
       std::make_shared<const Dataset>(stragglersim::models::make_gaussian_mixture({10, 3, 1.0, 1}));
-  const auto loss = loss_named("logistic");
+  const auto loss = objective_loss("logistic");
   CHECK_THROWS_AS(Objective(data, loss, 0.0, 0), std::logic_error);
   CHECK_THROWS_AS(Objective(data, loss, 0.0, 11), std::logic_error);
   CHECK_THROWS_AS(Objective(data, loss, -1.0, 2), std::logic_error);

@@ -43,7 +43,7 @@ int reference(const std::vector<std::vector<double>>& window, const AdaptiveROpt
   return largest == top ? std::min(static_cast<int>(top) + 1, o.r_max) : static_cast<int>(largest);
 }
 
-std::unique_ptr<DelayModel> exponential_delays(int workers, double shift = 1.0) {
+std::unique_ptr<DelayModel> adaptive_r_delays(int workers, double shift = 1.0) {
   return std::make_unique<ShiftedExponentialDelay>(
       workers,
       1.0,
@@ -51,7 +51,7 @@ std::unique_ptr<DelayModel> exponential_delays(int workers, double shift = 1.0) 
 }
 
 SimulatedCluster adaptive_cluster(const AdaptiveROptions& o, std::uint64_t seed) {
-  return {exponential_delays(o.workers),
+  return {adaptive_r_delays(o.workers),
           std::make_shared<AdaptiveRStopping>(o),
           StragglerPolicy::kCancel,
           seed};
@@ -146,7 +146,7 @@ TEST_CASE("adaptive r: the cluster stops at the tracker's r-th arrival", "[sim][
   const AdaptiveROptions o{.workers = n, .window = 4, .r_min = 3, .r_max = n, .slack = 0.4};
   SimulatedCluster cluster = adaptive_cluster(o, 17);
   SimulatedCluster twin(
-      exponential_delays(n), std::make_shared<AllStopping>(n), StragglerPolicy::kCancel, 17);
+      adaptive_r_delays(n), std::make_shared<AllStopping>(n), StragglerPolicy::kCancel, 17);
   ArrivalCountTracker tracker(o);
   std::vector<int> counts(n + 1, 0);
   for (int t = 1; t <= 300; ++t) {
@@ -183,9 +183,9 @@ TEST_CASE("adaptive r: a cluster-wide slowdown leaves r unchanged and a wider sp
   ArrivalCountTracker plain(o);
   ArrivalCountTracker slow(o);
   SimulatedCluster twin(
-      exponential_delays(n, 0.2), std::make_shared<AllStopping>(n), StragglerPolicy::kCancel, 3);
+      adaptive_r_delays(n, 0.2), std::make_shared<AllStopping>(n), StragglerPolicy::kCancel, 3);
   SimulatedCluster narrow(
-      exponential_delays(n, 5.0), std::make_shared<AllStopping>(n), StragglerPolicy::kCancel, 3);
+      adaptive_r_delays(n, 5.0), std::make_shared<AllStopping>(n), StragglerPolicy::kCancel, 3);
   ArrivalCountTracker narrow_tracker(o);
   double sum_wide = 0.0;
   double sum_narrow = 0.0;

@@ -8,7 +8,7 @@
 namespace stragglersim::sim {
 namespace {
 
-std::unique_ptr<DelayModel> exponential_delays(int n, double shift) {
+std::unique_ptr<DelayModel> async_test_delays(int n, double shift) {
   return std::make_unique<ShiftedExponentialDelay>(
       n, 1.0, ShiftedExponentialDelay::Options{.shift = shift, .rate = 1.0});
 }
@@ -20,7 +20,7 @@ TEST_CASE("async: staleness is never negative and follows each discipline", "[si
   for (const UpdateMode mode :
        {UpdateMode::kKBatchSync, UpdateMode::kKAsync, UpdateMode::kKBatchAsync}) {
     for (const int k : {1, 2, 6}) {
-      AsynchronousCluster cluster(exponential_delays(n, 0.2), mode, k, 11);
+      AsynchronousCluster cluster(async_test_delays(n, 0.2), mode, k, 11);
       double previous = 0.0;
       std::uint64_t largest = 0;
       for (int u = 1; u <= 3000; ++u) {
@@ -54,9 +54,9 @@ TEST_CASE("async: staleness is never negative and follows each discipline", "[si
 
 TEST_CASE("async: K-async with K = n has the updates of the synchronous all rule", "[sim][async]") {
   const int n = 5;
-  AsynchronousCluster async(exponential_delays(n, 0.5), UpdateMode::kKAsync, n, 3);
+  AsynchronousCluster async(async_test_delays(n, 0.5), UpdateMode::kKAsync, n, 3);
   SimulatedCluster sync(
-      exponential_delays(n, 0.5), std::make_shared<AllStopping>(n), StragglerPolicy::kCancel, 3);
+      async_test_delays(n, 0.5), std::make_shared<AllStopping>(n), StragglerPolicy::kCancel, 3);
   for (int t = 0; t < 500; ++t) {
     const AsynchronousUpdate& a = async.next_update();
     sync.next_iteration();
@@ -75,8 +75,8 @@ TEST_CASE("async: K-async with K = n and a network has the updates of all over t
   for (const bool serial : {false, true}) {
     const NetworkOptions network{
         .latency = 0.01, .bandwidth = 100.0, .message_bytes = 20.0, .serial = serial};
-    AsynchronousCluster async(exponential_delays(n, 0.5), UpdateMode::kKAsync, n, 3, network);
-    SimulatedCluster sync(exponential_delays(n, 0.5),
+    AsynchronousCluster async(async_test_delays(n, 0.5), UpdateMode::kKAsync, n, 3, network);
+    SimulatedCluster sync(async_test_delays(n, 0.5),
                           std::make_shared<AllStopping>(n),
                           StragglerPolicy::kCancel,
                           3,
@@ -97,8 +97,8 @@ TEST_CASE("async: over parallel links each push arrives L + S/B after its comput
   // arrival is the sum of its first c delays each plus L + S/B (summed as the cluster does).
   const int n = 3;
   const NetworkOptions network{.latency = 0.02, .bandwidth = 1e3, .message_bytes = 50.0};
-  AsynchronousCluster cluster(exponential_delays(n, 0.3), UpdateMode::kKBatchAsync, 1, 5, network);
-  auto reference = exponential_delays(n, 0.3);
+  AsynchronousCluster cluster(async_test_delays(n, 0.3), UpdateMode::kKBatchAsync, 1, 5, network);
+  auto reference = async_test_delays(n, 0.3);
   RandomEngine rng = make_engine(5, Stream::kDelays);
   std::vector<double> epochs;
   std::vector<double> clock(n, 0.0);
@@ -146,9 +146,9 @@ TEST_CASE("async: a busy serial link delivers one push per S/B", "[sim][async][n
 TEST_CASE("async: the same seed gives the same updates", "[sim][async]") {
   for (const UpdateMode mode :
        {UpdateMode::kKBatchSync, UpdateMode::kKAsync, UpdateMode::kKBatchAsync}) {
-    AsynchronousCluster a(exponential_delays(4, 0.1), mode, 2, 9);
-    AsynchronousCluster b(exponential_delays(4, 0.1), mode, 2, 9);
-    AsynchronousCluster c(exponential_delays(4, 0.1), mode, 2, 10);
+    AsynchronousCluster a(async_test_delays(4, 0.1), mode, 2, 9);
+    AsynchronousCluster b(async_test_delays(4, 0.1), mode, 2, 9);
+    AsynchronousCluster c(async_test_delays(4, 0.1), mode, 2, 10);
     bool differs = false;
     for (int u = 0; u < 200; ++u) {
       const AsynchronousUpdate ua = a.next_update();
@@ -170,8 +170,8 @@ TEST_CASE("async: K-batch-async with K = 1 pushes each worker's computations bac
   // Every worker is always busy: worker i's c-th push is at the sum of its first c delays, so
   // the update times are the merged renewal epochs, which a direct computation reproduces.
   const int n = 3;
-  AsynchronousCluster cluster(exponential_delays(n, 0.3), UpdateMode::kKBatchAsync, 1, 5);
-  auto reference = exponential_delays(n, 0.3);
+  AsynchronousCluster cluster(async_test_delays(n, 0.3), UpdateMode::kKBatchAsync, 1, 5);
+  auto reference = async_test_delays(n, 0.3);
   RandomEngine rng = make_engine(5, Stream::kDelays);
   std::vector<double> epochs;
   std::vector<double> clock(n, 0.0);

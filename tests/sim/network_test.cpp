@@ -117,7 +117,7 @@ TEST_CASE("sim: network options name the first violated constraint", "[sim][netw
 
 namespace {
 
-std::unique_ptr<DelayModel> exponential_delays(int n, int d) {
+std::unique_ptr<DelayModel> per_load_delays(int n, int d) {
   return std::make_unique<ShiftedExponentialDelay>(
       std::vector<double>(static_cast<std::size_t>(n), static_cast<double>(d)),
       ShiftedExponentialDelay::Options{});
@@ -132,7 +132,7 @@ TEST_CASE("sim: the cluster stops on the network's arrivals, computed from the d
   const NetworkOptions options{
       .latency = 0.2, .bandwidth = 4.0, .message_bytes = 1.0, .serial = true};
   auto rule = std::make_shared<FirstRStopping>(r);
-  SimulatedCluster cluster(exponential_delays(n, 1), rule, StragglerPolicy::kCancel, 11, options);
+  SimulatedCluster cluster(per_load_delays(n, 1), rule, StragglerPolicy::kCancel, 11, options);
   for (int t = 0; t < 50; ++t) {
     const IterationTiming& it = cluster.next_iteration();
     const std::vector<double> arrivals = serial_by_closed_form(it.delays, 0.2, 0.25);
@@ -166,8 +166,8 @@ TEST_CASE("sim: the delay-only path gives the event engine's times with a networ
       for (const auto& rule : rules) {
         const NetworkOptions net{
             .latency = 0.3, .bandwidth = 10.0, .message_bytes = 2.0, .serial = serial};
-        SimulatedCluster cluster(exponential_delays(n, d), rule, policy, 5, net);
-        DelayOnlySimulator fast(exponential_delays(n, d), rule, code, policy, 5, net);
+        SimulatedCluster cluster(per_load_delays(n, d), rule, policy, 5, net);
+        DelayOnlySimulator fast(per_load_delays(n, d), rule, code, policy, 5, net);
         REQUIRE(fast.uses_selection());
         std::vector<double> times;
         std::vector<double> walls;
@@ -192,9 +192,9 @@ TEST_CASE("sim: the delay-only path gives the event engine's times with a networ
 TEST_CASE("sim: a free network leaves the iteration times unchanged", "[sim][network][cluster]") {
   constexpr int n = 8;
   auto rule = std::make_shared<FirstRStopping>(5);
-  SimulatedCluster plain(exponential_delays(n, 1), rule, StragglerPolicy::kFinish, 3);
+  SimulatedCluster plain(per_load_delays(n, 1), rule, StragglerPolicy::kFinish, 3);
   SimulatedCluster free(
-      exponential_delays(n, 1), rule, StragglerPolicy::kFinish, 3, NetworkOptions{.serial = true});
+      per_load_delays(n, 1), rule, StragglerPolicy::kFinish, 3, NetworkOptions{.serial = true});
   for (int t = 0; t < 30; ++t) {
     REQUIRE(plain.next_iteration().iteration_time == free.next_iteration().iteration_time);
   }
@@ -205,7 +205,7 @@ TEST_CASE("sim: the delay-only run stops at the first iteration reaching the tim
   constexpr int n = 8;
   const auto code = std::make_shared<codes::UncodedCode>(n);
   auto rule = std::make_shared<AllStopping>(n);
-  DelayOnlySimulator full(exponential_delays(n, 1), rule, code, StragglerPolicy::kCancel, 9);
+  DelayOnlySimulator full(per_load_delays(n, 1), rule, code, StragglerPolicy::kCancel, 9);
   std::vector<double> cumulative;
   double time = 0.0;
   full.run(100, [&](const DelayOnlyIteration& it) {
@@ -213,7 +213,7 @@ TEST_CASE("sim: the delay-only run stops at the first iteration reaching the tim
     cumulative.push_back(time);
   });
   const double budget = 0.5 * (cumulative[9] + cumulative[10]);  // between iterations 10 and 11
-  DelayOnlySimulator budgeted(exponential_delays(n, 1), rule, code, StragglerPolicy::kCancel, 9);
+  DelayOnlySimulator budgeted(per_load_delays(n, 1), rule, code, StragglerPolicy::kCancel, 9);
   const DelayOnlyStatistics stats = budgeted.run(100, {}, budget);
   CHECK(stats.iterations == 11);
   CHECK(stats.total_time == Approx(cumulative[10]).epsilon(1e-14));

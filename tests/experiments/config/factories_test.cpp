@@ -43,7 +43,7 @@ std::string four_worker_trace(const testing::TempDir& dir) {
   return dir.write("times.csv", "worker,seconds\n0,1\n1,2\n2,3\n3,4\n");
 }
 
-std::string error_of(const nlohmann::json& config) { return testing::plan_error(config, "."); }
+std::string factory_error(const nlohmann::json& config) { return testing::plan_error(config, "."); }
 
 }  // namespace
 
@@ -100,49 +100,52 @@ TEST_CASE("config: heterogeneous keys reach factors shift and rate", "[experimen
 }
 
 TEST_CASE("config: a violated options constraint is reported at its key", "[experiments][config]") {
-  CHECK(error_of(delay_only_config({{"kind", "bimodal"}, {"slow_probability", 1.5}})) ==
+  CHECK(factory_error(delay_only_config({{"kind", "bimodal"}, {"slow_probability", 1.5}})) ==
         "cfg.json:/delay/slow_probability: out of range; got 1.5; expected a number in [0, 1]");
-  CHECK(error_of(delay_only_config({{"kind", "bimodal"}, {"slowdown", 0.5}})) ==
+  CHECK(factory_error(delay_only_config({{"kind", "bimodal"}, {"slowdown", 0.5}})) ==
         "cfg.json:/delay/slowdown: out of range; got 0.5; expected a number >= 1");
-  CHECK(error_of(delay_only_config({{"kind", "pareto"}, {"shape", 0}})) ==
+  CHECK(factory_error(delay_only_config({{"kind", "pareto"}, {"shape", 0}})) ==
         "cfg.json:/delay/shape: out of range; got 0; expected a number > 0");
-  CHECK(error_of(delay_only_config({{"kind", "shifted_exponential"}, {"shift", -1}})) ==
+  CHECK(factory_error(delay_only_config({{"kind", "shifted_exponential"}, {"shift", -1}})) ==
         "cfg.json:/delay/shift: out of range; got -1; expected a number >= 0");
-  CHECK(error_of(delay_only_config({{"kind", "heterogeneous"}, {"factors", {1.0, 2.0, 0, 1.0}}})) ==
+  CHECK(factory_error(
+            delay_only_config({{"kind", "heterogeneous"}, {"factors", {1.0, 2.0, 0, 1.0}}})) ==
         "cfg.json:/delay/factors: bad factor; got 0; expected an array of 4 numbers > 0 (one "
         "slowdown factor per worker)");
-  CHECK(error_of(delay_only_config({{"kind", "heterogeneous"}, {"factors", {1.0, 2.0}}})) ==
+  CHECK(factory_error(delay_only_config({{"kind", "heterogeneous"}, {"factors", {1.0, 2.0}}})) ==
         "cfg.json:/delay/factors: wrong shape; got 2; expected an array of 4 numbers > 0 (one "
         "slowdown factor per worker)");
   auto c = delay_only_config({{"kind", "shifted_exponential"}});
   c["stopping"] = {{"rule", "first_r"}, {"r", 5}};
-  CHECK(error_of(c) == "cfg.json:/stopping/r: out of range; got 5; expected an integer in [1, 4]");
+  CHECK(factory_error(c) ==
+        "cfg.json:/stopping/r: out of range; got 5; expected an integer in [1, 4]");
   c["stopping"] = {{"rule", "deadline"}, {"after", -2.0}};
-  CHECK(error_of(c) == "cfg.json:/stopping/after: out of range; got -2.0; expected a number > 0");
+  CHECK(factory_error(c) ==
+        "cfg.json:/stopping/after: out of range; got -2.0; expected a number > 0");
   c["stopping"] = {{"rule", "all"}};
   c["code"] = {{"kind", "frc"}, {"d", 3}};
-  CHECK(error_of(c) ==
+  CHECK(factory_error(c) ==
         "cfg.json:/code/d: replication must divide the workers; got 3; expected a divisor of "
         "workers = 4");
   c["code"] = {{"kind", "frc"}, {"d", 5000000000LL}};
-  CHECK(error_of(c) ==
+  CHECK(factory_error(c) ==
         "cfg.json:/code/d: out of range; got 5000000000; expected an integer in [1, 4]");
   c["code"] = {{"kind", "proportional"}, {"d", 2}, {"factors", {1.0, 2.0, -1.0, 1.0}}};
-  CHECK(error_of(c) ==
+  CHECK(factory_error(c) ==
         "cfg.json:/code/factors: bad factor; got -1.0; expected an array of 4 numbers > 0 (one "
         "slowdown factor per worker)");
   c["code"] = {{"kind", "proportional"}, {"d", 2}};
-  CHECK(error_of(c) ==
+  CHECK(factory_error(c) ==
         "cfg.json:/code/factors: missing required key; expected an array of one speed factor per "
         "worker");
   c["code"] = {{"kind", "proportional"}, {"d", 2}, {"factors", {1.0, 2.0, 1.0, 1.0}}};
   c["partitions"] = 1;
-  CHECK(error_of(c) ==
+  CHECK(factory_error(c) ==
         "cfg.json:/partitions: too few partitions for the groups; got 1; expected at least "
         "workers/d = 2 (one per group), or 0 for k = n");
   c["code"] = {{"kind", "crc"}, {"s", 1}};
   c["partitions"] = 8;
-  CHECK(error_of(c) ==
+  CHECK(factory_error(c) ==
         "cfg.json:/partitions: code 'crc' needs one partition per worker; got 8; expected "
         "workers = 4");
 }
@@ -224,7 +227,7 @@ TEST_CASE("config: the unknown-key list is the factory row's keys", "[experiment
     } else if (row.name == "trace") {
       delay["path"] = four_worker_trace(dir);
     }
-    CHECK(error_of(delay_only_config(delay)) ==
+    CHECK(factory_error(delay_only_config(delay)) ==
           "cfg.json:/delay/bogus: unknown key 'bogus'; valid keys are: " + join(keys));
   }
   for (const auto& row : stopping_factories()) {
@@ -244,7 +247,7 @@ TEST_CASE("config: the unknown-key list is the factory row's keys", "[experiment
       c["stopping"]["window"] = 3;
       c["stopping"]["mads"] = 1.0;
     }
-    CHECK(error_of(c) ==
+    CHECK(factory_error(c) ==
           "cfg.json:/stopping/bogus: unknown key 'bogus'; valid keys are: " + join(keys));
   }
 }
@@ -272,7 +275,7 @@ TEST_CASE("config: every row has a description and its keys are accepted",
         delay[key.name] = std::stod(key.default_value);
       }
     }
-    CHECK(error_of(delay_only_config(delay)) == "no error");
+    CHECK(factory_error(delay_only_config(delay)) == "no error");
   }
   for (const auto& row : code_factories()) {
     CHECK_FALSE(row.description.empty());

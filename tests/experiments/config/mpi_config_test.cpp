@@ -23,7 +23,7 @@ nlohmann::json mpi_config() {
   return c;
 }
 
-std::string error_of(const nlohmann::json& c) {
+std::string mpi_plan_error(const nlohmann::json& c) {
   return testing::plan_error(c, testing::scratch_dir("mpi_config_test", "plans"));
 }
 
@@ -32,7 +32,7 @@ std::string error_of(const nlohmann::json& c) {
 TEST_CASE("experiments: an mpi backend config reads the threads keys and inject",
           "[experiments][config][mpi]") {
   if (!sim::mpi_compiled_in()) {
-    CHECK(error_of(mpi_config()) ==
+    CHECK(mpi_plan_error(mpi_config()) ==
           "cfg.json:/backend/kind: the mpi backend is not compiled in (build with Open MPI: "
           "libopenmpi-dev, cmake -DSTRAGGLERSIM_WITH_MPI=ON); got \"mpi\"; expected "
           "\"simulated\" or \"threads\"");
@@ -51,10 +51,11 @@ TEST_CASE("experiments: an mpi backend config reads the threads keys and inject"
           "timeout": 2.5, "faults": [{"worker": 2, "kind": "hang", "from_iteration": 4}]})"));
   auto c = mpi_config();
   c["backend"]["inject"] = "yes";
-  CHECK(error_of(c) == "cfg.json:/backend/inject: wrong type; got \"yes\"; expected true or false");
+  CHECK(mpi_plan_error(c) ==
+        "cfg.json:/backend/inject: wrong type; got \"yes\"; expected true or false");
   c["backend"].erase("inject");
   c["backend"]["injekt"] = true;
-  CHECK(error_of(c) ==
+  CHECK(mpi_plan_error(c) ==
         "cfg.json:/backend/injekt: unknown key 'injekt'; did you mean 'inject'? valid keys are: "
         "faults, inject, kind, "
         "seconds_per_unit, timeout");
@@ -62,7 +63,7 @@ TEST_CASE("experiments: an mpi backend config reads the threads keys and inject"
   c["data"] = nullptr;
   c.erase("loss");
   c["optimizer"] = {{"iterations", 10}};
-  CHECK(error_of(c) ==
+  CHECK(mpi_plan_error(c) ==
         "cfg.json:/backend/kind: the mpi backend computes gradients and needs data; got "
         "\"mpi\"; expected \"simulated\" for a delay-only run (\"data\": null)");
 }

@@ -32,11 +32,11 @@
 namespace stragglersim::experiments {
 namespace {
 
-std::filesystem::path scratch() { return testing::process_scratch("partial_load_test"); }
+std::filesystem::path partial_scratch() { return testing::process_scratch("partial_load_test"); }
 
 LoadedData load(const nlohmann::json& data, bool partial) {
   JsonReader reader(data, "cfg.json", "/data");
-  return load_data(reader, scratch(), 5, partial);
+  return load_data(reader, partial_scratch(), 5, partial);
 }
 
 Eigen::VectorXd point(Eigen::Index p) {
@@ -95,7 +95,7 @@ void check_partial_equals_full(const nlohmann::json& data, int k, const std::str
 /// the rows of the partitions of its code support plus 7 alignment rows before each, and its
 /// coded message is bitwise rank 0's. Returns the most rows a worker holds.
 Eigen::Index check_worker_plans(const nlohmann::json& config) {
-  const RunPlan master = plan_run(config, "cfg.json", scratch());
+  const RunPlan master = plan_run(config, "cfg.json", partial_scratch());
   CHECK_FALSE(master.objective->partial());
   const Eigen::VectorXd x = point(master.objective->dimension());
   Eigen::VectorXd y_full(x.size());
@@ -110,7 +110,8 @@ Eigen::Index check_worker_plans(const nlohmann::json& config) {
   Eigen::Index most = 0;
   for (int w = 0; w < master.workers; ++w) {
     INFO("worker " << w);
-    const RunPlan worker = plan_run(config, "cfg.json", scratch(), PlanOptions{.mpi_worker = w});
+    const RunPlan worker =
+        plan_run(config, "cfg.json", partial_scratch(), PlanOptions{.mpi_worker = w});
     REQUIRE(worker.objective->partial());
     CHECK(worker.resolved == master.resolved);
     const std::span<const int> support = master.scheme.code->support(w);
@@ -174,7 +175,7 @@ TEST_CASE("data: a partial load holds only its partitions, bitwise the full load
                               "least_squares");
   }
   SECTION("libsvm file, dense and sparse, with a split") {
-    const auto path = scratch() / "partial.svm";
+    const auto path = partial_scratch() / "partial.svm";
     {
       std::ofstream out(path);
       boost::random::mt19937_64 engine(3);
@@ -201,7 +202,7 @@ TEST_CASE("data: a partial load holds only its partitions, bitwise the full load
   }
   SECTION("fashion_mnist IDX files, gzip and plain, all rows or the first 100") {
     for (const bool gzip : {true, false}) {
-      const auto dir = scratch() / (gzip ? "fashion_gz" : "fashion_plain");
+      const auto dir = partial_scratch() / (gzip ? "fashion_gz" : "fashion_plain");
       std::filesystem::create_directories(dir);
       testing::write_fashion_fixture(dir, 700, 90, 6, 5, gzip, 21);
       for (const int rows : {0, 100}) {
@@ -216,7 +217,7 @@ TEST_CASE("data: a partial load holds only its partitions, bitwise the full load
     }
   }
   SECTION("csv file with a header, labels 0/1") {
-    const auto path = scratch() / "partial.csv";
+    const auto path = partial_scratch() / "partial.csv";
     {
       std::ofstream out(path);
       out << "a,b,c,label\n";
@@ -233,7 +234,7 @@ TEST_CASE("data: a partial load holds only its partitions, bitwise the full load
 
 TEST_CASE("data: a partial load reports every row's labels and refuses a bad file alike",
           "[experiments][data][mpi_data]") {
-  const auto path = scratch() / "labels.csv";
+  const auto path = partial_scratch() / "labels.csv";
   {
     std::ofstream out(path);
     out << "x,y\n";
@@ -247,7 +248,7 @@ TEST_CASE("data: a partial load reports every row's labels and refuses a bad fil
   REQUIRE(part.label_values.has_value());
   CHECK(part.label_values->values == std::vector<double>{1.0, 2.0});
 
-  const auto bad = scratch() / "bad.svm";
+  const auto bad = partial_scratch() / "bad.svm";
   {
     std::ofstream out(bad);
     out << "+1 1:0.5\n-1 2:x\n";
@@ -291,7 +292,7 @@ TEST_CASE("data: a partial fashion_mnist load refuses bad IDX files as the full 
           "[experiments][data][mpi_data]") {
   for (const bool gzip : {true, false}) {
     INFO((gzip ? "gzip" : "plain"));
-    const auto dir = scratch() / (gzip ? "fashion_bad_gz" : "fashion_bad_plain");
+    const auto dir = partial_scratch() / (gzip ? "fashion_bad_gz" : "fashion_bad_plain");
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     const std::string suffix = gzip ? ".gz" : "";
@@ -329,7 +330,7 @@ TEST_CASE("data: a partial fashion_mnist load refuses bad IDX files as the full 
 
 TEST_CASE("data: a partial load of a data file notes only the rows it holds",
           "[experiments][data][mpi_data]") {
-  const auto dir = scratch() / "fashion_ledger";
+  const auto dir = partial_scratch() / "fashion_ledger";
   std::filesystem::create_directories(dir);
   testing::write_fashion_fixture(dir, 800, 100, 7, 4, true, 5);
   const nlohmann::json data = {{"source", "fashion_mnist"}, {"dir", dir.string()}};
@@ -365,7 +366,7 @@ TEST_CASE("data: an mpi run's worker plan on fashion_mnist holds only its partit
   if (!sim::mpi_compiled_in()) {
     return;  // kind mpi is refused without MPI (tested in mpi_config_test.cpp)
   }
-  const auto dir = scratch() / "fashion_plan";
+  const auto dir = partial_scratch() / "fashion_plan";
   std::filesystem::create_directories(dir);
   testing::write_fashion_fixture(dir, 1000, 120, 8, 8, false, 17);
   const nlohmann::json config = {

@@ -28,7 +28,7 @@ std::filesystem::path temp_dir() {
   return dir;
 }
 
-std::string error_of(const nlohmann::json& config) {
+std::string run_plan_error(const nlohmann::json& config) {
   return testing::plan_error(config, temp_dir());
 }
 
@@ -73,7 +73,7 @@ TEST_CASE("experiments: bad configs name the file and JSON pointer and the accep
   auto with = [](const std::function<void(nlohmann::json&)>& edit) {
     auto c = base_config();
     edit(c);
-    return error_of(c);
+    return run_plan_error(c);
   };
   CHECK(with([](auto& c) { c["code"]["kind"] = "frcc"; }) ==
         "cfg.json:/code/kind: unknown code 'frcc'; did you mean 'frc'? valid values are: bgc, crc, "
@@ -154,15 +154,15 @@ TEST_CASE("experiments: data-file errors name the file and line", "[experiments]
   }
   auto c = base_config();
   c["data"] = {{"source", "libsvm"}, {"path", "missing.svm"}};
-  CHECK(error_of(c) ==
+  CHECK(run_plan_error(c) ==
         "cfg.json:/data/path: cannot open data file; got \"missing.svm\"; expected an existing "
         "LIBSVM file");
   c["data"]["path"] = "bad.svm";
-  CHECK(error_of(c) == "cfg.json:/data/path: " + (dir / "bad.svm").string() +
-                           ":2: malformed feature; got 'x:1'; expected index:value");
+  CHECK(run_plan_error(c) == "cfg.json:/data/path: " + (dir / "bad.svm").string() +
+                                 ":2: malformed feature; got 'x:1'; expected index:value");
   c["data"]["path"] = "three.svm";
   c["data"]["test_fraction"] = 0.0;
-  CHECK(error_of(c) ==
+  CHECK(run_plan_error(c) ==
         "cfg.json:/loss: logistic regression needs two label values; got 3 distinct labels; "
         "expected -1/+1 or two values mapped to -1 (smaller) and +1 (larger)");
 }
@@ -307,7 +307,7 @@ TEST_CASE("run_plan: asynchronous rules and minibatches refuse bad options at th
     c["code"] = {{"kind", "uncoded"}};
     c["stopping"] = {{"rule", "k_async"}, {"k", 2}};
     edit(c);
-    return error_of(c);
+    return run_plan_error(c);
   };
   CHECK(with([](auto& c) { c["stopping"]["k"] = 9; }) ==
         "cfg.json:/stopping/k: out of range; got 9; expected an integer in [1, 6]");
@@ -334,7 +334,7 @@ TEST_CASE("run_plan: asynchronous rules and minibatches refuse bad options at th
   // A synchronous run refuses a bad batch the same way; a good one plans.
   auto sync = base_config();
   sync["optimizer"]["batch"] = 31;
-  CHECK(error_of(sync) ==
+  CHECK(run_plan_error(sync) ==
         "cfg.json:/optimizer/batch: out of range; got 31; expected an integer in [1, 30] (the rows "
         "of the smallest of the 6 partitions)");
   sync["optimizer"]["batch"] = 30;
@@ -366,7 +366,7 @@ TEST_CASE("experiments: step schedules and momentum are planned or refused at th
   auto with = [](const std::function<void(nlohmann::json&)>& edit) {
     auto c = base_config();
     edit(c);
-    return error_of(c);
+    return run_plan_error(c);
   };
   CHECK(with([](auto& c) {
           c["optimizer"]["schedule"] = {{"kind", "linear"}};
@@ -443,7 +443,7 @@ TEST_CASE("experiments: a gaussian start and the reference accelerated gradient 
   auto with = [](const std::function<void(nlohmann::json&)>& edit) {
     auto bad = base_config();
     edit(bad);
-    return error_of(bad);
+    return run_plan_error(bad);
   };
   CHECK(with([](auto& b) {
           b["optimizer"]["start"] = {{"kind", "uniform"}};

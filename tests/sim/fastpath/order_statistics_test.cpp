@@ -24,8 +24,8 @@
 namespace stragglersim::sim {
 namespace {
 
-using testing::kolmogorov_survival;
-using testing::two_sample_ks;
+using stragglersim::testing::kolmogorov_survival;
+using stragglersim::testing::two_sample_ks;
 
 /// H_n − H_{n−m}, summed for m ≤ 10^6 terms, else from ln n + γ + 1/(2n) − 1/(12n²) (error
 /// below 1/(120 n⁴)): independent of the sampler and of the theory module's digamma.

@@ -1,0 +1,67 @@
+# Unity builds for the sanitizer, fuzzer and test builds (STRAGGLERSIM_UNITY): each target's
+# .cpp files are compiled in batches of STRAGGLERSIM_UNITY_BATCH, one generated file per batch
+# that #includes them by their path relative to the checkout. Every batch parses the heavy
+# headers (Eigen, nlohmann/json, Catch2) and instantiates their templates once instead of once
+# per file. CMake's own UNITY_BUILD writes absolute paths into the batch files, so another clone
+# of the same sources would miss the compiler cache; these files are the same in every clone.
+# A source with SKIP_UNITY_BUILD_INCLUSION (per-file flags) or generated in the build folder is
+# compiled on its own.
+
+function(stragglersim_unity_flush target index content kept_var)
+  set(file "${CMAKE_BINARY_DIR}/unity/${target}_${index}.cpp")
+  file(GENERATE OUTPUT "${file}" CONTENT "${content}")
+  set(${kept_var} ${${kept_var}} "${file}" PARENT_SCOPE)
+endfunction()
+
+function(stragglersim_unity_target target)
+  get_target_property(type ${target} TYPE)
+  if(NOT type MATCHES "^(STATIC_LIBRARY|SHARED_LIBRARY|MODULE_LIBRARY|OBJECT_LIBRARY|EXECUTABLE)$")
+    return()
+  endif()
+  get_target_property(sources ${target} SOURCES)
+  get_target_property(source_dir ${target} SOURCE_DIR)
+  set(kept "")
+  set(batch "")
+  set(content "")
+  set(index 0)
+  foreach(source IN LISTS sources)
+    cmake_path(ABSOLUTE_PATH source BASE_DIRECTORY "${source_dir}" OUTPUT_VARIABLE path)
+    get_source_file_property(skip "${path}" TARGET_DIRECTORY ${target} SKIP_UNITY_BUILD_INCLUSION)
+    cmake_path(IS_PREFIX PROJECT_SOURCE_DIR "${path}" NORMALIZE inside)
+    cmake_path(IS_PREFIX PROJECT_BINARY_DIR "${path}" NORMALIZE generated)
+    if(NOT source MATCHES "\\.cpp$" OR source MATCHES "\\$<" OR skip OR NOT inside OR generated)
+      list(APPEND kept "${source}")
+      continue()
+    endif()
+    cmake_path(RELATIVE_PATH path BASE_DIRECTORY "${PROJECT_SOURCE_DIR}" OUTPUT_VARIABLE relative)
+    list(APPEND batch "${path}")
+    string(APPEND content "#include \"${relative}\"\n")
+    list(LENGTH batch size)
+    if(size EQUAL STRAGGLERSIM_UNITY_BATCH)
+      stragglersim_unity_flush(${target} ${index} "${content}" kept)
+      math(EXPR index "${index} + 1")
+      set(batch "")
+      set(content "")
+    endif()
+  endforeach()
+  list(LENGTH batch size)
+  if(size EQUAL 1)
+    list(APPEND kept ${batch})
+  elseif(size GREATER 1)
+    stragglersim_unity_flush(${target} ${index} "${content}" kept)
+  endif()
+  set_property(TARGET ${target} PROPERTY SOURCES ${kept})
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR})
+endfunction()
+
+# Every target defined in `dir` and its subdirectories.
+function(stragglersim_unity_directory dir)
+  get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
+  foreach(target IN LISTS targets)
+    stragglersim_unity_target(${target})
+  endforeach()
+  get_property(subdirs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)
+  foreach(subdir IN LISTS subdirs)
+    stragglersim_unity_directory("${subdir}")
+  endforeach()
+endfunction()
