@@ -9,8 +9,11 @@ namespace stragglersim::models {
 WorkerPool::WorkerPool(int threads) {
   STRAGGLERSIM_ASSERT(threads >= 1, "a worker pool needs at least one thread");
   helpers_.reserve(static_cast<std::size_t>(threads - 1));
+  // The generation is read here, not when the thread first takes the lock: a run() that
+  // started before then would otherwise look already seen, and the helper would sit it out.
+  const std::uint64_t seen = generation_.load();
   for (int t = 1; t < threads; ++t) {
-    helpers_.emplace_back([this] { help(); });
+    helpers_.emplace_back([this, seen] { help(seen); });
   }
 }
 
@@ -59,9 +62,8 @@ void WorkerPool::work_through() {
   lock.release();
 }
 
-void WorkerPool::help() {
+void WorkerPool::help(std::uint64_t seen) {
   std::unique_lock lock(mutex_);
-  std::uint64_t seen = generation_.load();
   while (true) {
     const auto woken = [&] { return stop_.load() || generation_.load() != seen; };
     if (!woken()) {

@@ -43,7 +43,8 @@ class WorkerPool {
   static constexpr std::chrono::microseconds kPollLimit{200};
 
  private:
-  void help();
+  /// A helper's loop; `seen` is the generation at construction, before any run().
+  void help(std::uint64_t seen);
   void work_through();
   /// Polls `ready` until it holds or kPollLimit has passed (the caller re-checks under the lock).
   template <class Ready>

@@ -2,7 +2,9 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "models/objective.h"
@@ -22,6 +24,27 @@ TEST_CASE("models: a worker pool runs every task exactly once, run after run",
         CHECK(c.load() == 1);
       }
     }
+  }
+}
+
+TEST_CASE("models: a worker pool's first run already uses every thread", "[models][threads]") {
+  // Each of the two tasks waits until both have started: that happens only if the helper takes
+  // one. A helper that missed the first run (it read the run's generation as already seen when
+  // it first took the lock) left both to the caller, one after the other; the wait's bound
+  // makes that a failure instead of a hang.
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    WorkerPool pool(2);
+    std::atomic<int> started{0};
+    std::atomic<int> met{0};
+    pool.run(2, [&](int /*i*/) {
+      started.fetch_add(1);
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (started.load() < 2 && std::chrono::steady_clock::now() < until) {
+        std::this_thread::yield();
+      }
+      met.fetch_add(started.load() == 2 ? 1 : 0);
+    });
+    REQUIRE(met.load() == 2);
   }
 }
 
