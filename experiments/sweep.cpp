@@ -836,7 +836,7 @@ std::vector<std::string> check_sweep_folder(const SweepSpec& spec,
     refuse_folder(spec, out_dir, fmt::format("{} is not valid JSON", kIdentityFile));
   }
   const nlohmann::json now = identity_of(spec);
-  if (old.value("spec_hash", "") == now["spec_hash"]) {
+  if (old.value("spec_hash", nlohmann::json()) == now["spec_hash"]) {
     return {};
   }
   // An extension shares runs with the earlier sweep, every one of them with the same config.

@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <numbers>
 #include <utility>
 
 #include "experiments/config/config_error.h"
@@ -400,7 +401,8 @@ StationarityTest test_stationarity(const std::vector<double>& series,
                                               1.0 / static_cast<double>(sizes[1]));
   const double difference = t.holdout_mean - t.fit_mean;
   t.statistic = se > 0.0 ? difference / se : (difference == 0.0 ? 0.0 : kNaN);
-  t.p_value = std::isnan(t.statistic) ? 0.0 : std::erfc(std::abs(t.statistic) / std::sqrt(2.0));
+  t.p_value =
+      std::isnan(t.statistic) ? 0.0 : std::erfc(std::abs(t.statistic) / std::numbers::sqrt2);
   return t;
 }
 

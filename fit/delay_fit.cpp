@@ -24,6 +24,7 @@
 #include <functional>
 #include <initializer_list>
 #include <limits>
+#include <numbers>
 #include <numeric>
 #include <stdexcept>
 #include <thread>
@@ -927,7 +928,7 @@ std::tuple<Bimodal, double, int> search_bimodal(const std::vector<double>& grid,
   const double shift = sorted.front();
   const double median = sorted[sorted.size() / 2];
   const double rate0 =
-      median > shift ? std::log(2.0) / (median - shift) : 1.0 / (sorted.back() - shift);
+      median > shift ? std::numbers::ln2 / (median - shift) : 1.0 / (sorted.back() - shift);
   // Profile log L over κ: a log-spaced grid on [1, max t / a], then Brent around the best.
   const double kappa_high =
       std::max(2.0, shift > 0.0 ? sorted.back() / shift : sorted.back() / median);

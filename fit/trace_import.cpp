@@ -317,7 +317,7 @@ std::string read_maybe_gzip(const std::string& path) {
     if (got < 0 || code != Z_OK) {
       // zlib prefixes its message with the path it was given; the path is said once.
       std::string_view m = message != nullptr ? message : "?";
-      if (const std::string prefix = path + ": "; m.substr(0, prefix.size()) == prefix) {
+      if (const std::string prefix = path + ": "; m.starts_with(prefix)) {
         m.remove_prefix(prefix.size());
       }
       fail(path, fmt::format("gzip error: {} (expected a complete gzip stream)", m));

@@ -41,7 +41,7 @@ std::size_t read_some(gzFile file, const std::string& path, std::uint8_t* out, s
     if (got < 0 || code != Z_OK) {
       // zlib prefixes its message with the path it was given; the path is said once.
       std::string_view text = message != nullptr ? message : "?";
-      if (const std::string prefix = path + ": "; text.substr(0, prefix.size()) == prefix) {
+      if (const std::string prefix = path + ": "; text.starts_with(prefix)) {
         text.remove_prefix(prefix.size());
       }
       throw DataError(fmt::format("{}: gzip error: {}", path, text));

@@ -108,7 +108,7 @@ class Parser {
     std::int64_t previous = 0;
     for (std::string_view token = next_token(); !token.empty(); token = next_token()) {
       // svmlight ranking files carry a query id; it is not a feature.
-      if (token.substr(0, 4) == "qid:") continue;
+      if (token.starts_with("qid:")) continue;
       const auto colon = token.find(':');
       std::int64_t index = 0;
       double value = 0.0;

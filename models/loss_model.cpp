@@ -29,6 +29,10 @@ void check_arguments(const Dataset& data, RowRange rows, const Eigen::VectorXd& 
 // only virtual call is the one per partition.
 template <class Derived>
 class RowwiseLoss : public LossModel {
+  // Only Derived constructs its base (a RowwiseLoss<A> under a class B would call A's loss).
+  RowwiseLoss() = default;
+  friend Derived;
+
  public:
   [[nodiscard]] std::string_view name() const final { return Derived::kName; }
   [[nodiscard]] LossTraits traits() const final { return Derived::kTraits; }

@@ -262,9 +262,9 @@ std::optional<double> Objective::pl_constant() const {
   const double largest = eigenvalues[eigenvalues.size() - 1];
   // Eigenvalues of a rank-deficient Gram matrix come out as ±ε·λ_max, not exactly zero.
   const double threshold = 1e-10 * largest;
-  for (Eigen::Index i = 0; i < eigenvalues.size(); ++i) {
-    if (eigenvalues[i] > threshold) {
-      return eigenvalues[i] + l2_;
+  for (const double eigenvalue : eigenvalues) {
+    if (eigenvalue > threshold) {
+      return eigenvalue + l2_;
     }
   }
   // A = 0: f is constant plus the regulariser.

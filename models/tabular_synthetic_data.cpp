@@ -120,7 +120,7 @@ double calibrate_intercept(const Eigen::VectorXd& margin, double fraction) {
   for (int iteration = 0; iteration < 100 && hi - lo > 1e-12; ++iteration) {
     const double mid = 0.5 * (lo + hi);
     double mean = 0.0;
-    for (Eigen::Index i = 0; i < margin.size(); ++i) mean += sigmoid(mid + margin[i]);
+    for (const double m : margin) mean += sigmoid(mid + m);
     mean /= static_cast<double>(margin.size());
     (mean < fraction ? lo : hi) = mid;
   }

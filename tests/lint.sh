@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Lint stage of tests/run_tests.sh: include layers, the test mirror (every module has a test,
 # tests/check_test_mirror.py), clang-format, clang-tidy. Each part prints its
-# time. clang-tidy reads build/release/compile_commands.json and Ninja's dependency log, so the
+# time. clang-tidy (22) reads build/release/compile_commands.json and Ninja's dependency log, so the
 # release build comes first.
 #   tests/lint.sh            all three
 #   tests/lint.sh format     one part: layers | format | tidy

@@ -39,11 +39,12 @@ ctest --test-dir "$root/build/release" --output-on-failure -j "$(nproc)" -LE mpi
 stage "lint: include layers, clang-format, clang-tidy (tests/lint.sh)"
 bash "$root/tests/lint.sh"
 
-stage "Python module (pytest: tests/python against the CLI of the same build)"
-# Any non-zero status fails the stage, including pytest's 5 ("no tests collected").
+stage "Python module (pytest: tests/python against the CLI of the same build, one process per core)"
+# Any non-zero status fails the stage, including pytest's 5 ("no tests collected"). Every test
+# works in its own tmp_path, so pytest-xdist runs them side by side.
 status=0
 STRAGGLERSIM_BUILD="$root/build/release" PYTHONPATH="$root/build/release/python" \
-  /usr/bin/python3 -m pytest -q -p no:cacheprovider "$root/tests/python" || status=$?
+  /usr/bin/python3 -m pytest -q -p no:cacheprovider -n "$(nproc)" "$root/tests/python" || status=$?
 if [ "$status" -ne 0 ]; then
   echo "error: Python module tests failed (pytest exit status $status; 5 means no tests ran)" >&2
   exit 1
@@ -87,7 +88,7 @@ if [ "$threads_in_suite" != "$threads_here" ]; then
   exit 1
 fi
 
-stage "fuzz targets (libFuzzer in the address build, 15 s each from the seed corpora)"
+stage "fuzz targets (libFuzzer in the address build, 15 s each from the seed corpora, one per core)"
 # Long campaigns: bash tests/fuzz/run_fuzzers.sh 600 (benchmarks/fuzzing.md).
 bash "$root/tests/fuzz/run_fuzzers.sh" 15
 

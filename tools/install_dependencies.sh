@@ -7,8 +7,8 @@ packages=(
   libeigen3-dev libboost-dev nlohmann-json3-dev libfmt-dev catch2 libcli11-dev
   libbenchmark-dev zlib1g-dev libboost-math-dev
   libopenmpi-dev openmpi-bin
-  pybind11-dev python3-pybind11 python3-dev python3-pytest
-  clang clang-format clang-tidy libclang-rt-14-dev
+  pybind11-dev python3-pybind11 python3-dev python3-pytest python3-pytest-xdist
+  clang clang-format clang-tidy-22 libclang-rt-14-dev
   python3 python3-matplotlib python3-numpy python3-scipy python3-sklearn python3-pandas
   python3-jsonschema
   dataset-fashion-mnist

@@ -1,4 +1,4 @@
-# Unity builds for the sanitizer, fuzzer and test builds (STRAGGLERSIM_UNITY): each target's
+# Unity builds for every build flavour (STRAGGLERSIM_UNITY, tools/build.sh): each target's
 # .cpp files are compiled in batches of STRAGGLERSIM_UNITY_BATCH, one generated file per batch
 # that #includes them by their path relative to the checkout. Every batch parses the heavy
 # headers (Eigen, nlohmann/json, Catch2) and instantiates their templates once instead of once

@@ -56,6 +56,7 @@ void print_text(const Category& c) {
     std::cout << fmt::format("  {:<22}{}\n", row.name, row.description);
     if (!row.keys.empty()) {
       std::vector<std::string> keys;
+      keys.reserve(row.keys.size());
       for (const auto& k : row.keys) {
         keys.push_back(key_text(k));
       }

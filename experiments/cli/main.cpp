@@ -4,14 +4,14 @@
 #include <vector>
 
 // After a standard header, which defines __GLIBC__ on glibc.
-#if defined(__GLIBC__)
+#ifdef __GLIBC__
 #include <malloc.h>
 #endif
 
 #include "experiments/cli/cli.h"
 
 int main(int argc, char** argv) {
-#if defined(__GLIBC__)
+#ifdef __GLIBC__
   // glibc's default heap returns every freed top chunk above 128 KiB to the kernel and grows by
   // the same few pages again, so runs that allocate and free buffers per simulated run or
   // iteration fault the same pages in over and over: `advise --fit` on 16 heterogeneous workers

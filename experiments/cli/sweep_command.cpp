@@ -5,13 +5,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <csignal>
-#include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <string_view>
 #include <thread>
 
 #include "experiments/cli/commands.h"
@@ -130,12 +132,17 @@ struct SweepArgs {
 /// "i/N" with 0 <= i < N.
 SweepShard parse_shard(const std::string& text) {
   SweepShard shard;
-  unsigned long i = 0;
-  unsigned long n = 0;
-  char slash = 0;
-  char extra = 0;
-  if (std::sscanf(text.c_str(), "%lu%c%lu%c", &i, &slash, &n, &extra) != 3 || slash != '/' ||
-      n == 0 || i >= n || text.find_first_not_of("0123456789/") != std::string::npos) {
+  const std::size_t slash = text.find('/');
+  const auto whole = [](std::string_view digits, std::uint64_t& value) {
+    const char* end = digits.data() + digits.size();
+    const auto [ptr, ec] = std::from_chars(digits.data(), end, value);
+    return !digits.empty() && ec == std::errc() && ptr == end;
+  };
+  std::uint64_t i = 0;
+  std::uint64_t n = 0;
+  const std::string_view view = text;
+  if (slash == std::string::npos || !whole(view.substr(0, slash), i) ||
+      !whole(view.substr(slash + 1), n) || n == 0 || i >= n) {
     throw ConfigError(fmt::format(
         "--shard: not a shard; got \"{}\"; expected i/N with 0 <= i < N, such as 0/3", text));
   }
@@ -305,7 +312,7 @@ int command_sweep_mpi(const SweepArgs& args) {
     status = exit_status_of(e);
     // Every rank read the same sweep file: rank 0 says what is wrong with it; a bug anywhere.
     if (rank == 0 || status == 1) {
-      std::cerr << "error: " << e.what() << std::endl;
+      std::cerr << "error: " << e.what() << '\n';
     }
   }
   // mpirun ends the job at the first non-zero exit: the stopping ranks wait (a bounded time)

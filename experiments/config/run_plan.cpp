@@ -543,8 +543,8 @@ void read_start(JsonReader& opt_reader, RunPlan& plan) {
       RandomEngine engine(derive_seed(plan.seed, static_cast<std::uint64_t>(Stream::kInit)));
       boost::random::normal_distribution<double> normal(0.0, *plan.gaussian_start);
       plan.initial_point.resize(plan.objective->dimension());
-      for (Eigen::Index i = 0; i < plan.initial_point.size(); ++i) {
-        plan.initial_point[i] = normal(engine);
+      for (double& coordinate : plan.initial_point) {
+        coordinate = normal(engine);
       }
     }
   }
@@ -945,7 +945,7 @@ RunPlan plan_run(const nlohmann::json& config,
     load_held_partitions(data, plan.partitions, held_partitions(*plan.scheme.code, *mpi_worker));
   }
   read_loss(root, plan, data, delay_only);
-  if (!data_key.empty() && !cached && data.train) {
+  if (options.setup != nullptr && !data_key.empty() && !cached && data.train) {
     // Stored after read_loss, whose label mapping is the last write to the data.
     options.setup->store_data(data_key,
                               SetupCache::Data{data.train, data.test, root.resolved()["data"]});

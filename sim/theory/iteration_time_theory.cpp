@@ -1149,6 +1149,7 @@ double estimated_operations(const SchemeDescription& scheme,
   const double n = scheme.workers;
   const double reads = classes.count() * kCdfOperations;
   std::vector<double> bounds;
+  bounds.reserve(classes.representative.size());
   for (const int rep : classes.representative) {
     bounds.push_back(delay.lower_bound(rep));
   }

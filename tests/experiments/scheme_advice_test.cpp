@@ -193,7 +193,7 @@ nlohmann::json small_config(int iterations) {
   return config;
 }
 
-TEST_CASE("advise: a baseline's time to target is simulated directly", "[advise]") {
+TEST_CASE("advise: a baseline's time to target is simulated directly", "[advise][heavy]") {
   // The adaptive rules' too. Every one reaches 5 % of the initial gap within the 60 iterations. Its
   // total is the mean time at target of the advice's own runs; an independent set of 40 seeded runs
   // (--measure, another stream) must agree within 4 standard errors of the difference.

@@ -498,6 +498,41 @@ TEST_CASE("sweep: three shards then merge equal one full sweep byte for byte",
   fs::remove_all(dir);
 }
 
+TEST_CASE("sweep: --shard accepts i/N with 0 <= i < N and nothing else", "[experiments][sweep]") {
+  // Each refusal exits 2 before any run, naming the option, the text and the accepted form.
+  const auto dir = sweep_scratch("bad_shards");
+  const auto path =
+      write_sweep(dir / "grad.json", {{"base", gradient_base()}, {"grid", {{"/code/d", {1, 2}}}}});
+  for (const std::string shard : {"3/3",
+                                  "4/3",
+                                  "1/0",
+                                  "0/0",
+                                  "-1/3",
+                                  "+1/3",
+                                  "1/-3",
+                                  "1/2/3",
+                                  "a/3",
+                                  "1/b",
+                                  "1/",
+                                  "/3",
+                                  "13",
+                                  "1 /3",
+                                  "1/3 ",
+                                  "0x1/3",
+                                  "18446744073709551616/2"}) {
+    INFO(shard);
+    const auto r = stragglersim::testing::run_stragglersim(
+        fmt::format(
+            "sweep '{}' --out '{}' --shard '{}'", path.string(), (dir / "out").string(), shard),
+        dir);
+    CHECK(r.status == 2);
+    CHECK(r.err.find(fmt::format("--shard: not a shard; got \"{}\"; expected i/N with 0 <= i < N",
+                                 shard)) != std::string::npos);
+    CHECK_FALSE(fs::exists(dir / "out" / "runs"));
+  }
+  fs::remove_all(dir);
+}
+
 TEST_CASE("sweep: an mpi-backend run is refused before anything runs", "[experiments][sweep]") {
   // Its workers are processes of their own mpirun: inside a sweep it could only fail.
   const auto dir = sweep_scratch("mpi_refused");

@@ -181,7 +181,7 @@ TEST_CASE(
 }
 
 TEST_CASE("validate: proportional loads estimated from the fit part are predicted on the rest",
-          "[experiments][validate]") {
+          "[experiments][validate][heavy]") {
   // Workers 1 and 5 of 8 take 1.6× as long (not neighbours: their group is not consecutive
   // workers). The fit part's heterogeneous fit estimates the factors; the two `proportional`
   // candidates built from them are compared by every model, the trace-built ones within 10 %.

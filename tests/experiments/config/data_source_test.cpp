@@ -263,7 +263,7 @@ TEST_CASE("experiments: synthetic condition is read and checked", "[experiments]
 TEST_CASE(
     "experiments: linear_regression's default condition makes GD take tens to hundreds of "
     "steps",
-    "[experiments][data]") {
+    "[experiments][data][heavy]") {
   // 12 000 × 300 (9 600 training rows), noise 0.5, l2 = 0, step 1/β: docs/model.md "Synthetic
   // data" lists the counts (92 at the default κ = 100, 4 at κ = 1; seed 7 there, 5 here).
   const nlohmann::json d = {{"source", "synthetic"},

@@ -307,7 +307,7 @@ TEST_CASE("experiments: the tightened bound is never below the exact least-squar
 }
 
 TEST_CASE("experiments: 48 logistic configs of 100 runs stay under the bound with the local PL",
-          "[experiments][theory][convergence][bounds]") {
+          "[experiments][theory][convergence][bounds][heavy]") {
   // Every combination of l2, rescale, rule and d (48 configs) on random small problems, 100
   // seeded runs each: every config with l2 > 0 has a bound and no run's gap exceeds it at any t;
   // l2 = 0 has none, and says why.
