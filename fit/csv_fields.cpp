@@ -3,6 +3,8 @@
 #include <charconv>
 #include <system_error>
 
+#include "models/base/parse_number.h"
+
 namespace stragglersim::sim {
 
 namespace {
@@ -47,9 +49,7 @@ std::vector<std::string> split_csv_fields(std::string_view line) {
 
 std::optional<std::int64_t> parse_csv_index(std::string_view token) {
   std::int64_t value = 0;
-  const char* end = token.data() + token.size();
-  const auto [ptr, ec] = std::from_chars(token.data(), end, value);
-  if (token.empty() || ec != std::errc() || ptr != end || value < 0) {
+  if (!models::parse_whole_integer(token, value) || value < 0) {
     return std::nullopt;
   }
   return value;

@@ -3,12 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <string_view>
-#include <system_error>
 #include <vector>
 
 #include "models/base/parse_number.h"
@@ -19,12 +17,6 @@ namespace stragglersim::models {
 namespace {
 
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-
-bool parse_index(std::string_view token, std::int64_t& out) {
-  const char* end = token.data() + token.size();
-  const auto [ptr, ec] = std::from_chars(token.data(), end, out);
-  return !token.empty() && ec == std::errc() && ptr == end;
-}
 
 /// Calls `parse` on every line of `text` ('\n'-separated; a last line without one included).
 template <typename Parse>
@@ -112,7 +104,7 @@ class Parser {
       const auto colon = token.find(':');
       std::int64_t index = 0;
       double value = 0.0;
-      if (colon == std::string_view::npos || !parse_index(token.substr(0, colon), index) ||
+      if (colon == std::string_view::npos || !parse_whole_integer(token.substr(0, colon), index) ||
           !parse_finite_double(token.substr(colon + 1), value)) {
         fail(line_number, "malformed feature", token, "; expected index:value");
       }

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -21,6 +20,7 @@
 #include "experiments/sweep.h"
 #include "experiments/sweep_mpi.h"
 #include "models/base/error.h"
+#include "models/base/parse_number.h"
 #include "sim/backends/mpi_session.h"
 
 namespace stragglersim::experiments {
@@ -133,16 +133,11 @@ struct SweepArgs {
 SweepShard parse_shard(const std::string& text) {
   SweepShard shard;
   const std::size_t slash = text.find('/');
-  const auto whole = [](std::string_view digits, std::uint64_t& value) {
-    const char* end = digits.data() + digits.size();
-    const auto [ptr, ec] = std::from_chars(digits.data(), end, value);
-    return !digits.empty() && ec == std::errc() && ptr == end;
-  };
   std::uint64_t i = 0;
   std::uint64_t n = 0;
   const std::string_view view = text;
-  if (slash == std::string::npos || !whole(view.substr(0, slash), i) ||
-      !whole(view.substr(slash + 1), n) || n == 0 || i >= n) {
+  if (slash == std::string::npos || !models::parse_whole_integer(view.substr(0, slash), i) ||
+      !models::parse_whole_integer(view.substr(slash + 1), n) || n == 0 || i >= n) {
     throw ConfigError(fmt::format(
         "--shard: not a shard; got \"{}\"; expected i/N with 0 <= i < N, such as 0/3", text));
   }

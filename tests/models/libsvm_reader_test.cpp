@@ -1,10 +1,12 @@
 #include "models/libsvm_reader.h"
 
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "models/base/parse_number.h"
 #include "tests/test_support.h"
 
 namespace stragglersim::models {
@@ -13,6 +15,48 @@ namespace {
 using stragglersim::testing::TempDir;
 
 }  // namespace
+
+TEST_CASE("models: a number token parses whole or not at all", "[models][libsvm]") {
+  // The readers' and options' parsers (models/base/parse_number.h), token by token.
+  struct Case {
+    const char* token;
+    bool signed_ok;    // parse_whole_integer<std::int64_t>
+    bool unsigned_ok;  // parse_whole_integer<std::uint64_t>
+    bool double_ok;    // parse_finite_double
+  };
+  for (const Case c : {Case{"0", true, true, true},
+                       Case{"12", true, true, true},
+                       Case{"-3", true, false, true},
+                       Case{"+1", false, false, true},
+                       Case{"", false, false, false},
+                       Case{" 1", false, false, false},
+                       Case{"1 ", false, false, false},
+                       Case{"1x", false, false, false},
+                       Case{"0x1", false, false, false},
+                       Case{"1.5", false, false, true},
+                       Case{"1e3", false, false, true},
+                       Case{"+-1", false, false, false},
+                       Case{"nan", false, false, false},
+                       Case{"inf", false, false, false},
+                       Case{"1e999", false, false, false},
+                       Case{"9223372036854775807", true, true, true},
+                       Case{"9223372036854775808", false, true, true},
+                       Case{"18446744073709551616", false, false, true}}) {
+    INFO(c.token);
+    std::int64_t i = 0;
+    std::uint64_t u = 0;
+    double d = 0.0;
+    CHECK(parse_whole_integer(c.token, i) == c.signed_ok);
+    CHECK(parse_whole_integer(c.token, u) == c.unsigned_ok);
+    CHECK(parse_finite_double(c.token, d) == c.double_ok);
+  }
+  std::int64_t i = 0;
+  REQUIRE(parse_whole_integer("-42", i));
+  CHECK(i == -42);
+  double d = 0.0;
+  REQUIRE(parse_finite_double("+2.5e3", d));
+  CHECK(d == 2500.0);
+}
 
 TEST_CASE("models: libsvm reader parses labels and features and comments and CRLF",
           "[models][libsvm]") {
