@@ -6,13 +6,15 @@
 Checks every .cpp of models/, codes/, fit/, sim/, experiments/ and bindings/ compiled by the
 build (headers through HeaderFilterRegex in .clang-tidy); every warning is an error. A file the
 build compiles inside a unity batch (tools/unity.cmake) is checked on its own, with the batch's
-compile command pointed at it (clang-tidy_commands/compile_commands.json in the build folder). A translation unit found clean is remembered under ~/.cache/stragglersim-clang-tidy (or
+compile command pointed at it (clang-tidy_commands/compile_commands.json in the build folder).
+A translation unit found clean is remembered under ~/.cache/stragglersim-clang-tidy (or
 $STRAGGLERSIM_TIDY_CACHE) by a key over the clang-tidy version, .clang-tidy, its compile command,
 and the contents of the file and of every project header it includes (from Ninja's dependency
 log), with paths relative to the checkout, so a rerun — in this or another clone — re-checks
 only what changed. Exit status 1 when a warning is found.
 """
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -29,6 +31,7 @@ FOLDERS = ("models/", "codes/", "fit/", "sim/", "experiments/", "bindings/")
 CLANG_TIDY = os.environ.get("STRAGGLERSIM_CLANG_TIDY", "clang-tidy-22")
 
 
+@functools.lru_cache(maxsize=None)
 def project_deps(build, obj):
     """Project files (source and headers) the object was compiled from, per Ninja's deps log."""
     out = subprocess.run(["ninja", "-C", build, "-t", "deps", obj], capture_output=True,
