@@ -16,6 +16,7 @@
 #include "sim/asynchronous_cluster.h"
 #include "sim/scheme.h"
 #include "sim/simulated_cluster.h"
+#include "sim/theory/multi_message_theory.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -64,6 +65,27 @@ bool theory_applies_to(const RunPlan& plan) {
 /// Iteration time: theory where it models the scheme, else a delay-only simulation.
 void predict_iteration_time(const RunPlan& plan, bool theory_applies, SchemeCandidate& c) {
   std::string why;
+  const auto* orders = plan.scheme.rule->partition_orders();
+  const bool serial = plan.network.serial && !plan.network.is_free();
+  if (theory_applies && orders != nullptr && !serial &&
+      plan.stragglers == sim::StragglerPolicy::kCancel) {
+    sim::MultiMessageTheoryOptions options;
+    options.shift =
+        plan.network.is_free() ? 0.0 : plan.network.latency + plan.network.transfer_time();
+    options.deadline = plan.scheme.rule->deadline();
+    options.simulate = prediction_options(plan, kIterationDraws).simulate;
+    const auto delays = plan.make_delays();
+    const sim::IterationTimePrediction p =
+        sim::predict_multi_message_time(*orders, *delays, options);
+    c.iteration_time = p.mean;
+    c.iteration_time_method = p.method == "simulation"
+                                  ? fmt::format("simulation ({} draws, s.e. {:.2g}; {})",
+                                                p.draws,
+                                                p.standard_error,
+                                                p.fallback_reason)
+                                  : "theory (" + p.method + ")";
+    return;
+  }
   if (theory_applies) {
     if (const auto scheme = sim::describe_scheme(plan.scheme, &why)) {
       const auto delays = plan.make_delays();
@@ -375,6 +397,12 @@ std::vector<SchemeCandidate> scheme_candidates(int workers, double deadline) {
       out.push_back(candidate(
           fmt::format("crc s={}", s), {{"kind", "crc"}, {"s", s}}, {{"rule", "decodable"}}));
     }
+  }
+  // Multi-message (docs/model.md §4): the stragglers' partial work counts; exact. (On a cyclic
+  // code every worker is in one component, whose exact sum has 2^n terms: not a candidate.)
+  if (n % 2 == 0 && n > 2) {
+    out.push_back(candidate(
+        "multi_message frc d=2", {{"kind", "frc"}, {"d", 2}}, {{"rule", "multi_message"}}));
   }
   for (const int d : {2, 3}) {
     if (n % d != 0 || n <= d) {

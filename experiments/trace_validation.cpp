@@ -20,6 +20,7 @@
 #include "models/base/invariant.h"
 #include "sim/delays/trace_delay.h"
 #include "sim/theory/iteration_time_theory.h"
+#include "sim/theory/multi_message_theory.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -172,6 +173,44 @@ void fill_row(ValidationRow& row,
               3.0;
 }
 
+/// Multi-message (sim/theory/multi_message_theory.h): the same three numbers from its own
+/// theory, on the scheme's own loads.
+TimeSummary summarise_multi_message(const std::vector<std::vector<int>>& orders,
+                                    const sim::DelayModel& delay,
+                                    const sim::MultiMessageTheoryOptions& options) {
+  return {.prediction = sim::predict_multi_message_time(orders, delay, options),
+          .median = sim::multi_message_time_quantile(orders, delay, options, 0.5),
+          .q90 = sim::multi_message_time_quantile(orders, delay, options, 0.9)};
+}
+
+/// compare() for a multi-message candidate.
+void compare_multi_message(const Context& ctx,
+                           const RunPlan& plan,
+                           const std::vector<std::vector<int>>& orders,
+                           std::vector<ValidationRow>& rows) {
+  const std::vector<double> loads = plan.scheme.code->loads();
+  sim::MultiMessageTheoryOptions options;
+  options.deadline = plan.scheme.rule->deadline();
+  const auto replay = [&](const sim::DelayTrace& trace, sim::TraceDelay::Mode mode) {
+    const sim::TraceDelay delay(loads, trace, {.mode = mode, .tail = ctx.tail, .block = ctx.block});
+    return summarise_multi_message(orders, delay, options);
+  };
+  const TimeSummary replayed = replay(ctx.holdout, sim::TraceDelay::Mode::kCycle);
+  for (auto& row : rows) {
+    TimeSummary model;
+    if (row.model == kBlockReplayModel || row.model == kEmpiricalModel) {
+      model = replay(ctx.fit,
+                     row.model == kBlockReplayModel ? sim::TraceDelay::Mode::kBlock
+                                                    : sim::TraceDelay::Mode::kEmpirical);
+    } else {
+      sim::MultiMessageTheoryOptions fitted = options;
+      fitted.simulate = prediction_options(plan, kFittedModelDraws).simulate;
+      model = summarise_multi_message(orders, *plan.make_delays(), fitted);
+    }
+    fill_row(row, model, replayed, ctx.holdout.per_iteration.size());
+  }
+}
+
 /// One row per model for `candidate` (all with the same problem when it is not compared).
 std::vector<ValidationRow> compare(const Context& ctx, const SchemeCandidate& candidate) {
   std::vector<ValidationRow> rows;
@@ -187,6 +226,10 @@ std::vector<ValidationRow> compare(const Context& ctx, const SchemeCandidate& ca
     plan = plan_run(apply_candidate(ctx.fitted_config, candidate), ctx.file, ctx.base_dir);
   } catch (const ConfigError& e) {
     why = e.what();
+  }
+  if (const auto* orders = why.empty() ? plan.scheme.rule->partition_orders() : nullptr) {
+    compare_multi_message(ctx, plan, *orders, rows);
+    return rows;
   }
   const auto scheme = why.empty() ? sim::describe_scheme(plan.scheme, &why) : std::nullopt;
   if (!scheme) {

@@ -20,7 +20,12 @@ struct ComputeEndEvent {
   int worker = 0;
 };
 
-using EventPayload = std::variant<ArrivalEvent, DeadlineEvent, ComputeEndEvent>;
+/// Message `message` of the iteration (multi-message: one per finished partition) arrives.
+struct MessageEvent {
+  int message = 0;
+};
+
+using EventPayload = std::variant<ArrivalEvent, DeadlineEvent, ComputeEndEvent, MessageEvent>;
 
 struct Event {
   double time = 0.0;

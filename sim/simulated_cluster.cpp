@@ -63,8 +63,14 @@ void SimulatedCluster::record_busy_workers() {
   std::fill(busy_until_.begin(), busy_until_.end(), 0.0);
   while (!queue_.empty()) {
     const Event e = queue_.pop();
+    int position = -1;
     if (const auto* a = std::get_if<ArrivalEvent>(&e.payload)) {
-      busy_until_[worker_of(a->worker)] = time_ + compute_end_[static_cast<std::size_t>(a->worker)];
+      position = a->worker;
+    } else if (const auto* m = std::get_if<MessageEvent>(&e.payload)) {
+      position = message_worker_[static_cast<std::size_t>(m->message)];
+    }
+    if (position >= 0) {
+      busy_until_[worker_of(position)] = time_ + compute_end_[static_cast<std::size_t>(position)];
     }
   }
 }
@@ -89,6 +95,92 @@ void SimulatedCluster::observe_iteration() {
   }
 }
 
+double SimulatedCluster::start_of(int position) const {
+  return policy_ == StragglerPolicy::kFinish
+             ? std::max(0.0, busy_until_[worker_of(position)] - time_)
+             : 0.0;
+}
+
+std::size_t SimulatedCluster::schedule_messages(const std::vector<std::vector<int>>& orders) {
+  const int n = workers();
+  message_end_.clear();
+  message_worker_.clear();
+  message_partition_.clear();
+  int partitions = 0;
+  for (int i = 0; i < n; ++i) {
+    const auto w = static_cast<std::size_t>(i);
+    const std::vector<int>& order = orders[w];
+    const double start = start_of(i);
+    const double whole = current_.delays[w];
+    const auto s = static_cast<double>(order.size());
+    for (std::size_t l = 0; l < order.size(); ++l) {
+      // A uniform pace: the ℓ-th of s partitions at start + T·ℓ/s (the last exactly at T).
+      const double done = l + 1 == order.size() ? whole : whole * static_cast<double>(l + 1) / s;
+      message_end_.push_back(start + done);
+      message_worker_.push_back(i);
+      message_partition_.push_back(order[l]);
+      partitions = std::max(partitions, order[l] + 1);
+    }
+    compute_end_[w] = start + whole;
+  }
+  network_.deliver(message_end_, message_end_);
+  std::fill(current_.arrivals.begin(), current_.arrivals.end(), 0.0);
+  for (std::size_t m = 0; m < message_end_.size(); ++m) {
+    const auto w = static_cast<std::size_t>(message_worker_[m]);
+    current_.arrivals[w] = std::max(current_.arrivals[w], message_end_[m]);
+    queue_.push(message_end_[m], MessageEvent{static_cast<int>(m)});
+  }
+  if (current_.deadline) {
+    queue_.push(*current_.deadline, DeadlineEvent{});
+  }
+  // The partitions some worker holds (a random code may leave one unheld: it never arrives).
+  covered_.assign(static_cast<std::size_t>(partitions), 1);
+  for (const int j : message_partition_) {
+    covered_[static_cast<std::size_t>(j)] = 0;
+  }
+  const auto held = static_cast<std::size_t>(std::count(covered_.begin(), covered_.end(), 0));
+  std::fill(covered_.begin(), covered_.end(), 0);
+  return held;
+}
+
+double SimulatedCluster::multi_message_stop(const std::vector<std::vector<int>>& orders) {
+  const std::size_t held = schedule_messages(orders);
+  const double last_arrival = *std::max_element(current_.arrivals.begin(), current_.arrivals.end());
+  seen_.assign(static_cast<std::size_t>(workers()), 0);
+  current_.received.clear();
+  while (!queue_.empty()) {
+    const Event e = queue_.pop();
+    const auto* message = std::get_if<MessageEvent>(&e.payload);
+    if (message == nullptr) {
+      return e.time;  // the deadline
+    }
+    const auto m = static_cast<std::size_t>(message->message);
+    const int worker = message_worker_[m];
+    if (seen_[static_cast<std::size_t>(worker)] == 0) {
+      seen_[static_cast<std::size_t>(worker)] = 1;
+      current_.heard.push_back(worker);
+    }
+    char& covered = covered_[static_cast<std::size_t>(message_partition_[m])];
+    if (covered == 0) {
+      covered = 1;
+      current_.received.push_back(message_partition_[m]);
+      if (current_.received.size() == held) {
+        return e.time;
+      }
+    }
+  }
+  return last_arrival;
+}
+
+const IterationTiming& SimulatedCluster::finish_iteration(double stop, double last_arrival) {
+  observe_iteration();
+  current_.iteration_time = stop;
+  current_.wall_time = policy_ == StragglerPolicy::kDrain ? last_arrival : stop;
+  time_ += stop;
+  wall_ += current_.wall_time;
+  return current_;
+}
+
 const IterationTiming& SimulatedCluster::next_iteration() {
   const int n = workers();
   current_.iteration += 1;
@@ -96,15 +188,20 @@ const IterationTiming& SimulatedCluster::next_iteration() {
   draw_delays();
 
   queue_.clear();
+  current_.heard.clear();
+  if (const auto* orders = rule_->partition_orders()) {
+    current_.deadline = rule_->deadline();
+    current_.needed = std::nullopt;
+    const double stop = multi_message_stop(*orders);
+    return finish_iteration(stop,
+                            *std::max_element(current_.arrivals.begin(), current_.arrivals.end()));
+  }
   // Anytime minibatch: a worker sends what it has when the window closes.
   const double window = rule_->compute_window().value_or(std::numeric_limits<double>::infinity());
   for (int i = 0; i < n; ++i) {
     const auto w = static_cast<std::size_t>(i);
     // Under `finish` a worker still busy with stale work starts late; otherwise at once.
-    const double start = policy_ == StragglerPolicy::kFinish
-                             ? std::max(0.0, busy_until_[worker_of(i)] - time_)
-                             : 0.0;
-    compute_end_[w] = start + std::min(window, current_.delays[w]);
+    compute_end_[w] = start_of(i) + std::min(window, current_.delays[w]);
   }
   network_.deliver(compute_end_, current_.arrivals);
   double last_arrival = 0.0;
@@ -119,7 +216,6 @@ const IterationTiming& SimulatedCluster::next_iteration() {
   }
   current_.needed = counter_ ? std::optional<int>(counter_->r()) : std::nullopt;
 
-  current_.heard.clear();
   const auto minimum = static_cast<std::size_t>(rule_->minimum_arrivals());
   double stop = last_arrival;
   while (!queue_.empty()) {
@@ -135,12 +231,7 @@ const IterationTiming& SimulatedCluster::next_iteration() {
     }
   }
 
-  observe_iteration();
-  current_.iteration_time = stop;
-  current_.wall_time = policy_ == StragglerPolicy::kDrain ? last_arrival : stop;
-  time_ += stop;
-  wall_ += current_.wall_time;
-  return current_;
+  return finish_iteration(stop, last_arrival);
 }
 
 }  // namespace stragglersim::sim

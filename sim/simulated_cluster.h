@@ -49,6 +49,10 @@ struct IterationTiming {
   /// Under a regrouping code, the worker at each code position this iteration (the indices
   /// above are positions); empty otherwise (positions are workers).
   std::vector<int> worker_at;
+  /// Multi-message (StoppingRule::partition_orders): the distinct partitions received by the
+  /// stop, in arrival order (`heard` then lists the workers with at least one message in, in
+  /// the order of their first, and `arrivals` each worker's last message); empty otherwise.
+  std::vector<int> received;
 };
 
 class SimulatedCluster {
@@ -85,6 +89,16 @@ class SimulatedCluster {
   /// After the stop: the leftover work under finish and the adaptive rules' and the regrouping's
   /// state.
   void observe_iteration();
+  /// Worker i's start (seconds after the broadcast): late under finish while still busy.
+  [[nodiscard]] double start_of(int position) const;
+  /// Schedules one message per (worker, partition) of a multi-message rule (and the deadline),
+  /// sets each worker's last arrival; returns the number of partitions some worker holds.
+  std::size_t schedule_messages(const std::vector<std::vector<int>>& orders);
+  /// schedule_messages, then runs the queue until every held partition is in or the deadline;
+  /// returns the stop.
+  double multi_message_stop(const std::vector<std::vector<int>>& orders);
+  /// After the stop: observe_iteration, the iteration's times and the clocks.
+  const IterationTiming& finish_iteration(double stop, double last_arrival);
 
   std::unique_ptr<DelayModel> delays_;
   std::shared_ptr<const StoppingRule> rule_;
@@ -98,7 +112,12 @@ class SimulatedCluster {
   std::optional<Regrouper> regrouper_;          // dynamic clustering's state
   std::vector<double> drawn_;                   // the delays by worker (regrouping only)
   std::vector<double> compute_end_;
-  std::vector<double> busy_until_;  // per worker, relative to the counted clock (finish policy)
+  std::vector<double> message_end_;     // multi-message: each message's compute end, then arrival
+  std::vector<int> message_worker_;     // multi-message: the position that sent each message
+  std::vector<int> message_partition_;  // multi-message: the partition each message carries
+  std::vector<char> covered_;           // multi-message: partitions received this iteration
+  std::vector<char> seen_;              // multi-message: positions heard this iteration
+  std::vector<double> busy_until_;      // per worker, relative to the counted clock (finish policy)
   double time_ = 0.0;
   double wall_ = 0.0;
 };

@@ -7,6 +7,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "codes/gradient_code.h"
 #include "models/base/options_check.h"
@@ -74,6 +75,13 @@ class StoppingRule {
   /// The adaptive r (AdaptiveRStopping): the engine keeps an ArrivalCountTracker built from
   /// these options and stops each iteration at its r-th arrival; nullopt for every other rule.
   [[nodiscard]] virtual std::optional<AdaptiveROptions> adaptive_r() const { return std::nullopt; }
+  /// Multi-message (MultiMessageStopping, sim/multi_message.h): each worker's partitions in the
+  /// order it computes and sends them, one message each; the engine then stops once every
+  /// partition has arrived (or at the deadline). Null for every other rule (one message per
+  /// worker).
+  [[nodiscard]] virtual const std::vector<std::vector<int>>* partition_orders() const {
+    return nullptr;
+  }
   /// Called after each arrival with every worker heard so far, in arrival order.
   [[nodiscard]] virtual bool stop_after(std::span<const int> heard) const = 0;
   /// Smallest number of arrivals at which stop_after can be true (engines may skip the call

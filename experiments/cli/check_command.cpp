@@ -35,9 +35,11 @@
 #include "sim/delays/markov_delay.h"
 #include "sim/fastpath/delay_only.h"
 #include "sim/fastpath/order_statistics.h"
+#include "sim/multi_message.h"
 #include "sim/simulated_cluster.h"
 #include "sim/theory/convergence_theory.h"
 #include "sim/theory/iteration_time_theory.h"
+#include "sim/theory/multi_message_theory.h"
 #include "sim/theory/update_time_theory.h"
 #include "sim/training_loop.h"
 
@@ -171,6 +173,71 @@ void anytime_rows(bool quick, std::vector<CheckRow>& rows) {
       rows.push_back(
           two_sided(fmt::format("E[T] anytime n={} T={}", n, window), p.mean, m.mean, m.se()));
     }
+  }
+}
+
+/// Multi-message (docs/theory.md "Multi-message completion time"): E[Z] from the exact sum over
+/// progress vectors, integrated, against the event engine's per-partition events. FRC groups of
+/// d = 2 and 3 (with and without a deadline, with a network latency), proportional loads under
+/// heterogeneous factors (groups of unequal shares), and a cyclic repetition code (one component
+/// of every worker).
+void multi_message_rows(bool quick, std::vector<CheckRow>& rows) {
+  const std::uint64_t iterations = quick ? 10000 : 100000;
+  const int n = 12;
+  std::vector<double> factors(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    factors[static_cast<std::size_t>(i)] = i % 3 == 1 ? 1.6 : 1.0 + 0.05 * (i % 4);
+  }
+  struct Case {
+    std::string label;
+    std::shared_ptr<const codes::GradientCode> code;
+    std::optional<double> after;
+    double latency = 0.0;
+    bool heterogeneous = false;
+  };
+  const std::vector<Case> cases = {
+      {"frc d=2", frc_or_uncoded(n, 2), std::nullopt},
+      {"frc d=3", frc_or_uncoded(n, 3), std::nullopt},
+      {"frc d=3 after=4.5", frc_or_uncoded(n, 3), 4.5},
+      {"frc d=2 latency=0.3", frc_or_uncoded(n, 2), std::nullopt, 0.3},
+      {"proportional d=2 k=2n heterogeneous",
+       std::make_shared<codes::ProportionalCode>(codes::ProportionalCode::Options{
+           .workers = n, .partitions = 2 * n, .d = 2, .factors = factors}),
+       std::nullopt,
+       0.0,
+       true},
+      {"cyclic repetition n=6 s=1",
+       std::make_shared<codes::CyclicRepetitionCode>(
+           codes::CyclicRepetitionCode::Options{.workers = 6, .s = 1}),
+       std::nullopt},
+  };
+  for (const Case& c : cases) {
+    const auto rule = std::make_shared<sim::MultiMessageStopping>(
+        sim::MultiMessageStopping::Options{.code = c.code, .after = c.after});
+    const auto make_delays = [&]() -> std::unique_ptr<sim::DelayModel> {
+      if (c.heterogeneous) {
+        return std::make_unique<sim::HeterogeneousDelay>(
+            c.code->loads(),
+            sim::HeterogeneousDelay::Options{.shift = 1.0, .rate = 1.0, .factors = factors});
+      }
+      return std::make_unique<sim::ShiftedExponentialDelay>(
+          c.code->loads(),
+          sim::ShiftedExponentialDelay::Options{
+              .shift = 1.0, .rate = 1.0, .tail = sim::TailScaling::kLoad});
+    };
+    const auto model = make_delays();
+    sim::MultiMessageTheoryOptions theory;
+    theory.shift = c.latency;
+    theory.deadline = c.after;
+    const auto p = sim::predict_multi_message_time(*rule->partition_orders(), *model, theory);
+    sim::NetworkOptions network;
+    network.latency = c.latency;
+    sim::SimulatedCluster cluster(make_delays(), rule, sim::StragglerPolicy::kCancel, 15, network);
+    Mean time;
+    for (std::uint64_t t = 0; t < iterations; ++t) {
+      time.add(cluster.next_iteration().iteration_time);
+    }
+    rows.push_back(two_sided("E[T] multi_message " + c.label, p.mean, time.mean, time.se()));
   }
 }
 
@@ -1189,6 +1256,7 @@ std::vector<RowsOf> row_groups(bool quick, const std::filesystem::path& out) {
   return {
       [quick](auto& rows) { iteration_time_rows(quick, rows); },
       [quick](auto& rows) { anytime_rows(quick, rows); },
+      [quick](auto& rows) { multi_message_rows(quick, rows); },
       [quick](auto& rows) { erasure_rows(quick, rows); },
       [quick](auto& rows) { proportional_rows(quick, rows); },
       [quick](auto& rows) { order_statistics_rows(quick, rows); },

@@ -31,6 +31,7 @@
 #include "sim/delays/pareto_delay.h"
 #include "sim/delays/trace_delay.h"
 #include "sim/delays/weibull_delay.h"
+#include "sim/multi_message.h"
 
 namespace stragglersim::experiments {
 
@@ -543,6 +544,16 @@ RulePtr make_anytime(JsonReader& stopping, const CodePtr& code) {
   return std::make_shared<sim::AnytimeStopping>(o);
 }
 
+/// Multi-message: an optional deadline "after" (absent: wait until every partition is in).
+RulePtr make_multi_message(JsonReader& stopping, const CodePtr& code) {
+  sim::MultiMessageStopping::Options o{code, std::nullopt};
+  if (stopping.has("after")) {
+    o.after = stopping.number("after", std::nullopt);
+  }
+  checked_rule(stopping, o);
+  return std::make_shared<sim::MultiMessageStopping>(o);
+}
+
 /// The adaptive deadline: "window" (w iterations) and exactly one of "quantile" and "mads".
 RulePtr make_adaptive_deadline(JsonReader& stopping, const CodePtr& code) {
   using Statistic = sim::AdaptiveDeadlineOptions::Statistic;
@@ -893,6 +904,11 @@ const std::vector<FactoryRow<StoppingFactory>>& stopping_factories() {
        "the earlier of the r-th arrival and exact decodability (ErasureHead's rule)",
        {{"r", ""}, {"fraction", ""}},
        make_first_r_or_decodable},
+      {"multi_message",
+       "every worker sends each partition's gradient as it finishes it; stop once every "
+       "partition is in, or at after seconds (simulated clock)",
+       {{"after", "none"}},
+       make_multi_message},
       {"k_async",
        "asynchronous: update after every k gradients, new x to those k workers only (k = 1: "
        "async SGD)",

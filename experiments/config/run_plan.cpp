@@ -237,13 +237,17 @@ void read_scheme(const nlohmann::json& config,
                  bool delay_only,
                  const std::filesystem::path& base_dir) {
   JsonReader code_reader = root.object("code");
-  // A delay-only run never decodes: its group codes keep no per-worker arrays.
+  // A delay-only run never decodes: its group codes keep no per-worker arrays, unless the rule
+  // sends partition by partition (multi_message reads every worker's support).
+  const bool per_partition = config.contains("stopping") && config["stopping"].is_object() &&
+                             config["stopping"].contains("rule") &&
+                             config["stopping"]["rule"] == "multi_message";
   const ClusterShape shape{file,
                            plan.workers,
                            plan.partitions,
                            root.has("partitions"),
                            derive_seed(plan.seed, static_cast<std::uint64_t>(Stream::kCode)),
-                           delay_only,
+                           delay_only && !per_partition,
                            config.contains("delay") ? config["delay"] : nlohmann::json(),
                            base_dir};
   const auto& code_row = pick(code_reader, "kind", "code", code_factories());
@@ -791,6 +795,29 @@ void check_anytime_rule(const nlohmann::json& config,
   }
 }
 
+/// Multi-message (docs/model.md §4 "Multi-message") runs on the simulated clock; it decodes by
+/// coverage, so the only rescale it takes is the empirical k / covered.
+void check_multi_message_rule(const nlohmann::json& config,
+                              const RunPlan& plan,
+                              const std::string& file) {
+  if (plan.scheme.rule->partition_orders() == nullptr) {
+    return;
+  }
+  const JsonReader stopping(config["stopping"], file, "/stopping");
+  if (plan.backend.traits.real_time) {
+    stopping.fail_value("rule",
+                        "the multi_message rule needs the simulated clock",
+                        config["backend"].value("kind", ""),
+                        "a backend on the simulated clock");
+  }
+  if (plan.scheme.rescale == codes::Rescale::kExpected) {
+    stopping.fail_value("rule",
+                        "the multi_message rule has no erasure probability to rescale by",
+                        config["rescale"],
+                        "rescale absent, none or empirical");
+  }
+}
+
 /// The adaptive deadline and the adaptive r follow the simulated arrival times of the run's
 /// delays: on a real backend those are the injected delays, so an MPI run that injects none
 /// cannot have one.
@@ -847,6 +874,7 @@ void check_scheme_combinations(const nlohmann::json& config,
                                const std::string& file) {
   check_update_rule(config, plan, file);
   check_anytime_rule(config, plan, file);
+  check_multi_message_rule(config, plan, file);
   check_adaptive_rule(config, plan, file);
   check_regrouping(config, plan, file);
 }

@@ -580,6 +580,22 @@ std::optional<Coefficients> plan_coefficients(const RunPlan& plan,
         "coefficients are not independent across iterations; no bound derived";
     return std::nullopt;
   }
+  if (plan.scheme.rule->partition_orders() != nullptr) {
+    // Multi-message decodes by coverage, not by the heard set (sim/multi_message.h): without a
+    // deadline it waits for every partition (α = 1); with one, α_j is the coverage indicator,
+    // whose joint law the theory does not derive.
+    if (plan.scheme.rule->deadline()) {
+      *why =
+          "multi_message with a deadline: the joint law of the partitions received is not "
+          "derived; no bound";
+      return std::nullopt;
+    }
+    Coefficients c;
+    c.exchangeable = sim::CoefficientMoments{1, 1.0, 1.0, 1.0};
+    c.method = "exact scheme (multi_message waits for every partition: alpha = 1)";
+    c.alpha_max = 1.0;
+    return c;
+  }
   if (plan.scheme.decoder == sim::DecoderKind::kExact && scheme != nullptr && timing != nullptr &&
       timing->q > 0.0) {
     *why = "the exact decoder stops the run at the first non-decodable iteration";

@@ -13,6 +13,7 @@
 #include "models/optimum.h"
 #include "sim/stopping_rule.h"
 #include "sim/theory/convergence_theory.h"
+#include "sim/theory/multi_message_theory.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -239,6 +240,34 @@ std::optional<nlohmann::json> speedup_rows(const sim::SchemeDescription& scheme,
   return rows;
 }
 
+/// Multi-message (docs/theory.md "Multi-message completion time"): its own completion-time
+/// theory, the network's parallel links as the exact shift c, no erasure probability (the master
+/// erases partitions, not groups); the policy note and the convergence keys as for any scheme.
+nlohmann::json multi_message_predictions(const RunPlan& plan,
+                                         const std::vector<std::vector<int>>& orders,
+                                         bool convergence) {
+  nlohmann::json out;
+  const auto delays = plan.make_delays();
+  sim::MultiMessageTheoryOptions o;
+  o.shift = plan.network.is_free() ? 0.0 : plan.network.latency + plan.network.transfer_time();
+  o.deadline = plan.scheme.rule->deadline();
+  o.simulate = prediction_options(plan, kPolicyDraws).simulate;
+  try {
+    add_iteration_time(sim::predict_multi_message_time(orders, *delays, o), out);
+  } catch (const sim::NumericalError& e) {
+    out["iteration_time_problem"] = e.what();
+    return out;
+  }
+  out["multi_message_note"] =
+      "multi_message: Z = min(after, max_j min over the messages carrying j of their arrival); "
+      "no group-erasure probability";
+  add_policy_prediction(plan, convergence, out);
+  if (convergence && !plan.delay_only()) {
+    out.update(convergence_predictions(plan, nullptr, nullptr));
+  }
+  return out;
+}
+
 }  // namespace
 
 models::OptimumOptions optimum_options(const RunPlan& plan) {
@@ -288,6 +317,9 @@ std::optional<std::string> convergence_cost_problem(const RunPlan& plan) {
 }
 
 nlohmann::json predictions(const RunPlan& plan, bool convergence) {
+  if (const auto* orders = plan.scheme.rule->partition_orders()) {
+    return multi_message_predictions(plan, *orders, convergence);
+  }
   nlohmann::json out;
   std::string why;
   const auto anytime = anytime_description(plan);

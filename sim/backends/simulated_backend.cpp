@@ -93,6 +93,75 @@ void SimulatedBackend::anytime(std::uint64_t iteration,
   });
 }
 
+void SimulatedBackend::compute_needed(std::uint64_t iteration, const Eigen::VectorXd& query) {
+  std::sort(needed_.begin(), needed_.end());
+  needed_.erase(std::unique(needed_.begin(), needed_.end()), needed_.end());
+  const Eigen::Index p = objective_->dimension();
+  if (minibatch_) {
+    needed_gradients_.resize(p, static_cast<Eigen::Index>(needed_.size()));
+    models::run_tasks(pool_, static_cast<int>(needed_.size()), [&](int s) {
+      const int j = needed_[static_cast<std::size_t>(s)];
+      objective_->partition_minibatch_gradient(
+          j,
+          query,
+          minibatch_->batch,
+          models::minibatch_seed(minibatch_->seed, iteration, j),
+          needed_gradients_.col(s));
+    });
+  } else {
+    objective_->partition_gradients(needed_, query, needed_gradients_, pool_);
+  }
+  for (std::size_t s = 0; s < needed_.size(); ++s) {
+    column_[static_cast<std::size_t>(needed_[s])] = static_cast<Eigen::Index>(s);
+  }
+}
+
+void SimulatedBackend::multi_message(std::uint64_t iteration,
+                                     const IterationTiming& timing,
+                                     const Eigen::VectorXd& query,
+                                     const Eigen::MatrixXd* partition_gradients,
+                                     BackendIteration& out) {
+  const int n = scheme_.code->workers();
+  const int k = scheme_.code->partitions();
+  codes::Decoding& d = out.decoding;
+  d.weights = Eigen::VectorXd::Zero(n);
+  for (const int i : timing.heard) {
+    d.weights(i) = 1.0;
+  }
+  d.alpha = Eigen::VectorXd::Zero(k);
+  for (const int j : timing.received) {
+    d.alpha(j) = 1.0;
+  }
+  d.error = (d.alpha.array() - 1.0).square().sum();
+  d.partitions_covered = static_cast<int>(timing.received.size());
+  d.exact = d.error <= codes::kExactTolerance;
+  if (!d.exact && scheme_.rescale == codes::Rescale::kEmpirical && d.partitions_covered > 0) {
+    codes::rescale(d, scheme_.rescale, 0.0);
+  }
+  if (minibatch_) {
+    partition_gradients = nullptr;
+  }
+  if (partition_gradients == nullptr) {
+    needed_.assign(timing.received.begin(), timing.received.end());
+    compute_needed(iteration, query);
+  }
+  // ĝ = Σ_j α_j ∇F_j in ascending j from zero: with every α_j = 1 and k = n the bytes of
+  // uncoded `all` (Σ_i 1·y_i, y_i = 0 + 1·∇F_i).
+  const Eigen::Index p = objective_->dimension();
+  out.estimate = Eigen::VectorXd::Zero(p);
+  for (int j = 0; j < k; ++j) {
+    const double a = d.alpha(j);
+    if (a == 0.0) {
+      continue;
+    }
+    if (partition_gradients != nullptr) {
+      out.estimate.noalias() += a * partition_gradients->col(j);
+    } else {
+      out.estimate.noalias() += a * needed_gradients_.col(column_[static_cast<std::size_t>(j)]);
+    }
+  }
+}
+
 BackendIteration SimulatedBackend::iterate(std::uint64_t iteration,
                                            const Eigen::VectorXd& query,
                                            const Eigen::MatrixXd* partition_gradients) {
@@ -106,8 +175,11 @@ BackendIteration SimulatedBackend::iterate(std::uint64_t iteration,
     anytime(iteration, *window, timing, query, partition_gradients, out);
     return out;
   }
+  if (scheme_.rule->partition_orders() != nullptr) {
+    multi_message(iteration, timing, query, partition_gradients, out);
+    return out;
+  }
   out.decoding = scheme_.decode(timing.heard, iteration);
-  const Eigen::Index p = objective_->dimension();
   if (minibatch_) {
     partition_gradients = nullptr;  // the full gradients are not what the workers compute
   }
@@ -122,26 +194,9 @@ BackendIteration SimulatedBackend::iterate(std::uint64_t iteration,
         needed_.insert(needed_.end(), support.begin(), support.end());
       }
     }
-    std::sort(needed_.begin(), needed_.end());
-    needed_.erase(std::unique(needed_.begin(), needed_.end()), needed_.end());
-    if (minibatch_) {
-      needed_gradients_.resize(p, static_cast<Eigen::Index>(needed_.size()));
-      models::run_tasks(pool_, static_cast<int>(needed_.size()), [&](int s) {
-        const int j = needed_[static_cast<std::size_t>(s)];
-        objective_->partition_minibatch_gradient(
-            j,
-            query,
-            minibatch_->batch,
-            models::minibatch_seed(minibatch_->seed, iteration, j),
-            needed_gradients_.col(s));
-      });
-    } else {
-      objective_->partition_gradients(needed_, query, needed_gradients_, pool_);
-    }
-    for (std::size_t s = 0; s < needed_.size(); ++s) {
-      column_[static_cast<std::size_t>(needed_[s])] = static_cast<Eigen::Index>(s);
-    }
+    compute_needed(iteration, query);
   }
+  const Eigen::Index p = objective_->dimension();
   auto gradient = [&](int j) -> Eigen::Ref<const Eigen::VectorXd> {
     if (partition_gradients != nullptr) {
       return partition_gradients->col(j);

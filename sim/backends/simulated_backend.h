@@ -52,6 +52,17 @@ class SimulatedBackend final : public Backend {
                const Eigen::MatrixXd* partition_gradients,
                BackendIteration& out);
 
+  /// The multi-message rule's iteration (sim/multi_message.h): α_j = 1 for every partition
+  /// received, ĝ = Σ_j α_j ∇F_j in ascending j.
+  void multi_message(std::uint64_t iteration,
+                     const IterationTiming& timing,
+                     const Eigen::VectorXd& query,
+                     const Eigen::MatrixXd* partition_gradients,
+                     BackendIteration& out);
+  /// ∇F_j(query) (or its minibatch sample) of the partitions in needed_, sorted and made
+  /// distinct, into needed_gradients_ with column_ pointing at them.
+  void compute_needed(std::uint64_t iteration, const Eigen::VectorXd& query);
+
   std::shared_ptr<const models::Objective> objective_;
   Scheme scheme_;
   std::unique_ptr<SimulatedCluster> cluster_;

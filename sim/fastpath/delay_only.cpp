@@ -111,6 +111,25 @@ int DelayOnlySimulator::groups_heard(const std::vector<int>& heard) {
   return covered;
 }
 
+int DelayOnlySimulator::groups_received(const std::vector<int>& received) {
+  if (!has_groups_) {
+    return static_cast<int>(received.size());
+  }
+  covered_.assign(static_cast<std::size_t>(code_->partitions()), 0);
+  for (const int j : received) {
+    covered_[static_cast<std::size_t>(j)] = 1;
+  }
+  int covered = 0;
+  for (int g = 0; g < code_->workers() / d_; ++g) {
+    const auto block = code_->support(g * d_);
+    covered += std::ranges::all_of(
+                   block, [&](int j) { return covered_[static_cast<std::size_t>(j)] != 0; })
+                   ? 1
+                   : 0;
+  }
+  return covered;
+}
+
 namespace {
 
 double max_of(const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }
@@ -296,7 +315,8 @@ DelayOnlyStatistics DelayOnlySimulator::run(
       it.iteration_time = timing.iteration_time;
       it.wall_time = timing.wall_time;
       it.workers_heard = static_cast<int>(timing.heard.size());
-      it.groups_covered = groups_heard(timing.heard);
+      it.groups_covered = rule_->partition_orders() != nullptr ? groups_received(timing.received)
+                                                               : groups_heard(timing.heard);
     } else {
       it = step();
     }

@@ -97,6 +97,9 @@ class DelayOnlySimulator {
   Stop rule_stop(const std::vector<double>& a);
   /// Groups with a worker in `heard` (group codes); the optimal decode's coverage otherwise.
   int groups_heard(const std::vector<int>& heard);
+  /// Multi-message: the groups whose every partition was received (the partitions received
+  /// for a code without groups).
+  int groups_received(const std::vector<int>& received);
 
   using Kind = RuleKind;
   std::unique_ptr<DelayModel> delays_;

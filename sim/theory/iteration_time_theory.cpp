@@ -438,20 +438,27 @@ double quantile(const std::function<StopProbability(double)>& dist,
   return hi;
 }
 
+/// The breaks of a delay model: every worker's lower bound, and (a model mixing discrete and
+/// continuous workers) every atom, so that no quadrature piece straddles a jump. (Purely discrete
+/// models never integrate here: discrete_moments sums over the atoms.)
+std::vector<double> delay_breaks(const DelayModel& delay) {
+  std::vector<double> breaks;
+  for (int i = 0; i < delay.workers(); ++i) {
+    breaks.push_back(delay.lower_bound(i));
+    const auto a = delay.atoms(i);
+    breaks.insert(breaks.end(), a.begin(), a.end());
+  }
+  return breaks;
+}
+
+/// Z ≥ min(breaks), pieces split at `breaks`, Z ≤ upper.
 Support make_support(const std::function<StopProbability(double)>& dist,
-                     const DelayModel& delay,
+                     std::vector<double> breaks,
                      double upper) {
   Support s;
   s.upper = upper;
-  s.lower = kInfinity;
-  for (int i = 0; i < delay.workers(); ++i) {
-    s.lower = std::min(s.lower, delay.lower_bound(i));
-    s.breaks.push_back(delay.lower_bound(i));
-    // A model mixing discrete and continuous workers: no quadrature piece straddles a jump.
-    // (Purely discrete models never integrate here: discrete_moments sums over the atoms.)
-    const auto a = delay.atoms(i);
-    s.breaks.insert(s.breaks.end(), a.begin(), a.end());
-  }
+  s.lower = breaks.empty() ? 0.0 : *std::min_element(breaks.begin(), breaks.end());
+  s.breaks = std::move(breaks);
   s.centre = quantile(dist, s.lower, upper, 0.5);
   s.q90 = quantile(dist, s.lower, upper, 0.9);
   s.width = s.q90 - s.centre;
@@ -466,6 +473,12 @@ Support make_support(const std::function<StopProbability(double)>& dist,
   s.breaks.erase(std::unique(s.breaks.begin(), s.breaks.end()), s.breaks.end());
   std::erase_if(s.breaks, [&](double b) { return b < s.lower || b > upper; });
   return s;
+}
+
+Support make_support(const std::function<StopProbability(double)>& dist,
+                     const DelayModel& delay,
+                     double upper) {
+  return make_support(dist, delay_breaks(delay), upper);
 }
 
 /// Boost's quadratures throw when the integrand is not finite where they evaluate it (delays
@@ -584,16 +597,13 @@ struct TimeMoments {
 };
 
 TimeMoments numerical_moments(const std::function<StopProbability(double)>& dist,
-                              const DelayModel& delay,
+                              std::vector<double> breaks,
                               double upper) {
-  double lowest = kInfinity;
-  for (int i = 0; i < delay.workers(); ++i) {
-    lowest = std::min(lowest, delay.lower_bound(i));
-  }
+  const double lowest = breaks.empty() ? 0.0 : *std::min_element(breaks.begin(), breaks.end());
   if (upper <= lowest) {
     return {upper, 0.0};  // the deadline passes before anyone can arrive
   }
-  const Support s = make_support(dist, delay, upper);
+  const Support s = make_support(dist, std::move(breaks), upper);
   const double c = s.centre;
   const double lower = s.lower;
   const Integrand waiting = [&](double t, double, double) { return dist(t).waiting; };
@@ -1334,8 +1344,8 @@ IterationTimePrediction exact_prediction(const SchemeDescription& scheme,
   const StopDistribution stop(
       scheme, delay, jumps.empty() ? &context.classes : nullptr, &context.budget);
   const double upper = scheme.rule == RuleKind::kDeadline ? scheme.deadline : kInfinity;
-  const TimeMoments m =
-      jumps.empty() ? numerical_moments(stop, delay, upper) : discrete_moments(stop, jumps, upper);
+  const TimeMoments m = jumps.empty() ? numerical_moments(stop, delay_breaks(delay), upper)
+                                      : discrete_moments(stop, jumps, upper);
   out.mean = m.mean;
   out.sd = m.sd;
   out.method = delay.independent_workers() ? "numerical" : kMarginalsMethod;
@@ -1360,6 +1370,14 @@ IterationTimePrediction simulated(const IterationTimeSimulation& simulate,
 }
 
 }  // namespace
+
+std::pair<double, double> stopping_time_moments(
+    const std::function<StopProbability(double)>& distribution,
+    std::vector<double> breaks,
+    double upper) {
+  const TimeMoments m = numerical_moments(distribution, std::move(breaks), upper);
+  return {m.mean, m.sd};
+}
 
 IterationTimePrediction predict_iteration_time(const SchemeDescription& scheme,
                                                const DelayModel& delay,

@@ -80,6 +80,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/delays/delay_model.h"
@@ -194,6 +195,15 @@ struct StopProbability {
 [[nodiscard]] StopProbability stop_probability(const SchemeDescription& scheme,
                                                const DelayModel& delay,
                                                double t);
+
+/// E[Z] and sd(Z) of a stopping time from its distribution P(Z ≤ t) by the numerical path above
+/// (centred at the median, Gauss–Kronrod pieces split at `breaks`, whose smallest is Z's lower
+/// bound, and the tail probed as described), Z ≤ upper (a deadline, or +∞). For stopping times
+/// the SchemeDescription does not describe (multi-message, sim/theory/multi_message_theory.h).
+[[nodiscard]] std::pair<double, double> stopping_time_moments(
+    const std::function<StopProbability(double)>& distribution,
+    std::vector<double> breaks,
+    double upper);
 
 /// The p-quantile of the iteration time, min{t : P(Z ≤ t) ≥ p} for p ∈ (0, 1): over the rows of
 /// a replayed table (DelayModel::rows(): the ⌈p·T⌉-th smallest row stop) exactly; otherwise by

@@ -58,6 +58,7 @@ TEST_CASE("advise: candidate schemes for n workers", "[advise]") {
                                  "exact frc d=3",
                                  "crc s=1",
                                  "crc s=2",
+                                 "multi_message frc d=2",
                                  "erasurehead frc d=2 r=6",
                                  "erasurehead frc d=2 r=12",
                                  "erasurehead frc d=2 r=18",
@@ -85,7 +86,7 @@ TEST_CASE("advise: candidate schemes for n workers", "[advise]") {
                                                                       "k-async K=3"});
   const auto c = scheme_candidates(24, 0.0);
   const nlohmann::json config = {{"code", {{"kind", "frc"}}}, {"partitions", 24}};
-  const nlohmann::json applied = apply_candidate(config, c[9]);
+  const nlohmann::json applied = apply_candidate(config, c[10]);
   CHECK(applied["code"] == nlohmann::json({{"kind", "frc"}, {"d", 2}}));
   CHECK(applied["stopping"] == nlohmann::json({{"rule", "first_r_or_decodable"}, {"r", 18}}));
   CHECK(applied["stragglers"] == "cancel");
