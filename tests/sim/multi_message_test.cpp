@@ -15,29 +15,10 @@
 #include "sim/backends/simulated_backend.h"
 #include "sim/delays/delay_model.h"
 #include "sim/simulated_cluster.h"
-#include "sim/theory/multi_message_theory.h"
+#include "tests/sim/table_delay.h"
 
 namespace stragglersim::sim {
 namespace {
-
-/// Iteration t's delays are row (t − 1) mod rows of a fixed table (the rng is not used).
-class TableDelay final : public DelayModel {
- public:
-  explicit TableDelay(std::vector<std::vector<double>> table) : table_(std::move(table)) {}
-  [[nodiscard]] std::string name() const override { return "table"; }
-  [[nodiscard]] int workers() const override { return static_cast<int>(table_[0].size()); }
-  void sample(std::uint64_t iteration, RandomEngine& /*rng*/, std::span<double> out) override {
-    const auto& row = table_[(iteration - 1) % table_.size()];
-    std::copy(row.begin(), row.end(), out.begin());
-  }
-  [[nodiscard]] double cdf(int /*worker*/, double /*t*/) const override { return 0.0; }
-  [[nodiscard]] double mean(int /*worker*/) const override { return 1.0; }
-  [[nodiscard]] double variance(int /*worker*/) const override { return 0.0; }
-  [[nodiscard]] double lower_bound(int /*worker*/) const override { return 0.0; }
-
- private:
-  std::vector<std::vector<double>> table_;
-};
 
 std::shared_ptr<MultiMessageStopping> multi_message(std::shared_ptr<const codes::GradientCode> code,
                                                     std::optional<double> after = std::nullopt) {
@@ -106,7 +87,7 @@ TEST_CASE("sim: a multi-message iteration stops when every partition is in",
   for (const Case& c : cases) {
     INFO(c.name);
     SimulatedCluster cluster(
-        std::make_unique<TableDelay>(std::vector<std::vector<double>>{c.delays}),
+        std::make_unique<testing::TableDelay>(std::vector<std::vector<double>>{c.delays}),
         multi_message(code, c.after),
         StragglerPolicy::kCancel,
         1);
@@ -115,43 +96,6 @@ TEST_CASE("sim: a multi-message iteration stops when every partition is in",
     CHECK(it.received == c.received);
     CHECK(it.heard == c.heard);
     CHECK(it.arrivals == c.delays);  // each worker's last message
-    CHECK(multi_message_row_stop(partition_orders(*code), c.delays, 0.0, c.after) == c.stop);
-  }
-}
-
-TEST_CASE("sim: multi-message stops agree with the row formula under every policy",
-          "[sim][multi_message]") {
-  // 300 random iterations of a cyclic code and of a proportional code: the engine's stop equals
-  // min(after, max_j min arrival) of the row, with a latency; drain counts the last message.
-  const std::vector<std::shared_ptr<const codes::GradientCode>> codes = {
-      std::make_shared<codes::CyclicRepetitionCode>(
-          codes::CyclicRepetitionCode::Options{.workers = 6, .s = 2}),
-      std::make_shared<codes::ProportionalCode>(codes::ProportionalCode::Options{
-          .workers = 6, .partitions = 9, .d = 2, .factors = {1, 2, 1, 3, 1, 1}})};
-  RandomEngine rng(7);
-  for (const auto& code : codes) {
-    for (const std::optional<double> after :
-         {std::optional<double>(), std::optional<double>(2.5)}) {
-      std::vector<std::vector<double>> table(300, std::vector<double>(6));
-      for (auto& row : table) {
-        for (double& x : row) {
-          x = 0.5 + 3.0 * std::generate_canonical<double, 53>(rng);
-        }
-      }
-      NetworkOptions network;
-      network.latency = 0.25;
-      SimulatedCluster drain(std::make_unique<TableDelay>(table),
-                             multi_message(code, after),
-                             StragglerPolicy::kDrain,
-                             1,
-                             network);
-      const auto orders = partition_orders(*code);
-      for (const auto& row : table) {
-        const IterationTiming& it = drain.next_iteration();
-        REQUIRE(it.iteration_time == multi_message_row_stop(orders, row, 0.25, after));
-        CHECK(it.wall_time == *std::max_element(row.begin(), row.end()) + 0.25);
-      }
-    }
   }
 }
 
