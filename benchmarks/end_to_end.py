@@ -59,7 +59,6 @@ benchmarks/end_to_end.md (or --table).
 import argparse
 import csv
 import json
-import math
 import os
 import shutil
 import statistics
@@ -244,7 +243,7 @@ def write_default_job(folder, rows):
     write_times(folder / "times.csv", rng, 1000, 30, 0.1, 1.0)
     job = {
         "name": "default", "format": "csv", "train": "train.csv", "test": "test.csv",
-        "features": p, "l2": 1e-4, "workers": 30, "times": "times.csv", "tail": "load",
+        "rows": m, "features": p, "l2": 1e-4, "workers": 30, "times": "times.csv", "tail": "load",
         "iterations": 1000, "time_budget": 400.0,
         "schemes": {
             "uncoded": {"code": {"kind": "uncoded"}, "rule": "all"},
@@ -299,7 +298,7 @@ def write_covtype_job(folder, rows, features=2000):
     write_times(folder / "times.csv", rng, 400, 30, 0.0018591 * rows / 396112, 2.0)
     job = {
         "name": "covtype", "format": "libsvm", "train": "train.svm", "test": "test.svm",
-        "features": p, "l2": 1e-4, "workers": 30, "times": "times.csv", "tail": "none",
+        "rows": m, "features": p, "l2": 1e-4, "workers": 30, "times": "times.csv", "tail": "none",
         "iterations": 400, "time_budget": 60.0,
         "schemes": {
             "uncoded_decodable": {"code": {"kind": "uncoded"}, "rule": "decodable"},
@@ -352,10 +351,13 @@ def prepare(folder, job_name, rows, features):
 # ----------------------------------------------------------------------------------------------
 
 def run_ours(folder, job):
+    """Runs every scheme, one process each; returns each process's wall time (s)."""
+    seconds = {}
     for name in job["schemes"]:
-        subprocess.run([str(EXE), "run", str(folder / f"{name}.json"), "--out",
-                        str(folder / "ours" / name), "--force", "--quiet"],
-                       check=True, stdout=subprocess.DEVNULL)
+        seconds[name] = timed(lambda: subprocess.run(
+            [str(EXE), "run", str(folder / f"{name}.json"), "--out", str(folder / "ours" / name),
+             "--force", "--quiet"], check=True, stdout=subprocess.DEVNULL))
+    return seconds
 
 
 def run_numpy(folder, job):
@@ -450,13 +452,17 @@ def phases(folder, job):
     return ours, theirs
 
 
-def race(folder, job, repetitions, loads):
+def race(folder, job, repetitions, loads, runs):
+    """Alternates the two sides; `runs` receives each of our processes' wall times by scheme."""
     ours, theirs, ours_phases, numpy_phases = [], [], [], []
     for rep in range(repetitions):
         loads.append(os.getloadavg()[0])
         print(f"  [{job['name']} {rep + 1}/{repetitions}] load average {loads[-1]:.2f}: "
               "stragglersim", end="", flush=True)
-        ours.append(timed(lambda: run_ours(folder, job)))
+        per_run = run_ours(folder, job)
+        for name, seconds in per_run.items():
+            runs.setdefault(name, []).append(seconds)
+        ours.append(sum(per_run.values()))
         loads.append(os.getloadavg()[0])
         print(f" {ours[-1]:.3f} s; load average {loads[-1]:.2f}: numpy", end="", flush=True)
         theirs.append(timed(lambda: run_numpy(folder, job)))
@@ -471,10 +477,70 @@ def race(folder, job, repetitions, loads):
     return ours, theirs, medians(ours_phases), medians(numpy_phases)
 
 
+def process_start_seconds(repetitions=7):
+    """Median wall time of `stragglersim --version`: starting and ending the process."""
+    return statistics.median(
+        timed(lambda: subprocess.run([str(EXE), "--version"], check=True,
+                                     stdout=subprocess.DEVNULL)) for _ in range(repetitions))
+
+
+def training_bytes(folder, job):
+    """Bytes of the training set as stragglersim holds it (models::Dataset::stored_bytes):
+    dense, m (p + 1) doubles with the labels; CSR, 16 bytes per non-zero (value and 64-bit
+    column index), m + 1 row offsets and m labels of 8 bytes."""
+    m, nnz = 0, 0
+    with open(folder / job["train"]) as f:
+        for line in f:
+            if job["format"] == "csv":
+                m += 1
+            elif line.strip():
+                m += 1
+                nnz += line.count(":")
+    if job["format"] == "csv":
+        return (m - 1) * (job["features"] + 1) * 8  # less the header line
+    return nnz * 16 + (m + 1) * 8 + m * 8
+
+
+def stream_rate(nbytes, repetitions=7):
+    """The machine's streaming-read rate (bytes/s) at this size: the best of `repetitions` sums
+    of a float64 array of `nbytes` (at least 1 MiB) by numpy, one thread."""
+    import numpy as np
+
+    a = np.ones(max(nbytes, 1 << 20) // 8)
+    a.sum()  # touch every page first
+    best = min(timed(a.sum) for _ in range(repetitions))
+    return a.nbytes / best
+
+
+def floors(folder, job, runs, start):
+    """Each run's floor: process start plus the bytes its passes and file reads read
+    (summary.json's data_bytes_read) at the streaming-read rate of the training set's size."""
+    size = training_bytes(folder, job)
+    rate = stream_rate(size)
+    files = sum((folder / job[k]).stat().st_size for k in ("train", "test"))
+    out = []
+    for name in job["schemes"]:
+        summary = json.loads((folder / "ours" / name / "summary.json").read_text())
+        read = summary["data_bytes_read"]
+        floor = start + read / rate
+        process = statistics.median(runs[name])
+        out.append({"run": name, "process": process, "read": read, "files": files,
+                    "passes": (read - files) / size, "floor": floor, "ratio": process / floor,
+                    "plan": summary["plan_seconds"], "f_star": summary["f_star_seconds"],
+                    "iterations": summary["iterations_seconds"]})
+    return {"rate": rate, "size": size, "start": start, "runs": out}
+
+
 def machine():
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from peers import machine as describe
     return describe()
+
+
+def table_head(intro, columns, text_columns=1):
+    """A paragraph, then a Markdown table's header: the first `text_columns` left-aligned."""
+    align = ["---"] * text_columns + ["---:"] * (len(columns) - text_columns)
+    return ["", intro, "", "| " + " | ".join(columns) + " |", "|" + "|".join(align) + "|"]
 
 
 def write_table(path, results, reps, loads, command):
@@ -557,14 +623,42 @@ def write_table(path, results, reps, loads, command):
         lines.append(f"- {name}: " + ", ".join(
             f"{names[k]} {100 * o[k] / o['process']:.0f} %" for k in order)
             + f"; f* by {r['f_star']}.")
+    lines += table_head(
+        "Each run against its floor: the process start (`stragglersim --version`, median of 7) "
+        "plus the bytes the run read, summary.json's `data_bytes_read` (every pass over the "
+        "training and test sets, and the data files read whole), at the machine's "
+        "streaming-read rate (numpy's sum of a float64 array of the training set's size, one "
+        "thread, best of 7). Passes: the bytes other than the files over the training set's "
+        "size. Process: the run's own median wall time.",
+        ["job", "run", "process", "data read", "files", "passes", "floor", "process / floor",
+         "plan", "f*", "iterations"], text_columns=2)
+    for name, r in results.items():
+        fl = r["floor"]
+        for run in fl["runs"]:
+            lines.append(
+                f"| {name} | {run['run']} | {run['process']:.3f} s | "
+                f"{run['read'] / 1e6:.1f} MB | {run['files'] / 1e6:.1f} MB | "
+                f"{run['passes']:.1f} | {run['floor']:.3f} s | {run['ratio']:.2f} | "
+                f"{run['plan']:.3f} s | {run['f_star']:.3f} s | {run['iterations']:.3f} s |")
+    lines.append("")
+    for name, r in results.items():
+        fl = r["floor"]
+        lines.append(f"- {name}: training set {fl['size'] / 1e6:.1f} MB, streaming read "
+                     f"{fl['rate'] / 1e9:.1f} GB/s, process start {fl['start'] * 1e3:.1f} ms.")
     path.write_text("\n".join(lines) + "\n")
 
 
-TITLES = {
-    "default": "default experiment (3 runs: uncoded, exact FRC, ErasureHead), 6000 x 200 CSV",
-    "covtype": "injected covtype-like regime (4 runs), 8000 x 2000 LIBSVM (--quick size)",
-}
 DEFAULT_ROWS = {"default": 6000, "covtype": 8000}
+
+
+def title(name, job):
+    rows = job["rows"]
+    if name == "default":
+        return (f"default experiment (3 runs: uncoded, exact FRC, ErasureHead), {rows} x "
+                f"{job['features']} CSV")
+    size = " (--quick size)" if rows == 8000 and job["features"] == 2000 else (
+        " (the paper's size)" if rows == 396112 else "")
+    return f"injected covtype-like regime (4 runs), {rows} x {job['features']} LIBSVM{size}"
 
 
 def main():
@@ -594,6 +688,7 @@ def main():
     jobs = ["default", "covtype"] if args.job == "all" else [args.job]
     work = args.keep or Path(tempfile.mkdtemp(prefix="end_to_end_"))
     results, loads = {}, []
+    start = None if args.check_only else process_start_seconds()
     try:
         for name in jobs:
             folder = work / name
@@ -604,11 +699,18 @@ def main():
             report = check(folder, job)
             if args.check_only:
                 continue
-            ours, theirs, breakdown, numpy_breakdown = race(folder, job, args.repetitions, loads)
-            results[name] = {"title": TITLES[name], "runs": len(job["schemes"]), "ours": ours,
-                             "numpy": theirs, "breakdown": breakdown,
+            runs = {}
+            ours, theirs, breakdown, numpy_breakdown = race(folder, job, args.repetitions, loads,
+                                                            runs)
+            floor = floors(folder, job, runs, start)
+            results[name] = {"title": title(name, job), "runs": len(job["schemes"]),
+                             "ours": ours, "numpy": theirs, "breakdown": breakdown,
                              "numpy_breakdown": numpy_breakdown, "check": report,
-                             "f_star": f_star_methods(folder, job)}
+                             "f_star": f_star_methods(folder, job), "floor": floor}
+            for r in floor["runs"]:
+                print(f"  {r['run']}: {r['process']:.3f} s, floor {r['floor']:.3f} s "
+                      f"({r['read'] / 1e6:.1f} MB read at {floor['rate'] / 1e9:.1f} GB/s), "
+                      f"{r['ratio']:.2f} x its floor")
             print(f"  stragglersim median {statistics.median(ours):.3f} s (min {min(ours):.3f}),"
                   f" numpy median {statistics.median(theirs):.3f} s (min {min(theirs):.3f}):"
                   f" numpy / stragglersim {statistics.median(theirs) / statistics.median(ours):.2f}")

@@ -21,6 +21,7 @@
 #include "experiments/config/config_error.h"
 #include "experiments/predict/predictions.h"
 #include "experiments/run_diagnostics.h"
+#include "models/base/data_traffic.h"
 #include "models/base/invariant.h"
 #include "models/base/stop_request.h"
 #include "models/metrics.h"
@@ -883,6 +884,10 @@ RunOutcome execute_run(const RunPlan& plan,
   outcome.summary["iterations_seconds"] = iterations_seconds;
   outcome.summary["writing_seconds"] = trace.seconds();
   outcome.summary["wall_clock_seconds"] = seconds_since(started);
+  outcome.summary["data_bytes_read"] =
+      plan.data_bytes_before_plan
+          ? nlohmann::json(models::data_bytes_read() - *plan.data_bytes_before_plan)
+          : nlohmann::json(nullptr);
   if (!outcome.heard_csv.empty()) {
     write_file_atomically(out_dir / "heard.csv", outcome.heard_csv);
   }

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "models/base/data_traffic.h"
 #include "models/base/invariant.h"
 #include "models/base/parse_number.h"
 #include "models/base/stop_request.h"
@@ -201,6 +202,7 @@ Dataset read_csv(const std::string& path,
   if (!in) {
     throw DataError(fmt::format("{}: cannot open file", path));
   }
+  count_file_bytes(path);
   Reader reader(path, options);
   reader.keep_only(keep, label_values);
   std::string line;

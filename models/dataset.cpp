@@ -34,6 +34,25 @@ std::int64_t Dataset::stored_entries() const {
   return std::get<SparseRows>(features).nonZeros();
 }
 
+std::int64_t Dataset::stored_bytes(RowRange range) const {
+  constexpr auto kValue = static_cast<std::int64_t>(sizeof(double));
+  const std::int64_t labels_bytes = range.size() * kValue;
+  if (const auto* dense = std::get_if<DenseRows>(&features)) {
+    return range.size() * dense->cols() * kValue + labels_bytes;
+  }
+  const auto& sparse = std::get<SparseRows>(features);
+  constexpr auto kIndex = static_cast<std::int64_t>(sizeof(SparseRows::StorageIndex));
+  std::int64_t stored = 0;
+  if (sparse.isCompressed()) {
+    stored = sparse.outerIndexPtr()[range.end] - sparse.outerIndexPtr()[range.begin];
+  } else {
+    for (Eigen::Index r = range.begin; r < range.end; ++r) {
+      stored += sparse.innerNonZeroPtr()[r];
+    }
+  }
+  return stored * (kValue + kIndex) + (range.size() + 1) * kIndex + labels_bytes;
+}
+
 Dataset Dataset::select_rows(const std::vector<Eigen::Index>& order) const {
   const Eigen::Index m = rows();
   const Eigen::Index n = static_cast<Eigen::Index>(order.size());

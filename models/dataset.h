@@ -63,6 +63,11 @@ struct Dataset {
   [[nodiscard]] bool is_sparse() const { return std::holds_alternative<SparseRows>(features); }
   /// Stored entries: m·p for dense, the non-zeros for sparse.
   [[nodiscard]] std::int64_t stored_entries() const;
+  /// Bytes a pass over `range` reads: the rows' stored values (sparse: with their column indices
+  /// and row offsets) and their labels.
+  [[nodiscard]] std::int64_t stored_bytes(RowRange range) const;
+  /// stored_bytes of every row.
+  [[nodiscard]] std::int64_t stored_bytes() const { return stored_bytes(RowRange{0, rows()}); }
   /// Rows in `order`, in that order (used to shuffle before a train/test split).
   [[nodiscard]] Dataset select_rows(const std::vector<Eigen::Index>& order) const;
 

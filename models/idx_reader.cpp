@@ -10,6 +10,7 @@
 #include <memory>
 #include <string_view>
 
+#include "models/base/data_traffic.h"
 #include "models/base/invariant.h"
 #include "models/base/stop_request.h"
 #include "models/dataset.h"
@@ -96,6 +97,7 @@ struct IdxStream {
 IdxStream open_idx(const std::string& path, int dimensions) {
   STRAGGLERSIM_ASSERT(dimensions >= 1 && dimensions <= 255, "IDX dimensions must be in [1, 255]");
   IdxStream in;
+  count_file_bytes(path);
   in.file.reset(gzopen(path.c_str(), "rb"));
   if (!in.file) {
     throw DataError(fmt::format("{}: cannot open file", path));

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "models/base/data_traffic.h"
 #include "models/base/parse_number.h"
 #include "models/base/stop_request.h"
 
@@ -241,6 +242,7 @@ Dataset read_libsvm(const std::string& path,
   if (!in) {
     throw DataError(fmt::format("{}: cannot open file", path));
   }
+  count_file_bytes(path);
   Parser parser(path, options);
   parser.keep_only(keep, label_values);
   std::int64_t line_number = 0;

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <vector>
 
+#include "models/base/data_traffic.h"
 #include "models/base/invariant.h"
 
 namespace stragglersim::models {
@@ -51,6 +52,7 @@ double roc_auc(const Eigen::VectorXd& scores, const Eigen::VectorXd& labels) {
 
 Eigen::VectorXd margins(const Dataset& data, const Eigen::VectorXd& x) {
   STRAGGLERSIM_ASSERT(x.size() == data.dimension(), "margins: x has the wrong dimension");
+  count_data_bytes(data.stored_bytes());
   return std::visit([&](const auto& a) -> Eigen::VectorXd { return a * x; }, data.features);
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "models/base/data_traffic.h"
 #include "models/base/invariant.h"
 #include "models/base/stop_request.h"
 #include "models/row_kernels.h"
@@ -61,6 +62,7 @@ void apply_gram(const Dataset& data,
 
 // AᵀA/m (p × p) or AAᵀ/m (m × m), whichever is smaller: both have the same non-zero spectrum.
 Eigen::MatrixXd small_gram(const Dataset& data) {
+  count_data_bytes(data.stored_bytes());
   const auto scale = 1.0 / static_cast<double>(data.rows());
   const bool by_columns = data.dimension() <= data.rows();
   if (const auto* dense = std::get_if<DenseRows>(&data.features)) {

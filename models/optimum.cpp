@@ -10,6 +10,7 @@
 #include <variant>
 #include <vector>
 
+#include "models/base/data_traffic.h"
 #include "models/base/invariant.h"
 #include "models/base/stop_request.h"
 #include "models/worker_pool.h"
@@ -153,6 +154,8 @@ Eigen::MatrixXd newton_hessian(const Objective& f,
   const Eigen::Index p = f.dimension();
   const Eigen::VectorXd& b = f.data().labels;
   const int chunks = pass_chunks(m);
+  // One pass over the dense copy of the features and the labels (then SᵀS works in cache).
+  count_data_bytes(static_cast<std::int64_t>(sizeof(double)) * (scratch.features.size() + m));
   run_tasks(pool, chunks, [&](int c) {
     const RowRange rows = partition_rows(m, chunks, c);
     auto block = scratch.scaled.middleRows(rows.begin, rows.size());
@@ -272,6 +275,7 @@ Optimum newton(const Objective& f, WorkerPool* pool) {
 /// (AᵀA/m + λ₂I)v without forming AᵀA.
 Eigen::VectorXd normal_product(const Objective& f, const Eigen::VectorXd& v) {
   const double m = static_cast<double>(f.rows());
+  count_data_bytes(2 * f.data().stored_bytes());  // Av, then Aᵀ(Av)
   return std::visit(
       [&](const auto& a) -> Eigen::VectorXd {
         const Eigen::VectorXd av = a * v;

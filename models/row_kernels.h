@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <variant>
 
+#include "models/base/data_traffic.h"
 #include "models/dataset.h"
 #include "models/dense_kernels.h"
 
@@ -122,6 +123,7 @@ double fused_pass(const Dataset& data,
                   const Eigen::VectorXd& x,
                   Eigen::Ref<Eigen::VectorXd> sum,
                   Kernel kernel) {
+  count_data_bytes(data.stored_bytes(rows));
   return std::visit(
       [&](const auto& a) { return fused_pass<kWithSum>(a, data.labels, rows, x, sum, kernel); },
       data.features);
@@ -137,6 +139,7 @@ double value_pass(const Dataset& data, RowRange rows, const Eigen::VectorXd& x, 
 /// Calls `each(i, z_i)` for every row i of `data` (no accumulator; used for metrics).
 template <class Each>
 void for_each_margin(const Dataset& data, const Eigen::VectorXd& x, Each each) {
+  count_data_bytes(data.stored_bytes());
   if (const auto* dense = std::get_if<DenseRows>(&data.features)) {
     const Eigen::VectorXd z = *dense * x;
     for (Eigen::Index i = 0; i < z.size(); ++i) each(i, z[i]);

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <variant>
 
+#include "models/base/data_traffic.h"
 #include "models/base/invariant.h"
 #include "models/base/random_stream.h"
 
@@ -150,6 +151,7 @@ class SoftmaxNetwork final : public LossModel {
                     Eigen::Ref<Eigen::VectorXd> gradient_sum) const override {
     check(data, rows, x);
     STRAGGLERSIM_ASSERT(gradient_sum.size() == x.size(), "gradient_sum has the wrong dimension");
+    count_data_bytes(data.stored_bytes(rows));  // chunk by chunk: each read once from memory
     const auto layers = layout(data.dimension());
     double total = 0.0;
     Forward fw;
@@ -167,6 +169,7 @@ class SoftmaxNetwork final : public LossModel {
                                         RowRange rows,
                                         const Eigen::VectorXd& x) const override {
     check(data, rows, x);
+    count_data_bytes(data.stored_bytes(rows));
     const auto layers = layout(data.dimension());
     double total = 0.0;
     Forward fw;
@@ -195,6 +198,7 @@ class SoftmaxNetwork final : public LossModel {
   [[nodiscard]] std::vector<int> predict(const Dataset& data,
                                          const Eigen::VectorXd& x) const override {
     check(data, RowRange{0, data.rows()}, x);
+    count_data_bytes(data.stored_bytes());
     const auto layers = layout(data.dimension());
     std::vector<int> out(static_cast<std::size_t>(data.rows()));
     Forward fw;

@@ -82,8 +82,8 @@ inline nlohmann::json small_least_squares_config() {
 
 /// `text` (a summary.json) with the values of its measured fields set to 0: wall_clock_seconds,
 /// the phases' plan_seconds, predictions_seconds, iterations_seconds, writing_seconds and
-/// f_star_seconds, and f_star_source (which run of a sweep solves a shared f* depends on
-/// scheduling). Every other byte must be the same for the same config and seed.
+/// f_star_seconds, and f_star_source and data_bytes_read (which run of a sweep solves a shared
+/// f* depends on scheduling). Every other byte must be the same for the same config and seed.
 inline std::string mask_wall_clock(std::string text) {
   for (const std::string key : {"\"wall_clock_seconds\": ",
                                 "\"plan_seconds\": ",
@@ -91,7 +91,8 @@ inline std::string mask_wall_clock(std::string text) {
                                 "\"iterations_seconds\": ",
                                 "\"writing_seconds\": ",
                                 "\"f_star_seconds\": ",
-                                "\"f_star_source\": "}) {
+                                "\"f_star_source\": ",
+                                "\"data_bytes_read\": "}) {
     const auto at = text.find(key);
     if (at == std::string::npos) {
       continue;

@@ -17,6 +17,7 @@
 #include "experiments/interrupt.h"
 #include "experiments/run_diagnostics.h"
 #include "experiments/run_output.h"
+#include "models/base/data_traffic.h"
 #include "models/base/invariant.h"
 #include "models/base/stop_request.h"
 #include "sim/backends/mpi_session.h"
@@ -226,12 +227,14 @@ int command_run(const std::string& config,
   guard.emplace();
   try {
     const auto planning = std::chrono::steady_clock::now();
+    const std::int64_t bytes_before_plan = models::data_bytes_read();
     RunPlan plan = [&] {
       const models::StopScope scope;
       return plan_run_file(config, mpi_worker);
     }();
     plan.plan_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - planning).count();
+    plan.data_bytes_before_plan = bytes_before_plan;
     plan.f_star_cache = f_star_cache;
     if (plan.backend.traits.mpi) {
       guard.reset();  // mpirun forwards signals to every rank: the default action ends them

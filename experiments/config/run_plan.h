@@ -89,6 +89,10 @@ struct RunPlan {
   /// `run` command; empty where the plan came otherwise (sweeps, the Python module). Not in
   /// `resolved`: summary.json's measured `plan_seconds`.
   std::optional<double> plan_seconds;
+  /// models::data_bytes_read() when the `run` command began planning (the same runs as
+  /// plan_seconds): summary.json's `data_bytes_read` is the difference at the run's end. Not in
+  /// `resolved`: it counts the process's passes, which a cached f* skips.
+  std::optional<std::int64_t> data_bytes_before_plan;
 
   [[nodiscard]] bool delay_only() const { return objective == nullptr; }
   /// x₀ of the loss (LossModel::initial_point, from the run's init stream); empty: zero.

@@ -154,6 +154,7 @@ TEST_CASE("run diagnostics: f* from the normal equations and suboptimality level
   CHECK(s["wall_clock_seconds"].get<double>() >= 0.0);
   // Only the run command times the plan it makes.
   CHECK(s["plan_seconds"].is_null());
+  CHECK(s["data_bytes_read"].is_null());
   // Exact GD with step 1/β never raises the loss, and every worker is heard.
   CHECK(s["warnings"] == nlohmann::json::array());
   // Groups of one worker, all heard in every iteration.

@@ -124,4 +124,31 @@ TEST_CASE("models: split_train_test is a seeded permutation split", "[models][da
   CHECK_THROWS_AS(split_train_test(all, -0.1, 9), std::logic_error);
 }
 
+TEST_CASE("models: stored_bytes counts every stored value, index, row offset and label of a range",
+          "[models][dataset]") {
+  Dataset dense = make_gaussian_mixture({7, 5, 1.0, 4});
+  auto& a = std::get<DenseRows>(dense.features);
+  for (Eigen::Index i = 0; i < 7; ++i) {
+    for (Eigen::Index k = 0; k <= i % 5; ++k) a(i, k) = 0.0;  // row i keeps 4 − i mod 5 values
+  }
+  const Dataset sparse{SparseRows(a.sparseView()), dense.labels};
+  SparseRows loose = std::get<SparseRows>(sparse.features);
+  loose.uncompress();
+  const Dataset uncompressed{std::move(loose), dense.labels};
+  for (Eigen::Index begin = 0; begin <= 7; ++begin) {
+    for (Eigen::Index end = begin; end <= 7; ++end) {
+      INFO("rows " << begin << " to " << end);
+      const RowRange range{begin, end};
+      CHECK(dense.stored_bytes(range) == (end - begin) * (5 + 1) * 8);
+      std::int64_t values = 0;
+      for (Eigen::Index i = begin; i < end; ++i) values += 4 - i % 5;
+      // value and column index (8 bytes each), one more row offset than rows, the labels
+      const std::int64_t expected = values * 16 + (end - begin + 1) * 8 + (end - begin) * 8;
+      CHECK(sparse.stored_bytes(range) == expected);
+      CHECK(uncompressed.stored_bytes(range) == expected);
+    }
+  }
+  CHECK(dense.stored_bytes() == 7 * 6 * 8);
+}
+
 }  // namespace stragglersim::models

@@ -6,7 +6,9 @@
 #include <fstream>
 #include <string>
 
+#include "models/base/data_traffic.h"
 #include "models/base/parse_number.h"
+#include "models/csv_reader.h"
 #include "tests/test_support.h"
 
 namespace stragglersim::models {
@@ -141,6 +143,21 @@ TEST_CASE("models: libsvm reader reports malformed lines exactly", "[models][lib
     const std::string path = "/nonexistent/stragglersim/missing.svm";
     REQUIRE_THROWS_AS(read_libsvm(path), DataError);
     REQUIRE_THROWS_WITH(read_libsvm(path), path + ": cannot open file");
+  }
+}
+
+TEST_CASE("models: reading a data file adds its size to the process's data traffic",
+          "[models][libsvm]") {
+  const TempDir dir("data_traffic");
+  const std::string svm = dir.write("a.svm", "+1 1:0.5 3:-2\n-1 2:1e-3 4:7\n");
+  const std::string csv = dir.write("a.csv", "x,y,label\n1,2,1\n3,4,-1\n5,6,1\n");
+  for (const auto& [path, bytes] : {std::pair{svm, 28}, std::pair{csv, 29}}) {
+    INFO(path);
+    REQUIRE(std::filesystem::file_size(path) == static_cast<std::uintmax_t>(bytes));
+    const std::int64_t before = data_bytes_read();
+    const Dataset data = path == svm ? read_libsvm(path) : read_csv(path);
+    CHECK(data.rows() >= 2);
+    CHECK(data_bytes_read() - before == bytes);
   }
 }
 

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "models/base/data_traffic.h"
 #include "models/synthetic_data.h"
 
 namespace {
@@ -153,6 +154,40 @@ TEST_CASE("models: fused evaluate equals a naive two-pass computation", "[models
                                        slopes.segment(rows.begin, rows.size()).matrix() / m;
       CHECK(relative_difference(partition_gradients.col(j), expected) <= 1e-13);
     }
+  }
+}
+
+TEST_CASE("models: every pass adds the bytes it reads to the process's data traffic",
+          "[models][objective]") {
+  using stragglersim::models::data_bytes_read;
+  const Dataset dense = thinned_mixture(61, 5, 21);
+  const Eigen::VectorXd x = gaussian_vector(5, 3);
+  const int k = 5;
+  for (const bool sparse : {false, true}) {
+    const auto data = sparse ? as_sparse(dense) : std::make_shared<const Dataset>(dense);
+    const Objective f(data, objective_loss("logistic"), 0.01, k);
+    std::int64_t partitions = 0;  // a pass over all partitions reads each partition's rows
+    for (int j = 0; j < k; ++j) partitions += data->stored_bytes(f.partition(j));
+    INFO((sparse ? "sparse" : "dense") << ", one pass over every partition: " << partitions);
+    const auto read_by = [&](const auto& action) {
+      const std::int64_t before = data_bytes_read();
+      action();
+      return data_bytes_read() - before;
+    };
+    Eigen::MatrixXd gradients;
+    CHECK(read_by([&] { (void)f.evaluate(x, &gradients); }) == partitions);
+    CHECK(read_by([&] { (void)f.evaluate(x, nullptr); }) == data->stored_bytes());
+    CHECK(read_by([&] { (void)f.value(x); }) == data->stored_bytes());
+    CHECK(read_by([&] { (void)f.gradient(x); }) == data->stored_bytes());
+    CHECK(read_by([&] {
+            f.partition_gradients({1, 3}, x, gradients);
+          }) == data->stored_bytes(f.partition(1)) + data->stored_bytes(f.partition(3)));
+    CHECK(read_by([&] { (void)f.loss().metric(*data, x); }) == data->stored_bytes());
+    // Power iteration: at least two passes; dense ones are whole passes (sparse chunks each
+    // read one more row offset).
+    const std::int64_t power = read_by([&] { (void)f.smoothness(); });
+    CHECK(power >= 2 * data->stored_bytes());
+    CHECK((sparse || power % data->stored_bytes() == 0));
   }
 }
 

@@ -209,7 +209,8 @@ def test_mlp_minibatch_is_the_same_bytes_for_threads_backends_and_jobs(tmp_path)
         summary = json.loads((out / "summary.json").read_text())
         # Measured real times (docs/model.md §7: outside the same-bytes guarantee).
         for measured in ("wall_clock_seconds", "f_star_seconds", "plan_seconds",
-                         "predictions_seconds", "iterations_seconds", "writing_seconds"):
+                         "predictions_seconds", "iterations_seconds", "writing_seconds",
+                         "data_bytes_read"):
             summary.pop(measured, None)
         outputs.append((read_bytes(out), summary))
     assert outputs[0] == outputs[1] == outputs[2]

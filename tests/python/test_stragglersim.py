@@ -106,12 +106,12 @@ def assert_trace_equals_csv(trace, path):
 
 
 MEASURED = ("wall_clock_seconds", "plan_seconds", "predictions_seconds", "iterations_seconds",
-            "writing_seconds", "f_star_seconds", "f_star_source")
+            "writing_seconds", "f_star_seconds", "f_star_source", "data_bytes_read")
 
 
 def mask_wall_clock(text):
     """summary.json text with its measured values (wall_clock_seconds, the phases' *_seconds,
-    f_star_source) set to 0."""
+    f_star_source, data_bytes_read) set to 0."""
     return re.sub(r'"(' + "|".join(MEASURED) + r')": [^,}\n]+', r'"\1": 0', text)
 
 

@@ -87,6 +87,9 @@ TEST_CASE("cli: run writes trace.csv and summary.json", "[experiments][cli]") {
   // The measured phases: the run command times its plan; the others lie within the run's
   // wall_clock_seconds, which they split.
   CHECK(summary["plan_seconds"].get<double>() >= 0.0);
+  // The bytes its passes read: at least the trace rows' f(x_t), each a pass over the 400 × 6
+  // dense training rows and their labels (no test set).
+  CHECK(summary["data_bytes_read"].get<std::int64_t>() >= 31 * 400 * (6 + 1) * 8);
   double phases = 0.0;
   for (const char* key :
        {"f_star_seconds", "predictions_seconds", "iterations_seconds", "writing_seconds"}) {
