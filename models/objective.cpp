@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "models/base/data_traffic.h"
 #include "models/base/invariant.h"
@@ -22,6 +23,9 @@ namespace {
 
 // Fixed so that β, and every step size derived from it, is reproducible run to run.
 constexpr std::uint64_t kPowerIterationSeed = 0x5eedbeefcafef00dULL;
+// The Lanczos basis of λ_max: at most 64 vectors, and at most 64 MB of them.
+constexpr Eigen::Index kLanczosBasis = 64;
+constexpr Eigen::Index kLanczosBasisBytes = Eigen::Index{1} << 26;
 // A dense eigendecomposition of a 5000 × 5000 Gram matrix already takes ~200 MB and seconds.
 constexpr Eigen::Index kMaxEigenDimension = 5000;
 
@@ -83,6 +87,83 @@ Eigen::MatrixXd small_gram(const Dataset& data) {
   const SparseRows gram = sparse * SparseRows(sparse.transpose());
   return Eigen::MatrixXd(gram) * scale;
 }
+
+/// The top Ritz value θ of a Lanczos basis and the residual ‖Gy − θy‖ of its Ritz vector y.
+struct RitzPair {
+  double value = 0.0;
+  double residual = 0.0;
+};
+
+/// Lanczos with full reorthogonalisation on G = AᵀA/m (largest_gram_eigenvalue): each step is one
+/// Gram product, one pass over the data; the top Ritz value is a Rayleigh quotient, θ ≤ λ_max.
+class LanczosCycle {
+ public:
+  /// `budget` Gram products in all; a basis of `columns` vectors.
+  LanczosCycle(
+      const Dataset& data, WorkerPool* pool, double tolerance, int budget, Eigen::Index columns)
+      : data_(&data),
+        pool_(pool),
+        tolerance_(tolerance),
+        budget_(budget),
+        q_(data.dimension(), columns) {}
+
+  [[nodiscard]] int products() const { return products_; }
+
+  /// From the unit vector `v` until the top pair converges (residual ≤ tolerance·θ), the budget
+  /// runs out, a value is not finite, or the basis is full; then `v` is the top Ritz vector (the
+  /// restart).
+  RitzPair run(Eigen::VectorXd& v) {
+    q_.col(0) = v;
+    alpha_.clear();
+    beta_.clear();
+    RitzPair top;
+    for (Eigen::Index j = 0; j < q_.cols(); ++j) {
+      throw_if_stop_requested();
+      column_ = q_.col(j);
+      apply_gram(*data_, column_, partial_, pool_, w_);
+      ++products_;
+      alpha_.push_back(column_.dot(w_));
+      // Classical Gram–Schmidt against the whole basis, twice ("twice is enough").
+      for (int pass = 0; pass < 2; ++pass) {
+        w_.noalias() -= q_.leftCols(j + 1) * (q_.leftCols(j + 1).transpose() * w_);
+      }
+      const double next_beta = w_.norm();
+      ritz_.computeFromTridiagonal(
+          Eigen::Map<const Eigen::VectorXd>(alpha_.data(), j + 1),
+          Eigen::VectorXd(Eigen::Map<const Eigen::VectorXd>(beta_.data(), j)),
+          Eigen::ComputeEigenvectors);
+      top.value = ritz_.eigenvalues()(j);
+      top.residual = next_beta * std::abs(ritz_.eigenvectors()(j, j));
+      if (!std::isfinite(top.value) || !std::isfinite(top.residual) || top.value <= 0.0 ||
+          top.residual <= tolerance_ * top.value || products_ >= budget_) {
+        return top;
+      }
+      if (j + 1 == q_.cols() || next_beta == 0.0) {
+        // A full basis (or an invariant subspace): restart from the top Ritz vector.
+        v = q_.leftCols(j + 1) * ritz_.eigenvectors().col(j);
+        v.normalize();
+        return top;
+      }
+      beta_.push_back(next_beta);
+      q_.col(j + 1) = w_ / next_beta;
+    }
+    return top;
+  }
+
+ private:
+  const Dataset* data_;
+  WorkerPool* pool_;
+  double tolerance_;
+  int budget_;
+  Eigen::MatrixXd q_;  ///< the basis
+  int products_ = 0;
+  Eigen::VectorXd w_;
+  Eigen::VectorXd column_;
+  Eigen::MatrixXd partial_;
+  std::vector<double> alpha_;
+  std::vector<double> beta_;
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> ritz_;
+};
 
 }  // namespace
 
@@ -291,25 +372,19 @@ double largest_gram_eigenvalue(const Dataset& data,
     v[i] = normal(engine);
   }
   v.normalize();
-  Eigen::VectorXd w(p);
-  Eigen::MatrixXd partial;
-  double estimate = 0.0;
-  for (int iteration = 0; iteration < max_iterations; ++iteration) {
-    throw_if_stop_requested();
-    apply_gram(data, v, partial, pool, w);
-    // Rayleigh quotient vᵀGv with ‖v‖ = 1: converges twice as fast as ‖Gv‖ and never overshoots.
-    const double next = v.dot(w);
-    const double norm = w.norm();
-    if (norm == 0.0) {
-      return 0.0;  // v is in the null space of A: with a Gaussian start, A = 0.
+  const Eigen::Index basis = std::clamp<Eigen::Index>(
+      kLanczosBasisBytes / (static_cast<Eigen::Index>(sizeof(double)) * p), 2, kLanczosBasis);
+  LanczosCycle lanczos(data, pool, tolerance, max_iterations, std::min(basis, p));
+  while (true) {
+    const RitzPair top = lanczos.run(v);
+    if (!std::isfinite(top.value) || !std::isfinite(top.residual)) {
+      return std::numeric_limits<double>::infinity();  // values too large to square: β says so
     }
-    v = w / norm;
-    if (iteration > 0 && std::abs(next - estimate) <= tolerance * next) {
-      return next;
+    if (top.value <= 0.0 || top.residual <= tolerance * top.value ||
+        lanczos.products() >= max_iterations) {
+      return std::max(top.value, 0.0);  // θ = 0: the start is in the null space (A = 0)
     }
-    estimate = next;
   }
-  return estimate;
 }
 
 }  // namespace stragglersim::models

@@ -83,9 +83,10 @@ class Objective {
   /// The smallest partition's rows, min_j |P_j| (the largest legal minibatch).
   [[nodiscard]] Eigen::Index smallest_partition_rows() const;
 
-  /// β = curvature_bound · λ_max(AᵀA/m) + λ₂, λ_max by seeded power iteration to relative
-  /// tolerance 1e-10 (an upper bound on the smoothness constant of f); each product AᵀAv is
-  /// split into fixed row chunks, run on `pool` when given (same bytes for every thread count).
+  /// β = curvature_bound · λ_max(AᵀA/m) + λ₂ (an upper bound on the smoothness constant of f),
+  /// λ_max by seeded Lanczos to relative tolerance 1e-10 (largest_gram_eigenvalue); each product
+  /// AᵀAv is split into fixed row chunks, run on `pool` when given (same bytes for every thread
+  /// count).
   [[nodiscard]] double smoothness(WorkerPool* pool = nullptr) const;
   /// PL constant μ: least squares, smallest non-zero eigenvalue of AᵀA/m plus λ₂ (PL holds
   /// even when m < p); logistic, λ₂ (nullopt when λ₂ = 0).
@@ -112,7 +113,12 @@ class Objective {
       static_cast<std::uint64_t>(partition));
 }
 
-/// λ_max(AᵀA/m) by power iteration from a fixed seeded start vector.
+/// λ_max(AᵀA/m) by Lanczos with full reorthogonalisation from a fixed seeded start vector
+/// (restarted from the top Ritz vector every 64 steps, fewer for wide data): the top Ritz value θ
+/// (a Rayleigh quotient, θ ≤ λ_max) once the Ritz vector's residual ‖Gy − θy‖ is at most
+/// tolerance·θ (then an eigenvalue lies within tolerance·θ of θ), or after `max_iterations` Gram
+/// products (one pass over the data each; twin top eigenvalues closer than ~10⁻⁶ relative need
+/// more than 64 vectors to separate, and end there within their gap).
 double largest_gram_eigenvalue(const Dataset& data,
                                int max_iterations = 1000,
                                double tolerance = 1e-10,

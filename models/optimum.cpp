@@ -22,7 +22,7 @@ constexpr Eigen::Index kDenseFeatureLimit = 4000;
 /// m·p² flops of one Gram matrix (or Newton Hessian) that the exact solvers may spend.
 constexpr double kExactWorkLimit = 1e10;
 /// Curvature pairs L-BFGS keeps.
-constexpr std::size_t kLbfgsMemory = 10;
+constexpr std::size_t kLbfgsMemory = 20;
 /// Conjugate gradient recomputes its residual from the data this often, so the recursion's
 /// rounding cannot fake the certificate.
 constexpr int kResidualRefresh = 50;

@@ -336,7 +336,7 @@ TEST_CASE("reliability: data values too large to square are a config error",
                       fmt::format("{}.json", source),
                       c,
                       ":/data: the data's smoothness beta is not finite (values too large to "
-                      "square); got beta = nan; expected data whose squared row norms are finite "
+                      "square); got beta = inf; expected data whose squared row norms are finite "
                       "(values below about 1e150)\n");
   }
   CHECK_FALSE(fs::exists(dir / "out"));
