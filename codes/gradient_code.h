@@ -95,6 +95,12 @@ class GradientCode {
   /// (`dynamic_frc`: the cluster permutes which worker plays each position, sim/regrouping.h);
   /// 0 for a fixed assignment. No timing theory applies to K > 0: it depends on the run's history.
   [[nodiscard]] virtual int regroup_every() const { return 0; }
+  /// Whether any n − stragglers_tolerated() distinct workers decode exactly, whatever the
+  /// supports (`crc`, `cyclic_mds`, `proportional_crc`): the timing theory's cyclic family, with
+  /// the code's own loads. Default: the cyclic layout.
+  [[nodiscard]] virtual bool decodes_from_any_count() const {
+    return structure().layout == CodeLayout::kCyclic;
+  }
 
   [[nodiscard]] int workers() const { return workers_; }
   [[nodiscard]] int partitions() const { return partitions_; }

@@ -34,6 +34,10 @@ Validation ProportionalCode::Options::validate() const {
         "too few partitions for the groups",
         fmt::format("at least workers/d = {} (one per group), or 0 for k = n", workers / d)};
   }
+  return worker_factors(workers, factors);
+}
+
+Validation worker_factors(int workers, const std::vector<double>& factors) {
   const std::string expected =
       fmt::format("an array of {} finite numbers > 0 (one slowdown factor per worker)", workers);
   if (factors.size() != static_cast<std::size_t>(workers)) {

@@ -16,6 +16,9 @@ namespace stragglersim::codes {
 /// equal across groups. d = 1 is uncoded with proportional loads. Decoding is FRC's: one message
 /// per covered group (exact when every group is covered); tolerates d − 1 stragglers. With equal
 /// factors and k = n it is the FRC of the same d, worker for worker.
+/// The slowdown factors of a heterogeneity-aware code: one finite factor > 0 per worker.
+[[nodiscard]] Validation worker_factors(int workers, const std::vector<double>& factors);
+
 class ProportionalCode final : public GroupCode {
  public:
   struct Options {

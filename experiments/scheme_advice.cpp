@@ -492,17 +492,22 @@ std::vector<SchemeCandidate> proportional_candidates(int workers, const nlohmann
       trace
           ? nlohmann::json("delay")
           : (delay.is_object() && delay.contains("factors") ? delay["factors"] : nlohmann::json());
-  if (!(trace || factors.is_array()) || n % 2 != 0 || n <= 2) {
+  if (!(trace || factors.is_array()) || n <= 2) {
     return out;
   }
   // Loads in proportion to the delay's per-worker factors, at k = 4n (docs/model.md §5: with
-  // k = n the shares round to FRC's).
-  const nlohmann::json code = {{"kind", "proportional"}, {"d", 2}, {"factors", factors}};
-  out.push_back(candidate("exact proportional d=2 k=4n", code, {{"rule", "decodable"}}));
-  const int r = fraction_of(n, 1, 2);
-  out.push_back(candidate(fmt::format("erasurehead proportional d=2 r={} k=4n", r),
-                          code,
-                          {{"rule", "first_r_or_decodable"}, {"r", r}}));
+  // k = n the shares round to FRC's and to CRC's).
+  if (n % 2 == 0) {
+    const nlohmann::json code = {{"kind", "proportional"}, {"d", 2}, {"factors", factors}};
+    out.push_back(candidate("exact proportional d=2 k=4n", code, {{"rule", "decodable"}}));
+    const int r = fraction_of(n, 1, 2);
+    out.push_back(candidate(fmt::format("erasurehead proportional d=2 r={} k=4n", r),
+                            code,
+                            {{"rule", "first_r_or_decodable"}, {"r", r}}));
+  }
+  out.push_back(candidate("exact proportional_crc s=1 k=4n",
+                          {{"kind", "proportional_crc"}, {"s", 1}, {"factors", factors}},
+                          {{"rule", "decodable"}}));
   for (auto& c : out) {
     c.block["partitions"] = 4 * n;
   }

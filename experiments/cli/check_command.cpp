@@ -17,6 +17,7 @@
 #include "codes/cyclic_repetition_code.h"
 #include "codes/fractional_repetition_code.h"
 #include "codes/proportional_code.h"
+#include "codes/proportional_cyclic_code.h"
 #include "codes/uncoded_code.h"
 #include "experiments/cli/commands.h"
 #include "experiments/config/run_plan.h"
@@ -296,7 +297,8 @@ void erasure_rows(bool quick, std::vector<CheckRow>& rows) {
 /// Heterogeneity-aware loads (`proportional`, docs/model.md §5) under heterogeneous shifted
 /// exponentials: n = 24, d = 2, k = 4n, a 1.6× worker every fourth (so the groups are not runs of
 /// consecutive workers); E[T] and q of the theory (FRC's formulas in group order, the code's
-/// loads) against the event engine, which knows nothing of the theory's groups.
+/// loads) against the event engine, which knows nothing of the theory's groups. Then E[T] of
+/// `proportional_crc` (s = 2) under `decodable` on the same workers.
 void proportional_rows(bool quick, std::vector<CheckRow>& rows) {
   const std::uint64_t iterations = quick ? 10000 : 100000;
   const int n = 24;
@@ -344,6 +346,30 @@ void proportional_rows(bool quick, std::vector<CheckRow>& rows) {
       rows.push_back(two_sided("q " + name, p.q, erased.mean, erased.se()));
     }
   }
+  // The cyclic code with the same factors (`proportional_crc` s = 2, k = 4n): E[T] under
+  // `decodable`, the (n − s)-th arrival of the per-worker marginals at the code's loads
+  // (Poisson-binomial), against the event engine.
+  const auto cyclic =
+      std::make_shared<codes::ProportionalCyclicCode>(codes::ProportionalCyclicCode::Options{
+          .workers = n, .partitions = 4 * n, .s = 2, .factors = factors, .seed = 5});
+  const auto decodable = std::make_shared<sim::DecodableStopping>(cyclic);
+  std::string why;
+  const auto description = sim::describe_scheme({cyclic, decodable}, &why);
+  STRAGGLERSIM_ASSERT(description.has_value(), why);
+  const auto p =
+      sim::predict_iteration_time(*description, sim::HeterogeneousDelay(cyclic->loads(), delay));
+  sim::SimulatedCluster cluster(std::make_unique<sim::HeterogeneousDelay>(cyclic->loads(), delay),
+                                decodable,
+                                sim::StragglerPolicy::kCancel,
+                                15);
+  Mean time;
+  for (std::uint64_t t = 0; t < iterations; ++t) {
+    time.add(cluster.next_iteration().iteration_time);
+  }
+  rows.push_back(two_sided(fmt::format("E[T] proportional_crc n={} s=2 k=4n decodable", n),
+                           p.mean,
+                           time.mean,
+                           time.se()));
 }
 
 /// Least-squares slope of y on log2(n) and its standard error from the SEs of y (independent).

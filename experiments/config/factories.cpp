@@ -13,6 +13,7 @@
 #include "codes/expander_graph_code.h"
 #include "codes/fractional_repetition_code.h"
 #include "codes/proportional_code.h"
+#include "codes/proportional_cyclic_code.h"
 #include "codes/stochastic_gradient_code.h"
 #include "codes/uncoded_code.h"
 #include "experiments/config/config_error.h"
@@ -438,14 +439,9 @@ std::vector<double> delay_factors(JsonReader& code, const ClusterShape& shape) {
   return means;
 }
 
-/// Heterogeneity-aware FRC: "d" and the workers' slowdown "factors" (as a heterogeneous delay's),
-/// or "factors": "delay" to estimate them from the run's delay.
-std::shared_ptr<const codes::GradientCode> make_proportional(JsonReader& code,
-                                                             const ClusterShape& shape) {
-  codes::ProportionalCode::Options o;
-  o.workers = shape.workers;
-  o.partitions = shape.partitions;
-  o.d = to_int(code.integer("d", std::nullopt));
+/// A heterogeneity-aware code's "factors": an array of one slowdown factor per worker (as a
+/// heterogeneous delay's), or "delay" to estimate them from the run's delay.
+std::vector<double> code_factors(JsonReader& code, const ClusterShape& shape) {
   const auto workers = static_cast<std::size_t>(std::max(shape.workers, 0));
   if (code.has("factors") && code.raw("factors").is_string()) {
     if (code.raw("factors") != "delay") {
@@ -454,11 +450,32 @@ std::shared_ptr<const codes::GradientCode> make_proportional(JsonReader& code,
                       code.raw("factors"),
                       fmt::format("\"delay\", or an array of {} numbers > 0", workers));
     }
-    o.factors = delay_factors(code, shape);
-  } else {
-    o.factors = read_factors(code, workers);
+    return delay_factors(code, shape);
   }
+  return read_factors(code, workers);
+}
+
+/// Heterogeneity-aware FRC: "d" and the workers' slowdown "factors" (code_factors).
+std::shared_ptr<const codes::GradientCode> make_proportional(JsonReader& code,
+                                                             const ClusterShape& shape) {
+  codes::ProportionalCode::Options o;
+  o.workers = shape.workers;
+  o.partitions = shape.partitions;
+  o.d = to_int(code.integer("d", std::nullopt));
+  o.factors = code_factors(code, shape);
   return std::make_shared<codes::ProportionalCode>(checked(code, shape, o));
+}
+
+/// Heterogeneity-aware cyclic code: "s" and the workers' "factors", as `proportional`'s.
+std::shared_ptr<const codes::GradientCode> make_proportional_crc(JsonReader& code,
+                                                                 const ClusterShape& shape) {
+  // Braced: the keys are read in this order (s, then factors).
+  const codes::ProportionalCyclicCode::Options o{.workers = shape.workers,
+                                                 .partitions = shape.partitions,
+                                                 .s = to_int(code.integer("s", std::nullopt)),
+                                                 .factors = code_factors(code, shape),
+                                                 .seed = shape.seed};
+  return std::make_shared<codes::ProportionalCyclicCode>(checked(code, shape, o));
 }
 
 DelayMaker make_heterogeneous(JsonReader& delay,
@@ -676,6 +693,12 @@ const std::vector<FactoryRow<CodeFactory>>& code_factories() {
        "own, or a trace's mean time per worker over the fastest's",
        {{"d", ""}, {"factors", ""}},
        make_proportional},
+      {"proportional_crc",
+       "heterogeneity-aware cyclic code: each worker holds partitions in proportion to its speed "
+       "(1/factor), laid cyclically so that each is held by s + 1 workers; exact from any n - s "
+       "workers; factors as proportional's",
+       {{"s", ""}, {"factors", ""}},
+       make_proportional_crc},
       {"sgc",
        "stochastic gradient code: d partitions per worker, balanced random assignment "
        "(one-step decoder, optional straggle probability p)",

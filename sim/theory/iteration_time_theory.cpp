@@ -1492,6 +1492,14 @@ std::optional<SchemeDescription> describe_scheme(const Scheme& scheme, std::stri
       s.d = structure.group_size;
       break;
     case codes::CodeLayout::kIrregular:
+      if (code.decodes_from_any_count() && !code.compact()) {
+        // Exact from any n − s workers at unequal loads (`proportional_crc`): the cyclic
+        // family's order statistics over the per-worker marginals.
+        s.code = CodeFamily::kCyclic;
+        s.d = structure.stragglers_tolerated + 1;
+        s.loads = code.loads();
+        break;
+      }
       if (!describe_groups(code, s)) {
         *why = fmt::format("no timing model for code '{}' (random or non-uniform supports)",
                            code.name());

@@ -99,29 +99,37 @@ TEST_CASE("advise: proportional candidates come from the delay's per-worker fact
   const nlohmann::json delay = {
       {"kind", "heterogeneous"}, {"shift", 0.5}, {"rate", 2.0}, {"factors", factors}};
   const auto c = proportional_candidates(6, delay);
-  CHECK(labels(c) == std::vector<std::string>{"exact proportional d=2 k=4n",
-                                              "erasurehead proportional d=2 r=3 k=4n"});
+  REQUIRE(labels(c) == std::vector<std::string>{"exact proportional d=2 k=4n",
+                                                "erasurehead proportional d=2 r=3 k=4n",
+                                                "exact proportional_crc s=1 k=4n"});
   const nlohmann::json code = {{"kind", "proportional"}, {"d", 2}, {"factors", factors}};
   for (const auto& candidate : c) {
-    CHECK(candidate.block["code"] == code);
+    CHECK(candidate.block["code"] ==
+          (candidate.label.find("crc") == std::string::npos
+               ? code
+               : nlohmann::json({{"kind", "proportional_crc"}, {"s", 1}, {"factors", factors}})));
     CHECK(candidate.block["partitions"] == 24);
   }
   CHECK(c[0].block["stopping"] == nlohmann::json({{"rule", "decodable"}}));
   CHECK(c[1].block["stopping"] == nlohmann::json({{"rule", "first_r_or_decodable"}, {"r", 3}}));
+  CHECK(c[2].block["stopping"] == nlohmann::json({{"rule", "decodable"}}));
   // The candidate's k replaces the config's.
   const nlohmann::json config = {{"code", {{"kind", "uncoded"}}}, {"partitions", 6}};
   CHECK(apply_candidate(config, c[0])["partitions"] == 24);
-  // No factors (i.i.d. delays), or an odd n (d = 2 does not divide it): none.
+  // No factors (i.i.d. delays): none; an odd n (d = 2 does not divide it): the cyclic one only.
   CHECK(proportional_candidates(6, {{"kind", "shifted_exponential"}}).empty());
-  CHECK(proportional_candidates(5, delay).empty());
+  CHECK(labels(proportional_candidates(5, delay)) ==
+        std::vector<std::string>{"exact proportional_crc s=1 k=4n"});
   CHECK(proportional_candidates(2, delay).empty());
   // A replayed trace: the loads come from its per-worker means ("factors": "delay").
   const nlohmann::json trace = {{"kind", "trace"}, {"path", "t.csv"}, {"mode", "block"}};
   const auto t = proportional_candidates(6, trace);
-  REQUIRE(t.size() == 2);
+  REQUIRE(t.size() == 3);
   CHECK(t[0].block["code"] ==
         nlohmann::json({{"kind", "proportional"}, {"d", 2}, {"factors", "delay"}}));
-  CHECK(proportional_candidates(5, trace).empty());
+  CHECK(t[2].block["code"] ==
+        nlohmann::json({{"kind", "proportional_crc"}, {"s", 1}, {"factors", "delay"}}));
+  CHECK(proportional_candidates(5, trace).size() == 1);
 }
 
 /// The plan of `candidate` (a label of scheme_candidates(24, 0)) on the persistent example with
@@ -292,7 +300,7 @@ TEST_CASE("advise: the recommendation holds against seeded runs (given delay)", 
       CHECK(c.iteration_time_method == "theory (numerical)");
     }
   }
-  CHECK(proportional == 2);
+  CHECK(proportional == 3);
   check_recommendation(a);
 }
 

@@ -201,8 +201,14 @@ TEST_CASE("validate: proportional loads estimated from the fit part are predicte
   int rows = 0;
   double exact_proportional = 0.0;
   double exact_frc = 0.0;
+  double cyclic = 0.0;
+  double proportional_cyclic = 0.0;
   for (const auto& r : v.rows) {
     if (r.model == "block replay" && r.scheme == "exact frc d=2") exact_frc = r.replayed;
+    if (r.model == "block replay" && r.scheme == "crc s=1") cyclic = r.replayed;
+    if (r.model == "block replay" && r.scheme == "exact proportional_crc s=1 k=4n") {
+      proportional_cyclic = r.replayed;
+    }
     if (r.scheme.find("proportional") == std::string::npos) continue;
     INFO(r.model << " / " << r.scheme << ": " << r.predicted << " vs " << r.replayed << " "
                  << r.problem);
@@ -215,10 +221,13 @@ TEST_CASE("validate: proportional loads estimated from the fit part are predicte
       exact_proportional = r.replayed;
     }
   }
-  CHECK(rows == 3 * 2);
+  CHECK(rows == 3 * 3);
   // The slow pair shares a group holding fewer partitions: exact decoding waits less than FRC's.
   CHECK(exact_proportional > 0.0);
   CHECK(exact_proportional < exact_frc);
+  // The slow pair holds fewer partitions of the cyclic code too: waiting for n − 1 is shorter.
+  CHECK(proportional_cyclic > 0.0);
+  CHECK(proportional_cyclic < cyclic);
 }
 
 TEST_CASE("validate: a change point between the parts is flagged and the block replay chosen",

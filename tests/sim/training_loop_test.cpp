@@ -12,6 +12,7 @@
 #include "codes/cyclic_mds_code.h"
 #include "codes/cyclic_repetition_code.h"
 #include "codes/fractional_repetition_code.h"
+#include "codes/proportional_cyclic_code.h"
 #include "codes/uncoded_code.h"
 #include "models/base/random_stream.h"
 #include "models/libsvm_reader.h"
@@ -169,8 +170,12 @@ TEST_CASE("sim: exact codes train the mlp like uncoded to 1e-12 per iteration",
   const auto frc = std::make_shared<codes::FractionalRepetitionCode>(n, 2);
   const auto crc = std::make_shared<codes::CyclicRepetitionCode>(n, 2, 7);
   const auto mds = std::make_shared<codes::CyclicMdsCode>(n, 1);
+  // Unequal loads (3, 3, 6, 2, 1, 3 of the 18 copies), exact from any 4 workers.
+  const auto proportional_crc =
+      std::make_shared<codes::ProportionalCyclicCode>(codes::ProportionalCyclicCode::Options{
+          .workers = n, .s = 2, .factors = {1.0, 1.0, 0.5, 2.0, 3.0, 1.0}, .seed = 4});
   for (const std::shared_ptr<const codes::GradientCode>& code :
-       std::vector<std::shared_ptr<const codes::GradientCode>>{frc, crc, mds}) {
+       std::vector<std::shared_ptr<const codes::GradientCode>>{frc, crc, mds, proportional_crc}) {
     Scheme exact{code, std::make_shared<DecodableStopping>(code), DecoderKind::kExact};
     const Run coded = train_scheme(objective, exact, 0.5, iterations, 3, false, &x0);
     REQUIRE(coded.rows.size() == reference.rows.size());

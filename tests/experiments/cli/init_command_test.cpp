@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 using stragglersim::testing::run_stragglersim;
 using stragglersim::testing::slurp;
 
-fs::path scratch(const std::string& name) {
+fs::path init_scratch(const std::string& name) {
   return stragglersim::testing::scratch_dir("init_command", name);
 }
 
@@ -41,7 +41,7 @@ void write_data(const fs::path& path, int classes, bool csv) {
 }  // namespace
 
 TEST_CASE("init: a LIBSVM file gives a config run accepts", "[experiments][cli][init]") {
-  const auto dir = scratch("libsvm");
+  const auto dir = init_scratch("libsvm");
   fs::create_directories(dir / "data" / "sub");
   write_data(dir / "data" / "train.libsvm", 2, false);
   const auto r = run_stragglersim(fmt::format("init --data '{}' --workers 4 -o '{}'",
@@ -68,7 +68,7 @@ TEST_CASE("init: a LIBSVM file gives a config run accepts", "[experiments][cli][
 
 TEST_CASE("init: a CSV file of three labels gets least squares and runs",
           "[experiments][cli][init]") {
-  const auto dir = scratch("csv");
+  const auto dir = init_scratch("csv");
   write_data(dir / "t.csv", 3, true);
   const auto r = run_stragglersim(
       fmt::format("init --data '{}' -o '{}'", (dir / "t.csv").string(), (dir / "c.json").string()),
@@ -86,7 +86,7 @@ TEST_CASE("init: a CSV file of three labels gets least squares and runs",
 }
 
 TEST_CASE("init: without data the config goes to stdout and runs", "[experiments][cli][init]") {
-  const auto dir = scratch("stdout");
+  const auto dir = init_scratch("stdout");
   const auto r = run_stragglersim("init --workers 6", dir);
   REQUIRE(r.status == 0);
   const auto config = nlohmann::json::parse(r.out);
@@ -100,7 +100,7 @@ TEST_CASE("init: without data the config goes to stdout and runs", "[experiments
 }
 
 TEST_CASE("init: bad input exits 2 and writes nothing", "[experiments][cli][init]") {
-  const auto dir = scratch("bad");
+  const auto dir = init_scratch("bad");
   std::ofstream(dir / "x.parquet") << "1 1:2\n";
   const auto ext = run_stragglersim(
       fmt::format(

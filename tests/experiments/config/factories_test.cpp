@@ -148,6 +148,22 @@ TEST_CASE("config: a violated options constraint is reported at its key", "[expe
   CHECK(factory_error(c) ==
         "cfg.json:/partitions: code 'crc' needs one partition per worker; got 8; expected "
         "workers = 4");
+  c["code"] = {{"kind", "proportional_crc"}, {"s", 1}, {"factors", {1.0, 2.0, 1.0, 1.0}}};
+  c["partitions"] = 1;
+  CHECK(factory_error(c) ==
+        "cfg.json:/partitions: too few partitions for the workers; got 1; expected at least "
+        "workers/(s + 1) = 2 (one partition per worker), or 0 for k = n");
+  c.erase("partitions");
+  c["code"] = {{"kind", "proportional_crc"}, {"s", 4}, {"factors", {1.0, 2.0, 1.0, 1.0}}};
+  CHECK(factory_error(c) == "cfg.json:/code/s: out of range; got 4; expected an integer in [0, 3]");
+  c["code"] = {{"kind", "proportional_crc"}, {"s", 1}, {"factors", {1.0, 2.0, 1.0}}};
+  CHECK(factory_error(c) ==
+        "cfg.json:/code/factors: wrong shape; got 3; expected an array of 4 numbers > 0 (one "
+        "slowdown factor per worker)");
+  c["code"] = {{"kind", "proportional_crc"}, {"s", 1}, {"factors", "fit"}};
+  CHECK(factory_error(c) ==
+        "cfg.json:/code/factors: unknown value; got \"fit\"; expected \"delay\", or an array "
+        "of 4 numbers > 0");
 }
 
 TEST_CASE("config: proportional estimates its factors from the run's delay",

@@ -77,7 +77,7 @@ TEST_CASE("experiments: bad configs name the file and JSON pointer and the accep
   };
   CHECK(with([](auto& c) { c["code"]["kind"] = "frcc"; }) ==
         "cfg.json:/code/kind: unknown code 'frcc'; did you mean 'frc'? valid values are: bgc, crc, "
-        "cyclic_mds, dynamic_frc, expander, frc, proportional, sgc, uncoded");
+        "cyclic_mds, dynamic_frc, expander, frc, proportional, proportional_crc, sgc, uncoded");
   CHECK(with([](auto& c) { c["delay"]["rte"] = 2; }) ==
         "cfg.json:/delay/rte: unknown key 'rte'; did you mean 'rate'? valid keys are: kind, rate, "
         "shift, tail");
