@@ -77,15 +77,34 @@ class RowwiseLoss : public LossModel {
 
   [[nodiscard]] std::string_view metric_name() const final { return Derived::kMetricName; }
   [[nodiscard]] double metric(const Dataset& data, const Eigen::VectorXd& x) const final {
-    check_arguments(data, RowRange{0, data.rows()}, x);
-    if (data.rows() == 0) {
+    Eigen::VectorXd z(data.rows());
+    Eigen::VectorXd losses(data.rows());
+    score_rows(data, RowRange{0, data.rows()}, x, z, losses);
+    return metric_of_margins(z, data.labels);
+  }
+
+  void score_rows(const Dataset& data,
+                  RowRange rows,
+                  const Eigen::VectorXd& x,
+                  Eigen::Ref<Eigen::VectorXd> z,
+                  Eigen::Ref<Eigen::VectorXd> losses) const final {
+    check_arguments(data, rows, x);
+    STRAGGLERSIM_ASSERT(z.size() == rows.size() && losses.size() == rows.size(),
+                        "one margin and one loss per row");
+    internal::margin_pass(data, rows, x, z, losses, block_kernel());
+  }
+
+  [[nodiscard]] double metric_of_margins(const Eigen::VectorXd& z,
+                                         const Eigen::VectorXd& labels) const final {
+    STRAGGLERSIM_ASSERT(z.size() == labels.size(), "one label per margin");
+    if (z.size() == 0) {
       return std::numeric_limits<double>::quiet_NaN();
     }
     double total = 0.0;
-    internal::for_each_margin(data, x, [&](Eigen::Index i, double z) {
-      total += Derived::metric_term(z, data.labels[i]);
-    });
-    return total / static_cast<double>(data.rows());
+    for (Eigen::Index i = 0; i < z.size(); ++i) {
+      total += Derived::metric_term(z[i], labels[i]);
+    }
+    return total / static_cast<double>(z.size());
   }
 
  private:

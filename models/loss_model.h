@@ -56,6 +56,17 @@ class LossModel {
   /// Test metric over rows: classification accuracy (logistic) or mean squared error.
   [[nodiscard]] virtual std::string_view metric_name() const = 0;
   [[nodiscard]] virtual double metric(const Dataset& data, const Eigen::VectorXd& x) const = 0;
+  /// Scalar-margin losses only: the margins z_i = a_iᵀx and losses ℓ(z_i; b_i) of `rows`, written
+  /// to z and losses (indexed from rows.begin) in one pass. When rows.begin is a multiple of 32,
+  /// each ℓ_i is the same bytes as the term `accumulate` adds for row i.
+  virtual void score_rows(const Dataset& data,
+                          RowRange rows,
+                          const Eigen::VectorXd& x,
+                          Eigen::Ref<Eigen::VectorXd> z,
+                          Eigen::Ref<Eigen::VectorXd> losses) const = 0;
+  /// Scalar-margin losses only: `metric` of the rows whose margins are z and labels `labels`.
+  [[nodiscard]] virtual double metric_of_margins(const Eigen::VectorXd& z,
+                                                 const Eigen::VectorXd& labels) const = 0;
   /// The length of x for data with `features` columns: p for the linear losses.
   [[nodiscard]] virtual Eigen::Index parameter_count(Eigen::Index features) const {
     return features;

@@ -8,46 +8,43 @@
 
 #include "models/base/data_traffic.h"
 #include "models/base/invariant.h"
+#include "models/row_kernels.h"
+#include "models/worker_pool.h"
 
 namespace stragglersim::models {
 
 double roc_auc(const Eigen::VectorXd& scores, const Eigen::VectorXd& labels) {
   STRAGGLERSIM_ASSERT(scores.size() == labels.size(), "roc_auc: one label per score");
   STRAGGLERSIM_ASSERT(scores.allFinite(), "roc_auc: scores must be finite");
-  const auto m = static_cast<std::size_t>(scores.size());
-  std::vector<Eigen::Index> order(m);
-  std::iota(order.begin(), order.end(), Eigen::Index{0});
-  std::sort(order.begin(), order.end(), [&](Eigen::Index i, Eigen::Index j) {
-    return scores[i] < scores[j];
-  });
-  // Walk groups of equal scores in increasing order: each positive of a group beats every
-  // negative seen before it and ties with the negatives of its own group (half credit).
-  // Counts are kept in integers so the statistic is exact up to the final division.
-  std::int64_t negatives_below = 0;
-  std::int64_t positives = 0;
-  std::int64_t wins_twice = 0;  // 2·(wins + ½·ties)
-  for (std::size_t begin = 0; begin < m;) {
-    std::size_t end = begin;
-    std::int64_t group_positives = 0;
-    std::int64_t group_negatives = 0;
-    while (end < m && scores[order[end]] == scores[order[begin]]) {
-      if (labels[order[end]] > 0.0) {
-        ++group_positives;
-      } else {
-        ++group_negatives;
-      }
-      ++end;
-    }
-    wins_twice += group_positives * (2 * negatives_below + group_negatives);
-    negatives_below += group_negatives;
-    positives += group_positives;
-    begin = end;
+  // Sorting the two classes' scores apart (contiguous doubles, no index indirection) and walking
+  // them together: each positive beats the negatives strictly below it and ties with the equal
+  // ones (half credit). Counts are kept in integers so the statistic is exact up to the final
+  // division.
+  std::vector<double> positive_scores;
+  std::vector<double> negative_scores;
+  for (Eigen::Index i = 0; i < scores.size(); ++i) {
+    (labels[i] > 0.0 ? positive_scores : negative_scores).push_back(scores[i]);
   }
-  if (positives == 0 || negatives_below == 0) {
+  std::sort(positive_scores.begin(), positive_scores.end());
+  std::sort(negative_scores.begin(), negative_scores.end());
+  const auto positives = static_cast<std::int64_t>(positive_scores.size());
+  const auto negatives = static_cast<std::int64_t>(negative_scores.size());
+  std::int64_t below = 0;       // negatives < the current positive
+  std::int64_t not_above = 0;   // negatives ≤ the current positive
+  std::int64_t wins_twice = 0;  // 2·(wins + ½·ties)
+  for (const double s : positive_scores) {
+    while (below < negatives && negative_scores[static_cast<std::size_t>(below)] < s) ++below;
+    not_above = std::max(not_above, below);
+    while (not_above < negatives && negative_scores[static_cast<std::size_t>(not_above)] <= s) {
+      ++not_above;
+    }
+    wins_twice += below + not_above;
+  }
+  if (positives == 0 || negatives == 0) {
     return std::numeric_limits<double>::quiet_NaN();
   }
   return static_cast<double>(wins_twice) /
-         (2.0 * static_cast<double>(positives) * static_cast<double>(negatives_below));
+         (2.0 * static_cast<double>(positives) * static_cast<double>(negatives));
 }
 
 Eigen::VectorXd margins(const Dataset& data, const Eigen::VectorXd& x) {
@@ -63,6 +60,45 @@ std::optional<double> test_auc(const Objective& objective, const Eigen::VectorXd
     return std::nullopt;
   }
   return roc_auc(margins(objective.data(), x), objective.data().labels);
+}
+
+static_assert(kScoreChunkRows % internal::kSparseBlock == 0 &&
+                  kScoreChunkRows % internal::kDenseBlock == 0,
+              "a score chunk starts a block of every row pass");
+
+std::optional<TestScores> score_test_set(const Objective& objective,
+                                         const Eigen::VectorXd& x,
+                                         WorkerPool* pool) {
+  const LossModel& loss = objective.loss();
+  STRAGGLERSIM_ASSERT(loss.traits().scalar_margin, "score_test_set: a scalar-margin loss");
+  const Dataset& data = objective.data();
+  const Eigen::Index m = data.rows();
+  Eigen::VectorXd z(m);
+  Eigen::VectorXd losses(m);
+  const auto chunks = static_cast<int>((m + kScoreChunkRows - 1) / kScoreChunkRows);
+  run_tasks(pool, chunks, [&](int c) {
+    const Eigen::Index begin = c * kScoreChunkRows;
+    const Eigen::Index size = std::min(kScoreChunkRows, m - begin);
+    loss.score_rows(data,
+                    RowRange{begin, begin + size},
+                    x,
+                    z.segment(begin, size),
+                    losses.segment(begin, size));
+  });
+  if (!z.allFinite()) {
+    return std::nullopt;
+  }
+  double sum = 0.0;
+  for (Eigen::Index i = 0; i < m; ++i) {
+    sum += losses[i];
+  }
+  TestScores scores;
+  scores.loss = sum / static_cast<double>(m);
+  scores.metric = loss.metric_of_margins(z, data.labels);
+  if (reports_auc(loss)) {
+    scores.auc = roc_auc(z, data.labels);
+  }
+  return scores;
 }
 
 }  // namespace stragglersim::models

@@ -26,4 +26,23 @@ bool reports_auc(const LossModel& loss);
 /// AUC of the margins aᵢᵀx on the objective's data when its loss reports one, else nullopt.
 std::optional<double> test_auc(const Objective& objective, const Eigen::VectorXd& x);
 
+/// A held-out set's scores at x.
+struct TestScores {
+  double loss = 0.0;          ///< (1/m) Σ_i ℓ(a_iᵀx; b_i), without the regulariser
+  double metric = 0.0;        ///< the loss's metric (accuracy or mean squared error)
+  std::optional<double> auc;  ///< the margins' AUC, for losses that report one
+};
+
+/// Rows per task of `score_test_set`: fixed, so its bytes do not depend on the thread count,
+/// and a multiple of every block size of the row passes, so each row's loss is the same bytes
+/// as in `Objective::value`.
+inline constexpr Eigen::Index kScoreChunkRows = 8192;
+
+/// Scalar-margin losses: the scores of the objective's data at x from one pass over its rows, in
+/// chunks of kScoreChunkRows on `pool` (the losses summed in row order, as `Objective::value`
+/// sums them). nullopt when a margin is not finite.
+std::optional<TestScores> score_test_set(const Objective& objective,
+                                         const Eigen::VectorXd& x,
+                                         WorkerPool* pool = nullptr);
+
 }  // namespace stragglersim::models

@@ -38,15 +38,27 @@ void load_labels(const Eigen::VectorXd& labels, Eigen::Index begin, Eigen::Index
   for (Eigen::Index r = 0; r < n; ++r) b[r] = labels[begin + r];
 }
 
+/// The default sink of the passes below: sees nothing.
+struct NoSink {
+  template <class Rows>
+  void operator()(Eigen::Index /*begin*/,
+                  Eigen::Index /*n*/,
+                  const Rows& /*z*/,
+                  const Rows& /*loss*/) const {}
+};
+
 /// Σ_i ℓ_i over `rows`, adding Σ_i w_i·a_i to `sum` when kWithSum. `kernel(z, b, loss, w)` gets the
 /// margins and labels of a block of rows (a Block<k>) and writes the losses ℓ_i and weights w_i.
-template <bool kWithSum = true, class Kernel>
+/// `sink(begin, n, z, loss)` then sees the block's first row, its row count and its margins and
+/// losses (rows past n are padding).
+template <bool kWithSum = true, class Kernel, class Sink = NoSink>
 double fused_pass(const DenseRows& a,
                   const Eigen::VectorXd& labels,
                   RowRange rows,
                   const Eigen::VectorXd& x,
                   Eigen::Ref<Eigen::VectorXd> sum,
-                  Kernel kernel) {
+                  Kernel kernel,
+                  Sink sink = {}) {
   const Eigen::Index p = a.cols();
   double total = 0.0;
   using Rows = Block<kDenseBlock>;
@@ -64,6 +76,7 @@ double fused_pass(const DenseRows& a,
     }
     load_labels(labels, begin, n, b);
     kernel(static_cast<const Rows&>(z), static_cast<const Rows&>(b), loss, w);
+    sink(begin, n, static_cast<const Rows&>(z), static_cast<const Rows&>(loss));
     for (Eigen::Index r = 0; r < n; ++r) total += loss[r];
     if constexpr (kWithSum) {
       if (n == kDenseBlock) {
@@ -78,13 +91,14 @@ double fused_pass(const DenseRows& a,
   return total;
 }
 
-template <bool kWithSum = true, class Kernel>
+template <bool kWithSum = true, class Kernel, class Sink = NoSink>
 double fused_pass(const SparseRows& a,
                   const Eigen::VectorXd& labels,
                   RowRange rows,
                   const Eigen::VectorXd& x,
                   Eigen::Ref<Eigen::VectorXd> sum,
-                  Kernel kernel) {
+                  Kernel kernel,
+                  Sink sink = {}) {
   double total = 0.0;
   using Rows = Block<kSparseBlock>;
   Rows z;
@@ -103,6 +117,7 @@ double fused_pass(const SparseRows& a,
     }
     load_labels(labels, begin, n, b);
     kernel(static_cast<const Rows&>(z), static_cast<const Rows&>(b), loss, w);
+    sink(begin, n, static_cast<const Rows&>(z), static_cast<const Rows&>(loss));
     for (Eigen::Index r = 0; r < n; ++r) total += loss[r];
     if constexpr (kWithSum) {
       for (Eigen::Index r = 0; r < n; ++r) {
@@ -117,15 +132,18 @@ double fused_pass(const SparseRows& a,
   return total;
 }
 
-template <bool kWithSum = true, class Kernel>
+template <bool kWithSum = true, class Kernel, class Sink = NoSink>
 double fused_pass(const Dataset& data,
                   RowRange rows,
                   const Eigen::VectorXd& x,
                   Eigen::Ref<Eigen::VectorXd> sum,
-                  Kernel kernel) {
+                  Kernel kernel,
+                  Sink sink = {}) {
   count_data_bytes(data.stored_bytes(rows));
   return std::visit(
-      [&](const auto& a) { return fused_pass<kWithSum>(a, data.labels, rows, x, sum, kernel); },
+      [&](const auto& a) {
+        return fused_pass<kWithSum>(a, data.labels, rows, x, sum, kernel, sink);
+      },
       data.features);
 }
 
@@ -136,18 +154,27 @@ double value_pass(const Dataset& data, RowRange rows, const Eigen::VectorXd& x, 
   return fused_pass<false>(data, rows, x, unused, kernel);
 }
 
-/// Calls `each(i, z_i)` for every row i of `data` (no accumulator; used for metrics).
-template <class Each>
-void for_each_margin(const Dataset& data, const Eigen::VectorXd& x, Each each) {
-  count_data_bytes(data.stored_bytes());
-  if (const auto* dense = std::get_if<DenseRows>(&data.features)) {
-    const Eigen::VectorXd z = *dense * x;
-    for (Eigen::Index i = 0; i < z.size(); ++i) each(i, z[i]);
-  } else {
-    const auto& sparse = std::get<SparseRows>(data.features);
-    const Eigen::VectorXd z = sparse * x;
-    for (Eigen::Index i = 0; i < z.size(); ++i) each(i, z[i]);
-  }
+/// The margins z_i and losses ℓ_i of `rows`, written to z and loss (indexed from rows.begin), by
+/// the blocks of the passes above: each ℓ_i is the same bytes as in fused_pass when rows.begin is
+/// a multiple of the block size.
+template <class Kernel>
+void margin_pass(const Dataset& data,
+                 RowRange rows,
+                 const Eigen::VectorXd& x,
+                 Eigen::Ref<Eigen::VectorXd> z,
+                 Eigen::Ref<Eigen::VectorXd> loss,
+                 Kernel kernel) {
+  Eigen::VectorXd unused;
+  fused_pass<false>(
+      data,
+      rows,
+      x,
+      unused,
+      kernel,
+      [&](Eigen::Index begin, Eigen::Index n, const auto& block_z, const auto& block_loss) {
+        z.segment(begin - rows.begin, n) = block_z.head(n).matrix();
+        loss.segment(begin - rows.begin, n) = block_loss.head(n).matrix();
+      });
 }
 
 }  // namespace stragglersim::models::internal

@@ -181,6 +181,17 @@ class SoftmaxNetwork final : public LossModel {
     return total;
   }
 
+  void score_rows(const Dataset& /*data*/,
+                  RowRange /*rows*/,
+                  const Eigen::VectorXd& /*x*/,
+                  Eigen::Ref<Eigen::VectorXd> /*z*/,
+                  Eigen::Ref<Eigen::VectorXd> /*losses*/) const override {
+    no_margin();
+  }
+  [[nodiscard]] double metric_of_margins(const Eigen::VectorXd& /*z*/,
+                                         const Eigen::VectorXd& /*labels*/) const override {
+    return no_margin();
+  }
   [[nodiscard]] std::string_view metric_name() const override { return "accuracy"; }
   [[nodiscard]] double metric(const Dataset& data, const Eigen::VectorXd& x) const override {
     if (data.rows() == 0) {

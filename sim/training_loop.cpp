@@ -18,41 +18,51 @@
 namespace stragglersim::sim {
 namespace {
 
-void fill_test(const models::Objective* test, const Eigen::VectorXd& x, TraceRow& row) {
+void fill_test(const models::Objective* test,
+               const Eigen::VectorXd& x,
+               models::WorkerPool* pool,
+               TraceRow& row) {
   if (test == nullptr) {
     return;
   }
   const models::LossModel& loss = test->loss();
   // A finite training loss does not bound the test margins (a huge step can overflow them
   // while the training loss saturates): non-finite margins are numerical trouble, not a bug.
-  const bool finite =
-      loss.traits().scalar_margin ? models::margins(test->data(), x).allFinite() : x.allFinite();
-  if (!finite) {
-    throw NumericalError(fmt::format(
+  const auto nonfinite = [&] {
+    return NumericalError(fmt::format(
         "iteration {}: non-finite test margins (the step is probably too large)", row.iteration));
-  }
-  const double reg = 0.5 * test->l2() * x.squaredNorm();
-  row.test_loss = test->value(x) - reg;
-  if (const int classes = loss.traits().classes; classes > 0) {
-    // One forward pass gives both: accuracy is the confusion matrix's trace over the rows.
-    const auto counts =
-        models::confusion_counts(test->data().labels, loss.predict(test->data(), x), classes);
-    row.test_confusion.assign(static_cast<std::size_t>(classes) * static_cast<std::size_t>(classes),
-                              0);
-    std::int64_t right = 0;
-    for (int t = 0; t < classes; ++t) {
-      for (int s = 0; s < classes; ++s) {
-        row.test_confusion[static_cast<std::size_t>(t * classes + s)] = counts(t, s);
-      }
-      right += counts(t, t);
+  };
+  if (loss.traits().scalar_margin) {
+    // One pass over the test rows gives the loss, the metric and the AUC.
+    const auto scores = models::score_test_set(*test, x, pool);
+    if (!scores) {
+      throw nonfinite();
     }
-    row.test_metric = test->rows() > 0
-                          ? static_cast<double>(right) / static_cast<double>(test->rows())
-                          : std::numeric_limits<double>::quiet_NaN();
-  } else {
-    row.test_metric = loss.metric(test->data(), x);
+    row.test_loss = scores->loss;
+    row.test_metric = scores->metric;
+    row.test_auc = scores->auc;
+    return;
   }
-  row.test_auc = models::test_auc(*test, x);
+  if (!x.allFinite()) {
+    throw nonfinite();
+  }
+  row.test_loss = test->value(x) - 0.5 * test->l2() * x.squaredNorm();
+  const int classes = loss.traits().classes;
+  // One forward pass gives both: accuracy is the confusion matrix's trace over the rows.
+  const auto counts =
+      models::confusion_counts(test->data().labels, loss.predict(test->data(), x), classes);
+  row.test_confusion.assign(static_cast<std::size_t>(classes) * static_cast<std::size_t>(classes),
+                            0);
+  std::int64_t right = 0;
+  for (int t = 0; t < classes; ++t) {
+    for (int s = 0; s < classes; ++s) {
+      row.test_confusion[static_cast<std::size_t>(t * classes + s)] = counts(t, s);
+    }
+    right += counts(t, t);
+  }
+  row.test_metric = test->rows() > 0
+                        ? static_cast<double>(right) / static_cast<double>(test->rows())
+                        : std::numeric_limits<double>::quiet_NaN();
 }
 
 void check_finite(const TraceRow& row) {
@@ -205,7 +215,7 @@ void train_asynchronous(const models::Objective& objective,
     full_gradient = partition_gradients.rowwise().sum() + objective.l2() * x;
     row.grad_norm = full_gradient.norm();
     check_finite(row);
-    fill_test(test_objective, x, row);
+    fill_test(test_objective, x, options.run.pool, row);
     on_row(row);
   };
   // The iterates some worker may still compute at, by version.
@@ -259,7 +269,7 @@ void train(const models::Objective& objective,
     full_gradient = partition_gradients.rowwise().sum() + objective.l2() * x;
     row.grad_norm = full_gradient.norm();
     check_finite(row);
-    fill_test(test_objective, x, row);
+    fill_test(test_objective, x, options.pool, row);
     on_row(row);
   };
 

@@ -5,9 +5,12 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <memory>
+#include <optional>
 
 #include "models/loss_model.h"
 #include "models/objective.h"
+#include "models/synthetic_data.h"
+#include "models/worker_pool.h"
 
 namespace {
 
@@ -84,4 +87,52 @@ TEST_CASE("models: test auc is reported for logistic and not for least squares",
   CHECK(*stragglersim::models::test_auc(logistic, x) == 1.0);
   CHECK_FALSE(stragglersim::models::test_auc(squares, x).has_value());
   CHECK(stragglersim::models::margins(*data, x) == Eigen::Vector4d(1.0, -0.5, 0.5, -1.0));
+}
+
+TEST_CASE("models: a test set's scores from one pass equal value, metric and auc computed apart",
+          "[models][metrics]") {
+  using stragglersim::models::kScoreChunkRows;
+  using stragglersim::models::score_test_set;
+  using stragglersim::models::TestScores;
+  using stragglersim::models::WorkerPool;
+  // Three chunks, the last one partial; dense and sparse storage; both scalar-margin losses.
+  const Eigen::Index m = 2 * kScoreChunkRows + 1001;
+  const Eigen::Index p = 12;
+  const Dataset dense = stragglersim::models::make_gaussian_mixture({m, p, 1.0, 5});
+  const auto dense_data = std::make_shared<const Dataset>(dense);
+  const auto sparse_data = std::make_shared<const Dataset>(
+      Dataset{stragglersim::models::SparseRows(std::get<DenseRows>(dense.features).sparseView()),
+              dense.labels});
+  const Eigen::VectorXd x = Eigen::VectorXd::LinSpaced(p, -0.7, 0.9);
+  for (const auto& data : {dense_data, sparse_data}) {
+    for (const bool logistic : {true, false}) {
+      const Objective f(data,
+                        logistic ? stragglersim::models::make_logistic_loss()
+                                 : stragglersim::models::make_least_squares_loss(),
+                        0.01,
+                        3);
+      CAPTURE(data == sparse_data, logistic);
+      const std::optional<TestScores> one = score_test_set(f, x);
+      REQUIRE(one.has_value());
+      // The losses summed in row order: the same bytes as the objective's own pass.
+      CHECK(one->loss == f.loss().accumulate_value(*data, {0, m}, x) / static_cast<double>(m));
+      CHECK(one->metric == Approx(f.loss().metric(*data, x)).epsilon(1e-14));
+      CHECK(one->auc.has_value() == logistic);
+      if (logistic) {
+        CHECK(
+            *one->auc ==
+            Approx(roc_auc(stragglersim::models::margins(*data, x), data->labels)).epsilon(1e-12));
+      }
+      for (const int threads : {2, 3}) {
+        WorkerPool pool(threads);
+        const auto many = score_test_set(f, x, &pool);
+        REQUIRE(many.has_value());
+        CHECK(many->loss == one->loss);
+        CHECK(many->metric == one->metric);
+        CHECK(many->auc == one->auc);
+      }
+      // A margin that overflows is reported, not scored.
+      CHECK_FALSE(score_test_set(f, Eigen::VectorXd::Constant(p, 1e308)).has_value());
+    }
+  }
 }
