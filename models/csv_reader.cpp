@@ -27,14 +27,18 @@ class Reader {
  public:
   Reader(const std::string& path, const CsvOptions& options) : path_(path), options_(options) {}
 
-  // Splits one line into fields (quotes removed) in `fields_`.
+  // Splits one line into fields (quotes removed) in `fields_`: views into `line`, which must
+  // outlive them, or into `unquoted_` for quoted fields. No allocation per field.
   void split(std::string_view line, std::int64_t line_number) {
-    fields_.clear();
+    spans_.clear();
+    std::size_t quoted = 0;
     std::size_t pos = 0;
     while (true) {
       while (pos < line.size() && is_space(line[pos])) ++pos;
-      std::string field;
       if (pos < line.size() && line[pos] == '"') {
+        if (unquoted_.size() == quoted) unquoted_.emplace_back();
+        std::string& field = unquoted_[quoted];
+        field.clear();
         const std::size_t start = pos;
         ++pos;
         bool closed = false;
@@ -55,19 +59,25 @@ class Reader {
           fail(line_number, "unterminated quoted field", line.substr(start));
         }
         while (pos < line.size() && line[pos] != ',') ++pos;
+        spans_.push_back({true, quoted++, 0});
       } else {
         const std::size_t start = pos;
         while (pos < line.size() && line[pos] != ',') ++pos;
-        field = std::string(trim(line.substr(start, pos - start)));
+        spans_.push_back({false, start, pos - start});
       }
-      fields_.push_back(std::move(field));
       if (pos >= line.size()) break;
       ++pos;  // the comma
+    }
+    // `unquoted_` no longer grows: views into it stay valid until the next split.
+    fields_.clear();
+    for (const Span& span : spans_) {
+      fields_.push_back(span.quoted ? std::string_view(unquoted_[span.first])
+                                    : trim(line.substr(span.first, span.size)));
     }
   }
 
   void header(std::int64_t line_number) {
-    names_ = fields_;
+    names_.assign(fields_.begin(), fields_.end());
     resolve_label(line_number);
   }
 
@@ -88,7 +98,7 @@ class Reader {
     const bool stored = keep_ == nullptr || keep_->keeps(source_rows_);
     ++source_rows_;
     for (std::int64_t j = 0; j < columns_; ++j) {
-      const std::string& field = fields_[static_cast<std::size_t>(j)];
+      const std::string_view field = fields_[static_cast<std::size_t>(j)];
       double value = 0.0;
       if (!parse_finite_double(field, value)) {
         throw DataError(fmt::format("{}:{}: malformed number in column {}; got '{}'",
@@ -178,7 +188,15 @@ class Reader {
 
   const std::string& path_;
   const CsvOptions& options_;
-  std::vector<std::string> fields_;
+  /// Where split() found a field: quoted (unquoted_[first]) or line.substr(first, size).
+  struct Span {
+    bool quoted;
+    std::size_t first;
+    std::size_t size;
+  };
+  std::vector<Span> spans_;
+  std::vector<std::string> unquoted_;
+  std::vector<std::string_view> fields_;
   std::vector<std::string> names_;
   std::int64_t columns_ = 0;
   std::int64_t label_ = 0;

@@ -57,6 +57,26 @@ TEST_CASE("models: csv reader takes the last column as the label by default", "[
   CHECK(read_csv(dir.write("bare2.csv", "7,8,9\n"), first).labels[0] == 8.0);
 }
 
+TEST_CASE("models: csv reader unquotes every quoted field of a line, commas and quotes inside",
+          "[models][csv]") {
+  const TempDir dir("csv_test");
+  // Three quoted fields on a line, then one: each keeps its own text.
+  const auto path = dir.write("quoted.csv",
+                              "\"a,1\",\"b\"\"q\",\"y\"\n"
+                              "\"1\",\"2\",\"3\"\n"
+                              "4,\"5\",6\n");
+  CsvOptions by_name;
+  by_name.label_column = std::string("b\"q");
+  const auto data = read_csv(path, by_name);
+  const auto& a = std::get<DenseRows>(data.features);
+  REQUIRE(a.rows() == 2);
+  CHECK(a.row(0) == Eigen::RowVector2d(1.0, 3.0));
+  CHECK(a.row(1) == Eigen::RowVector2d(4.0, 6.0));
+  CHECK(data.labels == Eigen::Vector2d(2.0, 5.0));
+  by_name.label_column = std::string("a,1");
+  CHECK(read_csv(path, by_name).labels == Eigen::Vector2d(1.0, 4.0));
+}
+
 TEST_CASE("models: csv reader errors name the file and line", "[models][csv]") {
   const TempDir dir("csv_test");
   const auto err =
