@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <exception>
 #include <fstream>
 #include <memory>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "models/base/data_traffic.h"
@@ -127,13 +129,16 @@ class Parser {
 
   /// Reserves room for every row of a whole file's text: a row per line, a non-zero per ':' (an
   /// upper bound), so the arrays are never copied to grow and their pages are touched once.
-  void reserve_for(std::string_view text) {
-    const auto lines = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+  /// Returns the number of '\n' in the text.
+  std::int64_t reserve_for(std::string_view text) {
+    const auto newlines = std::count(text.begin(), text.end(), '\n');
+    const auto lines = static_cast<std::size_t>(newlines) + 1;
     const auto colons = static_cast<std::size_t>(std::count(text.begin(), text.end(), ':'));
     rows_.row_starts.reserve(lines + 1);
     rows_.labels.reserve(lines);
     rows_.columns.reserve(colons);
     rows_.values.reserve(colons);
+    return newlines;
   }
 
   /// Data rows of the file (kept or not).
@@ -143,60 +148,7 @@ class Parser {
     label_values_ = label_values;
   }
 
-  Dataset finish() {
-    const auto m = static_cast<Eigen::Index>(rows_.labels.size());
-    const Eigen::Index p = options_.features > 0 ? options_.features : rows_.max_index;
-    Dataset out;
-    out.labels = Eigen::Map<const Eigen::VectorXd>(rows_.labels.data(), m);
-    const double bytes = 8.0 * static_cast<double>(m) * static_cast<double>(p);
-    if (options_.dense && options_.max_dense_bytes > 0 &&
-        bytes > static_cast<double>(options_.max_dense_bytes)) {
-      throw DataError(fmt::format(
-          "{}: dense storage of {} rows x {} features would need {:.3g} bytes; expected at most "
-          "{} bytes (--max-memory), or \"storage\": \"sparse\"",
-          path_,
-          m,
-          p,
-          bytes,
-          options_.max_dense_bytes));
-    }
-    // Sparse storage still holds an index per column (twice while it is assembled): a file with
-    // a huge feature index needs O(p) memory even with few non-zeros.
-    const double sparse_bytes =
-        16.0 * static_cast<double>(rows_.columns.size()) + 16.0 * (static_cast<double>(p) + 1.0);
-    if (!options_.dense && options_.max_sparse_bytes > 0 &&
-        sparse_bytes > static_cast<double>(options_.max_sparse_bytes)) {
-      throw DataError(fmt::format(
-          "{}: sparse storage of {} rows x {} features would need {:.3g} bytes; expected at most "
-          "{} bytes (--max-memory), or fewer features",
-          path_,
-          m,
-          p,
-          sparse_bytes,
-          options_.max_sparse_bytes));
-    }
-    if (options_.dense) {
-      DenseRows a = DenseRows::Zero(m, p);
-      for (Eigen::Index i = 0; i < m; ++i) {
-        for (auto e = rows_.row_starts[static_cast<std::size_t>(i)];
-             e < rows_.row_starts[static_cast<std::size_t>(i) + 1];
-             ++e) {
-          a(i, rows_.columns[static_cast<std::size_t>(e)]) =
-              rows_.values[static_cast<std::size_t>(e)];
-        }
-      }
-      out.features = std::move(a);
-    } else {
-      out.features =
-          SparseRows(Eigen::Map<const SparseRows>(m,
-                                                  p,
-                                                  static_cast<Eigen::Index>(rows_.values.size()),
-                                                  rows_.row_starts.data(),
-                                                  rows_.columns.data(),
-                                                  rows_.values.data()));
-    }
-    return out;
-  }
+  [[nodiscard]] const CsrRows& parsed() const { return rows_; }
 
  private:
   // A feature index: from 1, increasing along the line, within the limit and `features`.
@@ -239,6 +191,170 @@ class Parser {
   std::int64_t source_rows_ = 0;
 };
 
+/// Refuses storage above the options' byte limits before it is allocated.
+void check_storage(const std::string& path,
+                   const LibsvmOptions& options,
+                   Eigen::Index m,
+                   Eigen::Index p,
+                   Eigen::Index nonzeros) {
+  // Sparse storage still holds an index per column (twice while it is assembled): a file with
+  // a huge feature index needs O(p) memory even with few non-zeros.
+  const double bytes =
+      options.dense ? 8.0 * static_cast<double>(m) * static_cast<double>(p)
+                    : 16.0 * static_cast<double>(nonzeros) + 16.0 * (static_cast<double>(p) + 1.0);
+  const std::uint64_t limit = options.dense ? options.max_dense_bytes : options.max_sparse_bytes;
+  if (limit > 0 && bytes > static_cast<double>(limit)) {
+    throw DataError(fmt::format(
+        "{}: {} storage of {} rows x {} features would need {:.3g} bytes; expected at most {} "
+        "bytes (--max-memory), or {}",
+        path,
+        options.dense ? "dense" : "sparse",
+        m,
+        p,
+        bytes,
+        limit,
+        options.dense ? "\"storage\": \"sparse\"" : "fewer features"));
+  }
+}
+
+DenseRows dense_rows(const std::vector<const CsrRows*>& pieces, Eigen::Index m, Eigen::Index p) {
+  DenseRows a = DenseRows::Zero(m, p);
+  Eigen::Index row = 0;
+  for (const CsrRows* piece : pieces) {
+    for (std::size_t i = 0; i < piece->labels.size(); ++i, ++row) {
+      for (auto e = piece->row_starts[i]; e < piece->row_starts[i + 1]; ++e) {
+        a(row, piece->columns[static_cast<std::size_t>(e)]) =
+            piece->values[static_cast<std::size_t>(e)];
+      }
+    }
+  }
+  return a;
+}
+
+SparseRows sparse_rows(const std::vector<const CsrRows*>& pieces,
+                       Eigen::Index m,
+                       Eigen::Index p,
+                       Eigen::Index nonzeros) {
+  SparseRows a(m, p);
+  a.resizeNonZeros(nonzeros);
+  auto* starts = a.outerIndexPtr();
+  Eigen::Index row = 0;
+  std::int64_t first = 0;  // the piece's first non-zero in `a`
+  for (const CsrRows* piece : pieces) {
+    std::copy(piece->columns.begin(), piece->columns.end(), a.innerIndexPtr() + first);
+    std::copy(piece->values.begin(), piece->values.end(), a.valuePtr() + first);
+    for (std::size_t i = 0; i < piece->labels.size(); ++i) {
+      starts[row++] = first + piece->row_starts[i];
+    }
+    first += static_cast<std::int64_t>(piece->columns.size());
+  }
+  starts[m] = first;
+  return a;
+}
+
+/// The rows of `pieces` (consecutive parts of one file, in order) as one data set.
+Dataset assemble(const std::string& path,
+                 const LibsvmOptions& options,
+                 const std::vector<const CsrRows*>& pieces) {
+  Eigen::Index m = 0;
+  Eigen::Index nonzeros = 0;
+  std::int64_t max_index = 0;
+  for (const CsrRows* piece : pieces) {
+    m += static_cast<Eigen::Index>(piece->labels.size());
+    nonzeros += static_cast<Eigen::Index>(piece->columns.size());
+    max_index = std::max(max_index, piece->max_index);
+  }
+  const Eigen::Index p = options.features > 0 ? options.features : max_index;
+  check_storage(path, options, m, p, nonzeros);
+  Dataset out;
+  out.labels.resize(m);
+  Eigen::Index row = 0;
+  for (const CsrRows* piece : pieces) {
+    std::copy(piece->labels.begin(), piece->labels.end(), out.labels.data() + row);
+    row += static_cast<Eigen::Index>(piece->labels.size());
+  }
+  if (options.dense) {
+    out.features = dense_rows(pieces, m, p);
+  } else {
+    out.features = sparse_rows(pieces, m, p, nonzeros);
+  }
+  return out;
+}
+
+/// Pieces when LibsvmOptions::max_pieces is 0: the hardware threads, at most this many.
+constexpr unsigned kMaxPieces = 8;
+
+/// Parses a whole file's text in consecutive pieces of options.piece_bytes or more, one thread
+/// each, into one parser per piece (in file order: `assemble` makes the data set). The data set is
+/// the same bytes for any number of pieces, and an error is the one a parse in one piece would
+/// raise first: each line is validated on its own, so the first piece with an error holds the
+/// file's first bad line.
+std::vector<std::unique_ptr<Parser>> parse_text(const std::string& path,
+                                                const LibsvmOptions& options,
+                                                std::string_view text,
+                                                LabelValues* label_values,
+                                                std::int64_t* source_rows) {
+  const unsigned most =
+      options.max_pieces > 0
+          ? options.max_pieces
+          : std::min(kMaxPieces, std::max(1U, std::thread::hardware_concurrency()));
+  const std::size_t wanted = std::min<std::size_t>(
+      most, std::max<std::size_t>(1, text.size() / std::max<std::size_t>(1, options.piece_bytes)));
+  std::vector<std::size_t> bounds{0};
+  for (std::size_t k = 1; k < wanted; ++k) {
+    const std::size_t newline = text.find('\n', std::max(bounds.back(), k * text.size() / wanted));
+    if (newline == std::string_view::npos) break;
+    bounds.push_back(newline + 1);
+  }
+  bounds.push_back(text.size());
+  const std::size_t pieces = bounds.size() - 1;
+  std::vector<std::unique_ptr<Parser>> parsers;
+  parsers.reserve(pieces);
+  for (std::size_t k = 0; k < pieces; ++k) {
+    parsers.push_back(std::make_unique<Parser>(path, options));
+  }
+  std::vector<std::int64_t> first_line(pieces + 1, 0);
+  std::vector<std::exception_ptr> errors(pieces);
+  const auto in_parallel = [&](const auto& work) {
+    std::vector<std::thread> threads;
+    for (std::size_t k = 1; k < pieces; ++k) {
+      threads.emplace_back([&, k] { work(k); });
+    }
+    work(0);
+    for (auto& thread : threads) thread.join();
+  };
+  in_parallel([&](std::size_t k) {
+    first_line[k + 1] = parsers[k]->reserve_for(text.substr(bounds[k], bounds[k + 1] - bounds[k]));
+  });
+  for (std::size_t k = 0; k < pieces; ++k) first_line[k + 1] += first_line[k];
+  in_parallel([&](std::size_t k) {
+    try {
+      std::int64_t line_number = first_line[k];
+      for_each_line(text.substr(bounds[k], bounds[k + 1] - bounds[k]),
+                    [&](std::string_view line) { parsers[k]->parse_line(line, ++line_number); });
+    } catch (...) {
+      errors[k] = std::current_exception();
+    }
+  });
+  for (const auto& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+  std::int64_t rows = 0;
+  for (const auto& parser : parsers) {
+    rows += parser->rows();
+    if (label_values != nullptr) {
+      for (const double label : parser->parsed().labels) label_values->add(label);
+    }
+  }
+  if (rows == 0) {
+    throw DataError(fmt::format("{}: no data rows", path));
+  }
+  if (source_rows != nullptr) {
+    *source_rows = rows;
+  }
+  return parsers;
+}
+
 }  // namespace
 
 Dataset read_libsvm(const std::string& path,
@@ -255,10 +371,6 @@ Dataset read_libsvm(const std::string& path,
     throw DataError(fmt::format("{}: cannot open file", path));
   }
   count_file_bytes(path);
-  Parser parser(path, options);
-  parser.keep_only(keep, label_values);
-  std::int64_t line_number = 0;
-  const auto parse = [&](std::string_view line) { parser.parse_line(line, ++line_number); };
   if (keep == nullptr) {
     // One bulk read and string_views into it: no stream extraction per token.
     in.seekg(0, std::ios::end);
@@ -268,15 +380,24 @@ Dataset read_libsvm(const std::string& path,
     // Not zeroed first (a std::string or std::vector would be): every byte is overwritten by
     // the read.
     // NOLINTNEXTLINE(modernize-avoid-c-arrays): the only uninitialised byte buffer of the library
-    const auto buffer = std::make_unique_for_overwrite<char[]>(bytes);
+    auto buffer = std::make_unique_for_overwrite<char[]>(bytes);
     if (size < 0 || !in.read(buffer.get(), static_cast<std::streamsize>(bytes))) {
       throw DataError(fmt::format("{}: cannot open file", path));
     }
-    const std::string_view text(buffer.get(), bytes);
-    parser.reserve_for(text);
-    for_each_line(text, parse);
-  } else if (!read_lines_in_chunks(in, parse)) {
-    // A partial load streams the file: memory is the rows kept plus one chunk.
+    const auto parsers =
+        parse_text(path, options, std::string_view(buffer.get(), bytes), label_values, source_rows);
+    buffer.reset();  // parsed: the text's memory is freed before the rows are assembled
+    std::vector<const CsrRows*> pieces;
+    pieces.reserve(parsers.size());
+    for (const auto& parser : parsers) pieces.push_back(&parser->parsed());
+    return assemble(path, options, pieces);
+  }
+  // A partial load streams the file: memory is the rows kept plus one chunk.
+  Parser parser(path, options);
+  parser.keep_only(keep, label_values);
+  std::int64_t line_number = 0;
+  if (!read_lines_in_chunks(
+          in, [&](std::string_view line) { parser.parse_line(line, ++line_number); })) {
     throw DataError(fmt::format("{}: cannot open file", path));
   }
   if (parser.rows() == 0) {
@@ -285,7 +406,7 @@ Dataset read_libsvm(const std::string& path,
   if (source_rows != nullptr) {
     *source_rows = parser.rows();
   }
-  return parser.finish();
+  return assemble(path, options, {&parser.parsed()});
 }
 
 }  // namespace stragglersim::models

@@ -3,6 +3,7 @@
 // indices 1-based and increasing, '#' starts a comment, blank lines are skipped.
 
 #include <Eigen/Core>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -21,6 +22,12 @@ struct LibsvmOptions {
   /// Refuse sparse storage above this many bytes (non-zeros and the per-column index); 0: no
   /// limit (the config layer's partition-gradient estimate bounds p for runs).
   std::uint64_t max_sparse_bytes = 0;
+  /// A file read whole (no `keep`) is parsed in consecutive pieces of at least this many bytes,
+  /// one thread each. The data set, and the error of a malformed file, are the same for any
+  /// number of pieces.
+  std::size_t piece_bytes = std::size_t{16} << 20U;
+  /// At most this many pieces; 0: the machine's hardware threads, at most 8.
+  unsigned max_pieces = 0;
 };
 
 /// Largest feature index a file may use (the same bound as a config's "features").

@@ -1,5 +1,6 @@
 #include "models/libsvm_reader.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <filesystem>
@@ -135,6 +136,25 @@ TEST_CASE("models: libsvm reader reports malformed lines exactly", "[models][lib
     REQUIRE_THROWS_WITH(read_libsvm(path, LibsvmOptions{5, true}),
                         path + ":2: feature index exceeds features = 5; got '7'");
   }
+  SECTION("storage above the byte limits, refused before it is allocated") {
+    // 2 rows, 7 features, 3 non-zeros: dense 8·2·7 = 112 bytes, sparse 16·3 + 16·8 = 176.
+    const auto path = dir.write("big.svm", "1 1:1\n1 2:1 7:1\n");
+    LibsvmOptions dense;
+    dense.max_dense_bytes = 100;
+    REQUIRE_THROWS_WITH(read_libsvm(path, dense),
+                        path +
+                            ": dense storage of 2 rows x 7 features would need 112 bytes; expected "
+                            "at most 100 bytes (--max-memory), or \"storage\": \"sparse\"");
+    LibsvmOptions sparse;
+    sparse.dense = false;
+    sparse.max_sparse_bytes = 175;
+    REQUIRE_THROWS_WITH(read_libsvm(path, sparse),
+                        path +
+                            ": sparse storage of 2 rows x 7 features would need 176 bytes; "
+                            "expected at most 175 bytes (--max-memory), or fewer features");
+    sparse.max_sparse_bytes = 176;
+    CHECK(read_libsvm(path, sparse).stored_entries() == 3);
+  }
   SECTION("no data rows") {
     const auto path = dir.write("empty.svm", "# only a comment\n\n");
     REQUIRE_THROWS_WITH(read_libsvm(path), path + ": no data rows");
@@ -143,6 +163,75 @@ TEST_CASE("models: libsvm reader reports malformed lines exactly", "[models][lib
     const std::string path = "/nonexistent/stragglersim/missing.svm";
     REQUIRE_THROWS_AS(read_libsvm(path), DataError);
     REQUIRE_THROWS_WITH(read_libsvm(path), path + ": cannot open file");
+  }
+}
+
+TEST_CASE("models: libsvm reader gives the same data and errors in any number of pieces",
+          "[models][libsvm]") {
+  const TempDir dir("libsvm_test");
+  // 300 data lines between comments, blank lines, CRLF endings, a query id and empty rows.
+  std::string text = "# header\n";
+  for (int i = 0; i < 300; ++i) {
+    text += std::to_string(i % 3 == 0 ? 1 : -1);
+    for (int j = 1 + i % 5; j <= 40; j += 1 + (i * j) % 7) {
+      text += ' ';  // appended piece by piece: GCC 12's -Wrestrict misfires on "a" + string&&
+      text += std::to_string(j);
+      text += ':';
+      text += std::to_string(0.25 * ((i + j) % 11) - 1.0);
+    }
+    text += i % 4 == 0 ? "\r\n" : (i % 9 == 0 ? " qid:2 # note\n" : "\n");
+    if (i % 13 == 0) text += "\n   \n# comment\n";
+  }
+  const std::string path = dir.write("pieces.svm", text);
+  for (const bool dense : {true, false}) {
+    LibsvmOptions one;
+    one.dense = dense;
+    one.max_pieces = 1;
+    LabelValues one_labels;
+    std::int64_t one_rows = 0;
+    const Dataset whole = read_libsvm(path, one, nullptr, &one_labels, &one_rows);
+    REQUIRE(whole.rows() == 300);
+    for (const unsigned pieces : {2U, 3U, 7U, 64U}) {
+      CAPTURE(dense, pieces);
+      LibsvmOptions many = one;
+      many.max_pieces = pieces;
+      many.piece_bytes = 1;  // every piece as small as the file allows
+      LabelValues many_labels;
+      std::int64_t many_rows = 0;
+      const Dataset split = read_libsvm(path, many, nullptr, &many_labels, &many_rows);
+      CHECK(split.labels == whole.labels);
+      CHECK(many_rows == one_rows);
+      CHECK(many_labels.values == one_labels.values);
+      if (dense) {
+        CHECK(std::get<DenseRows>(split.features) == std::get<DenseRows>(whole.features));
+      } else {
+        const auto& a = std::get<SparseRows>(split.features);
+        const auto& b = std::get<SparseRows>(whole.features);
+        REQUIRE(a.nonZeros() == b.nonZeros());
+        CHECK(a.isCompressed());
+        CHECK(std::equal(a.outerIndexPtr(), a.outerIndexPtr() + a.rows() + 1, b.outerIndexPtr()));
+        CHECK(std::equal(a.innerIndexPtr(), a.innerIndexPtr() + a.nonZeros(), b.innerIndexPtr()));
+        CHECK(std::equal(a.valuePtr(), a.valuePtr() + a.nonZeros(), b.valuePtr()));
+      }
+    }
+  }
+  // Two bad lines: every split reports the first, by its line in the file.
+  std::string bad = text;
+  const auto at_line = [&](int line) {
+    std::size_t pos = 0;
+    for (int l = 1; l < line; ++l) pos = bad.find('\n', pos) + 1;
+    return pos;
+  };
+  bad.insert(at_line(250), "1 3:x\n");
+  bad.insert(at_line(120), "1 5:1 2:1\n");
+  const std::string bad_path = dir.write("bad_pieces.svm", bad);
+  for (const unsigned pieces : {1U, 2U, 3U, 7U, 64U}) {
+    CAPTURE(pieces);
+    LibsvmOptions many;
+    many.max_pieces = pieces;
+    many.piece_bytes = 1;
+    REQUIRE_THROWS_WITH(read_libsvm(bad_path, many),
+                        bad_path + ":120: feature indices must be increasing; got '2'");
   }
 }
 
