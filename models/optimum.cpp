@@ -56,14 +56,24 @@ DenseRows dense_features(const Dataset& data) {
   return std::visit([](const auto& a) { return DenseRows(a); }, data.features);
 }
 
+/// Bytes of one pass over a dense copy of the features and the labels.
+std::int64_t dense_bytes(const Objective& f) {
+  return static_cast<std::int64_t>(sizeof(double)) * (f.rows() * f.dimension() + f.rows());
+}
+
+/// One pass.
 double tolerance_at_zero(const Objective& f, double relative) {
   return relative * std::max(1.0, f.gradient(Eigen::VectorXd::Zero(f.dimension())).norm());
 }
 
-Optimum finish(const Objective& f, Eigen::VectorXd x, std::string method, int iterations) {
+/// The solve's result at x, f and ‖∇f‖ recomputed by the objective itself (two more passes
+/// after the solve's own `passes`).
+Optimum finish(
+    const Objective& f, Eigen::VectorXd x, std::string method, int iterations, int passes) {
   Optimum out;
   out.value = f.value(x);
   out.gradient_norm = f.gradient(x).norm();
+  out.data_passes = passes + 2;
   out.x = std::move(x);
   out.method = std::move(method);
   out.iterations = iterations;
@@ -94,10 +104,13 @@ Optimum normal_equations(const Objective& f) {
   const Eigen::MatrixXd a = dense_features(f.data());
   const double m = static_cast<double>(f.rows());
   const Eigen::VectorXd& b = f.data().labels;
+  // Three passes: the dense copy, AᵀA and Aᵀb (these two over the copy and the labels).
+  count_data_bytes(f.data().stored_bytes() + 2 * dense_bytes(f));
   Eigen::MatrixXd gram = a.transpose() * a / m;
   gram.diagonal().array() += f.l2();
   const Eigen::VectorXd rhs = a.transpose() * b / m;
-  return finish(f, gram.completeOrthogonalDecomposition().solve(rhs), "normal equations (COD)", 1);
+  return finish(
+      f, gram.completeOrthogonalDecomposition().solve(rhs), "normal equations (COD)", 1, 3);
 }
 
 /// f(x) and ∇f(x) from one pass over the data, in kPassChunks fixed row chunks (run on `pool`
@@ -228,13 +241,14 @@ std::string newton_stop(double decrement, double value, Optimum& out) {
 /// Damped Newton from x = 0 (models/optimum.h).
 Optimum newton(const Objective& f, WorkerPool* pool) {
   NewtonScratch scratch{dense_features(f.data()), DenseRows(f.rows(), f.dimension())};
+  count_data_bytes(f.data().stored_bytes());  // the dense copy
   Eigen::VectorXd x = Eigen::VectorXd::Zero(f.dimension());
   Eigen::VectorXd g;
   double value = value_and_gradient(f, x, g, pool);
   Optimum out;
   out.method = "newton";
   out.iteration_limit = kNewtonIterations;
-  out.data_passes = 1;
+  out.data_passes = 2;  // the copy, the first gradient
   for (;;) {
     const Eigen::MatrixXd h = newton_hessian(f, x, scratch, pool);
     const Eigen::VectorXd direction = Eigen::LDLT<Eigen::MatrixXd, Eigen::Lower>(h).solve(g);
@@ -267,6 +281,7 @@ Optimum newton(const Objective& f, WorkerPool* pool) {
   // Reported as every other solver's: f and ‖∇f‖ recomputed by the objective itself.
   out.value = f.value(x);
   out.gradient_norm = f.gradient(x).norm();
+  out.data_passes += 2;
   out.x = std::move(x);
   out.converged = out.failure.empty();
   return out;
@@ -290,22 +305,25 @@ Optimum conjugate_gradient(const Objective& f, const OptimumOptions& options) {
   Eigen::VectorXd x = Eigen::VectorXd::Zero(p);
   // The residual c − Hx of the normal equations is −∇f(x) exactly (least squares).
   Eigen::VectorXd r = -f.gradient(x);
+  int passes = 2;  // the two gradients at 0
   Eigen::VectorXd d = r;
   double rr = r.squaredNorm();
   for (int it = 0; it < options.max_iterations; ++it) {
     if (std::sqrt(rr) <= tolerance) {
       // The recursion's residual drifts from the true one: certify on the data.
       r = -f.gradient(x);
+      ++passes;
       rr = r.squaredNorm();
       if (std::sqrt(rr) <= tolerance) {
-        return finish(f, std::move(x), "conjugate gradient", it);
+        return finish(f, std::move(x), "conjugate gradient", it, passes);
       }
     }
     throw_if_stop_requested();
     const Eigen::VectorXd hd = normal_product(f, d);
+    passes += 2;
     const double curvature = d.dot(hd);
     if (!(curvature > 0.0)) {
-      return failed(finish(f, std::move(x), "conjugate gradient", it),
+      return failed(finish(f, std::move(x), "conjugate gradient", it, passes),
                     fmt::format("conjugate gradient met a direction of curvature {} at iteration "
                                 "{}",
                                 curvature,
@@ -315,6 +333,7 @@ Optimum conjugate_gradient(const Objective& f, const OptimumOptions& options) {
     x += alpha * d;
     if ((it + 1) % kResidualRefresh == 0) {
       r = -f.gradient(x);
+      ++passes;
     } else {
       r -= alpha * hd;
     }
@@ -322,8 +341,8 @@ Optimum conjugate_gradient(const Objective& f, const OptimumOptions& options) {
     d = r + (next / rr) * d;
     rr = next;
   }
-  return out_of_budget(finish(f, std::move(x), "conjugate gradient", options.max_iterations),
-                       tolerance);
+  return out_of_budget(
+      finish(f, std::move(x), "conjugate gradient", options.max_iterations, passes), tolerance);
 }
 
 struct CurvaturePair {
@@ -351,11 +370,24 @@ Eigen::VectorXd lbfgs_direction(const std::deque<CurvaturePair>& pairs, const Ei
   return -q;
 }
 
+/// Keeps the pair (s, y) when it shows clear curvature, dropping the oldest past kLbfgsMemory.
+void remember_pair(std::deque<CurvaturePair>& pairs, Eigen::VectorXd s, Eigen::VectorXd y) {
+  const double sy = s.dot(y);
+  // A convex f gives sᵀy ≥ 0; a pair without clear curvature would spoil the estimate.
+  if (sy > 1e-12 * s.norm() * y.norm()) {
+    pairs.push_back(CurvaturePair{std::move(s), std::move(y), 1.0 / sy});
+    if (pairs.size() > kLbfgsMemory) {
+      pairs.pop_front();
+    }
+  }
+}
+
 Optimum lbfgs(const Objective& f, const OptimumOptions& options, WorkerPool* pool) {
   const Eigen::Index p = f.dimension();
   Eigen::VectorXd x = Eigen::VectorXd::Zero(p);
   Eigen::VectorXd g;
   double value = value_and_gradient(f, x, g, pool);
+  int passes = 1;
   const double tolerance = options.relative_tolerance * std::max(1.0, g.norm());
   std::deque<CurvaturePair> pairs;
   Eigen::VectorXd trial;
@@ -363,7 +395,7 @@ Optimum lbfgs(const Objective& f, const OptimumOptions& options, WorkerPool* poo
   for (int it = 0; it < options.max_iterations; ++it) {
     const double gnorm = g.norm();
     if (gnorm <= tolerance) {
-      return finish(f, std::move(x), "l-bfgs", it);
+      return finish(f, std::move(x), "l-bfgs", it, passes);
     }
     Eigen::VectorXd d = lbfgs_direction(pairs, g);
     double slope = g.dot(d);
@@ -378,6 +410,7 @@ Optimum lbfgs(const Objective& f, const OptimumOptions& options, WorkerPool* poo
     while (step > 1e-20) {
       trial = x + step * d;
       const double trial_value = value_and_gradient(f, trial, trial_g, pool);
+      ++passes;
       // Armijo; near x* the decrease falls below f's rounding, where a smaller gradient decides.
       const bool armijo = trial_value <= value + 1e-4 * step * slope;
       const bool within_rounding =
@@ -390,27 +423,19 @@ Optimum lbfgs(const Objective& f, const OptimumOptions& options, WorkerPool* poo
       step *= 0.5;
     }
     if (!accepted) {
-      return failed(finish(f, std::move(x), "l-bfgs", it),
+      return failed(finish(f, std::move(x), "l-bfgs", it, passes),
                     fmt::format("l-bfgs line search found no decrease at iteration {} "
                                 "(‖∇f‖ = {:.3g}, certificate {:.3g})",
                                 it,
                                 gnorm,
                                 tolerance));
     }
-    CurvaturePair pair{trial - x, trial_g - g, 0.0};
-    const double sy = pair.s.dot(pair.y);
-    // A convex f gives sᵀy ≥ 0; a pair without clear curvature would spoil the estimate.
-    if (sy > 1e-12 * pair.s.norm() * pair.y.norm()) {
-      pair.rho = 1.0 / sy;
-      pairs.push_back(std::move(pair));
-      if (pairs.size() > kLbfgsMemory) {
-        pairs.pop_front();
-      }
-    }
+    remember_pair(pairs, trial - x, trial_g - g);
     x.swap(trial);
     g.swap(trial_g);
   }
-  return out_of_budget(finish(f, std::move(x), "l-bfgs", options.max_iterations), tolerance);
+  return out_of_budget(finish(f, std::move(x), "l-bfgs", options.max_iterations, passes),
+                       tolerance);
 }
 
 }  // namespace

@@ -33,7 +33,9 @@ struct Optimum {
   std::string method;
   int iterations = 0;       ///< Newton, conjugate-gradient or L-BFGS iterations taken
   int iteration_limit = 1;  ///< the iterations allowed in advance (the solve's cost bound)
-  /// Data passes spent (Newton: gradient, Hessian and line-search passes; 0 when not counted).
+  /// Passes over the training data (or its dense copy) the solve made, the final recomputation of
+  /// f and ‖∇f‖ included: data_bytes_read() grows by data_passes · Dataset::stored_bytes() for
+  /// dense data (models/base/data_traffic.h).
   int data_passes = 0;
   /// Newton's λ² = ∇fᵀH⁻¹∇f at the returned point, from the last Hessian (Newton only).
   std::optional<double> newton_decrement;
@@ -55,7 +57,7 @@ bool exact_solver_fits(const Objective& f);
 /// λ²/2 ≤ 1e-10·max(1, |f|); at most 50 iterations (each one Hessian, m·p² flops).
 /// Iterative solvers, which never form a p × p matrix — least squares: conjugate gradient on the
 /// normal equations from x = 0 (its iterates stay in the row space of A, so it also reaches the
-/// minimum-norm solution); logistic (any other smooth loss): L-BFGS with 10 pairs and Armijo
+/// minimum-norm solution); logistic (any other smooth loss): L-BFGS with 20 pairs and Armijo
 /// backtracking from x = 0, which needs λ₂ > 0 for its curvature pairs. Both stop when
 /// ‖∇f‖ ≤ relative_tolerance·max(1, ‖∇f(0)‖), checked on the gradient recomputed from the data;
 /// when max_iterations pass first, converged is false and failure says why.

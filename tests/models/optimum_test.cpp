@@ -1,9 +1,11 @@
 #include "models/optimum.h"
 
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <memory>
 #include <string>
 
+#include "models/base/data_traffic.h"
 #include "models/synthetic_data.h"
 #include "models/tabular_synthetic_data.h"
 
@@ -162,9 +164,9 @@ TEST_CASE("optimum: Newton stops on its decrement in a fixed number of iteration
   CHECK(opt.iteration_limit == 50);
   REQUIRE(opt.newton_decrement);
   CHECK(0.5 * *opt.newton_decrement <= 1e-16 * std::max(1.0, std::abs(opt.value)));
-  // One Hessian, one full step and one gradient per iteration, plus the last Hessian and the
-  // first gradient: no backtracking on rounding noise.
-  CHECK(opt.data_passes <= 3 * opt.iterations + 2 + 4);
+  // One Hessian, one full step and one gradient per iteration, plus the dense copy, the first
+  // gradient, the last Hessian and the final f and gradient: no backtracking on rounding noise.
+  CHECK(opt.data_passes <= 3 * opt.iterations + 5 + 4);
   CHECK(opt.gradient_norm == f.gradient(opt.x).norm());
   CHECK(opt.gradient_norm <= 1e-10);
   // L-BFGS to a tight certificate lands on the same f*.
@@ -186,6 +188,25 @@ TEST_CASE("optimum: the same bytes for every thread count", "[models][optimum][f
       CHECK(parallel.x == serial.x);
       CHECK(parallel.iterations == serial.iterations);
       CHECK(parallel.data_passes == serial.data_passes);
+    }
+  }
+}
+
+TEST_CASE("optimum: every solver's data passes are the bytes it read", "[models][optimum][fstar]") {
+  // Dense data, where every pass (chunked or not, over the data or its dense copy) reads
+  // Dataset::stored_bytes().
+  for (const std::string loss : {"logistic", "least_squares"}) {
+    const Objective f = objective_of(
+        stragglersim::models::make_gaussian_mixture({3000, 40, 1.5, 9, 10.0}), loss, 1e-3);
+    for (const Solver solver : {Solver::kExact, Solver::kIterative}) {
+      CAPTURE(loss, solver == Solver::kExact);
+      const std::int64_t before = stragglersim::models::data_bytes_read();
+      const Optimum opt = solve_optimum(f, {solver});
+      const std::int64_t read = stragglersim::models::data_bytes_read() - before;
+      REQUIRE(opt.converged);
+      // At least the first gradient and the final f and gradient.
+      CHECK(opt.data_passes >= 3);
+      CHECK(read == opt.data_passes * f.data().stored_bytes());
     }
   }
 }
