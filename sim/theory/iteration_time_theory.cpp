@@ -1352,24 +1352,23 @@ IterationTimePrediction exact_prediction(const SchemeDescription& scheme,
   return out;
 }
 
-IterationTimePrediction simulated(const IterationTimeSimulation& simulate,
-                                  double estimated,
-                                  const std::string& why) {
-  const SimulatedIterationTime s = simulate();
+}  // namespace
+
+IterationTimePrediction simulated_prediction(const SimulatedIterationTime& s,
+                                             double estimated,
+                                             std::string why) {
   IterationTimePrediction out;
   out.mean = s.mean;
   out.sd = s.sd;
   out.standard_error = s.standard_error;
   out.q = s.q;
-  out.q2 = kNaN;
+  out.q2 = std::numeric_limits<double>::quiet_NaN();
   out.draws = s.draws;
   out.estimated_operations = estimated;
   out.method = "simulation";
-  out.fallback_reason = why;
+  out.fallback_reason = std::move(why);
   return out;
 }
-
-}  // namespace
 
 std::pair<double, double> stopping_time_moments(
     const std::function<StopProbability(double)>& distribution,
@@ -1413,12 +1412,13 @@ IterationTimePrediction predict_iteration_time(const SchemeDescription& scheme,
   const double estimated = estimated_operations(scheme, delay, options.method, jumps, classes);
   const bool can_simulate = static_cast<bool>(options.simulate);
   if (can_simulate && estimated > options.operation_limit) {
-    return simulated(options.simulate,
-                     estimated,
-                     fmt::format("the exact computation was estimated at {:.3g} operations, over "
-                                 "the limit {:.3g}",
-                                 estimated,
-                                 options.operation_limit));
+    return simulated_prediction(
+        options.simulate(),
+        estimated,
+        fmt::format("the exact computation was estimated at {:.3g} operations, over "
+                    "the limit {:.3g}",
+                    estimated,
+                    options.operation_limit));
   }
   const WorkBudget budget(can_simulate ? kWorkCapFactor * options.operation_limit : kInfinity);
   try {
@@ -1428,12 +1428,13 @@ IterationTimePrediction predict_iteration_time(const SchemeDescription& scheme,
     out.operations = budget.used();
     return out;
   } catch (const WorkExceeded&) {
-    return simulated(options.simulate,
-                     estimated,
-                     fmt::format("the exact computation passed {:.3g} operations (estimated "
-                                 "{:.3g})",
-                                 budget.used(),
-                                 estimated));
+    return simulated_prediction(
+        options.simulate(),
+        estimated,
+        fmt::format("the exact computation passed {:.3g} operations (estimated "
+                    "{:.3g})",
+                    budget.used(),
+                    estimated));
   }
 }
 

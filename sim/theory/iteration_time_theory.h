@@ -155,6 +155,13 @@ struct SimulatedIterationTime {
 };
 using IterationTimeSimulation = std::function<SimulatedIterationTime()>;
 
+/// The prediction a simulation gives: its mean, sd, standard error, erased fraction q and draws,
+/// method "simulation", q2 NaN; `estimated` is the exact computation's cost estimate it replaced
+/// and `why` the reason.
+[[nodiscard]] IterationTimePrediction simulated_prediction(const SimulatedIterationTime& s,
+                                                           double estimated,
+                                                           std::string why);
+
 /// Operations (one DP multiply-add each; a CDF evaluation counts 50) the exact computation may
 /// take before the prediction simulates instead: about a second on one core.
 constexpr double kExactOperationLimit = 2e8;

@@ -255,17 +255,8 @@ IterationTimePrediction rows_prediction(const std::vector<std::vector<int>>& ord
 IterationTimePrediction simulated(const MultiMessageTheoryOptions& options,
                                   double estimated,
                                   std::string why) {
-  const SimulatedIterationTime s = options.simulate();
-  IterationTimePrediction out;
-  out.mean = s.mean;
-  out.sd = s.sd;
-  out.standard_error = s.standard_error;
+  IterationTimePrediction out = simulated_prediction(options.simulate(), estimated, std::move(why));
   out.q = kNaN;
-  out.q2 = kNaN;
-  out.draws = s.draws;
-  out.estimated_operations = estimated;
-  out.method = "simulation";
-  out.fallback_reason = std::move(why);
   return out;
 }
 
