@@ -7,13 +7,21 @@
 //                          baseline only).
 // Arguments: rows, features (and the solver). The counters give the certificate reached and the
 // iterations.
+//   bm_newton_hessian/…/0  the lower triangle of SᵀS for one Newton Hessian (S m × p dense) by
+//                          Eigen's matrix product in blocks of 16 columns, as before;
+//   bm_newton_hessian/…/1  the same by internal::dense_gram_columns over all columns, as now
+//                          (packing s included).
+// One thread each; arguments rows, features, version.
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
+#include <string>
 #include <utility>
 
+#include "models/dense_kernels.h"
 #include "models/optimum.h"
 #include "models/tabular_synthetic_data.h"
 
@@ -71,6 +79,46 @@ void bm_optimum_nesterov_before(benchmark::State& state) {
   }
   report(state, f, opt);
 }
+
+void bm_newton_hessian(benchmark::State& state) {
+  const Eigen::Index m = state.range(0);
+  const Eigen::Index p = state.range(1);
+  const Eigen::Index ld =
+      (p + internal::kGramBlock - 1) / internal::kGramBlock * internal::kGramBlock;
+  DenseRows s = DenseRows::Zero(m, ld);
+  s.leftCols(p) = DenseRows::Random(m, p);
+  DenseRows gram(ld, ld);
+  Eigen::VectorXd packed(m * ld);  // the packing is timed too: Newton writes it as it scales
+  Eigen::MatrixXd h(p, p);
+  constexpr Eigen::Index kWidth = 16;
+  for (auto _ : state) {
+    if (state.range(2) == 0) {
+      for (Eigen::Index first = 0; first < p; first += kWidth) {
+        const Eigen::Index cols = std::min(kWidth, p - first);
+        h.block(first, first, p - first, cols).noalias() =
+            s.leftCols(p).rightCols(p - first).transpose() * s.middleCols(first, cols);
+      }
+    } else {
+      for (Eigen::Index r = 0; r < m; ++r) {
+        for (Eigen::Index c = 0; c < ld; ++c)
+          packed[internal::gram_packed_index(m, r, c)] = s(r, c);
+      }
+      gram.setZero();
+      internal::dense_gram_columns(packed.data(), m, ld, 0, ld, gram.data());
+      h = gram.topLeftCorner(p, p);
+    }
+    benchmark::DoNotOptimize(h.data());
+  }
+  state.SetLabel(state.range(2) == 0 ? "eigen" : std::string(internal::dense_kernel_isa()));
+}
+
+// The default experiment's training set (4 800 × 200) and a wider one.
+BENCHMARK(bm_newton_hessian)
+    ->Args({4800, 200, 0})
+    ->Args({4800, 200, 1})
+    ->Args({4800, 1000, 0})
+    ->Args({4800, 1000, 1})
+    ->Unit(benchmark::kMillisecond);
 
 // The quick figures' covtype-like size (p ≤ 4000: Newton before) and full-width data with the
 // rows cut to 20 000 (p = 15 509: Nesterov before).

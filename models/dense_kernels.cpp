@@ -1,5 +1,6 @@
 #include "models/dense_kernels.h"
 
+#include "models/base/invariant.h"
 #include "models/dense_kernels_body.h"
 
 // Each kernel is compiled twice from its body: for the baseline instruction set, and with
@@ -21,6 +22,7 @@ struct Kernels {
   double (*dot)(const double*, Eigen::Index, const double*);
   void (*update4)(const double*, Eigen::Index, const double*, double*);
   void (*update)(const double*, Eigen::Index, double, double*);
+  void (*gram)(const double*, Eigen::Index, Eigen::Index, Eigen::Index, Eigen::Index, double*);
   std::string_view isa;
 };
 
@@ -32,6 +34,14 @@ void baseline_update4(const double* rows, Eigen::Index p, const double* w, doubl
 }
 void baseline_update(const double* row, Eigen::Index p, double w, double* sum) {
   body::update(row, p, w, sum);
+}
+void baseline_gram(const double* packed,
+                   Eigen::Index m,
+                   Eigen::Index ld,
+                   Eigen::Index j_first,
+                   Eigen::Index j_last,
+                   double* h) {
+  body::gram_columns(packed, m, ld, j_first, j_last, h);
 }
 
 #if STRAGGLERSIM_HAVE_AVX_VERSION
@@ -47,16 +57,24 @@ STRAGGLERSIM_AVX void avx_update4(const double* rows,
 STRAGGLERSIM_AVX void avx_update(const double* row, Eigen::Index p, double w, double* sum) {
   body::update(row, p, w, sum);
 }
+STRAGGLERSIM_AVX void avx_gram(const double* packed,
+                               Eigen::Index m,
+                               Eigen::Index ld,
+                               Eigen::Index j_first,
+                               Eigen::Index j_last,
+                               double* h) {
+  body::gram_columns(packed, m, ld, j_first, j_last, h);
+}
 #endif
 
 Kernels choose() {
 #if STRAGGLERSIM_HAVE_AVX_VERSION
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx")) {
-    return {avx_dot, avx_update4, avx_update, "avx"};
+    return {avx_dot, avx_update4, avx_update, avx_gram, "avx"};
   }
 #endif
-  return {baseline_dot, baseline_update4, baseline_update, "baseline"};
+  return {baseline_dot, baseline_update4, baseline_update, baseline_gram, "baseline"};
 }
 
 const Kernels& kernels() {
@@ -76,6 +94,19 @@ void dense_update4(const double* rows, Eigen::Index p, const double* w, double* 
 
 void dense_update(const double* row, Eigen::Index p, double w, double* sum) {
   kernels().update(row, p, w, sum);
+}
+
+void dense_gram_columns(const double* packed,
+                        Eigen::Index m,
+                        Eigen::Index ld,
+                        Eigen::Index j_first,
+                        Eigen::Index j_last,
+                        double* h) {
+  STRAGGLERSIM_ASSERT(ld % kGramBlock == 0 && j_first % kGramBlock == 0 &&
+                          j_last % kGramBlock == 0 && 0 <= j_first && j_first <= j_last &&
+                          j_last <= ld,
+                      "dense_gram_columns needs ld, j_first and j_last multiples of 8 in order");
+  kernels().gram(packed, m, ld, j_first, j_last, h);
 }
 
 std::string_view dense_kernel_isa() { return kernels().isa; }

@@ -22,6 +22,28 @@ void dense_update4(const double* rows, Eigen::Index p, const double* w, double* 
 /// sum_j += w·a_j for one row.
 void dense_update(const double* row, Eigen::Index p, double w, double* sum);
 
+/// Columns per call of dense_gram_columns, and the multiple the leading dimension must be.
+inline constexpr Eigen::Index kGramBlock = 8;
+
+/// Where s(r, c) of an m-row matrix packed for dense_gram_columns lives: in column blocks of
+/// four, each block's rows front to back (a block is 4m doubles).
+inline Eigen::Index gram_packed_index(Eigen::Index m, Eigen::Index r, Eigen::Index c) {
+  return (c - c % 4) * m + 4 * r + c % 4;
+}
+
+/// H(i, j) = Σ_r s(r, i)·s(r, j) for the columns j in [j_first, j_last) and the rows i ≥ j of
+/// H (row-major ld × ld, zero on entry), s m × ld packed as gram_packed_index says; ld, j_first
+/// and j_last multiples of kGramBlock. Each entry is summed over r = 0, 1, …, m − 1 in order, a
+/// product and an addition each (no fused multiply-add), so the bytes are a plain loop's,
+/// however the columns are split between calls. Entries above the diagonal within a block of
+/// eight columns are filled too.
+void dense_gram_columns(const double* packed,
+                        Eigen::Index m,
+                        Eigen::Index ld,
+                        Eigen::Index j_first,
+                        Eigen::Index j_last,
+                        double* h);
+
 /// The version this CPU runs: "avx" or "baseline".
 std::string_view dense_kernel_isa();
 

@@ -4,6 +4,8 @@
 // set and compares them bit for bit with the version this CPU runs.
 
 #include <Eigen/Core>
+#include <algorithm>
+#include <array>
 #include <cstring>
 
 namespace stragglersim::models::internal::body {
@@ -95,6 +97,76 @@ inline constexpr Eigen::Index kStep = 2 * kLanes;  // two running vectors: eight
   }
   for (Eigen::Index j = body; j < p; ++j) {
     sum[j] += w * row[j];
+  }
+}
+
+/// Columns of H one gram_columns call fills: two vectors.
+inline constexpr Eigen::Index kGramColumns = 2 * kLanes;
+/// Rows of H one tile of gram_columns keeps in registers while it walks down s.
+inline constexpr Eigen::Index kGramRows = 4;
+
+/// Rows [first, last) of s added to the tile H(i … i + 3, j0 … j0 + 7): each entry gets
+/// + s(r, i)·s(r, j) for r = first, first + 1, … in order, one product and one addition each.
+/// s is packed in column blocks of four (see gram_columns): the tile reads three blocks front
+/// to back.
+[[gnu::always_inline]] inline void gram_tile(const double* packed,
+                                             Eigen::Index m,
+                                             Eigen::Index ld,
+                                             Eigen::Index first,
+                                             Eigen::Index last,
+                                             Eigen::Index i,
+                                             Eigen::Index j0,
+                                             double* h) {
+  constexpr auto kTile = static_cast<std::size_t>(kGramRows);
+  std::array<Vec4, 2 * kTile> acc;  // row i + k: acc[2k] (columns j0 … j0 + 3), acc[2k + 1]
+  double* const tile = h + i * ld + j0;
+  for (std::size_t k = 0; k < kTile; ++k) {
+    load(acc[2 * k], tile + static_cast<Eigen::Index>(k) * ld);
+    load(acc[2 * k + 1], tile + static_cast<Eigen::Index>(k) * ld + kLanes);
+  }
+  const double* rows_i = packed + i * m;
+  const double* low_j = packed + j0 * m;
+  const double* high_j = low_j + kLanes * m;
+  Vec4 low;
+  Vec4 high;
+  for (Eigen::Index r = first; r < last; ++r) {
+    load(low, low_j + r * kLanes);
+    load(high, high_j + r * kLanes);
+    const double* row = rows_i + r * kLanes;
+    for (std::size_t k = 0; k < kTile; ++k) {
+      const double v = row[k];
+      const Vec4 broadcast = {v, v, v, v};
+      acc[2 * k] += broadcast * low;
+      acc[2 * k + 1] += broadcast * high;
+    }
+  }
+  for (std::size_t k = 0; k < kTile; ++k) {
+    store(tile + static_cast<Eigen::Index>(k) * ld, acc[2 * k]);
+    store(tile + static_cast<Eigen::Index>(k) * ld + kLanes, acc[2 * k + 1]);
+  }
+}
+
+/// H(i, j) = Σ_r s(r, i)·s(r, j) for the columns j in [j_first, j_last) and the rows i ≥ j of
+/// their blocks of eight (row-major H, ld × ld, filled with zeros by the caller); s is m × ld
+/// packed in column blocks of four: s(r, c) at packed[(c − c mod 4)·m + 4r + c mod 4]. ld,
+/// j_first and j_last are multiples of 8. The rows are taken in chunks of about 256 KB of s,
+/// each used by every block of columns while it is in L2 cache; each entry is summed over
+/// r = 0 … m − 1 in order whatever the chunk size and the column range.
+[[gnu::always_inline]] inline void gram_columns(const double* packed,
+                                                Eigen::Index m,
+                                                Eigen::Index ld,
+                                                Eigen::Index j_first,
+                                                Eigen::Index j_last,
+                                                double* h) {
+  constexpr Eigen::Index kChunkDoubles = 32768;  // 256 KB of s per chunk of rows
+  const Eigen::Index chunk = std::clamp<Eigen::Index>(kChunkDoubles / ld, 16, 1024);
+  for (Eigen::Index first = 0; first < m; first += chunk) {
+    const Eigen::Index last = std::min(m, first + chunk);
+    for (Eigen::Index j0 = j_first; j0 < j_last; j0 += kGramColumns) {
+      for (Eigen::Index i = j0; i < ld; i += kGramRows) {
+        gram_tile(packed, m, ld, first, last, i, j0, h);
+      }
+    }
   }
 }
 

@@ -13,6 +13,7 @@
 #include "models/base/data_traffic.h"
 #include "models/base/invariant.h"
 #include "models/base/stop_request.h"
+#include "models/dense_kernels.h"
 #include "models/worker_pool.h"
 
 namespace stragglersim::models {
@@ -39,21 +40,34 @@ constexpr int kNewtonIterations = 50;
 constexpr Eigen::Index kPassChunks = 64;
 /// Rows below which a chunk is not worth a task.
 constexpr Eigen::Index kMinChunkRows = 1024;
-/// Columns per task of a Newton Hessian.
-constexpr Eigen::Index kHessianBlockWidth = 16;
+/// Tasks of a Newton Hessian: enough to share two to eight cores evenly.
+constexpr Eigen::Index kHessianTasks = 8;
 
 int pass_chunks(Eigen::Index m) {
   return static_cast<int>(std::clamp<Eigen::Index>(m / kMinChunkRows, 1, kPassChunks));
 }
 
-/// The dense features and the scaled copy √(D/m)·A of Newton's Hessian, allocated once.
+/// The dense features, the scaled copy √(D/m)·A of Newton's Hessian (its columns padded with
+/// zeros to a multiple of internal::kGramBlock, packed for internal::dense_gram_columns) and its
+/// Gram matrix, allocated once.
 struct NewtonScratch {
   DenseRows features;
-  DenseRows scaled;
+  Eigen::VectorXd scaled;  ///< packed as internal::gram_packed_index says
+  DenseRows gram;
 };
 
 DenseRows dense_features(const Dataset& data) {
   return std::visit([](const auto& a) { return DenseRows(a); }, data.features);
+}
+
+NewtonScratch newton_scratch(const Dataset& data) {
+  NewtonScratch out{dense_features(data), Eigen::VectorXd(), DenseRows()};
+  const Eigen::Index p = out.features.cols();
+  const Eigen::Index ld =
+      (p + internal::kGramBlock - 1) / internal::kGramBlock * internal::kGramBlock;
+  out.scaled = Eigen::VectorXd::Zero(out.features.rows() * ld);
+  out.gram = DenseRows::Zero(ld, ld);
+  return out;
 }
 
 /// Bytes of one pass over a dense copy of the features and the labels.
@@ -156,9 +170,28 @@ double value_only(const Objective& f, const Eigen::VectorXd& x, WorkerPool* pool
   return sum / static_cast<double>(m) + 0.5 * f.l2() * x.squaredNorm();
 }
 
-/// The lower triangle of AᵀDA/m + λ₂I, D = diag ℓ''(a_iᵀx; b_i), as S = √(D/m)·A and then
-/// column blocks of SᵀS (task j: rows j·w … p − 1 of columns j·w … (j + 1)·w − 1). Each block
-/// is one fixed product whatever thread runs it: the same bytes for every thread count.
+/// The column ranges of a Hessian's tasks (ld a multiple of 8): up to kHessianTasks runs of whole
+/// blocks of 8 columns with about equal shares of the lower triangle, first column first. Each
+/// task reads the scaled data once, so fewer, wider tasks read less; which task computes an
+/// entry changes none of its bytes.
+std::vector<Eigen::Index> hessian_task_columns(Eigen::Index ld) {
+  const Eigen::Index blocks = ld / internal::kGramBlock;
+  const Eigen::Index total = blocks * (blocks + 1) / 2;  // block k holds blocks − k tiles' rows
+  std::vector<Eigen::Index> bounds{0};
+  Eigen::Index done = 0;
+  for (Eigen::Index k = 0; k < blocks; ++k) {
+    done += blocks - k;
+    const auto tasks = static_cast<Eigen::Index>(bounds.size());
+    if (done * kHessianTasks >= tasks * total || k + 1 == blocks) {
+      bounds.push_back((k + 1) * internal::kGramBlock);
+    }
+  }
+  return bounds;
+}
+
+/// The lower triangle of AᵀDA/m + λ₂I, D = diag ℓ''(a_iᵀx; b_i), as S = √(D/m)·A (zero-padded
+/// to a multiple of 8 columns) and then SᵀS by dense_gram_columns, eight columns per task: each
+/// entry is summed over the rows in order, so the bytes are the same for every thread count.
 Eigen::MatrixXd newton_hessian(const Objective& f,
                                const Eigen::VectorXd& x,
                                NewtonScratch& scratch,
@@ -171,24 +204,28 @@ Eigen::MatrixXd newton_hessian(const Objective& f,
   count_data_bytes(static_cast<std::int64_t>(sizeof(double)) * (scratch.features.size() + m));
   run_tasks(pool, chunks, [&](int c) {
     const RowRange rows = partition_rows(m, chunks, c);
-    auto block = scratch.scaled.middleRows(rows.begin, rows.size());
-    block = scratch.features.middleRows(rows.begin, rows.size());
-    const Eigen::VectorXd z = block * x;
+    const auto a = scratch.features.middleRows(rows.begin, rows.size());
+    const Eigen::VectorXd z = a * x;
     for (Eigen::Index r = 0; r < rows.size(); ++r) {
       const double w = f.loss().second_derivative(z[r], b[rows.begin + r]);
-      block.row(r) *= std::sqrt(w / static_cast<double>(m));
+      const double scale = std::sqrt(w / static_cast<double>(m));
+      for (Eigen::Index col = 0; col < p; ++col) {
+        scratch.scaled[internal::gram_packed_index(m, rows.begin + r, col)] = a(r, col) * scale;
+      }
     }
   });
-  Eigen::MatrixXd h = Eigen::MatrixXd::Zero(p, p);
-  const Eigen::Index width = kHessianBlockWidth;
-  const int blocks = static_cast<int>((p + width - 1) / width);
-  run_tasks(pool, blocks, [&](int j) {
+  const std::vector<Eigen::Index> bounds = hessian_task_columns(scratch.gram.cols());
+  scratch.gram.setZero();
+  run_tasks(pool, static_cast<int>(bounds.size()) - 1, [&](int t) {
     throw_if_stop_requested();  // a wide Hessian takes seconds: honour a signal within it
-    const Eigen::Index first = j * width;
-    const Eigen::Index cols = std::min(width, p - first);
-    h.block(first, first, p - first, cols).noalias() =
-        scratch.scaled.rightCols(p - first).transpose() * scratch.scaled.middleCols(first, cols);
+    internal::dense_gram_columns(scratch.scaled.data(),
+                                 m,
+                                 scratch.gram.cols(),
+                                 bounds[static_cast<std::size_t>(t)],
+                                 bounds[static_cast<std::size_t>(t) + 1],
+                                 scratch.gram.data());
   });
+  Eigen::MatrixXd h = scratch.gram.topLeftCorner(p, p);
   h.diagonal().array() += f.l2() + 1e-12;
   return h;
 }
@@ -240,7 +277,7 @@ std::string newton_stop(double decrement, double value, Optimum& out) {
 
 /// Damped Newton from x = 0 (models/optimum.h).
 Optimum newton(const Objective& f, WorkerPool* pool) {
-  NewtonScratch scratch{dense_features(f.data()), DenseRows(f.rows(), f.dimension())};
+  NewtonScratch scratch = newton_scratch(f.data());
   count_data_bytes(f.data().stored_bytes());  // the dense copy
   Eigen::VectorXd x = Eigen::VectorXd::Zero(f.dimension());
   Eigen::VectorXd g;

@@ -1,5 +1,6 @@
 #include "models/dense_kernels.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -13,9 +14,11 @@
 namespace {
 
 using stragglersim::models::internal::dense_dot;
+using stragglersim::models::internal::dense_gram_columns;
 using stragglersim::models::internal::dense_kernel_isa;
 using stragglersim::models::internal::dense_update;
 using stragglersim::models::internal::dense_update4;
+using stragglersim::models::internal::gram_packed_index;
 namespace body = stragglersim::models::internal::body;
 
 std::vector<double> random_values(std::size_t count, std::uint64_t seed) {
@@ -89,6 +92,46 @@ TEST_CASE("dense kernels: the updates add w·a in the documented order, bit for 
       CHECK(same_bits(four[j], start[j] + terms));
       CHECK(same_bits(four_body[j], four[j]));
       CHECK(same_bits(one[j], start[j] + w[1] * rows[size + j]));
+    }
+  }
+}
+
+TEST_CASE("dense kernels: the Gram columns are plain in-order sums, bit for bit", "[dense]") {
+  // Widths with one and several column blocks; row counts below, at and past a chunk of rows
+  // (32768 / ld, at least 16), so that the chunked walk meets the plain loop at every boundary.
+  for (const long ld : {8L, 16L, 40L}) {
+    const long chunk = std::max(16L, 32768L / ld);
+    for (const long m : {1L, 5L, chunk, chunk + 3, 2 * chunk + 1}) {
+      const auto size = static_cast<std::size_t>(ld);
+      const auto s = random_values(static_cast<std::size_t>(m) * size, 6);  // row-major
+      std::vector<double> packed(s.size());
+      for (long r = 0; r < m; ++r) {
+        for (long c = 0; c < ld; ++c) {
+          packed[static_cast<std::size_t>(gram_packed_index(m, r, c))] =
+              s[static_cast<std::size_t>(r * ld + c)];
+        }
+      }
+      std::vector<double> h(size * size, 0.0);
+      std::vector<double> h_body(size * size, 0.0);
+      // All columns in one call here, one block of eight per call there: the same bytes.
+      dense_gram_columns(packed.data(), m, ld, 0, ld, h.data());
+      for (long j0 = 0; j0 < ld; j0 += 8) {
+        body::gram_columns(packed.data(), m, ld, j0, j0 + 8, h_body.data());
+      }
+      INFO("ld = " << ld << ", m = " << m << ", version " << dense_kernel_isa());
+      for (long i = 0; i < ld; ++i) {
+        for (long j = 0; j <= i; ++j) {
+          double plain = 0.0;
+          for (long r = 0; r < m; ++r) {
+            const double product =
+                s[static_cast<std::size_t>(r * ld + i)] * s[static_cast<std::size_t>(r * ld + j)];
+            plain += product;
+          }
+          const auto at = static_cast<std::size_t>(i * ld + j);
+          CHECK(same_bits(h[at], plain));
+          CHECK(same_bits(h_body[at], plain));
+        }
+      }
     }
   }
 }
