@@ -2,14 +2,19 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <exception>
 #include <fstream>
+#include <memory>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "models/base/data_traffic.h"
 #include "models/base/invariant.h"
 #include "models/base/parse_number.h"
 #include "models/base/stop_request.h"
+#include "models/text_pieces.h"
 
 namespace stragglersim::models {
 
@@ -26,6 +31,39 @@ std::string_view trim(std::string_view s) {
 class Reader {
  public:
   Reader(const std::string& path, const CsvOptions& options) : path_(path), options_(options) {}
+
+  /// A reader of later lines of the same file: the column names, count and label of `layout`,
+  /// no rows.
+  [[nodiscard]] std::unique_ptr<Reader> continuation() const {
+    auto out = std::make_unique<Reader>(path_, options_);
+    out->names_ = names_;
+    out->columns_ = columns_;
+    out->label_ = label_;
+    return out;
+  }
+
+  /// True once the column count and the label are known (after the header or the first row).
+  [[nodiscard]] bool laid_out() const { return columns_ > 0; }
+
+  /// Room for a row per line of `text`; returns the number of '\n' in it.
+  std::int64_t reserve_for(std::string_view text) {
+    const auto newlines = std::count(text.begin(), text.end(), '\n');
+    const auto lines = static_cast<std::size_t>(newlines) + 1;
+    labels_.reserve(lines);
+    values_.reserve(lines * static_cast<std::size_t>(columns_ - 1));
+    return newlines;
+  }
+
+  /// Parses one line: the header if it is still due, else a data row; blank lines are skipped.
+  void parse_line(std::string_view line, std::int64_t line_number) {
+    if (trim(line).empty()) return;
+    split(line, line_number);
+    if (options_.header && names_.empty()) {
+      header(line_number);
+    } else {
+      row(line_number);
+    }
+  }
 
   // Splits one line into fields (quotes removed) in `fields_`: views into `line`, which must
   // outlive them, or into `unquoted_` for quoted fields. No allocation per field.
@@ -128,17 +166,9 @@ class Reader {
   /// Data rows of the file (kept or not).
   [[nodiscard]] std::int64_t rows() const { return source_rows_; }
 
-  [[nodiscard]] Dataset finish() const {
-    const auto m = static_cast<Eigen::Index>(labels_.size());
-    if (source_rows_ == 0) {
-      throw DataError(fmt::format("{}: no data rows", path_));
-    }
-    const auto p = static_cast<Eigen::Index>(columns_ - 1);
-    Dataset out;
-    out.features = DenseRows(Eigen::Map<const DenseRows>(values_.data(), m, p));
-    out.labels = Eigen::Map<const Eigen::VectorXd>(labels_.data(), m);
-    return out;
-  }
+  [[nodiscard]] const std::vector<double>& values() const { return values_; }
+  [[nodiscard]] const std::vector<double>& labels() const { return labels_; }
+  [[nodiscard]] std::int64_t columns() const { return columns_; }
 
  private:
   void resolve_label(std::int64_t line_number) {
@@ -207,6 +237,81 @@ class Reader {
   std::int64_t source_rows_ = 0;
 };
 
+/// The rows of `readers` (consecutive parts of one file, in order) as one data set.
+Dataset assemble(const std::string& path,
+                 const std::vector<const Reader*>& readers,
+                 std::int64_t source_rows) {
+  if (source_rows == 0) {
+    throw DataError(fmt::format("{}: no data rows", path));
+  }
+  Eigen::Index m = 0;
+  for (const Reader* reader : readers) m += static_cast<Eigen::Index>(reader->labels().size());
+  const auto p = static_cast<Eigen::Index>(readers.front()->columns() - 1);
+  DenseRows features(m, p);
+  Eigen::VectorXd labels(m);
+  double* value_at = features.data();
+  double* label_at = labels.data();
+  for (const Reader* reader : readers) {
+    value_at = std::copy(reader->values().begin(), reader->values().end(), value_at);
+    label_at = std::copy(reader->labels().begin(), reader->labels().end(), label_at);
+  }
+  Dataset out;
+  out.features = std::move(features);
+  out.labels = std::move(labels);
+  return out;
+}
+
+/// Parses a whole file's text: its lines up to the header (or the first data row, which fixes
+/// the columns) on this thread, then the rest in consecutive pieces of options.piece_bytes or
+/// more, one thread and one reader each. Each line is validated on its own, so the first piece
+/// with an error holds the file's first bad line: the error and the data set are those of a
+/// parse in one piece.
+std::vector<std::unique_ptr<Reader>> parse_text(const std::string& path,
+                                                const CsvOptions& options,
+                                                std::string_view text,
+                                                std::int64_t& line_number) {
+  std::vector<std::unique_ptr<Reader>> readers;
+  readers.push_back(std::make_unique<Reader>(path, options));
+  std::size_t start = 0;
+  while (start < text.size() && !readers.front()->laid_out()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    readers.front()->parse_line(text.substr(start, end - start), ++line_number);
+    start = end + 1;
+  }
+  if (start >= text.size()) {
+    return readers;
+  }
+  const std::string_view rest = text.substr(start);
+  const std::vector<std::size_t> bounds =
+      internal::piece_bounds(rest, options.piece_bytes, options.max_pieces);
+  const std::size_t pieces = bounds.size() - 1;
+  for (std::size_t k = 0; k < pieces; ++k) {
+    readers.push_back(readers.front()->continuation());
+  }
+  const auto piece = [&](std::size_t k) {
+    return rest.substr(bounds[k], bounds[k + 1] - bounds[k]);
+  };
+  std::vector<std::int64_t> first_line(pieces + 1, line_number);
+  internal::for_each_piece(
+      pieces, [&](std::size_t k) { first_line[k + 1] = readers[k + 1]->reserve_for(piece(k)); });
+  for (std::size_t k = 0; k < pieces; ++k) first_line[k + 1] += first_line[k];
+  std::vector<std::exception_ptr> errors(pieces);
+  internal::for_each_piece(pieces, [&](std::size_t k) {
+    try {
+      std::int64_t at = first_line[k];
+      internal::for_each_line(
+          piece(k), [&](std::string_view line) { readers[k + 1]->parse_line(line, ++at); });
+    } catch (...) {
+      errors[k] = std::current_exception();
+    }
+  });
+  for (const auto& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+  return readers;
+}
+
 }  // namespace
 
 Dataset read_csv(const std::string& path,
@@ -221,26 +326,34 @@ Dataset read_csv(const std::string& path,
     throw DataError(fmt::format("{}: cannot open file", path));
   }
   count_file_bytes(path);
-  Reader reader(path, options);
-  reader.keep_only(keep, label_values);
-  std::string line;
-  std::int64_t line_number = 0;
-  bool header_pending = options.header;
-  while (std::getline(in, line)) {
-    ++line_number;
-    if (trim(line).empty()) continue;
-    reader.split(line, line_number);
-    if (header_pending) {
-      reader.header(line_number);
-      header_pending = false;
-    } else {
-      reader.row(line_number);
+  std::vector<std::unique_ptr<Reader>> readers;
+  if (keep == nullptr) {
+    internal::WholeText text(in, path);
+    std::int64_t line_number = 0;
+    readers = parse_text(path, options, text.view(), line_number);
+  } else {
+    // A partial load streams the file: memory is the rows kept plus one chunk.
+    readers.push_back(std::make_unique<Reader>(path, options));
+    readers.front()->keep_only(keep, label_values);
+    std::int64_t line_number = 0;
+    if (!internal::read_lines_in_chunks(
+            in, [&](std::string_view line) { readers.front()->parse_line(line, ++line_number); })) {
+      throw DataError(fmt::format("{}: cannot open file", path));
+    }
+  }
+  std::int64_t rows = 0;
+  std::vector<const Reader*> parts;
+  for (const auto& reader : readers) {
+    rows += reader->rows();
+    parts.push_back(reader.get());
+    if (keep == nullptr && label_values != nullptr) {
+      for (const double label : reader->labels()) label_values->add(label);
     }
   }
   if (source_rows != nullptr) {
-    *source_rows = reader.rows();
+    *source_rows = rows;
   }
-  return reader.finish();
+  return assemble(path, parts, rows);
 }
 
 }  // namespace stragglersim::models

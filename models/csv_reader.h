@@ -3,6 +3,7 @@
 // column is a feature. Fields may be quoted ("…", with "" for a quote); spaces around fields are
 // ignored; blank lines are skipped; CRLF line ends are accepted. Storage is dense.
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <variant>
@@ -17,6 +18,12 @@ struct CsvOptions {
   /// The label column: a header name, or a 0-based index (negative counts from the end, so the
   /// default −1 is the last column).
   std::variant<std::string, std::int64_t> label_column = std::int64_t{-1};
+  /// A file read whole (no `keep`) is parsed, after its header (or first row), in consecutive
+  /// pieces of at least this many bytes, one thread each. The data set, and the error of a
+  /// malformed file, are the same for any number of pieces.
+  std::size_t piece_bytes = std::size_t{1} << 20U;
+  /// At most this many pieces; 0: the machine's hardware threads, at most 8.
+  unsigned max_pieces = 0;
 };
 
 /// Reads a CSV file. Throws DataError naming the file and line:

@@ -9,59 +9,18 @@
 #include <fstream>
 #include <memory>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "models/base/data_traffic.h"
 #include "models/base/parse_number.h"
 #include "models/base/stop_request.h"
+#include "models/text_pieces.h"
 
 namespace stragglersim::models {
 
 namespace {
 
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
-
-/// Calls `parse` on every line of `text` ('\n'-separated; a last line without one included).
-template <typename Parse>
-void for_each_line(std::string_view text, Parse&& parse) {
-  for (std::size_t start = 0, line = 0; start < text.size(); ++line) {
-    poll_stop_request(static_cast<std::int64_t>(line));
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    parse(text.substr(start, end - start));
-    start = end + 1;
-  }
-}
-
-/// for_each_line over a stream read in chunks of 4 MiB (a line longer than a chunk grows it);
-/// false on a read error.
-template <typename Parse>
-bool read_lines_in_chunks(std::istream& in, Parse&& parse) {
-  constexpr std::size_t kChunk = std::size_t{1} << 22U;
-  std::string buffer;
-  std::vector<char> chunk(kChunk);
-  while (true) {
-    in.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-    const auto got = static_cast<std::size_t>(in.gcount());
-    if (got == 0) {
-      break;
-    }
-    buffer.append(chunk.data(), got);
-    const std::size_t last = buffer.rfind('\n');
-    if (last != std::string::npos) {
-      for_each_line(std::string_view(buffer).substr(0, last + 1), parse);
-      buffer.erase(0, last + 1);
-    }
-  }
-  if (in.bad()) {
-    return false;
-  }
-  if (!buffer.empty()) {
-    for_each_line(buffer, parse);
-  }
-  return true;
-}
 
 // Rows in compressed sparse row form, whatever the requested storage: one pass, no per-row
 // allocations.
@@ -281,9 +240,6 @@ Dataset assemble(const std::string& path,
   return out;
 }
 
-/// Pieces when LibsvmOptions::max_pieces is 0: the hardware threads, at most this many.
-constexpr unsigned kMaxPieces = 8;
-
 /// Parses a whole file's text in consecutive pieces of options.piece_bytes or more, one thread
 /// each, into one parser per piece (in file order: `assemble` makes the data set). The data set is
 /// the same bytes for any number of pieces, and an error is the one a parse in one piece would
@@ -294,19 +250,8 @@ std::vector<std::unique_ptr<Parser>> parse_text(const std::string& path,
                                                 std::string_view text,
                                                 LabelValues* label_values,
                                                 std::int64_t* source_rows) {
-  const unsigned most =
-      options.max_pieces > 0
-          ? options.max_pieces
-          : std::min(kMaxPieces, std::max(1U, std::thread::hardware_concurrency()));
-  const std::size_t wanted = std::min<std::size_t>(
-      most, std::max<std::size_t>(1, text.size() / std::max<std::size_t>(1, options.piece_bytes)));
-  std::vector<std::size_t> bounds{0};
-  for (std::size_t k = 1; k < wanted; ++k) {
-    const std::size_t newline = text.find('\n', std::max(bounds.back(), k * text.size() / wanted));
-    if (newline == std::string_view::npos) break;
-    bounds.push_back(newline + 1);
-  }
-  bounds.push_back(text.size());
+  const std::vector<std::size_t> bounds =
+      internal::piece_bounds(text, options.piece_bytes, options.max_pieces);
   const std::size_t pieces = bounds.size() - 1;
   std::vector<std::unique_ptr<Parser>> parsers;
   parsers.reserve(pieces);
@@ -315,23 +260,16 @@ std::vector<std::unique_ptr<Parser>> parse_text(const std::string& path,
   }
   std::vector<std::int64_t> first_line(pieces + 1, 0);
   std::vector<std::exception_ptr> errors(pieces);
-  const auto in_parallel = [&](const auto& work) {
-    std::vector<std::thread> threads;
-    for (std::size_t k = 1; k < pieces; ++k) {
-      threads.emplace_back([&, k] { work(k); });
-    }
-    work(0);
-    for (auto& thread : threads) thread.join();
-  };
-  in_parallel([&](std::size_t k) {
+  internal::for_each_piece(pieces, [&](std::size_t k) {
     first_line[k + 1] = parsers[k]->reserve_for(text.substr(bounds[k], bounds[k + 1] - bounds[k]));
   });
   for (std::size_t k = 0; k < pieces; ++k) first_line[k + 1] += first_line[k];
-  in_parallel([&](std::size_t k) {
+  internal::for_each_piece(pieces, [&](std::size_t k) {
     try {
       std::int64_t line_number = first_line[k];
-      for_each_line(text.substr(bounds[k], bounds[k + 1] - bounds[k]),
-                    [&](std::string_view line) { parsers[k]->parse_line(line, ++line_number); });
+      internal::for_each_line(
+          text.substr(bounds[k], bounds[k + 1] - bounds[k]),
+          [&](std::string_view line) { parsers[k]->parse_line(line, ++line_number); });
     } catch (...) {
       errors[k] = std::current_exception();
     }
@@ -373,20 +311,9 @@ Dataset read_libsvm(const std::string& path,
   count_file_bytes(path);
   if (keep == nullptr) {
     // One bulk read and string_views into it: no stream extraction per token.
-    in.seekg(0, std::ios::end);
-    const std::streamoff size = in.tellg();
-    in.seekg(0, std::ios::beg);
-    const std::size_t bytes = size > 0 ? static_cast<std::size_t>(size) : 0;
-    // Not zeroed first (a std::string or std::vector would be): every byte is overwritten by
-    // the read.
-    // NOLINTNEXTLINE(modernize-avoid-c-arrays): the only uninitialised byte buffer of the library
-    auto buffer = std::make_unique_for_overwrite<char[]>(bytes);
-    if (size < 0 || !in.read(buffer.get(), static_cast<std::streamsize>(bytes))) {
-      throw DataError(fmt::format("{}: cannot open file", path));
-    }
-    const auto parsers =
-        parse_text(path, options, std::string_view(buffer.get(), bytes), label_values, source_rows);
-    buffer.reset();  // parsed: the text's memory is freed before the rows are assembled
+    internal::WholeText text(in, path);
+    const auto parsers = parse_text(path, options, text.view(), label_values, source_rows);
+    text.reset();  // parsed: the text's memory is freed before the rows are assembled
     std::vector<const CsrRows*> pieces;
     pieces.reserve(parsers.size());
     for (const auto& parser : parsers) pieces.push_back(&parser->parsed());
@@ -396,7 +323,7 @@ Dataset read_libsvm(const std::string& path,
   Parser parser(path, options);
   parser.keep_only(keep, label_values);
   std::int64_t line_number = 0;
-  if (!read_lines_in_chunks(
+  if (!internal::read_lines_in_chunks(
           in, [&](std::string_view line) { parser.parse_line(line, ++line_number); })) {
     throw DataError(fmt::format("{}: cannot open file", path));
   }

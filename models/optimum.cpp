@@ -40,6 +40,9 @@ constexpr int kNewtonIterations = 50;
 constexpr Eigen::Index kPassChunks = 64;
 /// Rows below which a chunk is not worth a task.
 constexpr Eigen::Index kMinChunkRows = 1024;
+/// Rows of the scaled copy packed at a time (64 rows of 4 000 features: 2 MB, in L2 cache
+/// below that width).
+constexpr Eigen::Index kPackRows = 64;
 /// Tasks of a Newton Hessian: enough to share two to eight cores evenly.
 constexpr Eigen::Index kHessianTasks = 8;
 
@@ -206,11 +209,20 @@ Eigen::MatrixXd newton_hessian(const Objective& f,
     const RowRange rows = partition_rows(m, chunks, c);
     const auto a = scratch.features.middleRows(rows.begin, rows.size());
     const Eigen::VectorXd z = a * x;
+    Eigen::VectorXd scale(rows.size());
     for (Eigen::Index r = 0; r < rows.size(); ++r) {
-      const double w = f.loss().second_derivative(z[r], b[rows.begin + r]);
-      const double scale = std::sqrt(w / static_cast<double>(m));
-      for (Eigen::Index col = 0; col < p; ++col) {
-        scratch.scaled[internal::gram_packed_index(m, rows.begin + r, col)] = a(r, col) * scale;
+      scale[r] =
+          std::sqrt(f.loss().second_derivative(z[r], b[rows.begin + r]) / static_cast<double>(m));
+    }
+    // Written a block of four columns at a time over kPackRows rows (read from L1/L2 cache).
+    for (Eigen::Index r0 = 0; r0 < rows.size(); r0 += kPackRows) {
+      const Eigen::Index r1 = std::min(rows.size(), r0 + kPackRows);
+      for (Eigen::Index col = 0; col < p; col += 4) {
+        const Eigen::Index width = std::min<Eigen::Index>(4, p - col);
+        double* out = scratch.scaled.data() + internal::gram_packed_index(m, rows.begin + r0, col);
+        for (Eigen::Index r = r0; r < r1; ++r, out += 4) {
+          for (Eigen::Index q = 0; q < width; ++q) out[q] = a(r, col + q) * scale[r];
+        }
       }
     }
   });

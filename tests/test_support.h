@@ -64,6 +64,24 @@ inline std::string slurp(const std::filesystem::path& p) {
   return s.str();
 }
 
+/// `text` with the two lines `first` and `second` inserted before its lines `first_at` and
+/// `second_at` (1-based, first_at < second_at, both counted in the original text): a file with
+/// two bad lines, for readers that must report the first.
+inline std::string with_two_lines(std::string text,
+                                  int first_at,
+                                  const std::string& first,
+                                  int second_at,
+                                  const std::string& second) {
+  const auto line_start = [&](int line) {
+    std::size_t pos = 0;
+    for (int l = 1; l < line; ++l) pos = text.find('\n', pos) + 1;
+    return pos;
+  };
+  text.insert(line_start(second_at), second);
+  text.insert(line_start(first_at), first);
+  return text;
+}
+
 /// A small least-squares run: 8 workers, FRC d = 2, first 4 of 8, 30 GD steps of 1/beta on
 /// 400 x 6 synthetic rows (a fraction of a second) with unit feature covariance (condition 1), so
 /// exact GD reaches relative suboptimality 1e-3 within the 30 steps.

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/test_support.h"
 
@@ -14,7 +16,9 @@ namespace {
 
 using stragglersim::models::CsvOptions;
 using stragglersim::models::DataError;
+using stragglersim::models::Dataset;
 using stragglersim::models::DenseRows;
+using stragglersim::models::LabelValues;
 using stragglersim::models::read_csv;
 
 using stragglersim::testing::TempDir;
@@ -110,4 +114,65 @@ TEST_CASE("models: csv reader errors name the file and line", "[models][csv]") {
   CHECK(err("one.csv", "y\n1\n") ==
         at("one.csv") + ":1: need a label and at least one feature; got 1 column");
   CHECK(err("empty.csv", "a,y\n\n") == at("empty.csv") + ": no data rows");
+}
+
+TEST_CASE("models: csv reader gives the same data and errors in any number of pieces",
+          "[models][csv]") {
+  const TempDir dir("csv_test");
+  // 300 data rows after blank lines and a header, with CRLF endings, quoted fields, spaces and
+  // blank lines between them; and the same rows without a header.
+  std::string rows;
+  for (int i = 0; i < 300; ++i) {
+    rows += i % 7 == 0 ? "\"" : " ";
+    rows += std::to_string(0.25 * (i % 11) - 1.0);
+    rows += i % 7 == 0 ? "\"," : " ,";
+    rows += std::to_string(i);
+    rows += ',';
+    rows += std::to_string(i % 3);
+    rows += i % 4 == 0 ? "\r\n" : "\n";
+    if (i % 13 == 0) rows += "\n   \n";
+  }
+  std::string headed = "\n\n a, \"b\" ,label\n";
+  headed += rows;
+  const std::string with_header = dir.write("pieces.csv", headed);
+  const std::string without_header = dir.write("bare_pieces.csv", rows);
+  CsvOptions named;
+  named.label_column = std::string("label");
+  CsvOptions bare;
+  bare.header = false;
+  for (const auto& [path, options] :
+       {std::pair{with_header, named}, std::pair{without_header, bare}}) {
+    CsvOptions one = options;
+    one.max_pieces = 1;
+    LabelValues one_labels;
+    std::int64_t one_rows = 0;
+    const Dataset whole = read_csv(path, one, nullptr, &one_labels, &one_rows);
+    REQUIRE(whole.rows() == 300);
+    REQUIRE(one_labels.values == std::vector<double>{0.0, 1.0, 2.0});
+    for (const unsigned pieces : {2U, 3U, 7U, 64U, 1000U}) {
+      CAPTURE(path, pieces);
+      CsvOptions many = options;
+      many.max_pieces = pieces;
+      many.piece_bytes = 1;  // every piece as small as the file allows
+      LabelValues many_labels;
+      std::int64_t many_rows = 0;
+      const Dataset split = read_csv(path, many, nullptr, &many_labels, &many_rows);
+      CHECK(split.labels == whole.labels);
+      CHECK(std::get<DenseRows>(split.features) == std::get<DenseRows>(whole.features));
+      CHECK(many_rows == one_rows);
+      CHECK(many_labels.values == one_labels.values);
+    }
+  }
+  // Two bad lines: every split reports the first, by its line in the file.
+  const std::string bad_path =
+      dir.write("bad_pieces.csv",
+                stragglersim::testing::with_two_lines(headed, 120, "1,2\n", 250, "1,x,2\n"));
+  for (const unsigned pieces : {1U, 2U, 3U, 7U, 64U}) {
+    CAPTURE(pieces);
+    CsvOptions many = named;
+    many.max_pieces = pieces;
+    many.piece_bytes = 1;
+    CHECK(message_of([&] { (void)read_csv(bad_path, many); }) ==
+          bad_path + ":120: wrong number of fields; got 2; expected 3");
+  }
 }

@@ -216,15 +216,9 @@ TEST_CASE("models: libsvm reader gives the same data and errors in any number of
     }
   }
   // Two bad lines: every split reports the first, by its line in the file.
-  std::string bad = text;
-  const auto at_line = [&](int line) {
-    std::size_t pos = 0;
-    for (int l = 1; l < line; ++l) pos = bad.find('\n', pos) + 1;
-    return pos;
-  };
-  bad.insert(at_line(250), "1 3:x\n");
-  bad.insert(at_line(120), "1 5:1 2:1\n");
-  const std::string bad_path = dir.write("bad_pieces.svm", bad);
+  const std::string bad_path =
+      dir.write("bad_pieces.svm",
+                stragglersim::testing::with_two_lines(text, 120, "1 5:1 2:1\n", 250, "1 3:x\n"));
   for (const unsigned pieces : {1U, 2U, 3U, 7U, 64U}) {
     CAPTURE(pieces);
     LibsvmOptions many;

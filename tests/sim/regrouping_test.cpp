@@ -209,9 +209,9 @@ TEST_CASE("regrouping: persistent stragglers are spread over the groups", "[sim]
 
 TEST_CASE("regrouping: the config plans dynamic_frc, decodes exactly, or refuses at its pointer",
           "[sim][regrouping]") {
-  const auto dir = testing::process_scratch("regrouping_test");
+  const auto dir = stragglersim::testing::process_scratch("regrouping_test");
   auto config = [] {
-    auto c = testing::small_least_squares_config();
+    auto c = stragglersim::testing::small_least_squares_config();
     c["code"] = {{"kind", "dynamic_frc"}, {"d", 2}, {"every", 3}};
     c["stopping"] = {{"rule", "decodable"}};
     c["delay"] = {{"kind", "heterogeneous"}, {"factors", {3.0, 1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0}}};
@@ -219,8 +219,9 @@ TEST_CASE("regrouping: the config plans dynamic_frc, decodes exactly, or refuses
   };
   const experiments::RunPlan plan = experiments::plan_run(config(), "cfg.json", dir);
   REQUIRE(plan.scheme.code->regroup_every() == 3);
-  const auto a = testing::train_plan(plan);
-  const auto b = testing::train_plan(experiments::plan_run(config(), "cfg.json", dir));
+  const auto a = stragglersim::testing::train_plan(plan);
+  const auto b =
+      stragglersim::testing::train_plan(experiments::plan_run(config(), "cfg.json", dir));
   REQUIRE(a.size() == b.size());
   for (std::size_t t = 1; t < a.size(); ++t) {
     INFO("iteration " << t);
@@ -259,7 +260,7 @@ TEST_CASE("regrouping: the config plans dynamic_frc, decodes exactly, or refuses
   for (const Case& c : cases) {
     auto bad = config();
     bad[nlohmann::json::json_pointer(c.pointer)] = c.value;
-    CHECK(testing::plan_error(bad, dir) == c.message);
+    CHECK(stragglersim::testing::plan_error(bad, dir) == c.message);
   }
 }
 
