@@ -88,10 +88,12 @@ Eigen::MatrixXd small_gram(const Dataset& data) {
   return Eigen::MatrixXd(gram) * scale;
 }
 
-/// The top Ritz value θ of a Lanczos basis and the residual ‖Gy − θy‖ of its Ritz vector y.
+/// The top Ritz value θ of a Lanczos basis and the residual ‖Gy − θy‖ of its Ritz vector y;
+/// `restart` when the cycle ended on a full basis before the pair was final.
 struct RitzPair {
   double value = 0.0;
   double residual = 0.0;
+  bool restart = false;
 };
 
 /// Lanczos with full reorthogonalisation on G = AᵀA/m (largest_gram_eigenvalue): each step is one
@@ -109,9 +111,9 @@ class LanczosCycle {
 
   [[nodiscard]] int products() const { return products_; }
 
-  /// From the unit vector `v` until the top pair converges (residual ≤ tolerance·θ), the budget
-  /// runs out, a value is not finite, or the basis is full; then `v` is the top Ritz vector (the
-  /// restart).
+  /// From the unit vector `v` until the top pair is final (it converged, residual ≤ tolerance·θ;
+  /// the budget ran out; a value is not finite; or θ ≤ 0) or the basis is full: then `restart`
+  /// is set and `v` is the top Ritz vector to restart from.
   RitzPair run(Eigen::VectorXd& v) {
     q_.col(0) = v;
     alpha_.clear();
@@ -142,6 +144,7 @@ class LanczosCycle {
         // A full basis (or an invariant subspace): restart from the top Ritz vector.
         v = q_.leftCols(j + 1) * ritz_.eigenvectors().col(j);
         v.normalize();
+        top.restart = true;
         return top;
       }
       beta_.push_back(next_beta);
@@ -375,16 +378,14 @@ double largest_gram_eigenvalue(const Dataset& data,
   const Eigen::Index basis = std::clamp<Eigen::Index>(
       kLanczosBasisBytes / (static_cast<Eigen::Index>(sizeof(double)) * p), 2, kLanczosBasis);
   LanczosCycle lanczos(data, pool, tolerance, max_iterations, std::min(basis, p));
-  while (true) {
-    const RitzPair top = lanczos.run(v);
-    if (!std::isfinite(top.value) || !std::isfinite(top.residual)) {
-      return std::numeric_limits<double>::infinity();  // values too large to square: β says so
-    }
-    if (top.value <= 0.0 || top.residual <= tolerance * top.value ||
-        lanczos.products() >= max_iterations) {
-      return std::max(top.value, 0.0);  // θ = 0: the start is in the null space (A = 0)
-    }
+  RitzPair top;
+  do {
+    top = lanczos.run(v);
+  } while (top.restart);
+  if (!std::isfinite(top.value) || !std::isfinite(top.residual)) {
+    return std::numeric_limits<double>::infinity();  // values too large to square: β says so
   }
+  return std::max(top.value, 0.0);  // θ = 0: the start is in the null space (A = 0)
 }
 
 }  // namespace stragglersim::models
