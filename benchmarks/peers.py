@@ -41,7 +41,7 @@ import scipy
 import scipy.sparse
 import scipy.special
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build" / "release"
 EXE = BUILD / "experiments" / "stragglersim"
 BENCH = BUILD / "benchmarks" / "stragglersim_benchmarks"
