@@ -268,9 +268,9 @@ Dataset assemble(const std::string& path,
 /// parse in one piece.
 std::vector<std::unique_ptr<Reader>> parse_text(const std::string& path,
                                                 const CsvOptions& options,
-                                                std::string_view text,
-                                                std::int64_t& line_number) {
+                                                std::string_view text) {
   std::vector<std::unique_ptr<Reader>> readers;
+  std::int64_t line_number = 0;
   readers.push_back(std::make_unique<Reader>(path, options));
   std::size_t start = 0;
   while (start < text.size() && !readers.front()->laid_out()) {
@@ -328,9 +328,8 @@ Dataset read_csv(const std::string& path,
   count_file_bytes(path);
   std::vector<std::unique_ptr<Reader>> readers;
   if (keep == nullptr) {
-    internal::WholeText text(in, path);
-    std::int64_t line_number = 0;
-    readers = parse_text(path, options, text.view(), line_number);
+    const internal::WholeText text(in, path);
+    readers = parse_text(path, options, text.view());
   } else {
     // A partial load streams the file: memory is the rows kept plus one chunk.
     readers.push_back(std::make_unique<Reader>(path, options));

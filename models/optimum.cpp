@@ -40,8 +40,8 @@ constexpr int kNewtonIterations = 50;
 constexpr Eigen::Index kPassChunks = 64;
 /// Rows below which a chunk is not worth a task.
 constexpr Eigen::Index kMinChunkRows = 1024;
-/// Rows of the scaled copy packed at a time (64 rows of 4 000 features: 2 MB, in L2 cache
-/// below that width).
+/// Rows of the scaled copy packed at a time: their features are read once from memory and then
+/// from cache, one block of four columns after another (100 KB at p = 200).
 constexpr Eigen::Index kPackRows = 64;
 /// Tasks of a Newton Hessian: enough to share two to eight cores evenly.
 constexpr Eigen::Index kHessianTasks = 8;
