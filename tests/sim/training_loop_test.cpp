@@ -18,6 +18,7 @@
 #include "models/libsvm_reader.h"
 #include "models/softmax_network.h"
 #include "sim/backends/simulated_backend.h"
+#include "tests/test_support.h"
 
 namespace stragglersim::sim {
 namespace {
@@ -25,9 +26,11 @@ namespace {
 /// Writes a small logistic LIBSVM file (labels ±1, about half the features zero) and returns
 /// its path.
 std::filesystem::path write_libsvm(int rows, int features, std::uint64_t seed) {
-  const auto dir = std::filesystem::temp_directory_path() / "stragglersim_training_loop_test";
-  std::filesystem::create_directories(dir);
-  const auto path = dir / fmt::format("data_{}.svm", seed);
+  // A folder of this process's own: test cases run as parallel processes, and several of them
+  // write the file of one seed.
+  const auto path =
+      stragglersim::testing::scratch_dir("training_loop_test", fmt::format("data_{}", seed)) /
+      "data.svm";
   std::ofstream out(path);
   RandomEngine rng(seed);
   boost::random::normal_distribution<double> normal;

@@ -13,6 +13,7 @@
 #include "sim/backends/simulated_backend.h"
 #include "sim/training_loop.h"
 #include "tests/experiments/config/plan_support.h"
+#include "tests/test_support.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -23,8 +24,8 @@ nlohmann::json base_config() {
 }
 
 std::filesystem::path temp_dir() {
-  const auto dir = std::filesystem::temp_directory_path() / "stragglersim_run_plan_test";
-  std::filesystem::create_directories(dir);
+  // This process's own folder: the test cases run as parallel processes.
+  static const auto dir = stragglersim::testing::scratch_dir("run_plan_test", "plans");
   return dir;
 }
 
