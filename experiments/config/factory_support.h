@@ -40,6 +40,6 @@ const Options& checked(JsonReader& reader, const Options& options) {
 
 /// The required "factors" array of `workers` slowdown factors (JSON types here, values by
 /// sim::validate_factors), read from a delay or a code object.
-std::vector<double> read_factors(JsonReader& reader, std::size_t workers);
+std::vector<double> read_factors(JsonReader& delay, std::size_t workers);
 
 }  // namespace stragglersim::experiments

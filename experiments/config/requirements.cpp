@@ -124,9 +124,9 @@ Item top_level(std::string name,
                 std::move(of));
 }
 
-/// The present requirements of `r` in checking order.
-std::vector<Item> items_of(const Requirements& r) {
-  std::vector<Item> items;
+/// The present requirements of `r` on the scheme and the clock (data, code, partitions,
+/// backend), in checking order.
+void add_scheme_items(const Requirements& r, std::vector<Item>& items) {
   if (r.needs_data) {
     items.push_back(
         flag("needs_data",
@@ -168,6 +168,10 @@ std::vector<Item> items_of(const Requirements& r) {
                          r.needs_simulated_clock->wording,
                          [](const RunFacts& f) { return shown_if(f.real_time, f.backend); }));
   }
+}
+
+/// Then those on the optimizer and the top-level choices, and on the backend's delays.
+void add_run_items(const Requirements& r, std::vector<Item>& items) {
   if (r.optimizer) {
     const auto& values = r.optimizer->values;
     items.push_back(one_of("optimizer",
@@ -215,6 +219,13 @@ std::vector<Item> items_of(const Requirements& r) {
                          r.no_faults->wording,
                          [](const RunFacts& f) { return shown_if(!f.faults.empty(), f.faults); }));
   }
+}
+
+/// The present requirements of `r` in checking order.
+std::vector<Item> items_of(const Requirements& r) {
+  std::vector<Item> items;
+  add_scheme_items(r, items);
+  add_run_items(r, items);
   return items;
 }
 

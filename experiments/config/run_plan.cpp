@@ -722,6 +722,18 @@ void read_backend(JsonReader& root, RunPlan& plan, bool delay_only) {
   plan.backend = *row;
 }
 
+/// The combinations of rule, code and backend that the reader of each block cannot see: what
+/// their rows require of the run (`declared`: the rule's and the code's); then the update rule of
+/// an asynchronous run.
+void check_combinations(const nlohmann::json& config,
+                        const std::string& file,
+                        RunPlan& plan,
+                        std::vector<Declaration> declared) {
+  declared.push_back(declaration_of(plan.backend, "/backend/kind", "the {} backend"));
+  check_requirements(declared, plan, config, file);
+  plan.update = plan.scheme.rule->update_shape();
+}
+
 // The key of a data set in the setup cache: everything its bytes depend on (the loss kind too:
 // logistic maps labels in place).
 std::string data_cache_key(const nlohmann::json& config, const std::filesystem::path& base_dir) {
@@ -809,8 +821,7 @@ RunPlan plan_run(const nlohmann::json& config,
     plan.threads = std::min(plan.threads, options.max_threads);
   }
   const bool delay_only = root.is_null("data");
-  std::vector<Declaration> declared =
-      read_scheme(config, root, plan, file, data, delay_only, base_dir);
+  auto declared = read_scheme(config, root, plan, file, data, delay_only, base_dir);
   read_delays(root, plan, base_dir);
   if (data.partial) {
     // The worker's own partitions, now that the code is known.
@@ -832,13 +843,10 @@ RunPlan plan_run(const nlohmann::json& config,
                  data_key.empty() ? nullptr : options.setup,
                  smoothness_key);
   read_backend(root, plan, delay_only);
-  declared.push_back(declaration_of(plan.backend, "/backend/kind", "the {} backend"));
   read_network(root, plan, delay_only);
   read_sampler(root, plan, delay_only);
   root.finish();
-  // The combinations of rule, code and backend that the reader of each block cannot see.
-  check_requirements(declared, plan, config, file);
-  plan.update = plan.scheme.rule->update_shape();
+  check_combinations(config, file, plan, std::move(declared));
   plan.resolved = root.resolved();
   plan.resolved.erase("threads");
   if (!root.has("data_seed")) {

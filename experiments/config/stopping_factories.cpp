@@ -176,8 +176,38 @@ Requirements adaptive(const std::string& what) {
   };
 }
 
-std::vector<FactoryRow<StoppingFactory>> builtin_rules() {
+/// The update rules of the asynchronous loop.
+std::vector<FactoryRow<StoppingFactory>> asynchronous_rules() {
   return {
+      {"k_async",
+       "asynchronous: update after every k gradients, new x to those k workers only (k = 1: "
+       "async SGD)",
+       {{"k", ""}, {"staleness_step", "constant"}},
+       [](JsonReader& r, const CodePtr& c) {
+         return make_update_rule(r, c, sim::UpdateMode::kKAsync);
+       },
+       asynchronous("k_async")},
+      {"k_batch_async",
+       "asynchronous: update after every k gradients; workers fetch x and restart at once",
+       {{"k", ""}, {"staleness_step", "constant"}},
+       [](JsonReader& r, const CodePtr& c) {
+         return make_update_rule(r, c, sim::UpdateMode::kKBatchAsync);
+       },
+       asynchronous("k_batch_async")},
+      {"k_batch_sync",
+       "update after the first k gradients computed at x (workers restart at the same x "
+       "until then)",
+       {{"k", ""}, {"staleness_step", "constant"}},
+       [](JsonReader& r, const CodePtr& c) {
+         return make_update_rule(r, c, sim::UpdateMode::kKBatchSync);
+       },
+       asynchronous("k_batch_sync")},
+  };
+}
+
+/// The synchronous rules, then the asynchronous ones.
+std::vector<FactoryRow<StoppingFactory>> builtin_rules() {
+  std::vector<FactoryRow<StoppingFactory>> rows = {
       {"adaptive_deadline",
        "a deadline from the last window iterations' arrival times: their quantile, or median + "
        "mads MADs (simulated clock; threads and MPI follow the injected delays)",
@@ -217,30 +247,11 @@ std::vector<FactoryRow<StoppingFactory>> builtin_rules() {
        {{"after", "none"}},
        make_multi_message,
        multi_message()},
-      {"k_async",
-       "asynchronous: update after every k gradients, new x to those k workers only (k = 1: "
-       "async SGD)",
-       {{"k", ""}, {"staleness_step", "constant"}},
-       [](JsonReader& r, const CodePtr& c) {
-         return make_update_rule(r, c, sim::UpdateMode::kKAsync);
-       },
-       asynchronous("k_async")},
-      {"k_batch_async",
-       "asynchronous: update after every k gradients; workers fetch x and restart at once",
-       {{"k", ""}, {"staleness_step", "constant"}},
-       [](JsonReader& r, const CodePtr& c) {
-         return make_update_rule(r, c, sim::UpdateMode::kKBatchAsync);
-       },
-       asynchronous("k_batch_async")},
-      {"k_batch_sync",
-       "update after the first k gradients computed at x (workers restart at the same x "
-       "until then)",
-       {{"k", ""}, {"staleness_step", "constant"}},
-       [](JsonReader& r, const CodePtr& c) {
-         return make_update_rule(r, c, sim::UpdateMode::kKBatchSync);
-       },
-       asynchronous("k_batch_sync")},
   };
+  for (auto& row : asynchronous_rules()) {
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 RowRegistry<FactoryRow<StoppingFactory>>& rule_registry() {

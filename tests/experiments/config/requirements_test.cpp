@@ -88,8 +88,9 @@ TEST_CASE("requirements: each requirement is met or refused with its default wor
   uncoded["code"] = {{"kind", "uncoded"}};
   CHECK(refusal(codes, uncoded) == "no error");
 
-  // frc d = 2 on 6 workers: k = 6 by default, 12 when given.
+  // 6 workers: k = 6 by default; 12 given to a code that takes any k (bgc).
   auto twelve = plain_run();
+  twelve["code"] = {{"kind", "bgc"}, {"d", 2}};
   twelve["partitions"] = 12;
   const Requirements one{.partitions_per_worker = Count{1, {}}};
   const Requirements two{.partitions_per_worker = Count{2, {}}};
@@ -193,7 +194,7 @@ TEST_CASE("requirements: a row words its refusal and says where it is reported",
         "a backend on the simulated clock");
   // Each requirement's own key when reported there.
   auto all = delay_only_run();
-  all["code"] = {{"kind", "frc"}, {"d", 2}};
+  all["code"] = {{"kind", "bgc"}, {"d", 2}};
   all["partitions"] = 12;
   all["stragglers"] = "finish";
   const Wording there{.at = ReportAt::kConflict};
@@ -201,7 +202,7 @@ TEST_CASE("requirements: a row words its refusal and says where it is reported",
         "cfg.json:/data: the toy rule needs data; got \"\\\"data\\\": null\"; expected a data "
         "object");
   CHECK(refusal(Requirements{.codes = OneOf{{"uncoded"}, there}}, all) ==
-        "cfg.json:/code/kind: the toy rule needs the uncoded code; got \"frc\"; expected code "
+        "cfg.json:/code/kind: the toy rule needs the uncoded code; got \"bgc\"; expected code "
         "kind uncoded");
   CHECK(refusal(Requirements{.partitions_per_worker = Count{1, there}}, all) ==
         "cfg.json:/partitions: the toy rule needs one partition per worker; got 12; expected "
