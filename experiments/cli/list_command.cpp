@@ -1,5 +1,6 @@
 // `stragglersim list [CATEGORY] [--json]`: the plug-ins a config can name, each with its
-// one-line description and the keys it accepts, printed from the factory rows themselves.
+// one-line description and the keys it accepts (with --json also what it requires of the rest of
+// the run), printed from the factory rows themselves.
 // `stragglersim list --schema`: the config's JSON Schema, built from the same rows.
 #include <fmt/format.h>
 
@@ -13,6 +14,7 @@
 #include "experiments/config/config_error.h"
 #include "experiments/config/config_schema.h"
 #include "experiments/config/factories.h"
+#include "experiments/config/requirements.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -29,7 +31,7 @@ std::vector<ChoiceDoc> docs_of(const std::vector<FactoryRow<Factory>>& table) {
   std::vector<ChoiceDoc> rows;
   rows.reserve(table.size());
   for (const auto& row : table) {
-    rows.push_back({row.name, row.description, row.keys});
+    rows.push_back({row.name, row.description, row.keys, row.requirements});
   }
   return rows;
 }
@@ -75,7 +77,10 @@ nlohmann::json to_json(const Category& c) {
            {"default",
             k.default_value.empty() ? nlohmann::json() : nlohmann::json(k.default_value)}});
     }
-    rows.push_back({{"name", row.name}, {"description", row.description}, {"keys", keys}});
+    rows.push_back({{"name", row.name},
+                    {"description", row.description},
+                    {"keys", keys},
+                    {"requires", requirements_json(row.requirements)}});
   }
   return {{"where", c.where}, {"rows", rows}};
 }

@@ -2,12 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <mutex>
 #include <utility>
 
+#include "experiments/config/row_registry.h"
 #include "experiments/config/run_plan.h"
-#include "models/base/invariant.h"
 #include "sim/backends/mpi_backend.h"
 #include "sim/backends/mpi_session.h"
 #include "sim/backends/simulated_backend.h"
@@ -159,74 +157,20 @@ std::vector<BackendRow> builtin_rows() {
 }
 
 /// The table behind the functions below.
-class Registry {
- public:
-  Registry() {
-    for (auto& row : builtin_rows()) {
-      add(std::move(row));
-    }
-    builtin_ = rows_.size();
-  }
-  /// The one way a row enters the table, built-in or registered.
-  void add(BackendRow row) {
-    STRAGGLERSIM_ASSERT(!row.name.empty() && row.make != nullptr,
-                        "a backend row needs a name and a factory");
-    STRAGGLERSIM_ASSERT(find(row.name) == rows_.end(),
-                        "backend '" + row.name + "' is already registered");
-    rows_.push_back(std::move(row));
-  }
-  void remove(std::string_view name) {
-    const auto found = find(name);
-    STRAGGLERSIM_ASSERT(
-        found - rows_.begin() >= static_cast<std::ptrdiff_t>(builtin_) && found != rows_.end(),
-        fmt::format("no registered backend '{}' to remove", name));
-    rows_.erase(found);
-  }
-  [[nodiscard]] std::vector<BackendRow>::const_iterator find(std::string_view name) const {
-    return std::find_if(
-        rows_.begin(), rows_.end(), [&](const BackendRow& row) { return row.name == name; });
-  }
-  [[nodiscard]] const std::vector<BackendRow>& rows() const { return rows_; }
-  /// Held by every caller while it reads or changes the rows.
-  [[nodiscard]] std::unique_lock<std::mutex> lock() { return std::unique_lock(mutex_); }
-
- private:
-  std::mutex mutex_;
-  std::vector<BackendRow> rows_;
-  std::size_t builtin_ = 0;
-};
-
-Registry& registry() {
-  static Registry table;
+RowRegistry<BackendRow>& registry() {
+  static RowRegistry<BackendRow> table(builtin_rows(), "backend");
   return table;
 }
 
 }  // namespace
 
-std::vector<BackendRow> backend_factories() {
-  Registry& r = registry();
-  const auto lock = r.lock();
-  return r.rows();
-}
+std::vector<BackendRow> backend_factories() { return registry().rows(); }
 
-std::optional<BackendRow> find_backend(std::string_view name) {
-  Registry& r = registry();
-  const auto lock = r.lock();
-  const auto found = r.find(name);
-  return found == r.rows().end() ? std::nullopt : std::optional<BackendRow>(*found);
-}
+std::optional<BackendRow> find_backend(std::string_view name) { return registry().find(name); }
 
-void register_backend(BackendRow row) {
-  Registry& r = registry();
-  const auto lock = r.lock();
-  r.add(std::move(row));
-}
+void register_backend(BackendRow row) { registry().add(std::move(row)); }
 
-void unregister_backend(std::string_view name) {
-  Registry& r = registry();
-  const auto lock = r.lock();
-  r.remove(name);
-}
+void unregister_backend(std::string_view name) { registry().remove(name); }
 
 std::string quoted_names(const std::vector<BackendRow>& rows,
                          const std::function<bool(const BackendRow&)>& keep) {
@@ -236,12 +180,7 @@ std::string quoted_names(const std::vector<BackendRow>& rows,
       names.push_back(fmt::format("\"{}\"", row.name));
     }
   }
-  if (names.size() <= 1) {
-    return names.empty() ? std::string() : names.front();
-  }
-  const std::string last = names.back();
-  names.pop_back();
-  return fmt::format("{} or {}", fmt::join(names, ", "), last);
+  return or_list(names);
 }
 
 std::vector<ChoiceDoc> backend_docs() {
@@ -251,7 +190,8 @@ std::vector<ChoiceDoc> backend_docs() {
                     row.unavailable.empty()
                         ? row.description
                         : fmt::format("{}; {}", row.description, row.unavailable),
-                    row.keys});
+                    row.keys,
+                    row.requirements});
   }
   return docs;
 }

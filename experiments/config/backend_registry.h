@@ -66,6 +66,10 @@ struct BackendRow {
   /// listed, and a config naming it is refused at /backend/kind with this reason.
   std::string unavailable;
   BackendFactory make;
+  /// What the backend requires of the rest of the run (requirements.h), checked with the
+  /// rule's and the code's once the config is read; the built-in rows need none beyond their
+  /// traits.
+  Requirements requirements = {};
 };
 
 /// The row a config without a "backend" object (or without its "kind") runs on.

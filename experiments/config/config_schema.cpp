@@ -4,6 +4,7 @@
 
 #include "experiments/config/backend_registry.h"
 #include "experiments/config/factories.h"
+#include "experiments/config/requirements.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -48,7 +49,13 @@ json selected_object(const std::string& selector,
   json branches = json::array();
   std::vector<std::string> names;
   for (const auto& row : rows) {
-    json b = branch(selector, row.name, row.description, shared, row.keys);
+    const std::string requires_text = requirements_text(row.requirements);
+    json b = branch(
+        selector,
+        row.name,
+        requires_text.empty() ? row.description : row.description + "; requires: " + requires_text,
+        shared,
+        row.keys);
     if (!required && row.name == fallback) {
       b["required"] = json::array();
     }

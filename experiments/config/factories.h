@@ -1,17 +1,21 @@
 #pragma once
 // The explicit name -> factory tables of the run-time plug-in points (docs/plugins.md): gradient
-// codes, delay models, loss models, stopping rules (backends: backend_registry.h). A new
-// implementation is one new file in its library plus one row here. Each factory reads (and
-// validates) its own keys from the config.
+// codes (code_factories.cpp), delay models (delay_factories.cpp), stopping rules
+// (stopping_factories.cpp), loss models and the documented choices (factories.cpp); backends:
+// backend_registry.h. A new implementation is one new file in its library plus one row in its
+// table. Each factory reads (and validates) its own keys from the config; each row declares what
+// it requires of the rest of the run (requirements.h).
 
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "codes/gradient_code.h"
 #include "experiments/config/json_reader.h"
+#include "experiments/config/requirements.h"
 #include "models/base/options_check.h"
 #include "models/loss_model.h"
 #include "sim/delays/delay_model.h"
@@ -59,14 +63,17 @@ struct KeyDoc {
 };
 
 /// A row of a plug-in table: its name, a one-line description, the keys it reads besides the
-/// selector ("kind" or "rule"), and the factory. `stragglersim list` prints the rows, and the
-/// "unknown key" error lists the row's keys, so neither can drift from what the factory reads.
+/// selector ("kind" or "rule"), the factory, and what the row requires of the rest of the run
+/// (requirements.h; checked once the whole config is read). `stragglersim list` prints the rows,
+/// and the "unknown key" error lists the row's keys, so neither can drift from what the factory
+/// reads.
 template <typename Factory>
 struct FactoryRow {
   std::string name;
   std::string description;
   std::vector<KeyDoc> keys;
   Factory make;
+  Requirements requirements = {};
 };
 
 /// What a code will need before it is built: bytes (with its decoders and the simulation's
@@ -91,12 +98,22 @@ struct ChoiceDoc {
   std::string name;
   std::string description;
   std::vector<KeyDoc> keys;
+  Requirements requirements = {};
 };
 
 const std::vector<FactoryRow<CodeFactory>>& code_factories();
 const std::vector<FactoryRow<DelayFactory>>& delay_factories();
 const std::vector<FactoryRow<LossFactory>>& loss_factories();
-const std::vector<FactoryRow<StoppingFactory>>& stopping_factories();
+/// The stopping rules: the built-in rows, then any registered. A copy: registration never
+/// invalidates it.
+std::vector<FactoryRow<StoppingFactory>> stopping_factories();
+
+/// Adds a stopping rule defined elsewhere (a test's) to the table, the way the built-in rows
+/// enter it. Illegal: an empty name, a name already in the table, a null factory. Thread-safe.
+void register_stopping_rule(FactoryRow<StoppingFactory> row);
+
+/// Removes a rule added by register_stopping_rule. Illegal: a built-in rule or an unknown name.
+void unregister_stopping_rule(std::string_view name);
 
 /// Names of a table's rows, sorted, for "valid values are: ..." messages.
 template <typename Factory>

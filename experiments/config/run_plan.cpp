@@ -15,6 +15,7 @@
 #include "experiments/config/data_source.h"
 #include "experiments/config/factories.h"
 #include "experiments/config/memory_budget.h"
+#include "experiments/config/requirements.h"
 #include "models/base/random_stream.h"
 #include "models/worker_pool.h"
 #include "sim/regrouping.h"
@@ -228,14 +229,15 @@ LoadedData read_header_and_data(JsonReader& root,
   return data;
 }
 
-/// The code, its decoder, the stopping rule and the rescale.
-void read_scheme(const nlohmann::json& config,
-                 JsonReader& root,
-                 RunPlan& plan,
-                 const std::string& file,
-                 const LoadedData& data,
-                 bool delay_only,
-                 const std::filesystem::path& base_dir) {
+/// The code, its decoder, the stopping rule and the rescale; returns the rule's and the code's
+/// requirements, checked once the whole config is read.
+std::vector<Declaration> read_scheme(const nlohmann::json& config,
+                                     JsonReader& root,
+                                     RunPlan& plan,
+                                     const std::string& file,
+                                     const LoadedData& data,
+                                     bool delay_only,
+                                     const std::filesystem::path& base_dir) {
   JsonReader code_reader = root.object("code");
   // A delay-only run never decodes: its group codes keep no per-worker arrays, unless the rule
   // sends partition by partition (multi_message reads every worker's support).
@@ -263,7 +265,8 @@ void read_scheme(const nlohmann::json& config,
   plan.partitions = plan.scheme.code->partitions();
 
   JsonReader stopping_reader = root.object("stopping");
-  const auto& rule_row = pick(stopping_reader, "rule", "stopping rule", stopping_factories(), {});
+  const auto rules = stopping_factories();
+  const auto& rule_row = pick(stopping_reader, "rule", "stopping rule", rules, {});
   plan.scheme.rule = rule_row.make(stopping_reader, plan.scheme.code);
   stopping_reader.finish(keys_of(rule_row, kStoppingKeys));
   root.merge("stopping", stopping_reader);
@@ -279,6 +282,8 @@ void read_scheme(const nlohmann::json& config,
   plan.scheme.rescale = rescale == "expected"    ? codes::Rescale::kExpected
                         : rescale == "empirical" ? codes::Rescale::kEmpirical
                                                  : codes::Rescale::kNone;
+  return {declaration_of(rule_row, "/stopping/rule", "the {} rule"),
+          declaration_of(code_row, "/code/kind", "code '{}'")};
 }
 
 /// The delay model, then q for the expected rescale (which needs the delays), then the
@@ -717,166 +722,16 @@ void read_backend(JsonReader& root, RunPlan& plan, bool delay_only) {
   plan.backend = *row;
 }
 
-/// A run with an update rule of the asynchronous loop (docs/model.md §4 "Asynchronous updates")
-/// takes the asynchronous loop: data, the uncoded code, gradient descent on the simulated clock
-/// (a network block applies to its pushes), without a rescale or straggler policy (neither is
-/// defined there).
-void check_update_rule(const nlohmann::json& config, RunPlan& plan, const std::string& file) {
+/// The combinations of rule, code and backend that the reader of each block cannot see: what
+/// their rows require of the run (`declared`: the rule's and the code's); then the update rule of
+/// an asynchronous run.
+void check_combinations(const nlohmann::json& config,
+                        const std::string& file,
+                        RunPlan& plan,
+                        std::vector<Declaration> declared) {
+  declared.push_back(declaration_of(plan.backend, "/backend/kind", "the {} backend"));
+  check_requirements(declared, plan, config, file);
   plan.update = plan.scheme.rule->update_shape();
-  if (!plan.update) {
-    return;
-  }
-  const JsonReader stopping(config["stopping"], file, "/stopping");
-  const std::string rule = plan.scheme.rule->name();
-  const auto refuse = [&](std::string_view what, const nlohmann::json& got, std::string_view ok) {
-    stopping.fail_value(
-        "rule", fmt::format("the asynchronous rule '{}' needs {}", rule, what), got, ok);
-  };
-  if (plan.delay_only()) {
-    refuse("data", "\"data\": null", "a data object (delay-only runs are synchronous only)");
-  }
-  if (plan.scheme.code->name() != "uncoded") {
-    refuse("the uncoded code", plan.scheme.code->name(), "code kind uncoded");
-  }
-  if (plan.backend.traits.real_time) {
-    refuse("the simulated clock",
-           config["backend"].value("kind", ""),
-           "a backend on the simulated clock");
-  }
-  if (plan.optimizer != OptimizerKind::kGd) {
-    refuse("gradient descent", config["optimizer"]["kind"], "optimizer kind gd");
-  }
-  if (plan.stragglers != sim::StragglerPolicy::kCancel) {
-    refuse("no straggler policy", config["stragglers"], "stragglers absent or cancel");
-  }
-  if (plan.scheme.rescale != codes::Rescale::kNone) {
-    refuse("no rescale (it scales by n/K itself)", config["rescale"], "rescale absent or none");
-  }
-}
-
-/// The anytime rule (docs/model.md §4 "Anytime minibatch") runs on the simulated clock with data
-/// and the uncoded code; its window replaces the minibatch, the straggler policy and the rescale.
-void check_anytime_rule(const nlohmann::json& config,
-                        const RunPlan& plan,
-                        const std::string& file) {
-  if (!plan.scheme.rule->compute_window()) {
-    return;
-  }
-  const JsonReader stopping(config["stopping"], file, "/stopping");
-  const auto refuse = [&](std::string_view what, const nlohmann::json& got, std::string_view ok) {
-    stopping.fail_value("rule", fmt::format("the anytime rule needs {}", what), got, ok);
-  };
-  if (plan.delay_only()) {
-    refuse("data (its workers' rows are what it counts)", "\"data\": null", "a data object");
-  }
-  if (plan.scheme.code->name() != "uncoded") {
-    refuse("the uncoded code", plan.scheme.code->name(), "code kind uncoded");
-  }
-  if (plan.scheme.code->partitions() != plan.workers) {
-    refuse("one partition per worker", plan.scheme.code->partitions(), "partitions = workers");
-  }
-  if (plan.backend.traits.real_time) {
-    refuse("the simulated clock",
-           config["backend"].value("kind", ""),
-           "a backend on the simulated clock");
-  }
-  if (plan.batch) {
-    refuse("no optimizer.batch (the window sets each worker's sample)",
-           config["optimizer"]["batch"],
-           "no batch key");
-  }
-  if (plan.stragglers != sim::StragglerPolicy::kCancel) {
-    refuse("no straggler policy (every worker sends)",
-           config["stragglers"],
-           "stragglers absent or cancel");
-  }
-  if (plan.scheme.rescale != codes::Rescale::kNone) {
-    refuse("no rescale (it weights by counts itself)", config["rescale"], "rescale absent or none");
-  }
-}
-
-/// Multi-message (docs/model.md §4 "Multi-message") runs on the simulated clock; it decodes by
-/// coverage, so the only rescale it takes is the empirical k / covered.
-void check_multi_message_rule(const nlohmann::json& config,
-                              const RunPlan& plan,
-                              const std::string& file) {
-  if (plan.scheme.rule->partition_orders() == nullptr) {
-    return;
-  }
-  const JsonReader stopping(config["stopping"], file, "/stopping");
-  if (plan.backend.traits.real_time) {
-    stopping.fail_value("rule",
-                        "the multi_message rule needs the simulated clock",
-                        config["backend"].value("kind", ""),
-                        "a backend on the simulated clock");
-  }
-  if (plan.scheme.rescale == codes::Rescale::kExpected) {
-    stopping.fail_value("rule",
-                        "the multi_message rule has no erasure probability to rescale by",
-                        config["rescale"],
-                        "rescale absent, none or empirical");
-  }
-}
-
-/// The adaptive deadline and the adaptive r follow the simulated arrival times of the run's
-/// delays: on a real backend those are the injected delays, so an MPI run that injects none
-/// cannot have one.
-void check_adaptive_rule(const nlohmann::json& config,
-                         const RunPlan& plan,
-                         const std::string& file) {
-  const bool deadline = plan.scheme.rule->adaptive_deadline().has_value();
-  if (!deadline && !plan.scheme.rule->adaptive_r()) {
-    return;
-  }
-  const JsonReader stopping(config["stopping"], file, "/stopping");
-  const nlohmann::json& backend = config.contains("backend") ? config["backend"] : nlohmann::json();
-  if (backend.is_object() && !backend.value("inject", true)) {
-    stopping.fail_value(
-        "rule",
-        fmt::format("the adaptive {} follows the injected delays; this backend "
-                    "injects none",
-                    deadline ? "deadline" : "r"),
-        deadline ? "adaptive_deadline" : "adaptive_r",
-        deadline ? "\"inject\": true, or a fixed deadline" : "\"inject\": true, or a fixed r");
-  }
-}
-
-/// Dynamic clustering permutes which worker plays each code position, which only the injected
-/// delays can follow (a measured worker is its rank), and a fault names a worker, not a position.
-void check_regrouping(const nlohmann::json& config, const RunPlan& plan, const std::string& file) {
-  if (plan.scheme.code->regroup_every() == 0 || !config.contains("backend") ||
-      !config["backend"].is_object()) {
-    return;
-  }
-  const JsonReader backend(config["backend"], file, "/backend");
-  const char* accepted = "\"inject\": true and no faults, or a code with fixed groups";
-  if (!config["backend"].value("inject", true)) {
-    backend.fail_value("inject",
-                       fmt::format("code '{}' regroups the workers by their injected delays",
-                                   plan.scheme.code->name()),
-                       false,
-                       accepted);
-  }
-  if (config["backend"].contains("faults") && !config["backend"]["faults"].empty()) {
-    backend.fail_value("faults",
-                       fmt::format("code '{}' moves the workers between code positions; a "
-                                   "fault names a worker",
-                                   plan.scheme.code->name()),
-                       config["backend"]["faults"],
-                       accepted);
-  }
-}
-
-/// The combinations of rule, code and backend that the readers of each block cannot see (the
-/// update rule's check also completes the plan).
-void check_scheme_combinations(const nlohmann::json& config,
-                               RunPlan& plan,
-                               const std::string& file) {
-  check_update_rule(config, plan, file);
-  check_anytime_rule(config, plan, file);
-  check_multi_message_rule(config, plan, file);
-  check_adaptive_rule(config, plan, file);
-  check_regrouping(config, plan, file);
 }
 
 // The key of a data set in the setup cache: everything its bytes depend on (the loss kind too:
@@ -966,7 +821,7 @@ RunPlan plan_run(const nlohmann::json& config,
     plan.threads = std::min(plan.threads, options.max_threads);
   }
   const bool delay_only = root.is_null("data");
-  read_scheme(config, root, plan, file, data, delay_only, base_dir);
+  auto declared = read_scheme(config, root, plan, file, data, delay_only, base_dir);
   read_delays(root, plan, base_dir);
   if (data.partial) {
     // The worker's own partitions, now that the code is known.
@@ -991,7 +846,7 @@ RunPlan plan_run(const nlohmann::json& config,
   read_network(root, plan, delay_only);
   read_sampler(root, plan, delay_only);
   root.finish();
-  check_scheme_combinations(config, plan, file);
+  check_combinations(config, file, plan, std::move(declared));
   plan.resolved = root.resolved();
   plan.resolved.erase("threads");
   if (!root.has("data_seed")) {

@@ -103,4 +103,26 @@ TEST_CASE("backends: list documents every row, an unavailable one with its reaso
                                         "cmake -DSTRAGGLERSIM_WITH_MPI=ON)"));
 }
 
+TEST_CASE("backends: a registered row's requirements refuse another block at its key",
+          "[experiments][config][backends][requirements]") {
+  // As an aggregation row will refuse a code: the simulated clock's factory, accepting only
+  // uncoded runs, reported at /code/kind with the code's value.
+  BackendRow row = *find_backend("simulated");
+  row.name = "uncoded_only";
+  row.requirements = {
+      .codes = OneOf{{"uncoded"},
+                     {.why = "it sums one gradient per worker", .at = ReportAt::kConflict}}};
+  register_backend(row);
+  auto c = config();
+  c["backend"] = {{"kind", "uncoded_only"}};
+  const std::string refused = testing::plan_error(c, ".");
+  c["code"] = {{"kind", "uncoded"}};
+  const std::string accepted = testing::plan_error(c, ".");
+  unregister_backend("uncoded_only");
+  CHECK(refused ==
+        "cfg.json:/code/kind: the uncoded_only backend needs the uncoded code (it sums one "
+        "gradient per worker); got \"frc\"; expected code kind uncoded");
+  CHECK(accepted == "no error");
+}
+
 }  // namespace stragglersim::experiments

@@ -36,6 +36,15 @@ inline std::string plan_error(const nlohmann::json& config, const std::filesyste
   return "no error";
 }
 
+/// A delay-only config around `delay`: 4 workers, uncoded, waiting for all, one iteration.
+inline nlohmann::json four_worker_delay_only(const nlohmann::json& delay) {
+  nlohmann::json c = nlohmann::json::parse(R"({
+    "name": "t", "workers": 4, "data": null, "code": {"kind": "uncoded"},
+    "stopping": {"rule": "all"}, "optimizer": {"iterations": 1}})");
+  c["delay"] = delay;
+  return c;
+}
+
 /// A small logistic run on `data` with loss kind `loss`: seed 5, 6 workers, FRC d = 2, the first
 /// 3 of 6, shifted-exponential delays, 5 GD steps of 0.5, l2 = 0.001.
 inline nlohmann::json config_with_data(const nlohmann::json& data,

@@ -1,0 +1,272 @@
+// The stopping-rule table (docs/plugins.md): one row per rule, its factory reading the stopping
+// object into the rule's Options, and what the rule requires of the rest of the run
+// (requirements.h). Rules defined elsewhere (a test's) join the table with
+// register_stopping_rule.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "experiments/config/factories.h"
+#include "experiments/config/factory_support.h"
+#include "experiments/config/row_registry.h"
+#include "sim/multi_message.h"
+
+namespace stragglersim::experiments {
+namespace {
+
+/// r from "r" or "fraction" (r = ⌈fraction·n⌉), exactly one of them.
+int read_r(JsonReader& stopping, int workers) {
+  if (stopping.has("r") && stopping.has("fraction")) {
+    stopping.fail("fraction", "give either r or fraction, not both");
+  }
+  if (stopping.has("fraction")) {
+    const double f = stopping.number("fraction", std::nullopt);
+    if (!(f > 0.0 && f <= 1.0)) {
+      stopping.fail_value("fraction", "out of range", f, "a number in (0, 1]");
+    }
+    return std::max(1, static_cast<int>(std::ceil(f * workers - 1e-9)));
+  }
+  return to_int(stopping.integer("r", std::nullopt));
+}
+
+RulePtr make_all(JsonReader& stopping, const CodePtr& code) {
+  const sim::AllStopping::Options o{code->workers()};
+  checked(stopping, o);
+  return std::make_shared<sim::AllStopping>(o);
+}
+
+RulePtr make_first_r(JsonReader& stopping, const CodePtr& code) {
+  const sim::FirstRStopping::Options o{code->workers(), read_r(stopping, code->workers())};
+  checked(stopping, o);
+  return std::make_shared<sim::FirstRStopping>(o);
+}
+
+RulePtr make_deadline(JsonReader& stopping, const CodePtr& code) {
+  const sim::DeadlineStopping::Options o{code->workers(), stopping.number("after", std::nullopt)};
+  checked(stopping, o);
+  return std::make_shared<sim::DeadlineStopping>(o);
+}
+
+RulePtr make_decodable(JsonReader& stopping, const CodePtr& code) {
+  const sim::DecodableStopping::Options o{code};
+  checked(stopping, o);
+  return std::make_shared<sim::DecodableStopping>(o);
+}
+
+RulePtr make_first_r_or_decodable(JsonReader& stopping, const CodePtr& code) {
+  const sim::FirstROrDecodableStopping::Options o{code, read_r(stopping, code->workers())};
+  checked(stopping, o);
+  return std::make_shared<sim::FirstROrDecodableStopping>(o);
+}
+
+RulePtr make_anytime(JsonReader& stopping, const CodePtr& code) {
+  const sim::AnytimeStopping::Options o{code->workers(), stopping.number("window", std::nullopt)};
+  checked(stopping, o);
+  return std::make_shared<sim::AnytimeStopping>(o);
+}
+
+/// Multi-message: an optional deadline "after" (absent: wait until every partition is in).
+RulePtr make_multi_message(JsonReader& stopping, const CodePtr& code) {
+  sim::MultiMessageStopping::Options o{code, std::nullopt};
+  if (stopping.has("after")) {
+    o.after = stopping.number("after", std::nullopt);
+  }
+  checked(stopping, o);
+  return std::make_shared<sim::MultiMessageStopping>(o);
+}
+
+/// The adaptive deadline: "window" (w iterations) and exactly one of "quantile" and "mads".
+RulePtr make_adaptive_deadline(JsonReader& stopping, const CodePtr& code) {
+  using Statistic = sim::AdaptiveDeadlineOptions::Statistic;
+  const bool quantile = stopping.has("quantile");
+  if (quantile == stopping.has("mads")) {
+    stopping.fail(quantile ? "mads" : "quantile",
+                  "the adaptive deadline takes one statistic; expected exactly one of 'quantile' "
+                  "(a number in (0, 1]) and 'mads' (a number >= 0)");
+  }
+  sim::AdaptiveDeadlineOptions o;
+  o.workers = code->workers();
+  o.window = to_int(stopping.integer("window", std::nullopt));
+  o.statistic = quantile ? Statistic::kQuantile : Statistic::kMedianMads;
+  if (quantile) {
+    o.quantile = stopping.number("quantile", std::nullopt);
+  } else {
+    o.mads = stopping.number("mads", std::nullopt);
+  }
+  checked(stopping, o);
+  return std::make_shared<sim::AdaptiveDeadlineStopping>(o);
+}
+
+/// The adaptive r: "window" (w iterations, 10), "r_min" (1), "r_max" (n) and "slack" (0.5).
+RulePtr make_adaptive_r(JsonReader& stopping, const CodePtr& code) {
+  sim::AdaptiveROptions o;
+  o.workers = code->workers();
+  o.window = to_int(stopping.integer("window", 10));
+  o.r_min = to_int(stopping.integer("r_min", 1));
+  o.r_max = to_int(stopping.integer("r_max", code->workers()));
+  o.slack = stopping.number("slack", 0.5);
+  checked(stopping, o);
+  return std::make_shared<sim::AdaptiveRStopping>(o);
+}
+
+/// An update rule of the asynchronous loop: "k" (1 ≤ K ≤ n) and "staleness_step".
+RulePtr make_update_rule(JsonReader& stopping, const CodePtr& code, sim::UpdateMode mode) {
+  const int k = to_int(stopping.integer("k", std::nullopt));
+  const auto step =
+      stopping.choice("staleness_step", "staleness step", {"constant", "inverse"}, "constant");
+  const sim::UpdateRule::Options o{
+      code->workers(),
+      k,
+      mode,
+      step == "inverse" ? sim::StalenessStep::kInverse : sim::StalenessStep::kConstant};
+  checked(stopping, o);
+  return std::make_shared<sim::UpdateRule>(o);
+}
+
+/// An update rule of the asynchronous loop (docs/model.md §4 "Asynchronous updates") runs the
+/// asynchronous loop: data, the uncoded code, gradient descent on the simulated clock (a network
+/// block applies to its pushes), without a rescale or straggler policy (neither is defined
+/// there).
+Requirements asynchronous(const std::string& name) {
+  return {
+      .subject = fmt::format("the asynchronous rule '{}'", name),
+      .needs_data = Flag{{.accepted = "a data object (delay-only runs are synchronous only)"}},
+      .codes = OneOf{{"uncoded"}, {}},
+      .needs_simulated_clock = Flag{},
+      .optimizer = OneOf{{"gd"}, {.what = "gradient descent"}},
+      .straggler_policy = OneOf{{"cancel"}, {}},
+      .rescale = OneOf{{"none"}, {.why = "it scales by n/K itself"}},
+  };
+}
+
+/// The anytime rule (docs/model.md §4 "Anytime minibatch") runs on the simulated clock with data
+/// and the uncoded code; its window replaces the minibatch, the straggler policy and the rescale.
+Requirements anytime() {
+  return {
+      .needs_data = Flag{{.why = "its workers' rows are what it counts"}},
+      .codes = OneOf{{"uncoded"}, {}},
+      .partitions_per_worker = Count{1, {}},
+      .needs_simulated_clock = Flag{},
+      .no_minibatch = Flag{{.why = "the window sets each worker's sample"}},
+      .straggler_policy = OneOf{{"cancel"}, {.why = "every worker sends"}},
+      .rescale = OneOf{{"none"}, {.why = "it weights by counts itself"}},
+  };
+}
+
+/// Multi-message (docs/model.md §4 "Multi-message") runs on the simulated clock; it decodes by
+/// coverage, so the only rescale it takes is the empirical k / covered.
+Requirements multi_message() {
+  return {
+      .needs_simulated_clock = Flag{},
+      .rescale =
+          OneOf{{"none", "empirical"}, {.problem = "has no erasure probability to rescale by"}},
+  };
+}
+
+/// The adaptive deadline and the adaptive r follow the simulated arrival times of the run's
+/// delays: on a real backend those are the injected delays, so an MPI run that injects none
+/// cannot have one.
+Requirements adaptive(const std::string& what) {
+  return {
+      .subject = "the adaptive " + what,
+      .injected_delays = Flag{{.problem = "follows the injected delays; this backend injects none",
+                               .accepted = "\"inject\": true, or a fixed " + what,
+                               .at = ReportAt::kSelectorName}},
+  };
+}
+
+/// The update rules of the asynchronous loop.
+std::vector<FactoryRow<StoppingFactory>> asynchronous_rules() {
+  return {
+      {"k_async",
+       "asynchronous: update after every k gradients, new x to those k workers only (k = 1: "
+       "async SGD)",
+       {{"k", ""}, {"staleness_step", "constant"}},
+       [](JsonReader& r, const CodePtr& c) {
+         return make_update_rule(r, c, sim::UpdateMode::kKAsync);
+       },
+       asynchronous("k_async")},
+      {"k_batch_async",
+       "asynchronous: update after every k gradients; workers fetch x and restart at once",
+       {{"k", ""}, {"staleness_step", "constant"}},
+       [](JsonReader& r, const CodePtr& c) {
+         return make_update_rule(r, c, sim::UpdateMode::kKBatchAsync);
+       },
+       asynchronous("k_batch_async")},
+      {"k_batch_sync",
+       "update after the first k gradients computed at x (workers restart at the same x "
+       "until then)",
+       {{"k", ""}, {"staleness_step", "constant"}},
+       [](JsonReader& r, const CodePtr& c) {
+         return make_update_rule(r, c, sim::UpdateMode::kKBatchSync);
+       },
+       asynchronous("k_batch_sync")},
+  };
+}
+
+/// The synchronous rules, then the asynchronous ones.
+std::vector<FactoryRow<StoppingFactory>> builtin_rules() {
+  std::vector<FactoryRow<StoppingFactory>> rows = {
+      {"adaptive_deadline",
+       "a deadline from the last window iterations' arrival times: their quantile, or median + "
+       "mads MADs (simulated clock; threads and MPI follow the injected delays)",
+       {{"window", ""}, {"quantile", ""}, {"mads", ""}},
+       make_adaptive_deadline,
+       adaptive("deadline")},
+      {"adaptive_r",
+       "stop at the r-th arrival, r the most workers whose mean arrival over the last window "
+       "iterations is within (1 + slack) of the r_min-th's (grows by one per window; simulated "
+       "clock; threads and MPI follow the injected delays)",
+       {{"window", "10"}, {"r_min", "1"}, {"r_max", "n"}, {"slack", "0.5"}},
+       make_adaptive_r,
+       adaptive("r")},
+      {"all", "wait for every worker", {}, make_all},
+      {"anytime",
+       "anytime minibatch: every worker computes for window seconds and sends the rows it "
+       "finished; the master weights by counts (uncoded, simulated clock)",
+       {{"window", ""}},
+       make_anytime,
+       anytime()},
+      {"deadline",
+       "stop after seconds past the broadcast (or once every worker is in)",
+       {{"after", ""}},
+       make_deadline},
+      {"decodable", "stop once the workers heard decode exactly", {}, make_decodable},
+      {"first_r",
+       "stop at the r-th arrival; r or fraction (r = ceil(fraction n))",
+       {{"r", ""}, {"fraction", ""}},
+       make_first_r},
+      {"first_r_or_decodable",
+       "the earlier of the r-th arrival and exact decodability (ErasureHead's rule)",
+       {{"r", ""}, {"fraction", ""}},
+       make_first_r_or_decodable},
+      {"multi_message",
+       "every worker sends each partition's gradient as it finishes it; stop once every "
+       "partition is in, or at after seconds (simulated clock)",
+       {{"after", "none"}},
+       make_multi_message,
+       multi_message()},
+  };
+  for (auto& row : asynchronous_rules()) {
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+RowRegistry<FactoryRow<StoppingFactory>>& rule_registry() {
+  static RowRegistry<FactoryRow<StoppingFactory>> table(builtin_rules(), "stopping rule");
+  return table;
+}
+
+}  // namespace
+
+std::vector<FactoryRow<StoppingFactory>> stopping_factories() { return rule_registry().rows(); }
+
+void register_stopping_rule(FactoryRow<StoppingFactory> row) {
+  rule_registry().add(std::move(row));
+}
+
+void unregister_stopping_rule(std::string_view name) { rule_registry().remove(name); }
+
+}  // namespace stragglersim::experiments
