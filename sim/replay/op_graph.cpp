@@ -7,6 +7,8 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 
@@ -152,174 +154,217 @@ P2pMatch match_p2p(const std::vector<Op>& ops,
 
 }  // namespace
 
-void OpGraph::add_rank_edges(std::size_t begin, std::size_t end, bool use_dp, bool overlap_dp) {
-  const auto& ops = timeline_->ops;
-  const JobLayout& layout = timeline_->layout;
-  auto& deps = deps_build_;
-  RankOps r;
-  for (std::size_t v = begin; v < end; ++v) {
-    r.of[static_cast<std::size_t>(ops[v].type)].push_back(static_cast<Index>(v));
+namespace {
+
+/// The in-rank edges of one (step, dp, stage) rank (the artifact's setup_pp_dependency).
+class RankEdges {
+ public:
+  RankEdges(const std::vector<Op>& ops,
+            const JobLayout& layout,
+            const std::string& path,
+            std::vector<std::vector<Index>>& deps,
+            std::vector<std::int32_t>& p2p_id,
+            std::size_t begin,
+            std::size_t end)
+      : ops_(ops), layout_(layout), path_(path), deps_(deps), p2p_id_(p2p_id), begin_(begin) {
+    for (std::size_t v = begin; v < end; ++v) {
+      r_.of[static_cast<std::size_t>(ops[v].type)].push_back(static_cast<Index>(v));
+    }
+    compute_ = r_[OpType::kForwardCompute];
+    const Ops& backward = r_[OpType::kBackwardCompute];
+    compute_.insert(compute_.end(), backward.begin(), backward.end());
+    std::sort(compute_.begin(), compute_.end(), [&](Index a, Index b) { return earlier(a, b); });
   }
-  const auto by_start = [&](Index a, Index b) {
-    return std::tie(ops[a].start, a) < std::tie(ops[b].start, b);
-  };
-  Ops compute = r[OpType::kForwardCompute];
-  compute.insert(
-      compute.end(), r[OpType::kBackwardCompute].begin(), r[OpType::kBackwardCompute].end());
-  std::sort(compute.begin(), compute.end(), by_start);
-  chain(deps, compute);
-  for (const OpType t :
-       {OpType::kForwardSend, OpType::kForwardRecv, OpType::kBackwardSend, OpType::kBackwardRecv}) {
-    chain(deps, r[t]);
+
+  void add(bool use_dp, bool overlap_dp) {
+    chain(deps_, compute_);
+    for (const OpType t : {OpType::kForwardSend,
+                           OpType::kForwardRecv,
+                           OpType::kBackwardSend,
+                           OpType::kBackwardRecv}) {
+      add_p2p(t);
+    }
+    add_first_backward();
+    if (use_dp) add_data_parallel(overlap_dp);
+    add_post_compute(use_dp, overlap_dp);
+  }
+
+ private:
+  [[nodiscard]] bool earlier(Index a, Index b) const {
+    return std::tie(ops_[a].start, a) < std::tie(ops_[b].start, b);
+  }
+  [[nodiscard]] double end_of(Index v) const { return ops_[v].start + ops_[v].duration; }
+
+  /// A send/recv stream: its chain, its matched computes, its pairing numbers.
+  void add_p2p(OpType t) {
+    chain(deps_, r_[t]);
     const bool recv = t == OpType::kForwardRecv || t == OpType::kBackwardRecv;
     const bool forward = t == OpType::kForwardSend || t == OpType::kForwardRecv;
-    const Ops& computes = r[forward ? OpType::kForwardCompute : OpType::kBackwardCompute];
-    const P2pMatch m = match_p2p(ops, r[t], computes, recv, forward, layout, timeline_->path);
+    const Ops& computes = r_[forward ? OpType::kForwardCompute : OpType::kBackwardCompute];
+    const P2pMatch m = match_p2p(ops_, r_[t], computes, recv, forward, layout_, path_);
     std::int32_t id = 0;
-    for (std::size_t k = 0; k < r[t].size(); ++k) {
-      const Index v = r[t][k];
+    for (std::size_t k = 0; k < r_[t].size(); ++k) {
+      const Index v = r_[t][k];
       if (!m.no_op[k]) p2p_id_[v] = id++;
       if (m.compute[k] < 0) continue;
       const auto c = static_cast<std::size_t>(m.compute[k]);
       if (recv) {
         // compute[i−1] → recv → compute[i]
-        deps[computes[c]].push_back(v);
-        if (c > 0) deps[v].push_back(computes[c - 1]);
+        deps_[computes[c]].push_back(v);
+        if (c > 0) deps_[v].push_back(computes[c - 1]);
       } else {
-        deps[v].push_back(computes[c]);
+        deps_[v].push_back(computes[c]);
       }
     }
   }
-  // The first backward send/recv waits for the forward two computes before the first backward
-  // (1F1B's warm-up ends there).
-  const auto first_bwd = std::find_if(compute.begin(), compute.end(), [&](Index v) {
-    return ops[v].type == OpType::kBackwardCompute;
-  });
-  const auto i = first_bwd - compute.begin();
-  if (first_bwd != compute.end() && i >= 2 && ops[compute[i - 2]].type == OpType::kForwardCompute &&
-      ops[compute[i - 1]].type == OpType::kForwardCompute) {
+
+  /// The first backward send/recv waits for the forward two computes before the first backward
+  /// (1F1B's warm-up ends there).
+  void add_first_backward() {
+    const auto first = std::find_if(compute_.begin(), compute_.end(), [&](Index v) {
+      return ops_[v].type == OpType::kBackwardCompute;
+    });
+    const auto i = static_cast<std::size_t>(first - compute_.begin());
+    if (first == compute_.end() || i < 2 || ops_[compute_[i - 2]].type != OpType::kForwardCompute ||
+        ops_[compute_[i - 1]].type != OpType::kForwardCompute) {
+      return;
+    }
     for (const OpType t : {OpType::kBackwardRecv, OpType::kBackwardSend}) {
-      if (!r[t].empty()) deps[r[t].front()].push_back(compute[i - 2]);
+      if (!r_[t].empty()) deps_[r_[t].front()].push_back(compute_[i - 2]);
     }
   }
-  Ops last_ops;
-  Index last_compute = compute.empty() ? 0 : compute.front();
-  for (const Index v : compute) {
-    if (ops[v].start + ops[v].duration > ops[last_compute].start + ops[last_compute].duration) {
-      last_compute = v;
-    }
-  }
-  if (!compute.empty()) last_ops = {last_compute};
-  if (use_dp) {
-    Ops dp_comm = r[OpType::kParamsAllGather];
-    dp_comm.insert(dp_comm.end(),
-                   r[OpType::kGradsReduceScatter].begin(),
-                   r[OpType::kGradsReduceScatter].end());
-    std::sort(dp_comm.begin(), dp_comm.end(), by_start);
-    chain(deps, dp_comm);
+
+  void add_data_parallel(bool overlap_dp) {
+    Ops dp_comm = r_[OpType::kParamsAllGather];
+    const Ops& reduce = r_[OpType::kGradsReduceScatter];
+    dp_comm.insert(dp_comm.end(), reduce.begin(), reduce.end());
+    std::sort(dp_comm.begin(), dp_comm.end(), [&](Index a, Index b) { return earlier(a, b); });
+    chain(deps_, dp_comm);
     // The last all-gather of each model chunk → the chunk's first forward.
-    std::vector<bool> gathered(static_cast<std::size_t>(layout.vpp_size) + 1, false);
-    const Ops& gathers = r[OpType::kParamsAllGather];
+    std::set<int> gathered;
+    const Ops& gathers = r_[OpType::kParamsAllGather];
     for (auto g = gathers.rbegin(); g != gathers.rend(); ++g) {
-      const auto chunk = static_cast<std::size_t>(std::min(ops[*g].chunk, layout.vpp_size));
-      if (gathered[chunk]) continue;
-      gathered[chunk] = true;
-      for (const Index f : r[OpType::kForwardCompute]) {
-        if (ops[f].chunk == ops[*g].chunk) {
-          deps[f].push_back(*g);
+      if (!gathered.insert(ops_[*g].chunk).second) continue;
+      for (const Index f : r_[OpType::kForwardCompute]) {
+        if (ops_[f].chunk == ops_[*g].chunk) {
+          deps_[f].push_back(*g);
           break;
         }
       }
     }
-    if (overlap_dp) {
-      // The first reduce-scatter of each chunk waits for the chunk's last backward.
-      std::vector<bool> reduced(static_cast<std::size_t>(layout.vpp_size) + 1, false);
-      for (const Index g : r[OpType::kGradsReduceScatter]) {
-        const auto chunk = static_cast<std::size_t>(std::min(ops[g].chunk, layout.vpp_size));
-        if (reduced[chunk]) continue;
-        reduced[chunk] = true;
-        Index last = g;
-        for (const Index b : r[OpType::kBackwardCompute]) {
-          if (ops[b].chunk == ops[g].chunk &&
-              (last == g ||
-               ops[b].start + ops[b].duration > ops[last].start + ops[last].duration)) {
-            last = b;
-          }
-        }
-        if (last != g) deps[g].push_back(last);
+    if (!overlap_dp) return;
+    // Overlapped reduction: the first reduce-scatter of each chunk waits for its last backward.
+    std::set<int> reduced;
+    for (const Index g : reduce) {
+      if (!reduced.insert(ops_[g].chunk).second) continue;
+      std::optional<Index> last;
+      for (const Index b : r_[OpType::kBackwardCompute]) {
+        if (ops_[b].chunk == ops_[g].chunk && (!last || end_of(b) > end_of(*last))) last = b;
       }
+      if (last) deps_[g].push_back(*last);
     }
   }
-  Ops post;
-  const auto first_of = [&](OpType t) {
-    if (!r[t].empty()) post.push_back(r[t].front());
-  };
-  if (!r[OpType::kGc].empty()) {
-    deps[r[OpType::kGc].front()].insert(
-        deps[r[OpType::kGc].front()].end(), last_ops.begin(), last_ops.end());
-    last_ops = {r[OpType::kGc].front()};
+
+  /// last compute → gc → layernorm → embedding → reduce-scatters → clip → optimizer.
+  void add_post_compute(bool use_dp, bool overlap_dp) {
+    Ops last_ops;
+    if (!compute_.empty()) {
+      last_ops = {*std::max_element(compute_.begin(), compute_.end(), [&](Index a, Index b) {
+        return end_of(a) < end_of(b);
+      })};
+    }
+    if (const Ops& gc = r_[OpType::kGc]; !gc.empty()) {
+      deps_[gc.front()].insert(deps_[gc.front()].end(), last_ops.begin(), last_ops.end());
+      last_ops = {gc.front()};
+    }
+    Ops post;
+    const auto first_of = [&](OpType t) {
+      if (!r_[t].empty()) post.push_back(r_[t].front());
+    };
+    first_of(OpType::kLayernormGradsAllReduce);
+    const int stage = ops_[begin_].stage;
+    if (stage == 0 || stage == layout_.pp_size - 1) first_of(OpType::kEmbeddingGradsAllReduce);
+    const Ops& reduce = r_[OpType::kGradsReduceScatter];
+    if (use_dp && overlap_dp) {
+      if (!reduce.empty()) last_ops.push_back(reduce.back());
+      first_of(OpType::kSeparateGradsAllReduce);
+    } else if (use_dp) {
+      post.insert(post.end(), reduce.begin(), reduce.end());
+    }
+    first_of(OpType::kOptimizerClipMainGrad);
+    first_of(OpType::kOptimizer);
+    chain(deps_, post, last_ops);
   }
-  first_of(OpType::kLayernormGradsAllReduce);
-  const Op& any = ops[begin];
-  if (any.stage == 0 || any.stage == layout.pp_size - 1) first_of(OpType::kEmbeddingGradsAllReduce);
-  if (use_dp && overlap_dp) {
-    if (!r[OpType::kGradsReduceScatter].empty())
-      last_ops.push_back(r[OpType::kGradsReduceScatter].back());
-    first_of(OpType::kSeparateGradsAllReduce);
-  } else if (use_dp) {
-    post.insert(
-        post.end(), r[OpType::kGradsReduceScatter].begin(), r[OpType::kGradsReduceScatter].end());
-  }
-  first_of(OpType::kOptimizerClipMainGrad);
-  first_of(OpType::kOptimizer);
-  chain(deps, post, last_ops);
+
+  const std::vector<Op>& ops_;
+  const JobLayout& layout_;
+  const std::string& path_;
+  std::vector<std::vector<Index>>& deps_;
+  std::vector<std::int32_t>& p2p_id_;
+  std::size_t begin_;
+  RankOps r_;
+  Ops compute_;
+};
+
+}  // namespace
+
+void OpGraph::add_rank_edges(std::size_t begin, std::size_t end, bool use_dp, bool overlap_dp) {
+  RankEdges(timeline_->ops, timeline_->layout, timeline_->path, deps_build_, p2p_id_, begin, end)
+      .add(use_dp, overlap_dp);
 }
+
+namespace {
+
+// Group keys: (kind, step, dp or −1, stage, number); kind 0 forward p2p, 1 backward p2p, 2 a
+// data-parallel collective (number: type · 2²⁰ + its order on the rank), 3 embedding, 4 clip,
+// 5 an op that completes alone (number: its index).
+using GroupKey = std::tuple<int, std::int64_t, int, int, std::int64_t>;
+constexpr int kAlone = 5;
+
+/// The collective group op v belongs to, or nothing for a plain op.
+std::optional<GroupKey> group_key(const Op& op,
+                                  std::size_t v,
+                                  std::int64_t order_on_rank,
+                                  std::int32_t p2p_id,
+                                  const JobLayout& layout,
+                                  bool use_dp) {
+  const auto wrap = [&](int stage) { return (stage + layout.pp_size) % layout.pp_size; };
+  if (is_pipeline_p2p(op.type)) {
+    if (p2p_id < 0) return GroupKey{kAlone, op.step, op.dp, op.stage, static_cast<std::int64_t>(v)};
+    const bool forward = op.type == OpType::kForwardSend || op.type == OpType::kForwardRecv;
+    const bool send = op.type == OpType::kForwardSend || op.type == OpType::kBackwardSend;
+    const int sender = send ? op.stage : wrap(op.stage + (forward ? -1 : 1));
+    return GroupKey{forward ? 0 : 1, op.step, op.dp, sender, p2p_id};
+  }
+  switch (op.type) {
+    case OpType::kParamsAllGather:
+    case OpType::kGradsReduceScatter:
+    case OpType::kSeparateGradsAllReduce:
+      if (!use_dp) return std::nullopt;
+      return GroupKey{
+          2, op.step, -1, op.stage, static_cast<std::int64_t>(op.type) * (1 << 20) + order_on_rank};
+    case OpType::kEmbeddingGradsAllReduce:
+      if (order_on_rank > 0) return std::nullopt;
+      return GroupKey{3, op.step, op.dp, 0, 0};
+    case OpType::kOptimizerClipMainGrad:
+      if (order_on_rank > 0) return std::nullopt;
+      return GroupKey{4, op.step, -1, 0, 0};
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace
 
 void OpGraph::add_groups(bool use_dp) {
   const auto& ops = timeline_->ops;
-  const JobLayout& layout = timeline_->layout;
-  // Keys: (kind, step, dp or −1, stage, number); kind 0 forward p2p, 1 backward p2p, 2 a
-  // data-parallel collective (number: type · 2²⁰ + its order on the rank), 3 embedding, 4 clip.
-  using Key = std::tuple<int, std::int64_t, int, int, std::int64_t>;
-  std::map<Key, std::vector<Index>> keyed;
+  std::map<GroupKey, std::vector<Index>> keyed;
   std::map<std::tuple<std::int64_t, int, int, OpType>, std::int64_t> seen_on_rank;
-  const auto wrap = [&](int stage) { return (stage + layout.pp_size) % layout.pp_size; };
   for (std::size_t v = 0; v < ops.size(); ++v) {
     const Op& op = ops[v];
     const auto n = seen_on_rank[{op.step, op.dp, op.stage, op.type}]++;
-    const auto index = static_cast<Index>(v);
-    switch (op.type) {
-      case OpType::kForwardSend:
-      case OpType::kForwardRecv:
-      case OpType::kBackwardSend:
-      case OpType::kBackwardRecv: {
-        if (p2p_id_[v] < 0) {
-          groups_.push_back({index});
-          group_dp_synced_.push_back(0);
-          break;
-        }
-        const bool forward = op.type == OpType::kForwardSend || op.type == OpType::kForwardRecv;
-        const bool send = op.type == OpType::kForwardSend || op.type == OpType::kBackwardSend;
-        const int sender = send ? op.stage : wrap(op.stage + (forward ? -1 : 1));
-        keyed[{forward ? 0 : 1, op.step, op.dp, sender, p2p_id_[v]}].push_back(index);
-        break;
-      }
-      case OpType::kParamsAllGather:
-      case OpType::kGradsReduceScatter:
-      case OpType::kSeparateGradsAllReduce:
-        if (use_dp) {
-          keyed[{2, op.step, -1, op.stage, static_cast<std::int64_t>(op.type) * (1 << 20) + n}]
-              .push_back(index);
-        }
-        break;
-      case OpType::kEmbeddingGradsAllReduce:
-        if (n == 0) keyed[{3, op.step, op.dp, 0, 0}].push_back(index);
-        break;
-      case OpType::kOptimizerClipMainGrad:
-        if (n == 0) keyed[{4, op.step, -1, 0, 0}].push_back(index);
-        break;
-      default:
-        break;
+    if (const auto key = group_key(op, v, n, p2p_id_[v], timeline_->layout, use_dp)) {
+      keyed[*key].push_back(static_cast<Index>(v));
     }
   }
   for (auto& [key, members] : keyed) {
@@ -333,7 +378,6 @@ void OpGraph::add_groups(bool use_dp) {
                             op_type_name(op.type),
                             kind == 0 ? "next" : "previous"));
     }
-    std::sort(members.begin(), members.end());
     groups_.push_back(std::move(members));
     group_dp_synced_.push_back(kind == 2 || kind == 4 ? 1 : 0);
   }
@@ -341,6 +385,27 @@ void OpGraph::add_groups(bool use_dp) {
     for (const Index v : groups_[g]) group_of_[v] = static_cast<std::int32_t>(g);
   }
 }
+
+namespace {
+
+/// The successors of every op (CSR: offsets, then the successor lists).
+std::pair<std::vector<std::uint32_t>, std::vector<Index>> successors(
+    const std::vector<std::vector<Index>>& deps) {
+  const std::size_t n = deps.size();
+  std::vector<std::uint32_t> offset(n + 1, 0);
+  for (const auto& d : deps) {
+    for (const Index u : d) ++offset[u + 1];
+  }
+  for (std::size_t v = 0; v < n; ++v) offset[v + 1] += offset[v];
+  std::vector<Index> succ(offset[n]);
+  std::vector<std::uint32_t> fill(offset.begin(), offset.end() - 1);
+  for (std::size_t v = 0; v < n; ++v) {
+    for (const Index u : deps[v]) succ[fill[u]++] = static_cast<Index>(v);
+  }
+  return {std::move(offset), std::move(succ)};
+}
+
+}  // namespace
 
 void OpGraph::order_ops() {
   const std::size_t n = ops();
@@ -350,19 +415,10 @@ void OpGraph::order_ops() {
   }
   deps_.clear();
   deps_.reserve(dep_offset_[n]);
-  std::vector<std::uint32_t> succ_offset(n + 1, 0);
-  for (const auto& d : deps_build_) {
-    deps_.insert(deps_.end(), d.begin(), d.end());
-    for (const Index u : d) ++succ_offset[u + 1];
-  }
-  for (std::size_t v = 0; v < n; ++v) succ_offset[v + 1] += succ_offset[v];
-  std::vector<Index> succ(deps_.size());
-  {
-    std::vector<std::uint32_t> fill(succ_offset.begin(), succ_offset.end() - 1);
-    for (std::size_t v = 0; v < n; ++v) {
-      for (const Index u : deps_build_[v]) succ[fill[u]++] = static_cast<Index>(v);
-    }
-  }
+  for (const auto& d : deps_build_) deps_.insert(deps_.end(), d.begin(), d.end());
+  const auto csr = successors(deps_build_);
+  const std::vector<std::uint32_t>& succ_offset = csr.first;
+  const std::vector<Index>& succ = csr.second;
   std::vector<std::uint32_t> waiting(n);
   std::deque<Index> ready;
   for (std::size_t v = 0; v < n; ++v) {

@@ -58,6 +58,39 @@ int positive_size(const std::string& path, int line, const std::string& key, con
   return value;
 }
 
+/// Sets `key` of a meta file's line `number` to `value`.
+void set_layout_key(JobLayout& layout,
+                    const std::string& path,
+                    int number,
+                    const std::string& key,
+                    const std::string& value) {
+  static const std::map<std::string, int JobLayout::*> kSizes = {
+      {"dp_size", &JobLayout::dp_size},
+      {"dsp_size", &JobLayout::dsp_size},
+      {"pp_size", &JobLayout::pp_size},
+      {"tp_size", &JobLayout::tp_size},
+      {"vpp_size", &JobLayout::vpp_size},
+      {"world_size", &JobLayout::world_size}};
+  if (key == "trial_name") {
+    layout.trial_name = value;
+  } else if (key == "run_id") {
+    if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) {
+      fail_line(
+          path,
+          number,
+          fmt::format("run_id is not an integer ≥ 0; got '{}' (expected a run number)", value));
+    }
+  } else if (const auto at = kSizes.find(key); at != kSizes.end()) {
+    layout.*(at->second) = positive_size(path, number, key, value);
+  } else {
+    fail_line(path,
+              number,
+              fmt::format("unknown key '{}' (expected one of: dp_size, dsp_size, pp_size, run_id, "
+                          "tp_size, trial_name, vpp_size, world_size)",
+                          key));
+  }
+}
+
 /// Rank fields of one (pid, tid) from its thread_name metadata.
 struct ThreadRank {
   int stage = 0;
@@ -136,6 +169,31 @@ struct EventContext {
   const std::map<std::pair<std::int64_t, std::int64_t>, ThreadRank>& threads;
 };
 
+/// Sets op's dp rank and stage from args or the pid and thread name; returns its tensor rank.
+int read_ranks(const EventContext& c,
+               std::size_t n,
+               const nlohmann::json& e,
+               const nlohmann::json& args,
+               Op& op) {
+  std::optional<int> pid;
+  if (e.contains("pid") && e["pid"].is_number_integer()) pid = e["pid"].get<int>();
+  std::optional<ThreadRank> thread;
+  if (pid && e.contains("tid") && e["tid"].is_number_integer()) {
+    const auto at = c.threads.find({*pid, e["tid"].get<std::int64_t>()});
+    if (at != c.threads.end()) thread = at->second;
+  }
+  op.dp =
+      rank_field(c.path, n, args, "dp_rank", pid, "the data-parallel rank (args.dp_rank or pid)");
+  op.stage = rank_field(c.path,
+                        n,
+                        args,
+                        "stage",
+                        thread ? std::optional<int>(thread->stage) : std::nullopt,
+                        "the pipeline stage (args.stage or a thread_name 'PP rank N, TP rank M')");
+  return rank_field(
+      c.path, n, args, "tp_rank", thread ? thread->tp : 0, "the tensor rank (args.tp_rank)");
+}
+
 /// Op of event n, or nothing for an event that is not a mapped complete event of tensor rank 0.
 std::optional<Op> read_op(const EventContext& c, std::size_t n, const nlohmann::json& e) {
   if (!e.is_object()) {
@@ -177,24 +235,7 @@ std::optional<Op> read_op(const EventContext& c, std::size_t n, const nlohmann::
     sim::fail_at_event(c.path, n, "no 'args' object (expected args.step, the integer step number)");
   }
   op.step = sim::integer_field(c.path, n, *args, "step", "args.step", "the integer step number");
-  std::optional<int> pid;
-  if (e.contains("pid") && e["pid"].is_number_integer()) pid = e["pid"].get<int>();
-  std::optional<ThreadRank> thread;
-  if (pid && e.contains("tid") && e["tid"].is_number_integer()) {
-    const auto at = c.threads.find({*pid, e["tid"].get<std::int64_t>()});
-    if (at != c.threads.end()) thread = at->second;
-  }
-  op.dp =
-      rank_field(c.path, n, *args, "dp_rank", pid, "the data-parallel rank (args.dp_rank or pid)");
-  op.stage = rank_field(c.path,
-                        n,
-                        *args,
-                        "stage",
-                        thread ? std::optional<int>(thread->stage) : std::nullopt,
-                        "the pipeline stage (args.stage or a thread_name 'PP rank N, TP rank M')");
-  const int tp = rank_field(
-      c.path, n, *args, "tp_rank", thread ? thread->tp : 0, "the tensor rank (args.tp_rank)");
-  if (tp != 0) return std::nullopt;
+  if (read_ranks(c, n, e, *args, op) != 0) return std::nullopt;
   if (args->contains("mb_id") && (*args)["mb_id"].is_number_integer()) {
     op.micro_batch = (*args)["mb_id"].get<int>();
   }
@@ -322,33 +363,7 @@ JobLayout read_job_layout(const std::string& path) {
     if (!seen.insert(key).second) {
       fail_line(path, number, fmt::format("repeated key '{}' (expected each key once)", key));
     }
-    if (key == "trial_name") {
-      layout.trial_name = value;
-    } else if (key == "run_id") {
-      if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) {
-        fail_line(
-            path,
-            number,
-            fmt::format("run_id is not an integer ≥ 0; got '{}' (expected a run number)", value));
-      }
-    } else {
-      static const std::map<std::string, int JobLayout::*> kSizes = {
-          {"dp_size", &JobLayout::dp_size},
-          {"dsp_size", &JobLayout::dsp_size},
-          {"pp_size", &JobLayout::pp_size},
-          {"tp_size", &JobLayout::tp_size},
-          {"vpp_size", &JobLayout::vpp_size},
-          {"world_size", &JobLayout::world_size}};
-      const auto at = kSizes.find(key);
-      if (at == kSizes.end()) {
-        fail_line(path,
-                  number,
-                  fmt::format("unknown key '{}' (expected one of: dp_size, dsp_size, pp_size, "
-                              "run_id, tp_size, trial_name, vpp_size, world_size)",
-                              key));
-      }
-      layout.*(at->second) = positive_size(path, number, key, value);
-    }
+    set_layout_key(layout, path, number, key, value);
   }
   const long product =
       static_cast<long>(layout.dp_size) * layout.dsp_size * layout.pp_size * layout.tp_size;

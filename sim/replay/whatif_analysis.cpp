@@ -217,62 +217,50 @@ std::vector<double> ideal_durations(const OpGraph& graph,
   return out;
 }
 
-WhatIfReport analyse_whatif(const OpGraph& graph, const WhatIfOptions& options) {
-  const OpTimeline& t = graph.timeline();
-  const auto& ops = t.ops;
-  WhatIfReport out;
-  const std::vector<double> measured = graph.recorded_durations();
-  out.ideal_durations = ideal_durations(graph, measured, options);
-  const std::vector<double>& ideal = out.ideal_durations;
-  OpGraph::Options with_launch;
-  const std::vector<double> launch = graph.launch_delays();
-  with_launch.launch_delays = launch;
-  const auto launched = graph.replay(measured, with_launch);
-  const auto replayed = graph.replay(measured);
-  out.ideal = graph.replay(ideal);
-  for (std::size_t s = 0; s < graph.steps(); ++s) {
-    out.steps.push_back({t.steps[s],
-                         graph.recorded_step_times()[s],
-                         launched.step_time[s],
-                         replayed.step_time[s],
-                         out.ideal.step_time[s]});
-  }
-  const double t_meas = mean(replayed.step_time);
-  const double t_ideal = mean(out.ideal.step_time);
-  out.slowdown = t_meas / t_ideal;
-  const Context c{graph, measured, ideal, t_meas, t_ideal};
+namespace {
 
+/// S_t, S_w (overall and per step) and the per-stage slowdowns.
+void attribute(const Context& c, WhatIfReport& out) {
+  const auto& ops = c.graph.timeline().ops;
+  const auto& layout = c.graph.timeline().layout;
   std::map<std::string, bool> names;
   for (const Op& op : ops) names[attribution_type(op.type)] = true;
   for (const auto& [name, unused] : names) {
-    out.by_op_type.emplace_back(name, c.ratio(mixed(ideal, measured, ops, [&](const Op& op) {
+    out.by_op_type.emplace_back(name, c.ratio(mixed(c.ideal, c.measured, ops, [&](const Op& op) {
       return attribution_type(op.type) == name;
     })));
   }
-  const int dp = t.layout.dp_size;
-  const int pp = t.layout.pp_size;
-  out.by_dp_rank_per_step.assign(graph.steps(), std::vector<double>(static_cast<std::size_t>(dp)));
-  for (int r = 0; r < dp; ++r) {
+  const auto steps = c.graph.steps();
+  out.by_dp_rank_per_step.assign(steps,
+                                 std::vector<double>(static_cast<std::size_t>(layout.dp_size)));
+  for (int r = 0; r < layout.dp_size; ++r) {
     const auto run =
-        graph.replay(mixed(ideal, measured, ops, [&](const Op& op) { return op.dp == r; }));
-    out.by_dp_rank.push_back(mean(run.step_time) / t_ideal);
-    for (std::size_t s = 0; s < graph.steps(); ++s) {
+        c.graph.replay(mixed(c.ideal, c.measured, ops, [&](const Op& op) { return op.dp == r; }));
+    out.by_dp_rank.push_back(mean(run.step_time) / c.t_ideal);
+    for (std::size_t s = 0; s < steps; ++s) {
       out.by_dp_rank_per_step[s][static_cast<std::size_t>(r)] =
           run.step_time[s] / out.ideal.step_time[s];
     }
   }
-  for (int p = 0; p < pp; ++p) {
+  for (int p = 0; p < layout.pp_size; ++p) {
     out.by_stage.push_back(
-        c.ratio(mixed(ideal, measured, ops, [&](const Op& op) { return op.stage == p; })));
+        c.ratio(mixed(c.ideal, c.measured, ops, [&](const Op& op) { return op.stage == p; })));
   }
+}
+
+/// M_W (the ⌈share · ranks⌉ ranks of largest min(S_dp, S_stage), ties to the lower (dp, stage))
+/// and M_S (the last stage).
+void explain(const Context& c, double share, WhatIfReport& out) {
+  const auto& ops = c.graph.timeline().ops;
+  const auto& layout = c.graph.timeline().layout;
   const auto explained = [&](auto selected) {
-    const double removed = mean(graph.replay(mixed(measured, ideal, ops, selected)).step_time);
-    return t_meas > t_ideal ? (t_meas - removed) / (t_meas - t_ideal) : 0.0;
+    const double removed =
+        mean(c.graph.replay(mixed(c.measured, c.ideal, ops, selected)).step_time);
+    return c.t_meas > c.t_ideal ? (c.t_meas - removed) / (c.t_meas - c.t_ideal) : 0.0;
   };
-  // M_W: the ranks of largest min(S_dp, S_stage), ties to the lower (dp, stage).
   std::vector<std::tuple<double, int, int>> scores;
-  for (int r = 0; r < dp; ++r) {
-    for (int p = 0; p < pp; ++p) {
+  for (int r = 0; r < layout.dp_size; ++r) {
+    for (int p = 0; p < layout.pp_size; ++p) {
       scores.emplace_back(std::min(out.by_dp_rank[static_cast<std::size_t>(r)],
                                    out.by_stage[static_cast<std::size_t>(p)]),
                           r,
@@ -282,8 +270,8 @@ WhatIfReport analyse_whatif(const OpGraph& graph, const WhatIfOptions& options) 
   std::stable_sort(scores.begin(), scores.end(), [](const auto& a, const auto& b) {
     return std::get<0>(a) > std::get<0>(b);
   });
-  const auto n = static_cast<std::size_t>(
-      std::ceil(static_cast<double>(scores.size()) * options.worker_share - 1e-9));
+  const auto n =
+      static_cast<std::size_t>(std::ceil(static_cast<double>(scores.size()) * share - 1e-9));
   for (std::size_t k = 0; k < std::min(n, scores.size()); ++k) {
     out.m_w_ranks.emplace_back(std::get<1>(scores[k]), std::get<2>(scores[k]));
   }
@@ -291,10 +279,38 @@ WhatIfReport analyse_whatif(const OpGraph& graph, const WhatIfOptions& options) 
     return std::find(out.m_w_ranks.begin(), out.m_w_ranks.end(), std::pair{op.dp, op.stage}) !=
            out.m_w_ranks.end();
   });
-  out.m_s = explained([&](const Op& op) { return op.stage == pp - 1; });
+  out.m_s = explained([&](const Op& op) { return op.stage == layout.pp_size - 1; });
+}
 
-  if (dp > options.backup_replicas)
+}  // namespace
+
+WhatIfReport analyse_whatif(const OpGraph& graph, const WhatIfOptions& options) {
+  const OpTimeline& t = graph.timeline();
+  WhatIfReport out;
+  const std::vector<double> measured = graph.recorded_durations();
+  out.ideal_durations = ideal_durations(graph, measured, options);
+  OpGraph::Options with_launch;
+  const std::vector<double> launch = graph.launch_delays();
+  with_launch.launch_delays = launch;
+  const auto launched = graph.replay(measured, with_launch);
+  const auto replayed = graph.replay(measured);
+  out.ideal = graph.replay(out.ideal_durations);
+  for (std::size_t s = 0; s < graph.steps(); ++s) {
+    out.steps.push_back({t.steps[s],
+                         graph.recorded_step_times()[s],
+                         launched.step_time[s],
+                         replayed.step_time[s],
+                         out.ideal.step_time[s]});
+  }
+  const Context c{
+      graph, measured, out.ideal_durations, mean(replayed.step_time), mean(out.ideal.step_time)};
+  out.slowdown = c.t_meas / c.t_ideal;
+  attribute(c, out);
+  explain(c, options.worker_share, out);
+  const int dp = t.layout.dp_size;
+  if (dp > options.backup_replicas) {
     out.mitigations.push_back(backup_replicas(c, options.backup_replicas));
+  }
   out.mitigations.push_back(drop_compute(c, options.deadline));
   out.mitigations.push_back(rebalance_stages(c));
   if (dp > 1) out.mitigations.push_back(replicate_slowest(c, out.by_dp_rank));
