@@ -70,13 +70,17 @@ std::string simulated_timeline(const RunPlan& plan, std::uint64_t iterations) {
       const auto k = static_cast<std::size_t>(i);
       const double delay = timing.delays[k];
       events.push_back(complete("forward-compute", "compute", i, 0, timing.broadcast, delay, t));
-      events.push_back(complete("grads-reduce-scatter",
-                                "message",
-                                i,
-                                1,
-                                timing.broadcast + delay,
-                                std::max(0.0, timing.arrivals[k] - delay),
-                                t));
+      // A collective's op lasts until it completes (as NCCL's do): the message from the compute's
+      // end to the master's stop; its arrival is in args.
+      nlohmann::json message = complete("grads-reduce-scatter",
+                                        "message",
+                                        i,
+                                        1,
+                                        timing.broadcast + delay,
+                                        std::max(0.0, timing.iteration_time - delay),
+                                        t);
+      message["args"]["arrival"] = (timing.broadcast + timing.arrivals[k]) * 1e6;
+      events.push_back(message);
       events.push_back(complete("optimizer", "update", i, 0, stop, 0.0, t));
     }
     events.push_back({{"name", "stop"},

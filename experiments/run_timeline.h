@@ -18,10 +18,11 @@ void check_timeline_run(const RunPlan& plan);
 /// The first `iterations` iterations of `plan` on its simulated clock (plan.make_cluster with the
 /// run's seed: the run's own delays, stops and heard sets) as Chrome trace JSON. Per iteration t
 /// and worker i (pid i, its thread "PP rank 0, TP rank 0, ..."): `forward-compute` from the
-/// broadcast for the drawn delay T_i, `grads-reduce-scatter` from T_i to the message's arrival,
-/// `optimizer` (0 s) at the stop; the master (pid = workers): `stop` (an instant) and `decode`
-/// (0 s, the simulator's decode takes no simulated time). Times in microseconds of simulated
-/// time; args carry step, dp_rank and stage.
+/// broadcast for the drawn delay T_i, `grads-reduce-scatter` from T_i to the stop (a collective's
+/// op lasts until it completes; args.arrival: when the message reached the master), `optimizer` (0
+/// s) at the stop; the master (pid = workers): `stop` (an instant) and `decode` (0 s, the
+/// simulator's decode takes no simulated time). Times in microseconds of simulated time; args carry
+/// step, dp_rank and stage.
 std::string simulated_timeline(const RunPlan& plan, std::uint64_t iterations);
 
 }  // namespace stragglersim::experiments

@@ -52,6 +52,8 @@ TEST_CASE("cli: a simulated run's timeline attributes its slowdown to the slow w
   CHECK(j["steps"].size() == 400);
   for (const auto& [step, times] : j["steps"].items()) {
     CHECK(times["replayed"].get<double>() == Approx(times["recorded"].get<double>()).epsilon(1e-9));
+    CHECK(times["replayed_with_launch_delays"].get<double>() ==
+          Approx(times["recorded"].get<double>()).epsilon(1e-9));
   }
 }
 

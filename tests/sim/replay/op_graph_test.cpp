@@ -6,7 +6,9 @@
 #include "sim/replay/op_graph.h"
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <string>
+#include <vector>
 
 #include "tests/test_paths.h"
 

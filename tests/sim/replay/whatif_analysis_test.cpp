@@ -4,8 +4,11 @@
 
 #include "sim/replay/whatif_analysis.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "tests/test_paths.h"
