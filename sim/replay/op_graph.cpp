@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <ranges>
 #include <set>
 #include <string>
 #include <tuple>
@@ -41,9 +42,12 @@ struct RankOps {
 
 namespace {
 
-void chain(std::vector<std::vector<Index>>& deps, const Ops& ops, const Ops& before = {}) {
-  Ops last = before;
-  for (const Index v : ops) {
+/// Each op of `in_order` waits for the one before it, the first for `first_waits_for`.
+void chain(std::vector<std::vector<Index>>& deps,
+           const Ops& in_order,
+           const Ops& first_waits_for = {}) {
+  Ops last = first_waits_for;
+  for (const Index v : in_order) {
     deps[v].insert(deps[v].end(), last.begin(), last.end());
     last = {v};
   }
@@ -243,11 +247,11 @@ class RankEdges {
     // The last all-gather of each model chunk → the chunk's first forward.
     std::set<int> gathered;
     const Ops& gathers = r_[OpType::kParamsAllGather];
-    for (auto g = gathers.rbegin(); g != gathers.rend(); ++g) {
-      if (!gathered.insert(ops_[*g].chunk).second) continue;
+    for (const Index g : std::ranges::reverse_view(gathers)) {
+      if (!gathered.insert(ops_[g].chunk).second) continue;
       for (const Index f : r_[OpType::kForwardCompute]) {
-        if (ops_[f].chunk == ops_[*g].chunk) {
-          deps_[f].push_back(*g);
+        if (ops_[f].chunk == ops_[g].chunk) {
+          deps_[f].push_back(g);
           break;
         }
       }

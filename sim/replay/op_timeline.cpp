@@ -64,7 +64,7 @@ void set_layout_key(JobLayout& layout,
                     int number,
                     const std::string& key,
                     const std::string& value) {
-  static const std::map<std::string, int JobLayout::*> kSizes = {
+  static const std::map<std::string, int JobLayout::*> sizes = {
       {"dp_size", &JobLayout::dp_size},
       {"dsp_size", &JobLayout::dsp_size},
       {"pp_size", &JobLayout::pp_size},
@@ -80,7 +80,7 @@ void set_layout_key(JobLayout& layout,
           number,
           fmt::format("run_id is not an integer ≥ 0; got '{}' (expected a run number)", value));
     }
-  } else if (const auto at = kSizes.find(key); at != kSizes.end()) {
+  } else if (const auto at = sizes.find(key); at != sizes.end()) {
     layout.*(at->second) = positive_size(path, number, key, value);
   } else {
     fail_line(path,
@@ -99,7 +99,7 @@ struct ThreadRank {
 
 std::map<std::pair<std::int64_t, std::int64_t>, ThreadRank> thread_ranks(
     const nlohmann::json& events) {
-  static const std::regex kName(R"(PP rank (\d+), TP rank (\d+))");
+  static const std::regex name_pattern(R"(PP rank (\d+), TP rank (\d+))");
   std::map<std::pair<std::int64_t, std::int64_t>, ThreadRank> out;
   for (const nlohmann::json& e : events) {
     if (!e.is_object() || e.value("ph", "") != "M" || e.value("name", "") != "thread_name") {
@@ -115,7 +115,7 @@ std::map<std::pair<std::int64_t, std::int64_t>, ThreadRank> thread_ranks(
     }
     std::smatch m;
     const std::string name = (*args)["name"].get<std::string>();
-    if (std::regex_search(name, m, kName)) {
+    if (std::regex_search(name, m, name_pattern)) {
       out[{pid->get<std::int64_t>(), tid->get<std::int64_t>()}] = {std::stoi(m[1].str()),
                                                                    std::stoi(m[2].str())};
     }
@@ -326,7 +326,7 @@ OpNameMap op_names_from(const std::map<std::string, std::string>& extra,
   OpNameMap map = bytedance_op_names();
   map.strict = strict;
   for (const auto& [event_name, type_name] : extra) {
-    const auto at = std::find(kOpTypeNames.begin(), kOpTypeNames.end(), type_name);
+    const auto* const at = std::find(kOpTypeNames.begin(), kOpTypeNames.end(), type_name);
     if (at == kOpTypeNames.end()) {
       throw sim::TraceFileError(
           fmt::format("{}:/{}: unknown op type '{}'; got {} (expected one of: {})",

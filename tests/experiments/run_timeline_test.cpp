@@ -29,10 +29,12 @@ TEST_CASE("cli: a simulated run's timeline attributes its slowdown to the slow w
   config["optimizer"]["iterations"] = 400;
   const std::string cfg = dir.write("cfg.json", config.dump());
   const std::string timeline = (dir.path() / "timeline.json").string();
-  const auto run =
-      run_stragglersim("run " + cfg + " --out with --timeline " + timeline + " -q", dir.path());
+  const auto run = run_stragglersim(
+      "run " + cfg + " --out " + (dir.path() / "with").string() + " --timeline " + timeline + " -q",
+      dir.path());
   REQUIRE(run.status == 0);
-  const auto plain = run_stragglersim("run " + cfg + " --out without -q", dir.path());
+  const auto plain = run_stragglersim(
+      "run " + cfg + " --out " + (dir.path() / "without").string() + " -q", dir.path());
   REQUIRE(plain.status == 0);
   CHECK(slurp(dir.path() / "with" / "trace.csv") == slurp(dir.path() / "without" / "trace.csv"));
   const auto whatif = run_stragglersim("whatif " + timeline + " --json", dir.path());
@@ -64,7 +66,9 @@ TEST_CASE("cli: run --timeline refuses a run off the simulated clock",
   config["backend"] = {{"kind", "threads"}};
   const std::string cfg = dir.write("cfg.json", config.dump());
   const std::string timeline = (dir.path() / "timeline.json").string();
-  const auto r = run_stragglersim("run " + cfg + " --out o --timeline " + timeline, dir.path());
+  const auto r = run_stragglersim(
+      "run " + cfg + " --out " + (dir.path() / "o").string() + " --timeline " + timeline,
+      dir.path());
   CHECK(r.status == 2);
   CHECK(r.err ==
         "error: --timeline: the run's iterations are not on the simulated clock; got backend "

@@ -58,8 +58,8 @@ TEST_CASE("replay: a data-parallel collective waits for its last replica unless 
   const OpTimeline t = st_timeline();
   const OpGraph graph(t);
   auto d = graph.recorded_durations();
-  // Replica 1's forwards of the first step 10 s longer: the step waits 10 s more (plus nothing
-  // else); replayed alone, replica 0 does not.
+  // Replica 1's first forward of the first step 10 s longer: the step waits for it; replayed
+  // alone, replica 0 does not.
   for (std::size_t v = 0; v < t.ops.size(); ++v) {
     if (graph.step_of(v) == 0 && t.ops[v].dp == 1 && t.ops[v].stage == 0 &&
         t.ops[v].type == OpType::kForwardCompute && t.ops[v].micro_batch == 0) {
@@ -68,7 +68,10 @@ TEST_CASE("replay: a data-parallel collective waits for its last replica unless 
   }
   const auto base = graph.replay(graph.recorded_durations());
   const auto slow = graph.replay(d);
-  CHECK(slow.step_time[0] == Approx(base.step_time[0] + 10.0).epsilon(1e-6));
+  // A longest path grows by at most the 10 s added, and here by nearly all of it (the pipeline
+  // absorbs a few ms of slack).
+  CHECK(slow.step_time[0] <= base.step_time[0] + 10.0 + 1e-9);
+  CHECK(slow.step_time[0] >= base.step_time[0] + 9.99);
   OpGraph::Options alone;
   alone.replica_local = true;
   const auto solo = graph.replay(d, alone);
