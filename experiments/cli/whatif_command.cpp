@@ -4,12 +4,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "experiments/cli/commands.h"
 #include "experiments/config/config_error.h"
@@ -29,6 +32,7 @@ struct WhatIfRequest {
   std::string timeline_out;
   std::string ideal_compute = "mean";
   std::string ideal_comm = "median";
+  std::vector<std::int64_t> drop_steps;
   replay::WhatIfOptions options;
 };
 
@@ -224,14 +228,38 @@ void print_text(const replay::OpGraph& graph, const replay::WhatIfReport& r) {
   }
 }
 
+/// Leaves the steps of `steps` out of the analysis; each must be in the timeline, and one must
+/// stay.
+void drop_steps(replay::OpTimeline& t, const std::vector<std::int64_t>& steps) {
+  for (const std::int64_t s : steps) {
+    if (std::find(t.steps.begin(), t.steps.end(), s) == t.steps.end()) {
+      throw ConfigError(
+          fmt::format("--drop-steps: no step {} in {}; got {}; expected steps of the "
+                      "timeline",
+                      s,
+                      t.path,
+                      s));
+    }
+  }
+  const auto dropped = [&](std::int64_t s) {
+    return std::find(steps.begin(), steps.end(), s) != steps.end();
+  };
+  std::erase_if(t.ops, [&](const replay::Op& op) { return dropped(op.step); });
+  std::erase_if(t.steps, dropped);
+  if (t.steps.empty()) {
+    throw ConfigError(fmt::format(
+        "--drop-steps: every step dropped; got {} steps; expected one left", steps.size()));
+  }
+}
+
 int command_whatif(const WhatIfRequest& a) {
   check_options(a);
   std::optional<OutputFile> out_file;
   if (!a.timeline_out.empty()) out_file.emplace(a.timeline_out, "--timeline-out");
   std::optional<replay::JobLayout> layout;
   if (!a.meta.empty()) layout = replay::read_job_layout(a.meta);
-  const replay::OpTimeline timeline =
-      replay::read_op_timeline(a.path, layout, read_op_map(a), a.meta);
+  replay::OpTimeline timeline = replay::read_op_timeline(a.path, layout, read_op_map(a), a.meta);
+  drop_steps(timeline, a.drop_steps);
   WhatIfRequest checked = a;
   if (timeline.layout.dp_size <= checked.options.backup_replicas && timeline.layout.dp_size > 1) {
     throw ConfigError(

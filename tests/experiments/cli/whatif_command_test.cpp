@@ -50,6 +50,27 @@ TEST_CASE("cli: whatif prints the slowdowns as json and writes the ideal timelin
   }
 }
 
+TEST_CASE("cli: whatif on SE without steps 31 and 32 gives the published values",
+          "[whatif][cli][bytedance]") {
+  // The artifact's result-SE.json covers 43 steps; the shipped timeline has 45 (31 and 32 extra).
+  const TempDir dir("whatif_cli");
+  const auto r = run_stragglersim("whatif " + shipped("timeline-SE.json.gz") + " --meta " +
+                                      shipped("meta-SE.yaml") + " --json --drop-steps 31,32",
+                                  dir.path());
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["steps"].size() == 43);
+  CHECK(std::abs(j["slowdown"].get<double>() - 1.5374) < 2e-4);
+  CHECK(std::abs(j["by_dp_rank"]["8"].get<double>() - 1.2045) < 2e-4);
+  for (const auto& [rank, value] : j["by_dp_rank"].items()) {
+    CHECK(value.get<double>() <= j["by_dp_rank"]["8"].get<double>());
+  }
+  CHECK(std::abs(j["by_stage"]["1"].get<double>() - 1.4354) < 2e-4);
+  CHECK(std::abs(j["by_stage"]["0"].get<double>() - 1.1678) < 2e-4);
+  CHECK(std::abs(j["m_w"].get<double>() - 0.0251) < 2e-4);
+  CHECK(std::abs(j["m_s"].get<double>() - 0.6877) < 2e-4);
+}
+
 TEST_CASE("cli: whatif refuses bad input with exit 2 and writes nothing", "[whatif][cli]") {
   const TempDir dir("whatif_cli");
   const std::string out = (dir.path() / "ideal.json").string();
@@ -63,7 +84,7 @@ TEST_CASE("cli: whatif refuses bad input with exit 2 and writes nothing", "[what
     std::string args;
     std::string message;
   };
-  const std::vector<Case> cases = {
+  std::vector<Case> cases = {
       {cut,
        "error: " + cut +
            ": gzip error: unexpected end of file (expected a complete gzip stream)\n"},
@@ -76,6 +97,9 @@ TEST_CASE("cli: whatif refuses bad input with exit 2 and writes nothing", "[what
            ": event 0: unknown op name 'fwd' under a strict map (expected one of "
            "the map's names)\n"},
   };
+  cases.push_back({shipped("timeline-ST.json.gz") + " --drop-steps 24",
+                   "error: --drop-steps: no step 24 in " + shipped("timeline-ST.json.gz") +
+                       "; got 24; expected steps of the timeline\n"});
   for (const auto& c : cases) {
     const auto r = run_stragglersim("whatif " + c.args + " --timeline-out " + out, dir.path());
     CHECK(r.status == 2);
