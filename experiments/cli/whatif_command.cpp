@@ -303,6 +303,8 @@ Subcommand add_whatif_command(CLI::App& app) {
       "--backup", a->options.backup_replicas, "(a): replicas the gradient reduction goes without");
   cmd->add_option(
       "--deadline", a->options.deadline, "(b): compute deadline over the ideal compute time");
+  cmd->add_option("--drop-steps", a->drop_steps, "steps left out of the analysis (S,S,...)")
+      ->delimiter(',');
   return {cmd, [a] { return command_whatif(*a); }};
 }
 
