@@ -15,6 +15,7 @@ import test_plot_sweep_folder  # noqa: E402
 import plot_traces  # noqa: E402
 import plot_real_traces  # noqa: E402
 import plot_nonconvex  # noqa: E402
+import plot_whatif  # noqa: E402
 
 CSV = """iteration,time,iteration_time,loss,grad_norm,decoding_error,gradient_error,gradient_error_relative,workers_heard,partitions_covered
 0,0,0,0.6931471805599453,0.5,0,,,0,0
@@ -302,7 +303,29 @@ def check_nonconvex_figure(tmp):
     assert abs(b["seconds_per_row"] - (0.9 / 3 + 1.2 / 3) / 2) < 1e-15
 
 
+def check_whatif_figures():
+    """The heatmap's cells are the per-step S_w in step order; the bars are S and each
+    mitigation's slowdown, NaN for one that was not run."""
+    result = {"slowdown": 1.5,
+              "steps": {"10": {"by_dp_rank": [1.0, 1.25]}, "2": {"by_dp_rank": [1.5, 1.0]}},
+              "mitigations": {"backup_replicas": {"slowdown": 1.1},
+                              "drop_compute": {"slowdown": 1.2},
+                              "rebalance_stages": {"slowdown": 1.3}}}
+    steps, rows = plot_whatif.heatmap_rows(result)
+    assert steps == [2, 10] and rows == [[1.5, 1.0], [1.0, 1.25]], (steps, rows)
+    fig = plot_whatif.draw_heatmap(result, "t")
+    (image,) = fig.axes[0].get_images()
+    assert image.get_array().tolist() == [[1.5, 1.0], [1.0, 1.25]]
+    assert image.get_clim() == (1.0, 1.5)
+    ((label, values),) = plot_whatif.mitigation_bars([("t", result)])
+    assert label == "t" and values[:4] == [1.5, 1.1, 1.2, 1.3] and math.isnan(values[4]), values
+    fig = plot_whatif.draw_mitigations([("t", result)])
+    heights = [p.get_height() for p in fig.axes[0].patches]
+    assert heights[:4] == [1.5, 1.1, 1.2, 1.3], heights
+
+
 def main():
+    check_whatif_figures()
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "trace.csv")
         with open(path, "w") as f:

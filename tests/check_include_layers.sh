@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Include-layer check (issue 9 part 3). Layers, left to right:
 #   models/base < models < codes < sim < sim/theory < experiments/config < experiments
+# (sim/replay ranks with sim/fastpath and sim/backends)
 # A library file may include project headers of its own layer or a layer to its left; a test
 # under tests/<folder>/ may include its folder's layer and the layers to its left (and tests/
 # helpers). Files directly in tests/ and benchmarks/ may use every layer. Prints each
@@ -20,7 +21,7 @@ git ls-files -- 'models/*' 'codes/*' 'fit/*' 'sim/*' 'experiments/*' 'bindings/*
       if (path ~ /^fit\//) return 3
       if (path ~ /^sim\/delays\//) return 4
       if (path ~ /^sim\/theory\//) return 7
-      if (path ~ /^sim\/(fastpath|backends)\//) return 6
+      if (path ~ /^sim\/(fastpath|backends|replay)\//) return 6
       if (path ~ /^sim\//) return 5
       if (path ~ /^experiments\/config\//) return 8
       if (path ~ /^experiments\/predict\//) return 9

@@ -87,6 +87,7 @@ std::vector<Subcommand> add_commands(CLI::App& app) {
       add_advise_command(app),
       add_init_command(app),
       add_validate_command(app),
+      add_whatif_command(app),
   };
   for (const auto& command : commands) {
     command.app->footer(kHelpFooter);

@@ -52,5 +52,7 @@ Subcommand add_validate_command(CLI::App& app);
 Subcommand add_list_command(CLI::App& app);
 /// `stragglersim init [--data FILE] [--workers N] [-o FILE]`.
 Subcommand add_init_command(CLI::App& app);
+/// `stragglersim whatif TIMELINE [--meta META.yaml] [--json] [--timeline-out FILE]`.
+Subcommand add_whatif_command(CLI::App& app);
 
 }  // namespace stragglersim::experiments

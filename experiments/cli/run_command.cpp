@@ -15,8 +15,10 @@
 #include "experiments/config/config_error.h"
 #include "experiments/config/run_plan.h"
 #include "experiments/interrupt.h"
+#include "experiments/output_file.h"
 #include "experiments/run_diagnostics.h"
 #include "experiments/run_output.h"
+#include "experiments/run_timeline.h"
 #include "models/base/data_traffic.h"
 #include "models/base/invariant.h"
 #include "models/base/stop_request.h"
@@ -182,13 +184,19 @@ int run_planned(const RunPlan& plan,
                 const std::string& config,
                 const std::string& out_dir,
                 bool force,
-                bool quiet) {
+                bool quiet,
+                const std::string& timeline) {
   if (const std::string other = other_run_in(out_dir, plan); !force && !other.empty()) {
     throw ConfigError(fmt::format(
         "{}: holds another run; got {}; expected an empty or new --out folder, or --force to "
         "replace its trace.csv and summary.json",
         out_dir,
         other));
+  }
+  std::optional<OutputFile> timeline_file;  // reserved before the work
+  if (!timeline.empty()) {
+    check_timeline_run(plan);
+    timeline_file.emplace(timeline, "--timeline");
   }
   if (plan.backend.traits.mpi) {
     return command_run_mpi(plan, config, out_dir, quiet);
@@ -206,6 +214,10 @@ int run_planned(const RunPlan& plan,
   if (line) {
     line->finish();
   }
+  if (timeline_file) {
+    timeline_file->commit(
+        simulated_timeline(plan, outcome.summary.value("iterations", std::uint64_t{0})));
+  }
   return report_run(plan, outcome, config, out_dir, quiet);
 }
 
@@ -213,8 +225,12 @@ int command_run(const std::string& config,
                 const std::string& out_dir,
                 bool force,
                 bool quiet,
-                const std::string& f_star_cache) {
+                const std::string& f_star_cache,
+                const std::string& timeline) {
   check_output_folder(out_dir, "--out");
+  if (!timeline.empty()) {
+    check_output_file(timeline, "--timeline");
+  }
   // Under mpirun, rank i + 1 is worker i of an mpi run: it loads only its own partitions.
   std::optional<int> mpi_worker;
   if (const auto rank = sim::launched_by_mpi() ? sim::launcher_rank() : std::nullopt;
@@ -239,7 +255,7 @@ int command_run(const std::string& config,
     if (plan.backend.traits.mpi) {
       guard.reset();  // mpirun forwards signals to every rank: the default action ends them
     }
-    return run_planned(plan, config, out_dir, force, quiet);
+    return run_planned(plan, config, out_dir, force, quiet, timeline);
   } catch (const models::StopRequested& stop) {
     std::cerr << fmt::format(
         "{}: interrupted by signal {} during set-up; nothing written\n", config, stop.signal());
@@ -255,6 +271,7 @@ Subcommand add_run_command(CLI::App& app) {
   auto force = std::make_shared<bool>(false);
   auto quiet = std::make_shared<bool>(false);
   auto f_star_cache = std::make_shared<std::string>();
+  auto timeline = std::make_shared<std::string>();
   auto* run = app.add_subcommand("run", "run one experiment from a JSON config");
   run->add_option("config", *config, "config file (JSON)")->required();
   run->add_option("-o,--out", *out_dir, "output folder for trace.csv and summary.json")->required();
@@ -262,10 +279,15 @@ Subcommand add_run_command(CLI::App& app) {
   run->add_option("--f-star-cache",
                   *f_star_cache,
                   "folder of the f* cache shared with other runs and sweeps (default: none)");
+  add_output_option(*run,
+                    "--timeline",
+                    *timeline,
+                    "also write the simulated iterations as Chrome trace JSON (docs/whatif.md)",
+                    false);
   add_quiet_flag(*run, *quiet);
   add_max_memory_option(*run);
-  return {run, [config, out_dir, force, quiet, f_star_cache] {
-            return command_run(*config, *out_dir, *force, *quiet, *f_star_cache);
+  return {run, [config, out_dir, force, quiet, f_star_cache, timeline] {
+            return command_run(*config, *out_dir, *force, *quiet, *f_star_cache, *timeline);
           }};
 }
 

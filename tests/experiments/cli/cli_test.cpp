@@ -314,17 +314,17 @@ TEST_CASE("cli: an unknown command names the nearest one", "[experiments][cli]")
   CHECK(typo.status == 2);
   CHECK(typo.err ==
         "error: unknown command 'runn'; did you mean 'run'? valid commands are: advise, check, "
-        "codes, fit, init, list, run, sweep, theory, trace, validate\n");
+        "codes, fit, init, list, run, sweep, theory, trace, validate, whatif\n");
   CHECK(typo.out.empty());
   const Result swap = run("thoery", dir);
   CHECK(swap.err ==
         "error: unknown command 'thoery'; did you mean 'theory'? valid commands are: advise, "
-        "check, codes, fit, init, list, run, sweep, theory, trace, validate\n");
+        "check, codes, fit, init, list, run, sweep, theory, trace, validate, whatif\n");
   const Result far = run("simulate", dir);
   CHECK(far.status == 2);
   CHECK(far.err ==
         "error: unknown command 'simulate'; valid commands are: advise, check, codes, fit, init, "
-        "list, run, sweep, theory, trace, validate\n");
+        "list, run, sweep, theory, trace, validate, whatif\n");
 }
 
 TEST_CASE("cli: --help shows defaults and points to the docs", "[experiments][cli]") {
