@@ -16,17 +16,17 @@
 namespace stragglersim::sim {
 namespace {
 
-constexpr int kWorkers = 6;
+constexpr int kAnytimeWorkers = 6;
 constexpr std::uint64_t kSeed = 11;
 
 std::unique_ptr<DelayModel> exponential_delays() {
   return std::make_unique<ShiftedExponentialDelay>(
-      kWorkers,
+      kAnytimeWorkers,
       1.0,
       ShiftedExponentialDelay::Options{.shift = 0.5, .rate = 1.0, .tail = TailScaling::kLoad});
 }
 
-/// A least-squares objective over `rows` random rows of 3 features, kWorkers partitions.
+/// A least-squares objective over `rows` random rows of 3 features, kAnytimeWorkers partitions.
 std::shared_ptr<const models::Objective> random_objective(Eigen::Index rows) {
   RandomEngine rng(5);
   boost::random::normal_distribution<double> normal;
@@ -40,14 +40,14 @@ std::shared_ptr<const models::Objective> random_objective(Eigen::Index rows) {
   }
   auto data = std::make_shared<models::Dataset>(std::move(a), std::move(b));
   return std::make_shared<models::Objective>(
-      data, models::make_least_squares_loss(), 0.0, kWorkers);
+      data, models::make_least_squares_loss(), 0.0, kAnytimeWorkers);
 }
 
 SimulatedBackend anytime_backend(const std::shared_ptr<const models::Objective>& objective,
                                  double window,
                                  models::WorkerPool* pool = nullptr) {
-  const auto code = std::make_shared<codes::UncodedCode>(kWorkers);
-  auto rule = std::make_shared<AnytimeStopping>(AnytimeStopping::Options{kWorkers, window});
+  const auto code = std::make_shared<codes::UncodedCode>(kAnytimeWorkers);
+  auto rule = std::make_shared<AnytimeStopping>(AnytimeStopping::Options{kAnytimeWorkers, window});
   auto cluster = std::make_unique<SimulatedCluster>(
       exponential_delays(), rule, StragglerPolicy::kCancel, kSeed);
   return {objective,
@@ -67,7 +67,7 @@ TEST_CASE("anytime: counts, weights and times follow the drawn delays", "[sim][a
   const double window = 1.4;
   SimulatedBackend backend = anytime_backend(objective, window);
   SimulatedCluster twin(exponential_delays(),
-                        std::make_shared<AllStopping>(kWorkers),
+                        std::make_shared<AllStopping>(kAnytimeWorkers),
                         StragglerPolicy::kCancel,
                         kSeed);
   const Eigen::VectorXd x = Eigen::VectorXd::Constant(3, 0.3);
@@ -75,11 +75,11 @@ TEST_CASE("anytime: counts, weights and times follow the drawn delays", "[sim][a
   for (std::uint64_t t = 1; t <= 200; ++t) {
     const BackendIteration it = backend.iterate(t, x, nullptr);
     const std::vector<double>& delays = twin.next_iteration().delays;
-    std::vector<Eigen::Index> done(kWorkers);
+    std::vector<Eigen::Index> done(kAnytimeWorkers);
     std::int64_t total = 0;
     double longest = 0.0;
-    for (int i = 0; i < kWorkers; ++i) {
-      const auto rows = models::partition_rows(61, kWorkers, i).size();
+    for (int i = 0; i < kAnytimeWorkers; ++i) {
+      const auto rows = models::partition_rows(61, kAnytimeWorkers, i).size();
       const double x_i = delays[static_cast<std::size_t>(i)];
       done[static_cast<std::size_t>(i)] =
           x_i <= window
@@ -91,9 +91,9 @@ TEST_CASE("anytime: counts, weights and times follow the drawn delays", "[sim][a
     }
     REQUIRE(it.rows_used == total);
     REQUIRE(it.iteration_time == longest);
-    REQUIRE(it.heard.size() == static_cast<std::size_t>(kWorkers));
-    for (int i = 0; i < kWorkers; ++i) {
-      const auto rows = static_cast<double>(models::partition_rows(61, kWorkers, i).size());
+    REQUIRE(it.heard.size() == static_cast<std::size_t>(kAnytimeWorkers));
+    for (int i = 0; i < kAnytimeWorkers; ++i) {
+      const auto rows = static_cast<double>(models::partition_rows(61, kAnytimeWorkers, i).size());
       const double expected = total == 0 ? 0.0
                                          : static_cast<double>(done[static_cast<std::size_t>(i)]) *
                                                61.0 / (rows * static_cast<double>(total));
@@ -102,13 +102,13 @@ TEST_CASE("anytime: counts, weights and times follow the drawn delays", "[sim][a
   }
   // Both branches ran: P(X > 1.4) = e^{-0.9} ≈ 0.41 per worker.
   CHECK(partial > 300);
-  CHECK(partial < 200 * kWorkers);
+  CHECK(partial < 200 * kAnytimeWorkers);
 }
 
 TEST_CASE("anytime: the estimate is the mean gradient of the rows finished", "[sim][anytime]") {
   // Every row of partition i is (a_i, b_i): any sample of it has the partition's row gradient,
   // so ĝ = (1/Σc) Σ_i c_i (a_iᵀx − b_i) a_i whichever rows were drawn.
-  const Eigen::Index rows = 10 * kWorkers;
+  const Eigen::Index rows = 10 * kAnytimeWorkers;
   Eigen::MatrixXd a(rows, 2);
   Eigen::VectorXd b(rows);
   for (Eigen::Index r = 0; r < rows; ++r) {
@@ -117,15 +117,15 @@ TEST_CASE("anytime: the estimate is the mean gradient of the rows finished", "[s
     b(r) = 0.25 * i - 1.0;
   }
   auto data = std::make_shared<models::Dataset>(a, b);
-  const auto objective =
-      std::make_shared<models::Objective>(data, models::make_least_squares_loss(), 0.0, kWorkers);
+  const auto objective = std::make_shared<models::Objective>(
+      data, models::make_least_squares_loss(), 0.0, kAnytimeWorkers);
   SimulatedBackend backend = anytime_backend(objective, 1.2);
   const Eigen::VectorXd x = Eigen::Vector2d(0.7, -0.2);
   for (std::uint64_t t = 1; t <= 50; ++t) {
     const BackendIteration it = backend.iterate(t, x, nullptr);
     Eigen::VectorXd expected = Eigen::VectorXd::Zero(2);
     double total = 0.0;
-    for (int i = 0; i < kWorkers; ++i) {
+    for (int i = 0; i < kAnytimeWorkers; ++i) {
       // c_i from the weight: w_i = c_i·m/(|P_i|·Σc) with |P_i| = 10 and m = 60.
       const double c = it.decoding.weights(i) * 10.0 * static_cast<double>(*it.rows_used) / 60.0;
       REQUIRE(c == Approx(std::round(c)).margin(1e-9));
@@ -143,7 +143,7 @@ TEST_CASE("anytime: the estimate is the mean gradient of the rows finished", "[s
 
 TEST_CASE("anytime: a window past every delay is uncoded all to the bit", "[sim][anytime]") {
   const auto objective = random_objective(120);
-  const auto code = std::make_shared<codes::UncodedCode>(kWorkers);
+  const auto code = std::make_shared<codes::UncodedCode>(kAnytimeWorkers);
   auto train_with = [&](std::shared_ptr<const StoppingRule> rule) {
     auto cluster = std::make_unique<SimulatedCluster>(
         exponential_delays(), rule, StragglerPolicy::kCancel, kSeed);
@@ -160,9 +160,9 @@ TEST_CASE("anytime: a window past every delay is uncoded all to the bit", "[sim]
     });
     return rows;
   };
-  const auto anytime =
-      train_with(std::make_shared<AnytimeStopping>(AnytimeStopping::Options{kWorkers, 1e300}));
-  const auto all = train_with(std::make_shared<AllStopping>(kWorkers));
+  const auto anytime = train_with(
+      std::make_shared<AnytimeStopping>(AnytimeStopping::Options{kAnytimeWorkers, 1e300}));
+  const auto all = train_with(std::make_shared<AllStopping>(kAnytimeWorkers));
   REQUIRE(anytime.size() == all.size());
   for (std::size_t t = 0; t < all.size(); ++t) {
     REQUIRE(anytime[t].loss == all[t].loss);
