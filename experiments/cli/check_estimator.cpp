@@ -23,6 +23,7 @@
 #include "sim/backends/simulated_backend.h"
 #include "sim/simulated_cluster.h"
 #include "sim/theory/convergence_theory.h"
+#include "sim/theory/iteration_time_theory.h"
 #include "sim/training_loop.h"
 
 namespace stragglersim::experiments::check {
