@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <iterator>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "experiments/config/config_error.h"
@@ -26,6 +27,13 @@ namespace fs = std::filesystem;
 
 fs::path trace_scratch(const std::string& name) {
   return stragglersim::testing::scratch_dir("run_trace_test", name);
+}
+
+/// The small least-squares run without a test set: the base columns only.
+nlohmann::json run_trace_config() {
+  auto config = stragglersim::testing::small_least_squares_config();
+  config["data"]["test_fraction"] = 0;
+  return config;
 }
 
 sim::TraceRow training_row(std::uint64_t iteration, double loss) {
@@ -75,8 +83,7 @@ TEST_CASE("run trace: a trace that cannot be created is a config error naming th
 }
 
 TEST_CASE("run trace: a plan's columns and one row's cells", "[experiments][run_trace]") {
-  const RunPlan plan =
-      plan_run(stragglersim::testing::small_least_squares_config(), "cfg.json", ".");
+  const RunPlan plan = plan_run(run_trace_config(), "cfg.json", ".");
   const TraceColumns columns(plan);
   CHECK(columns.header() ==
         "iteration,time,iteration_time,loss,grad_norm,decoding_error,gradient_error,"
@@ -99,8 +106,7 @@ TEST_CASE("run trace: a plan's columns and one row's cells", "[experiments][run_
 
 TEST_CASE("run trace: a non-finite number ends the run before any cell of its row is written",
           "[experiments][run_trace]") {
-  const RunPlan plan =
-      plan_run(stragglersim::testing::small_least_squares_config(), "cfg.json", ".");
+  const RunPlan plan = plan_run(run_trace_config(), "cfg.json", ".");
   const TraceColumns columns(plan);
   fmt::memory_buffer buffer;
   TrainingTally tally;
