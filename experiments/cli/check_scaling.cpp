@@ -18,6 +18,7 @@
 #include "experiments/output_file.h"
 #include "sim/fastpath/delay_only.h"
 #include "sim/fastpath/order_statistics.h"
+#include "sim/theory/convergence_theory.h"
 #include "sim/theory/iteration_time_theory.h"
 #include "sim/training_loop.h"
 

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "experiments/config/run_plan.h"
@@ -70,7 +71,11 @@ TEST_CASE("check claims: the fast-path time of one worker is shift + 1/rate",
 
 TEST_CASE("check claims: the convergence config plans as the least-squares run it names",
           "[experiments][check]") {
-  const RunPlan plan = plan_run(convergence_config(200, 5, 0.5, 4, 12), "check", ".");
+  // The callers add the scheme.
+  nlohmann::json config = convergence_config(200, 5, 0.5, 4, 12);
+  config["code"] = {{"kind", "frc"}, {"d", 2}};
+  config["stopping"] = {{"rule", "first_r"}, {"r", 2}};
+  const RunPlan plan = plan_run(config, "check", ".");
   CHECK(plan.workers == 4);
   CHECK(plan.iterations == 12);
   CHECK(plan.objective->rows() == 200);
