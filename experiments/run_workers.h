@@ -1,0 +1,41 @@
+#pragma once
+// The per-worker files of a run (experiments/run_output.h): workers.csv, each worker's part in the
+// updates of a training run; heard.csv, a real backend's real against simulated heard sets.
+// worker_times.csv (run_output.h) is defined beside them.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/backend.h"
+#include "sim/training_loop.h"
+
+namespace stragglersim::experiments {
+
+/// Each worker's part in the updates, rows t ≥ 1 (workers.csv): the iterations it was heard in
+/// (asynchronous rules: its gradients the updates took), its messages the updates used, the
+/// rows it finished (anytime) and the staleness of its used gradients (asynchronous rules).
+struct WorkerTally {
+  std::vector<std::uint64_t> heard;
+  std::vector<std::uint64_t> used;
+  std::vector<std::int64_t> rows;
+  std::vector<double> staleness_sum;
+  std::vector<std::uint64_t> staleness_max;
+
+  /// Zero counts for `workers` workers.
+  void resize(int workers);
+  /// Counts the heard workers, used messages, rows and staleness of one row.
+  void add(const sim::TraceRow& row);
+  /// Messages used by the updates, all workers together.
+  [[nodiscard]] std::uint64_t total_used() const;
+  /// workers.csv: worker,heard,used,share[,rows][,staleness_mean,staleness_max]; share is the
+  /// worker's used messages over all used messages (empty when none was used).
+  [[nodiscard]] std::string csv(bool with_rows, bool with_staleness) const;
+};
+
+/// heard.csv of a real backend: per iteration the real and the simulated heard sets (workers in
+/// arrival order, separated by spaces), whether they hold the same workers, the near-tie gap
+/// (simulated seconds) and the real and simulated stop times.
+std::string heard_csv(const std::vector<sim::ThreadedIterationRecord>& records);
+
+}  // namespace stragglersim::experiments
