@@ -49,7 +49,7 @@ TEST_CASE("check iteration time: time per update of the four disciplines", "[exp
         Approx(0.5 + k_sync_harmonic(8) - k_sync_harmonic(5)).epsilon(1e-12));
 }
 
-TEST_CASE("check iteration time: E[T] of every scheme, anytime and the finish policy (quick)",
+TEST_CASE("check iteration time: the mean of every scheme, anytime and the finish policy (quick)",
           "[experiments][check]") {
   std::vector<CheckRow> rows;
   iteration_time_rows(/*quick=*/true, rows);
