@@ -82,7 +82,7 @@ TEST_CASE("fit: run_on_two_threads runs each task once and rethrows the first er
   CHECK(after == 1);  // every task ran before the rethrow
 }
 
-TEST_CASE("fit: finish fills log L, AIC and the KS test; unfitted keeps the reason", "[fit]") {
+TEST_CASE("fit: finish fills log L, AIC and the KS test, and unfitted keeps the reason", "[fit]") {
   FamilyFit fit;
   fit.parameter_count = 2;
   finish(fit, -10.0, {0.25, 0.5, 0.75}, [](double t) { return t; });
