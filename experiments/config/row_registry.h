@@ -63,7 +63,7 @@ class RowRegistry {
   }
 
  private:
-  [[nodiscard]] std::vector<Row>::const_iterator position(std::string_view name) const {
+  [[nodiscard]] auto position(std::string_view name) const {
     return std::find_if(
         rows_.begin(), rows_.end(), [&](const Row& row) { return row.name == name; });
   }
