@@ -8,7 +8,6 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <ranges>
 #include <set>
 #include <string>
 #include <tuple>
@@ -247,7 +246,9 @@ class RankEdges {
     // The last all-gather of each model chunk → the chunk's first forward.
     std::set<int> gathered;
     const Ops& gathers = r_[OpType::kParamsAllGather];
-    for (const Index g : std::ranges::reverse_view(gathers)) {
+    // Newest first, by index: clang 14's ranges reject reverse_view over libstdc++ 12's vector.
+    for (std::size_t i = gathers.size(); i-- > 0;) {
+      const Index g = gathers[i];
       if (!gathered.insert(ops_[g].chunk).second) continue;
       for (const Index f : r_[OpType::kForwardCompute]) {
         if (ops_[f].chunk == ops_[g].chunk) {

@@ -225,7 +225,8 @@ void attribute(const Context& c, WhatIfReport& out) {
   const auto& layout = c.graph.timeline().layout;
   std::map<std::string, bool> names;
   for (const Op& op : ops) names[attribution_type(op.type)] = true;
-  for (const auto& [name, unused] : names) {
+  for (const auto& entry : names) {
+    const std::string& name = entry.first;
     out.by_op_type.emplace_back(name, c.ratio(mixed(c.ideal, c.measured, ops, [&](const Op& op) {
       return attribution_type(op.type) == name;
     })));
