@@ -7,6 +7,11 @@
 
 namespace stragglersim::sim {
 
+double DelayModel::duration_at(int /*worker*/, double /*start*/, RandomEngine& /*rng*/) {
+  STRAGGLERSIM_ASSERT(false, "duration_at asked of a model whose draws do not depend on the clock");
+  return 0.0;
+}
+
 Validation ShiftedExponentialDelay::Options::validate() const {
   return options_check::first_of(
       {options_check::at_least("shift", shift, 0.0), options_check::positive("rate", rate)});

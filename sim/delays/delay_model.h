@@ -79,6 +79,26 @@ class DelayModel {
   [[nodiscard]] virtual std::optional<ShiftedExponentialShape> shifted_exponential() const {
     return std::nullopt;
   }
+  /// Whether a computation's duration depends on when it starts (the universal computation
+  /// model, docs/model.md: worker i's compute power v_i(t) varies with the clock and a
+  /// computation of load ℓ_i started at s ends at the first t with ∫_s^t v_i = ℓ_i). False, the
+  /// default, for every model whose draws do not depend on the clock; the clocks then call
+  /// sample() and never the two functions below.
+  [[nodiscard]] virtual bool time_varying() const { return false; }
+  /// A time-varying model's durations of `iteration`'s computations when every worker starts at
+  /// `start` (simulated seconds; the synchronous clock's broadcast), consuming `rng` in worker
+  /// order. The default ignores `start` (sample()).
+  virtual void sample_at(std::uint64_t iteration,
+                         double start,
+                         RandomEngine& rng,
+                         std::span<double> out) {
+    static_cast<void>(start);
+    sample(iteration, rng, out);
+  }
+  /// A time-varying model's duration of one computation of `worker` started at `start` (the
+  /// asynchronous clock, where workers start at different times). The default is illegal: only
+  /// a model whose time_varying() is true is asked.
+  virtual double duration_at(int worker, double start, RandomEngine& rng);
 };
 
 /// T_i = ℓ_i·shift + s(ℓ_i)·X_i/rate, X_i ~ Exp(1) i.i.d. over workers and iterations.
