@@ -146,8 +146,8 @@ void train_asynchronously(const RunPlan& plan,
                           sim::Optimizer& optimizer,
                           const std::function<void(const sim::TraceRow&)>& on_row) {
   sim::AsynchronousCluster cluster(
-      plan.make_delays(), plan.update->mode, plan.update->k, plan.seed, plan.network);
-  sim::AsynchronousOptions async{options, plan.update->step, std::nullopt};
+      plan.make_delays(), *plan.update, plan.seed, plan.network);
+  sim::AsynchronousOptions async{options, plan.update->step, std::nullopt, plan.seed};
   if (plan.batch) {
     async.minibatch = sim::MinibatchOptions{*plan.batch, plan.seed};
   }

@@ -11,6 +11,17 @@
 // message leaves when its computation ends, takes L + S/B over parallel links, and over a serial
 // link waits for the messages that left before it (one FIFO queue over the whole run: with a
 // continuous stream of pushes the link is never reset). A free network delivers at once.
+//
+// The time-optimal methods (UpdateMode::kRennala … kRescaledAsync, sim/stopping_rule.h) run on
+// the same clock: a worker that delivers is sent the master's current x and starts again (the
+// batch methods discard a gradient computed at an older x on arrival, Ringmaster one whose delay
+// reached R); an abandoned computation (MindFlayer's cut-off, stop_stale) is forgotten and the
+// worker starts its next computation at once, with the next round's draw. Arrivals at the
+// same instant are received together: a batch method sends x to the workers that delivered only
+// after the last arrival of that instant, so that when one of them completes the batch every one
+// of them starts at the new x (with equal compute times, Rennala with B = n is synchronous SGD). A
+// time-varying delay model (DelayModel::time_varying(), the universal computation model) gives each
+// computation the duration that starts at the clock's time instead of a round's draw.
 
 #include <cstdint>
 #include <deque>
@@ -39,6 +50,8 @@ struct AsynchronousUpdate {
   double time = 0.0;               ///< the clock at the update (the K-th gradient's arrival)
   double update_time = 0.0;        ///< time since the previous update (or the start)
   std::vector<UsedGradient> used;  ///< the K gradients, in arrival order
+  std::uint64_t discarded = 0;     ///< gradients that arrived since the last update, unused
+  std::uint64_t abandoned = 0;     ///< computations abandoned since the last update
 };
 
 class AsynchronousCluster {
@@ -49,13 +62,23 @@ class AsynchronousCluster {
                       int k,
                       std::uint64_t seed,
                       const NetworkOptions& network = {});
+  /// Any update rule's shape. Illegal: a null model, a shape UpdateRule::Options rejects for
+  /// the model's n, network options failing validate().
+  AsynchronousCluster(std::unique_ptr<DelayModel> delays,
+                      const UpdateShape& shape,
+                      std::uint64_t seed,
+                      const NetworkOptions& network = {});
 
   /// Runs the clock to the next update and returns it (valid until the next call).
   const AsynchronousUpdate& next_update();
 
   [[nodiscard]] int workers() const { return delays_->workers(); }
-  [[nodiscard]] UpdateMode mode() const { return mode_; }
-  [[nodiscard]] int k() const { return k_; }
+  [[nodiscard]] UpdateMode mode() const { return shape_.mode; }
+  [[nodiscard]] int k() const { return shape_.k; }
+  [[nodiscard]] const UpdateShape& shape() const { return shape_; }
+  /// Rescaled ASGD's step factor of `worker`, τ_i/τ_H (τ_i the model's mean compute time of the
+  /// worker, τ_H the harmonic mean over workers); 1 for every other mode.
+  [[nodiscard]] double step_factor(int worker) const;
   /// Updates applied so far (the master's parameter version).
   [[nodiscard]] std::uint64_t version() const { return version_; }
   /// The oldest parameter version a busy worker still computes at (version() when none): the
@@ -66,12 +89,19 @@ class AsynchronousCluster {
  private:
   void start(int worker, double now);
   double delay_of(int worker, std::uint64_t computation);
+  /// Whether the event of `worker`'s computation `computation` is for an abandoned computation.
+  [[nodiscard]] bool abandoned(int worker, std::uint64_t computation) const;
+  /// An arrival the mode uses or discards; the worker restarts where the mode says.
+  void receive(const UsedGradient& gradient, double now);
+  /// Whether the gradients in pending_ make an update.
+  [[nodiscard]] bool update_ready() const;
+  /// After the update: who starts at the new x.
+  void restart_after_update(double now);
   /// The arrival at the master of a message that leaves at `end` (the link's FIFO order).
   double deliver(double end);
 
   std::unique_ptr<DelayModel> delays_;
-  UpdateMode mode_;
-  int k_;
+  UpdateShape shape_;
   RandomEngine rng_;
   NetworkOptions network_;
   bool free_network_ = true;
@@ -84,6 +114,11 @@ class AsynchronousCluster {
   std::deque<int> round_starts_;            // workers that have started each round's computation
   std::uint64_t first_round_ = 1;
   std::vector<UsedGradient> pending_;
+  std::vector<int> batch_counts_;  // Malenia: b_i, worker i's gradients in pending_
+  // The batch methods: workers that delivered at the current instant, to be sent the master's x
+  // once every arrival of that instant is in (the new x if one of them completes the batch).
+  std::vector<int> deferred_;
+  std::vector<double> step_factor_;  // Rescaled ASGD: τ_i/τ_H
   AsynchronousUpdate current_;
   std::uint64_t version_ = 0;
   double last_update_ = 0.0;

@@ -1,5 +1,7 @@
 #include "sim/stopping_rule.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -134,6 +136,16 @@ std::string update_mode_name(UpdateMode mode) {
       return "k_async";
     case UpdateMode::kKBatchAsync:
       return "k_batch_async";
+    case UpdateMode::kRennala:
+      return "rennala";
+    case UpdateMode::kMalenia:
+      return "malenia";
+    case UpdateMode::kRingmaster:
+      return "ringmaster";
+    case UpdateMode::kMindFlayer:
+      return "mindflayer";
+    case UpdateMode::kRescaledAsync:
+      return "rescaled_async";
   }
   return "k_async";
 }
@@ -142,7 +154,40 @@ Validation UpdateRule::Options::validate() const {
   if (workers < 1) {
     return Violation{"workers", "out of range", "an integer >= 1"};
   }
-  return options_check::integer_in_range("k", k, 1, workers);
+  switch (mode) {
+    case UpdateMode::kKBatchSync:
+    case UpdateMode::kKAsync:
+    case UpdateMode::kKBatchAsync:
+      return options_check::integer_in_range("k", k, 1, workers);
+    case UpdateMode::kRennala:
+    case UpdateMode::kMalenia:
+    case UpdateMode::kMindFlayer:
+      if (k < 1) {
+        return Violation{"batch", "out of range", "an integer >= 1"};
+      }
+      break;
+    case UpdateMode::kRingmaster:
+    case UpdateMode::kRescaledAsync:
+      if (k != 1) {
+        return Violation{"k", "out of range", "1 (an update per gradient)"};
+      }
+      break;
+  }
+  if (max_delay && *max_delay < 1) {
+    return Violation{"max_delay", "out of range", "an integer >= 1"};
+  }
+  if (mode == UpdateMode::kMindFlayer) {
+    const std::string expected = fmt::format("{} cut-offs > 0 (seconds, one per worker)", workers);
+    if (cutoffs.size() != static_cast<std::size_t>(workers)) {
+      return Violation{"cutoffs", "wrong length", expected, Violation::Got::kSize};
+    }
+    for (std::size_t i = 0; i < cutoffs.size(); ++i) {
+      if (!(cutoffs[i] > 0.0)) {
+        return Violation{"cutoffs", "out of range", expected, Violation::Got::kElement, i};
+      }
+    }
+  }
+  return std::nullopt;
 }
 
 bool UpdateRule::stop_after(std::span<const int> heard) const {

@@ -3,6 +3,7 @@
 // arrivals one at a time, in time order, and may also set a deadline after the broadcast.
 // The same objects drive the simulated clock and the real threaded master.
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -40,7 +41,41 @@ struct StoppingShape {
 ///                 computing at their older x);
 ///   kKBatchAsync  a worker pushes, fetches the master's current x (after the update its push
 ///                 triggered, if any) and at once starts another gradient: never idle.
-enum class UpdateMode { kKBatchSync, kKAsync, kKBatchAsync };
+///
+/// The time-optimal methods of the parallel-SGD literature run on the same loop (docs/model.md
+/// §4 "Time-optimal methods"): after every arrival the worker is sent the master's current x
+/// and starts again, unless a mode says otherwise:
+///   kRennala      (Tyurin & Richtárik, NeurIPS 2023) update once B gradients computed at the
+///                 current x are in (B may exceed n: fast workers contribute several); a
+///                 gradient computed at an older x is discarded on arrival;
+///   kMalenia      the same, updating once every worker has b_i ≥ 1 gradients at x and
+///                 (1/n Σ_i 1/b_i)^{-1} ≥ S/n; the estimate averages each worker's mean;
+///   kRingmaster   (Maranjyan, Tyurin & Richtárik, ICML 2025) asynchronous SGD (an update per
+///                 gradient) that discards a gradient whose delay k − k' reaches R;
+///   kMindFlayer   (Maranjyan, Shaikh Omar & Richtárik, UAI 2025) Rennala whose worker i
+///                 abandons an attempt at its cut-off t_i and restarts with a fresh draw;
+///   kRescaledAsync (Mahran, Maranjyan & Richtárik, arXiv 2605.13434) asynchronous SGD whose
+///                 worker i steps by γ τ_i/τ_H (τ_i its mean compute time, τ_H their harmonic
+///                 mean), so every worker contributes the same learning rate per unit of time.
+/// With stop_stale (Rennala, Malenia, MindFlayer, Ringmaster) a busy worker abandons a
+/// computation the master would discard and restarts at the current x: at every update for the
+/// first three, once its delay reaches R for Ringmaster.
+enum class UpdateMode {
+  kKBatchSync,
+  kKAsync,
+  kKBatchAsync,
+  kRennala,
+  kMalenia,
+  kRingmaster,
+  kMindFlayer,
+  kRescaledAsync
+};
+
+/// Which data a worker's computation reads: its own partition (the data-parallel layout, and
+/// the heterogeneous-data setting of Malenia and Rescaled ASGD), or a partition drawn uniformly
+/// at random per computation (the homogeneous setting of Rennala, Ringmaster and MindFlayer,
+/// where every worker samples the same distribution).
+enum class Sampling { kOwn, kShared };
 
 /// How a stale gradient's step is scaled: constant (γ), or inverse (γ/(1 + τ), τ its staleness).
 enum class StalenessStep { kConstant, kInverse };
@@ -48,8 +83,19 @@ enum class StalenessStep { kConstant, kInverse };
 /// What an update rule of the asynchronous loop is (UpdateRule).
 struct UpdateShape {
   UpdateMode mode = UpdateMode::kKAsync;
+  /// Gradients per update: K; Rennala's and MindFlayer's B; Malenia's S; 1 for Ringmaster and
+  /// Rescaled ASGD.
   int k = 1;
   StalenessStep step = StalenessStep::kConstant;
+  std::optional<std::uint64_t> max_delay;  ///< Ringmaster's R (nullopt: ∞)
+  bool stop_stale = false;
+  std::vector<double> cutoffs;  ///< MindFlayer's t_i, one per worker
+  Sampling sampling = Sampling::kOwn;
+  /// Whether gradients computed at an older x are discarded (the batch methods).
+  [[nodiscard]] bool fresh_only() const {
+    return mode == UpdateMode::kRennala || mode == UpdateMode::kMalenia ||
+           mode == UpdateMode::kMindFlayer;
+  }
 };
 
 class StoppingRule {
@@ -272,16 +318,27 @@ class UpdateRule final : public StoppingRule {
  public:
   struct Options {
     int workers = 0;  ///< n
-    int k = 1;        ///< gradients per update, 1 ≤ K ≤ n
+    int k = 1;        ///< gradients per update, 1 ≤ K ≤ n (the batch methods: B ≥ 1, S ≥ 1)
     UpdateMode mode = UpdateMode::kKAsync;
     StalenessStep step = StalenessStep::kConstant;
-    /// The first violated constraint: 1 ≤ K ≤ n.
+    std::optional<std::uint64_t> max_delay;  ///< Ringmaster's R ≥ 1
+    bool stop_stale = false;
+    std::vector<double> cutoffs;  ///< MindFlayer: n cut-offs > 0
+    Sampling sampling = Sampling::kOwn;
+    /// The first violated constraint, at its config key: 1 ≤ K ≤ n ("k"); the batch methods'
+    /// B or S ≥ 1 ("batch"); R ≥ 1 ("max_delay"); n cut-offs > 0 ("cutoffs").
     [[nodiscard]] Validation validate() const;
   };
   explicit UpdateRule(const Options& options) : options_(options_check::require_valid(options)) {}
   [[nodiscard]] std::string name() const override { return update_mode_name(options_.mode); }
   [[nodiscard]] std::optional<UpdateShape> update_shape() const override {
-    return UpdateShape{options_.mode, options_.k, options_.step};
+    return UpdateShape{options_.mode,
+                       options_.k,
+                       options_.step,
+                       options_.max_delay,
+                       options_.stop_stale,
+                       options_.cutoffs,
+                       options_.sampling};
   }
   [[nodiscard]] bool stop_after(std::span<const int> heard) const override;
   [[nodiscard]] int minimum_arrivals() const override { return options_.k; }

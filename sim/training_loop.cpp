@@ -104,12 +104,21 @@ void used_messages(const models::Objective& objective,
                    const std::vector<std::size_t>& order,
                    const std::map<std::uint64_t, Eigen::VectorXd>& history,
                    const AsynchronousOptions& options,
+                   Sampling sampling,
                    Eigen::MatrixXd& messages) {
   const Eigen::Index p = objective.dimension();
   messages.resize(p, static_cast<Eigen::Index>(order.size()));
   models::run_tasks(options.run.pool, static_cast<int>(order.size()), [&](int l) {
     const UsedGradient& g = update.used[order[static_cast<std::size_t>(l)]];
     const Eigen::VectorXd& x = history.at(g.version);
+    if (sampling == Sampling::kShared) {
+      // Uncoded (the rule's requirement): the message is the drawn partition's gradient.
+      const int j = shared_partition(options.seed, g.worker, g.computation, code.partitions());
+      Eigen::VectorXd y(p);
+      partition_gradient_of(objective, j, x, g.computation, options.minibatch, y);
+      messages.col(l) = y;
+      return;
+    }
     Eigen::VectorXd buffer(p);
     auto gradient = [&](int j) -> const Eigen::VectorXd& {
       partition_gradient_of(objective, j, x, g.computation, options.minibatch, buffer);
@@ -121,14 +130,37 @@ void used_messages(const models::Objective& objective,
   });
 }
 
-/// (n/K) Σ_l s(τ_l) y_l over the update's gradients in (worker, computation) order (`order`),
-/// with their weights (n/K) s(τ_l) in `weights`.
+/// The weight w_l of the update's gradient `g` before the staleness factor (train_asynchronous).
+double gradient_weight(const AsynchronousCluster& cluster,
+                       const AsynchronousUpdate& update,
+                       const UsedGradient& g) {
+  const auto n = static_cast<double>(cluster.workers());
+  switch (cluster.mode()) {
+    case UpdateMode::kMalenia: {
+      const auto b = std::count_if(update.used.begin(),
+                                   update.used.end(),
+                                   [&](const UsedGradient& u) { return u.worker == g.worker; });
+      return 1.0 / static_cast<double>(b);
+    }
+    case UpdateMode::kRescaledAsync:
+      return n * cluster.step_factor(g.worker);
+    case UpdateMode::kRennala:
+    case UpdateMode::kMindFlayer:
+      // B gradients, possibly more or fewer than n: (n/B) Σ is unbiased for Σ_j ∇F_j.
+      return n / static_cast<double>(update.used.size());
+    default:
+      return n / static_cast<double>(cluster.k());
+  }
+}
+
+/// Σ_l w_l s(τ_l) y_l over the update's gradients in (worker, computation) order (`order`),
+/// with their weights w_l s(τ_l) in `weights`.
 Eigen::VectorXd update_estimate(const models::Objective& objective,
                                 const codes::GradientCode& code,
+                                const AsynchronousCluster& cluster,
                                 const AsynchronousUpdate& update,
                                 const std::map<std::uint64_t, Eigen::VectorXd>& history,
                                 const AsynchronousOptions& options,
-                                double scale,
                                 std::vector<std::size_t>& order,
                                 std::vector<double>& weights) {
   order.resize(update.used.size());
@@ -139,11 +171,14 @@ Eigen::VectorXd update_estimate(const models::Objective& objective,
     return ga.worker != gb.worker ? ga.worker < gb.worker : ga.computation < gb.computation;
   });
   Eigen::MatrixXd messages;
-  used_messages(objective, code, update, order, history, options, messages);
+  used_messages(
+      objective, code, update, order, history, options, cluster.shape().sampling, messages);
   weights.resize(order.size());
   Eigen::VectorXd estimate = Eigen::VectorXd::Zero(objective.dimension());
   for (std::size_t l = 0; l < order.size(); ++l) {
-    const auto tau = static_cast<double>(update.used[order[l]].staleness);
+    const UsedGradient& g = update.used[order[l]];
+    const auto tau = static_cast<double>(g.staleness);
+    const double scale = gradient_weight(cluster, update, g);
     weights[l] = options.staleness_step == StalenessStep::kInverse ? scale / (1.0 + tau) : scale;
     estimate.noalias() += weights[l] * messages.col(static_cast<Eigen::Index>(l));
   }
@@ -198,6 +233,14 @@ void describe_iteration(BackendIteration& it, TraceRow& row) {
 
 }  // namespace
 
+int shared_partition(std::uint64_t seed, int worker, std::uint64_t computation, int partitions) {
+  const std::uint64_t h =
+      derive_seed(derive_seed(derive_seed(seed, static_cast<std::uint64_t>(Stream::kSampling)),
+                              static_cast<std::uint64_t>(worker)),
+                  computation);
+  return static_cast<int>(h % static_cast<std::uint64_t>(partitions));
+}
+
 void train_asynchronous(const models::Objective& objective,
                         const models::Objective* test_objective,
                         const codes::GradientCode& code,
@@ -223,13 +266,12 @@ void train_asynchronous(const models::Objective& objective,
   history.emplace(0, optimizer.iterate());
   TraceRow row;
   record(row);
-  const double scale = static_cast<double>(cluster.workers()) / static_cast<double>(cluster.k());
   for (std::uint64_t t = 1; t <= options.run.iterations; ++t) {
     const AsynchronousUpdate& update = cluster.next_update();
     std::vector<std::size_t> order;
     std::vector<double> weights;
     Eigen::VectorXd estimate =
-        update_estimate(objective, code, update, history, options, scale, order, weights);
+        update_estimate(objective, code, cluster, update, history, options, order, weights);
     estimate.noalias() += objective.l2() * optimizer.iterate();
     const double gradient_norm = full_gradient.norm();
     const double gradient_error = (estimate - full_gradient).norm();

@@ -80,14 +80,26 @@ struct AsynchronousOptions {
   StalenessStep staleness_step = StalenessStep::kConstant;
   /// Stochastic gradients; each computation c of a worker draws its own sample (draw c).
   std::optional<MinibatchOptions> minibatch;
+  /// Shared sampling (Sampling::kShared): computation c of worker i reads the partition
+  /// shared_partition(seed, i, c) instead of its own.
+  std::uint64_t seed = 0;
 };
+
+/// The partition computation `computation` of `worker` reads under shared sampling: uniform over
+/// the `partitions`, from the run's sampling stream; depends on nothing else.
+[[nodiscard]] int shared_partition(std::uint64_t seed,
+                                   int worker,
+                                   std::uint64_t computation,
+                                   int partitions);
 
 /// The asynchronous loop (docs/model.md §4 "Asynchronous updates"): row t holds f(x_t) after t
 /// updates of `cluster`'s discipline. Update t uses the K gradients g_l computed at the stale
 /// iterates x_{v_l} (each worker's coded message y_i = Σ_j B_ij ∇F_j(x_{v_l}), stochastic with
-/// `options.minibatch`) and steps with the estimate
-///   ĝ = (n/K) Σ_l s(τ_l) g_l + λ₂ x_{t−1},   s(τ) = 1 (constant) or 1/(1 + τ) (inverse),
-/// the gradients summed in (worker, computation) order, so that K = n with every gradient
+/// `options.minibatch`; under shared sampling ∇F_j of the drawn partition) and steps with
+///   ĝ = Σ_l w_l s(τ_l) g_l + λ₂ x_{t−1},   s(τ) = 1 (constant) or 1/(1 + τ) (inverse),
+/// w_l = n/K (n/B for Rennala and MindFlayer), 1/b_i for Malenia (b_i the update's gradients
+/// from the worker of g_l: the mean of each worker's gradients, summed), n τ_i/τ_H for Rescaled
+/// ASGD; the gradients summed in (worker, computation) order, so that K = n with every gradient
 /// fresh is the synchronous loop's sum over every worker, bit for bit. `optimizer` must query
 /// its iterate (gradient descent). Throws NumericalError as train does.
 void train_asynchronous(const models::Objective& objective,

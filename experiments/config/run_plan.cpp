@@ -732,6 +732,23 @@ void check_combinations(const nlohmann::json& config,
   declared.push_back(declaration_of(plan.backend, "/backend/kind", "the {} backend"));
   check_requirements(declared, plan, config, file);
   plan.update = plan.scheme.rule->update_shape();
+  if (plan.update && plan.update->mode == sim::UpdateMode::kMindFlayer) {
+    // A worker whose cut-off is below its shortest delay abandons every attempt: with no worker
+    // able to deliver, the run would never make an update.
+    const auto delays = plan.make_delays();
+    bool anyone = delays->time_varying();
+    for (int i = 0; i < delays->workers() && !anyone; ++i) {
+      anyone = delays->cdf(i, plan.update->cutoffs[static_cast<std::size_t>(i)]) > 0.0;
+    }
+    if (!anyone) {
+      throw ConfigError(fmt::format(
+          "{}:/stopping/cutoffs: no worker can finish a computation within its cut-off (every "
+          "cut-off is below the worker's shortest delay, {} s for worker 0); expected cut-offs "
+          "above the delays' lower bounds",
+          file,
+          delays->lower_bound(0)));
+    }
+  }
 }
 
 // The key of a data set in the setup cache: everything its bytes depend on (the loss kind too:

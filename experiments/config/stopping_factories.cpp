@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "experiments/config/factories.h"
 #include "experiments/config/factory_support.h"
@@ -115,11 +117,88 @@ RulePtr make_update_rule(JsonReader& stopping, const CodePtr& code, sim::UpdateM
   const int k = to_int(stopping.integer("k", std::nullopt));
   const auto step =
       stopping.choice("staleness_step", "staleness step", {"constant", "inverse"}, "constant");
-  const sim::UpdateRule::Options o{
-      code->workers(),
-      k,
-      mode,
-      step == "inverse" ? sim::StalenessStep::kInverse : sim::StalenessStep::kConstant};
+  sim::UpdateRule::Options o;
+  o.workers = code->workers();
+  o.k = k;
+  o.mode = mode;
+  o.step = step == "inverse" ? sim::StalenessStep::kInverse : sim::StalenessStep::kConstant;
+  checked(stopping, o);
+  return std::make_shared<sim::UpdateRule>(o);
+}
+
+/// "sampling": "own" (the worker's partition, the default) or "shared" (a partition drawn per
+/// computation: the homogeneous setting of the time-optimal methods' papers).
+sim::Sampling read_sampling(JsonReader& stopping) {
+  return stopping.choice("sampling", "sampling", {"own", "shared"}, "own") == "shared"
+             ? sim::Sampling::kShared
+             : sim::Sampling::kOwn;
+}
+
+/// MindFlayer's "cutoffs": one number for every worker, or an array of one per worker.
+std::vector<double> read_cutoffs(JsonReader& stopping, int workers) {
+  if (!stopping.has("cutoffs")) {
+    stopping.fail("cutoffs",
+                  "missing required key; expected a cut-off in seconds > 0, or an array of one "
+                  "per worker");
+  }
+  const auto& raw = stopping.raw("cutoffs");
+  const std::string expected =
+      fmt::format("a number > 0, or an array of {} numbers > 0 (seconds, one per worker)", workers);
+  if (raw.is_number()) {
+    const double t = raw.get<double>();
+    if (!(t > 0.0) || !std::isfinite(t)) {
+      stopping.fail_value("cutoffs", "out of range", raw, expected);
+    }
+    return std::vector<double>(static_cast<std::size_t>(workers), t);
+  }
+  if (!raw.is_array()) {
+    stopping.fail_value("cutoffs", "wrong shape", raw, expected);
+  }
+  std::vector<double> cutoffs;
+  for (const auto& t : raw) {
+    if (!t.is_number()) {
+      stopping.fail_value("cutoffs", "bad cut-off", t, expected);
+    }
+    cutoffs.push_back(t.get<double>());
+  }
+  return cutoffs;
+}
+
+/// A time-optimal method (docs/model.md §4 "Time-optimal methods"): the keys each one takes.
+RulePtr make_time_optimal(JsonReader& stopping, const CodePtr& code, sim::UpdateMode mode) {
+  sim::UpdateRule::Options o;
+  o.workers = code->workers();
+  o.mode = mode;
+  const bool batch = mode == sim::UpdateMode::kRennala || mode == sim::UpdateMode::kMalenia ||
+                     mode == sim::UpdateMode::kMindFlayer;
+  o.k = batch ? to_int(stopping.integer("batch", std::nullopt)) : 1;
+  if (mode == sim::UpdateMode::kRingmaster && stopping.has("max_delay")) {
+    const std::int64_t r = stopping.integer("max_delay", std::nullopt);
+    if (r < 1) {
+      stopping.fail_value("max_delay", "out of range", r, "an integer >= 1 (R; absent: no limit)");
+    }
+    o.max_delay = static_cast<std::uint64_t>(r);
+  }
+  if (mode == sim::UpdateMode::kMindFlayer) {
+    o.cutoffs = read_cutoffs(stopping, code->workers());
+  }
+  if (mode != sim::UpdateMode::kRescaledAsync) {
+    o.stop_stale = stopping.boolean("stop_stale", false);
+  }
+  if (mode != sim::UpdateMode::kMalenia && mode != sim::UpdateMode::kRescaledAsync) {
+    o.sampling = read_sampling(stopping);
+  }
+  if (!batch) {
+    const auto step =
+        stopping.choice("staleness_step", "staleness step", {"constant", "inverse"}, "constant");
+    o.step = step == "inverse" ? sim::StalenessStep::kInverse : sim::StalenessStep::kConstant;
+  }
+  if (o.max_delay == std::nullopt && mode == sim::UpdateMode::kRingmaster && o.stop_stale) {
+    stopping.fail_value("stop_stale",
+                        "has nothing to stop without a delay threshold",
+                        true,
+                        "false, or a max_delay R");
+  }
   checked(stopping, o);
   return std::make_shared<sim::UpdateRule>(o);
 }
@@ -202,6 +281,49 @@ std::vector<FactoryRow<StoppingFactory>> asynchronous_rules() {
          return make_update_rule(r, c, sim::UpdateMode::kKBatchSync);
        },
        asynchronous("k_batch_sync")},
+      {"malenia",
+       "Malenia SGD: gradients at the current x until every worker has b_i >= 1 and n / sum "
+       "1/b_i >= batch/n; the mean of each worker's gradients (heterogeneous data)",
+       {{"batch", ""}, {"stop_stale", "false"}},
+       [](JsonReader& r, const CodePtr& c) {
+         return make_time_optimal(r, c, sim::UpdateMode::kMalenia);
+       },
+       asynchronous("malenia")},
+      {"mindflayer",
+       "MindFlayer SGD: Rennala whose worker i abandons an attempt at its cut-off and restarts "
+       "with a fresh draw",
+       {{"batch", ""}, {"cutoffs", ""}, {"stop_stale", "false"}, {"sampling", "own"}},
+       [](JsonReader& r, const CodePtr& c) {
+         return make_time_optimal(r, c, sim::UpdateMode::kMindFlayer);
+       },
+       asynchronous("mindflayer")},
+      {"rennala",
+       "Rennala SGD: update once batch gradients computed at the current x are in (fast workers "
+       "several times); older gradients are discarded",
+       {{"batch", ""}, {"stop_stale", "false"}, {"sampling", "own"}},
+       [](JsonReader& r, const CodePtr& c) {
+         return make_time_optimal(r, c, sim::UpdateMode::kRennala);
+       },
+       asynchronous("rennala")},
+      {"rescaled_async",
+       "Rescaled ASGD: asynchronous SGD whose worker i steps by step x tau_i / harmonic mean "
+       "of the tau (tau_i its mean compute time)",
+       {{"staleness_step", "constant"}},
+       [](JsonReader& r, const CodePtr& c) {
+         return make_time_optimal(r, c, sim::UpdateMode::kRescaledAsync);
+       },
+       asynchronous("rescaled_async")},
+      {"ringmaster",
+       "Ringmaster ASGD: asynchronous SGD discarding a gradient whose delay reaches max_delay "
+       "(stop_stale: the worker stops computing it)",
+       {{"max_delay", "none"},
+        {"stop_stale", "false"},
+        {"sampling", "own"},
+        {"staleness_step", "constant"}},
+       [](JsonReader& r, const CodePtr& c) {
+         return make_time_optimal(r, c, sim::UpdateMode::kRingmaster);
+       },
+       asynchronous("ringmaster")},
   };
 }
 

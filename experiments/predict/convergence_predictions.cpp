@@ -805,13 +805,13 @@ void simulate_training(const RunPlan& plan,
   auto optimizer = plan.make_optimizer();
   if (plan.update) {  // an update rule: the asynchronous loop on its own clock
     sim::AsynchronousCluster cluster(
-        plan.make_delays(), plan.update->mode, plan.update->k, delay_seed, plan.network);
+        plan.make_delays(), *plan.update, delay_seed, plan.network);
     sim::train_asynchronous(*plan.objective,
                             nullptr,
                             *plan.scheme.code,
                             *optimizer,
                             cluster,
-                            sim::AsynchronousOptions{{plan.iterations}, plan.update->step, {}},
+                            sim::AsynchronousOptions{{plan.iterations}, plan.update->step, {}, delay_seed},
                             on_row);
     return;
   }

@@ -27,6 +27,7 @@ enum class Stream : std::uint64_t {
   kFaults = 5,
   kMinibatch = 6,  ///< the rows of each stochastic gradient (models/objective.h minibatch_seed)
   kInit = 7,       ///< a model's seeded initial point (models/softmax_network.h)
+  kSampling = 8,   ///< the partition a shared-sampling computation reads (sim/training_loop.h)
 };
 
 [[nodiscard]] inline RandomEngine make_engine(std::uint64_t seed, Stream stream) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -73,7 +74,12 @@ TEST_CASE("advise: candidate schemes for n workers", "[advise]") {
                                  "erasurehead dynamic_frc d=2 r=12 K=2",
                                  "k-sync K=12",
                                  "k-async K=12",
-                                 "anytime window=1.5"});
+                                 "anytime window=1.5",
+                                 "rennala B=24",
+                                 "malenia S=24",
+                                 "ringmaster R=24",
+                                 "mindflayer B=24 cutoff=1.5",
+                                 "rescaled asgd"});
   // n = 5: no FRC (2, 3 do not divide 5), no deadline without a value.
   CHECK(labels(scheme_candidates(5, 0.0)) == std::vector<std::string>{"uncoded",
                                                                       "ignore-stragglers r=4",
@@ -83,7 +89,11 @@ TEST_CASE("advise: candidate schemes for n workers", "[advise]") {
                                                                       "bgc d=2 r=3",
                                                                       "bgc d=3 r=3",
                                                                       "k-sync K=3",
-                                                                      "k-async K=3"});
+                                                                      "k-async K=3",
+                                                                      "rennala B=5",
+                                                                      "malenia S=5",
+                                                                      "ringmaster R=5",
+                                                                      "rescaled asgd"});
   const auto c = scheme_candidates(24, 0.0);
   const nlohmann::json config = {{"code", {{"kind", "frc"}}}, {"partitions", 24}};
   const nlohmann::json applied = apply_candidate(config, c[10]);
@@ -215,6 +225,7 @@ TEST_CASE("advise: a baseline's time to target is simulated directly", "[advise]
   const nlohmann::json j = advice_json(a);
   int baselines = 0;
   int adaptive = 0;
+  int time_optimal = 0;
   for (const auto& c : a.ranked) {
     if (!c.simulated_directly()) {
       CHECK(c.total_method == "iterations_to_target * iteration_time");
@@ -222,6 +233,15 @@ TEST_CASE("advise: a baseline's time to target is simulated directly", "[advise]
     }
     baselines += c.baseline ? 1 : 0;
     adaptive += c.adaptive ? 1 : 0;
+    if (c.time_optimal) {
+      // One gradient per update (Ringmaster, Rescaled ASGD) may not reach the target in 60
+      // updates; what does reach it agrees with its own measurement like the baselines.
+      ++time_optimal;
+      if (c.problem.empty() && !c.iterations) {
+        CHECK(c.total == std::numeric_limits<double>::infinity());
+        continue;
+      }
+    }
     INFO(c.label << ": " << c.total << " +- " << c.total_se << " (" << c.total_method
                  << "), measured " << c.measured_mean << " +- " << c.measured_se);
     REQUIRE(c.problem.empty());
@@ -232,8 +252,9 @@ TEST_CASE("advise: a baseline's time to target is simulated directly", "[advise]
     CHECK(std::abs(c.total - c.measured_mean) <= 4.0 * std::hypot(c.total_se, c.measured_se));
     CHECK(c.least_covered_fraction > 0.0);  // every worker's gradient is used at times
   }
-  CHECK(baselines == 3);  // K-sync, K-async, and Anytime with ErasureHead's mean time as window
-  CHECK(adaptive == 3);   // ErasureHead with the adaptive r, the adaptive deadline, regrouped
+  CHECK(baselines == 3);     // K-sync, K-async, and Anytime with ErasureHead's mean time as window
+  CHECK(adaptive == 3);      // ErasureHead with the adaptive r, the adaptive deadline, regrouped
+  CHECK(time_optimal == 5);  // Rennala, Malenia, Ringmaster, MindFlayer, Rescaled ASGD
   for (const auto& row : j["schemes"]) {
     if (row["scheme"] == "k-async K=4") {
       CHECK(row["time_to_target_method"].get<std::string>().starts_with("simulation (mean time"));

@@ -496,3 +496,115 @@ TEST_CASE("sim: minibatch gradients are the same bytes for every thread count",
 }
 
 }  // namespace stragglersim::sim
+
+namespace stragglersim::sim {
+namespace {
+
+Run train_time_optimal(const std::shared_ptr<const models::Objective>& objective,
+                       std::unique_ptr<DelayModel> delays,
+                       const UpdateShape& shape,
+                       int iterations,
+                       AsynchronousOptions options = {}) {
+  const int n = delays->workers();
+  const codes::UncodedCode code(n);
+  AsynchronousCluster cluster(std::move(delays), shape, 5);
+  GradientDescent gd(Eigen::VectorXd::Zero(objective->dimension()), 0.7);
+  options.run.iterations = static_cast<std::uint64_t>(iterations);
+  Run run;
+  train_asynchronous(*objective, nullptr, code, gd, cluster, options, [&](const TraceRow& row) {
+    run.rows.push_back(row);
+  });
+  return run;
+}
+
+UpdateShape optimal_method(UpdateMode mode, int k) {
+  UpdateShape s;
+  s.mode = mode;
+  s.k = k;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("sim: Rennala and Malenia with B = n and equal times are synchronous SGD bit for bit",
+          "[sim][training][async][time_optimal]") {
+  const int n = 4;
+  const auto objective = small_logistic(n);  // 60 rows per partition
+  const MinibatchOptions batch{10, 21};
+  const Run sync = train_sync(objective,
+                              std::make_unique<ConstantDelay>(n, 0.25),
+                              std::make_shared<AllStopping>(n),
+                              30,
+                              batch);
+  AsynchronousOptions options;
+  options.minibatch = batch;
+  for (const UpdateMode mode : {UpdateMode::kRennala, UpdateMode::kMalenia}) {
+    for (const bool stop : {false, true}) {
+      UpdateShape shape = optimal_method(mode, n);
+      shape.stop_stale = stop;
+      const Run method = train_time_optimal(
+          objective, std::make_unique<ConstantDelay>(n, 0.25), shape, 30, options);
+      REQUIRE(method.rows.size() == sync.rows.size());
+      for (std::size_t t = 0; t < sync.rows.size(); ++t) {
+        REQUIRE(method.rows[t].loss == sync.rows[t].loss);
+        REQUIRE(method.rows[t].time == sync.rows[t].time);
+        REQUIRE(method.rows[t].grad_norm == sync.rows[t].grad_norm);
+      }
+    }
+  }
+}
+
+TEST_CASE("sim: Ringmaster without a threshold is K-async with K = 1 bit for bit",
+          "[sim][training][async][time_optimal]") {
+  const int n = 4;
+  const auto objective = small_logistic(n);
+  const Run async = train_async(objective, spread_delays(n), UpdateMode::kKAsync, 1, 40);
+  const Run ringmaster = train_time_optimal(
+      objective, spread_delays(n), optimal_method(UpdateMode::kRingmaster, 1), 40);
+  REQUIRE(async.rows.size() == ringmaster.rows.size());
+  for (std::size_t t = 0; t < async.rows.size(); ++t) {
+    REQUIRE(async.rows[t].loss == ringmaster.rows[t].loss);
+    REQUIRE(async.rows[t].time == ringmaster.rows[t].time);
+    REQUIRE(async.rows[t].staleness_max == ringmaster.rows[t].staleness_max);
+  }
+  // A threshold R = 1 uses only fresh gradients and drops the rest.
+  UpdateShape fresh = optimal_method(UpdateMode::kRingmaster, 1);
+  fresh.max_delay = 1;
+  const Run r1 = train_time_optimal(objective, spread_delays(n), fresh, 40);
+  for (std::size_t t = 1; t < r1.rows.size(); ++t) {
+    REQUIRE(r1.rows[t].staleness_max == 0.0);
+  }
+  CHECK(r1.rows.back().loss < r1.rows.front().loss);
+}
+
+TEST_CASE("sim: shared sampling reads a uniformly drawn partition per computation",
+          "[sim][training][async][time_optimal]") {
+  const int partitions = 5;
+  std::vector<int> counts(partitions, 0);
+  const int draws = 20000;
+  for (int c = 1; c <= draws; ++c) {
+    counts[static_cast<std::size_t>(
+        shared_partition(77, c % 3, static_cast<std::uint64_t>(c), partitions))] += 1;
+  }
+  // Each count is Binomial(draws, 1/5): within 4 standard deviations of draws/5.
+  const double sd = std::sqrt(draws * 0.2 * 0.8);
+  for (const int count : counts) {
+    CHECK(std::abs(count - draws / 5.0) < 4.0 * sd);
+  }
+  CHECK(shared_partition(77, 1, 9, partitions) == shared_partition(77, 1, 9, partitions));
+  // A Rennala run with shared sampling differs from its own-partition run and still descends.
+  const int n = 4;
+  const auto objective = small_logistic(n);
+  UpdateShape own = optimal_method(UpdateMode::kRennala, 3);
+  UpdateShape shared = own;
+  shared.sampling = Sampling::kShared;
+  AsynchronousOptions options;
+  options.seed = 12;
+  const Run a = train_time_optimal(objective, spread_delays(n), own, 40, options);
+  const Run b = train_time_optimal(objective, spread_delays(n), shared, 40, options);
+  CHECK(a.rows[10].loss != b.rows[10].loss);
+  CHECK(a.rows[10].time == b.rows[10].time);  // sampling draws nothing from the delay stream
+  CHECK(b.rows.back().loss < 0.9 * b.rows.front().loss);
+}
+
+}  // namespace stragglersim::sim

@@ -146,6 +146,11 @@ TEST_CASE("config: the unknown-key list is the factory row's keys", "[experiment
     } else if (row.name == "adaptive_deadline") {
       c["stopping"]["window"] = 3;
       c["stopping"]["mads"] = 1.0;
+    } else if (row.name == "rennala" || row.name == "malenia" || row.name == "mindflayer") {
+      c["stopping"]["batch"] = 2;
+      if (row.name == "mindflayer") {
+        c["stopping"]["cutoffs"] = 3.0;
+      }
     }
     CHECK(factory_error(c) ==
           "cfg.json:/stopping/bogus: unknown key 'bogus'; valid keys are: " + join(keys));

@@ -11,6 +11,8 @@
 
 #include "experiments/config/factories.h"
 #include "experiments/config/run_plan.h"
+#include "sim/asynchronous_cluster.h"
+#include "sim/training_loop.h"
 #include "tests/experiments/config/plan_support.h"
 
 namespace stragglersim::experiments {
@@ -118,6 +120,123 @@ TEST_CASE("rules: the table refuses a second row of a name and keeps its built-i
   CHECK_THROWS_AS(unregister_stopping_rule("first_r"), std::logic_error);
   CHECK_THROWS_AS(unregister_stopping_rule("toy_first_r"), std::logic_error);
   CHECK(names_of(stopping_factories()) == before);
+}
+
+}  // namespace stragglersim::experiments
+
+namespace stragglersim::experiments {
+namespace {
+
+/// The asynchronous loop of a plan with an update rule, as `stragglersim run` drives it.
+std::vector<sim::TraceRow> train_update_plan(const RunPlan& plan) {
+  sim::AsynchronousCluster cluster(plan.make_delays(), *plan.update, plan.seed, plan.network);
+  auto optimizer = plan.make_optimizer();
+  std::vector<sim::TraceRow> rows;
+  sim::train_asynchronous(
+      *plan.objective,
+      nullptr,
+      *plan.scheme.code,
+      *optimizer,
+      cluster,
+      sim::AsynchronousOptions{{plan.iterations}, plan.update->step, {}, plan.seed},
+      [&](const sim::TraceRow& r) { rows.push_back(r); });
+  return rows;
+}
+
+nlohmann::json time_optimal_config(const nlohmann::json& stopping) {
+  auto c = testing::small_logistic_config("time_optimal");  // 6 workers
+  c["code"] = {{"kind", "uncoded"}};
+  c["stopping"] = stopping;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("rules: the time-optimal methods read their keys and refuse bad values at them",
+          "[experiments][config][time_optimal]") {
+  const auto dir = testing::process_scratch("time_optimal_rules");
+  struct Good {
+    nlohmann::json stopping;
+    sim::UpdateMode mode;
+    int k;
+  };
+  const std::vector<Good> good = {
+      {{{"rule", "rennala"}, {"batch", 9}}, sim::UpdateMode::kRennala, 9},
+      {{{"rule", "malenia"}, {"batch", 12}, {"stop_stale", true}}, sim::UpdateMode::kMalenia, 12},
+      {{{"rule", "ringmaster"}, {"max_delay", 3}}, sim::UpdateMode::kRingmaster, 1},
+      {{{"rule", "mindflayer"}, {"batch", 4}, {"cutoffs", 2.5}}, sim::UpdateMode::kMindFlayer, 4},
+      {{{"rule", "rescaled_async"}}, sim::UpdateMode::kRescaledAsync, 1},
+  };
+  for (const Good& g : good) {
+    INFO(g.stopping.dump());
+    const RunPlan plan = plan_run(time_optimal_config(g.stopping), "cfg.json", dir);
+    REQUIRE(plan.update);
+    CHECK(plan.update->mode == g.mode);
+    CHECK(plan.update->k == g.k);
+    const auto rows = train_update_plan(plan);
+    CHECK(rows.back().loss < rows.front().loss);
+  }
+  const RunPlan ring = plan_run(
+      time_optimal_config({{"rule", "ringmaster"}, {"max_delay", 3}, {"stop_stale", true}}),
+      "cfg.json",
+      dir);
+  CHECK(ring.update->max_delay == std::optional<std::uint64_t>(3));
+  CHECK(ring.update->stop_stale);
+  const RunPlan mind = plan_run(
+      time_optimal_config({{"rule", "mindflayer"}, {"batch", 4}, {"cutoffs", {1, 2, 3, 4, 5, 6}}}),
+      "cfg.json",
+      dir);
+  CHECK(mind.update->cutoffs == std::vector<double>{1, 2, 3, 4, 5, 6});
+
+  struct Bad {
+    nlohmann::json stopping;
+    std::string error;
+  };
+  const std::vector<Bad> bad = {
+      {{{"rule", "rennala"}, {"batch", 0}},
+       "cfg.json:/stopping/batch: out of range; got 0; expected an integer >= 1"},
+      {{{"rule", "malenia"}, {"batch", -2}},
+       "cfg.json:/stopping/batch: out of range; got -2; expected an integer >= 1"},
+      {{{"rule", "ringmaster"}, {"max_delay", 0}},
+       "cfg.json:/stopping/max_delay: out of range; got 0; expected an integer >= 1 (R; absent: "
+       "no limit)"},
+      {{{"rule", "ringmaster"}, {"stop_stale", true}},
+       "cfg.json:/stopping/stop_stale: has nothing to stop without a delay threshold; got true; "
+       "expected false, or a max_delay R"},
+      {{{"rule", "mindflayer"}, {"batch", 2}, {"cutoffs", 0}},
+       "cfg.json:/stopping/cutoffs: out of range; got 0; expected a number > 0, or an array of 6 "
+       "numbers > 0 (seconds, one per worker)"},
+      {{{"rule", "mindflayer"}, {"batch", 2}, {"cutoffs", {1, 2, -1, 4, 5, 6}}},
+       "cfg.json:/stopping/cutoffs: out of range; got -1; expected 6 cut-offs > 0 (seconds, one "
+       "per worker)"},
+      {{{"rule", "mindflayer"}, {"batch", 2}, {"cutoffs", {1, 2}}},
+       "cfg.json:/stopping/cutoffs: wrong length; got 2; expected 6 cut-offs > 0 (seconds, one per "
+       "worker)"},
+      {{{"rule", "rennala"}, {"batch", 2}, {"sampling", "shard"}},
+       "cfg.json:/stopping/sampling: unknown sampling 'shard'; did you mean 'shared'? valid values "
+       "are: own, shared"},
+  };
+  for (const Bad& b : bad) {
+    INFO(b.stopping.dump());
+    CHECK(testing::plan_error(time_optimal_config(b.stopping), dir) == b.error);
+  }
+  // Cut-offs below every worker's shortest delay (the shift, 1 s): no update would ever come.
+  CHECK(testing::plan_error(
+            time_optimal_config({{"rule", "mindflayer"}, {"batch", 2}, {"cutoffs", 0.5}}), dir) ==
+        "cfg.json:/stopping/cutoffs: no worker can finish a computation within its cut-off "
+        "(every cut-off is below the worker's shortest delay, 1 s for worker 0); expected "
+        "cut-offs above the delays' lower bounds");
+  // The asynchronous loop's requirements: uncoded, with data, on the simulated clock.
+  auto coded = time_optimal_config({{"rule", "rennala"}, {"batch", 3}});
+  coded["code"] = {{"kind", "frc"}, {"d", 2}};
+  CHECK(testing::plan_error(coded, dir)
+            .starts_with("cfg.json:/stopping/rule: the asynchronous rule 'rennala' needs the "
+                         "uncoded code"));
+  auto threads = time_optimal_config({{"rule", "ringmaster"}});
+  threads["backend"] = {{"kind", "threads"}};
+  CHECK(testing::plan_error(threads, dir)
+            .starts_with("cfg.json:/stopping/rule: the asynchronous rule 'ringmaster' needs the "
+                         "simulated clock"));
 }
 
 }  // namespace stragglersim::experiments
