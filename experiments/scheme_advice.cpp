@@ -355,12 +355,38 @@ void add_baseline_candidates(int n, double deadline, std::vector<SchemeCandidate
   }
 }
 
+/// The time-optimal methods (docs/model.md §4), each at the parameter its paper's analysis points
+/// to for a batch of n: Rennala and MindFlayer with B = n, Malenia with S = n, Ringmaster with
+/// R = n (stopping stale computations), MindFlayer's cut-off the deadline candidate's wait (with
+/// a deadline), and Rescaled ASGD. Every worker reads its own partition (the data-parallel
+/// layout of every other candidate).
+void add_time_optimal_candidates(int n, double deadline, std::vector<SchemeCandidate>& out) {
+  const std::size_t first = out.size();
+  const nlohmann::json uncoded = {{"kind", "uncoded"}};
+  out.push_back(
+      candidate(fmt::format("rennala B={}", n), uncoded, {{"rule", "rennala"}, {"batch", n}}));
+  out.push_back(
+      candidate(fmt::format("malenia S={}", n), uncoded, {{"rule", "malenia"}, {"batch", n}}));
+  out.push_back(candidate(fmt::format("ringmaster R={}", n),
+                          uncoded,
+                          {{"rule", "ringmaster"}, {"max_delay", n}, {"stop_stale", true}}));
+  if (deadline > 0.0) {
+    out.push_back(candidate(fmt::format("mindflayer B={} cutoff={:.4g}", n, deadline),
+                            uncoded,
+                            {{"rule", "mindflayer"}, {"batch", n}, {"cutoffs", deadline}}));
+  }
+  out.push_back(candidate("rescaled asgd", uncoded, {{"rule", "rescaled_async"}}));
+  for (std::size_t i = first; i < out.size(); ++i) {
+    out[i].time_optimal = true;
+  }
+}
+
 /// The workers whose messages each iteration (or update, for an update rule) of the plan's clock
 /// uses, one call per iteration.
 std::function<std::vector<int>()> heard_sets(const RunPlan& plan, std::uint64_t seed) {
   if (plan.update) {
     auto cluster = std::make_shared<sim::AsynchronousCluster>(
-        plan.make_delays(), plan.update->mode, plan.update->k, seed, plan.network);
+        plan.make_delays(), *plan.update, seed, plan.network);
     return [cluster] {
       std::vector<int> used;
       for (const auto& g : cluster->next_update().used) {
@@ -429,6 +455,7 @@ std::vector<SchemeCandidate> scheme_candidates(int workers, double deadline) {
   }
   add_adaptive_candidates(n, out);
   add_baseline_candidates(n, deadline, out);
+  add_time_optimal_candidates(n, deadline, out);
   return out;
 }
 
@@ -538,14 +565,15 @@ Advice advise(const nlohmann::json& config,
   for (auto& c : candidates) {
     evaluate(config, file, base_dir, advice, options, c);
   }
-  // The deadline candidate waits as long as ErasureHead d = 2 at r = n/2 does on average.
+  // The deadline candidate waits as long as ErasureHead d = 2 at r = n/2 does on average (and
+  // Anytime's window and MindFlayer's cut-off are that long).
   const std::string anchor =
       fmt::format("erasurehead frc d=2 r={}", fraction_of(base.workers, 1, 2));
   for (const auto& c : candidates) {
     if (c.label == anchor && c.problem.empty()) {
       for (auto& extra : scheme_candidates(base.workers, c.iteration_time)) {
         if (extra.label.find("deadline=") != std::string::npos ||
-            extra.label.starts_with("anytime")) {
+            extra.label.starts_with("anytime") || extra.label.starts_with("mindflayer")) {
           evaluate(config, file, base_dir, advice, options, extra);
           candidates.push_back(std::move(extra));
         }

@@ -51,8 +51,12 @@ struct SchemeCandidate {
   /// groups follow the run's history, which the theory does not model, so its time to target is
   /// simulated directly too.
   bool adaptive = false;
-  /// Baselines and adaptive rules: ranked by a time to target simulated over training runs.
-  [[nodiscard]] bool simulated_directly() const { return baseline || adaptive; }
+  /// A time-optimal method (Rennala, Malenia, Ringmaster, MindFlayer, Rescaled ASGD; docs/model.md
+  /// §4): an update rule of the asynchronous loop, simulated directly as the baselines are.
+  bool time_optimal = false;
+  /// Baselines, adaptive rules and the time-optimal methods: ranked by a time to target
+  /// simulated over training runs.
+  [[nodiscard]] bool simulated_directly() const { return baseline || adaptive || time_optimal; }
   double iteration_time = 0.0;
   std::string iteration_time_method;
   /// To target (a mean over runs when simulated); nullopt: not reached in the horizon.
@@ -97,7 +101,9 @@ struct Advice {
 /// adaptive deadline (median + 1 MAD) when 2 | n, and the baselines without a code: K-sync
 /// (first_r at ½ with
 /// rescale empirical), K-async (k_async, K = ½) and, with a deadline, Anytime minibatch (window =
-/// the deadline). `deadline` (seconds, 0: none) is the deadline's `after` and the window.
+/// the deadline), then the time-optimal methods: Rennala (B = n), Malenia (S = n), Ringmaster
+/// (R = n, stop_stale), MindFlayer (B = n, cut-off = the deadline, with a deadline) and Rescaled
+/// ASGD. `deadline` (seconds, 0: none) is the deadline's `after`, the window and the cut-off.
 [[nodiscard]] std::vector<SchemeCandidate> scheme_candidates(int workers, double deadline);
 
 /// Heterogeneity-aware candidates when the predicted `delay` block has per-worker `factors`
