@@ -560,7 +560,8 @@ const std::vector<FactoryRow<DelayFactory>>& delay_factories() {
        "compute power varying with the clock, a computation of load l ending when the power's "
        "integral reaches l: powers from a CSV file (time,worker,power, repeated with its "
        "period) or a Markov chain per worker (markov: powers, rates or switch_rate), times "
-       "speeds (an array, or \"sqrt\": 1/sqrt(i)); the universal computation model",
+       "speeds (an array, or \"sqrt\": 1/sqrt(i)); the universal computation model (simulated "
+       "clock only)",
        {{"powers", ""}, {"markov", ""}, {"speeds", ""}},
        make_universal,
        {.needs_simulated_clock = Flag{{.why = "its durations follow the simulated clock"}}}},
