@@ -496,6 +496,41 @@ std::vector<KeyDoc> markov_keys(bool factors) {
   return keys;
 }
 
+/// The rows whose descriptions and keys are long (delay_factories stays one screen).
+FactoryRow<DelayFactory> fixed_row() {
+  return {"fixed",
+          "no randomness: worker i always takes scale*times[i]*load (times an array, or \"sqrt\": "
+          "scale*sqrt(i), \"linear\": scale*i, i = 1..n); the fixed computation model",
+          {{"times", ""}, {"scale", "1"}},
+          make_fixed};
+}
+
+FactoryRow<DelayFactory> trace_row() {
+  return {"trace",
+          "measured per-worker times from a CSV file (iteration,worker,seconds or worker,seconds), "
+          "replayed in order (cycle), resampled by rows (bootstrap), by blocks of consecutive rows "
+          "(block) or per worker (empirical)",
+          {{"path", ""},
+           {"mode", "cycle"},
+           {"block", "auto"},
+           {"start", "0"},
+           {"tail", tail_text(sim::TailScaling::kLoad)}},
+          make_trace};
+}
+
+/// Its durations follow the clock: the real-time backends cannot give them.
+FactoryRow<DelayFactory> universal_row() {
+  return {"universal",
+          "compute power varying with the clock, a computation of load l ending when the power's "
+          "integral reaches l: powers from a CSV file (time,worker,power, repeated with its "
+          "period) or a Markov chain per worker (markov: powers, rates or switch_rate), times "
+          "speeds (an array, or \"sqrt\": 1/sqrt(i)); the universal computation model (simulated "
+          "clock only)",
+          {{"powers", ""}, {"markov", ""}, {"speeds", ""}},
+          make_universal,
+          {.needs_simulated_clock = Flag{{.why = "its durations follow the simulated clock"}}}};
+}
+
 }  // namespace
 
 const std::vector<FactoryRow<DelayFactory>>& delay_factories() {
@@ -509,11 +544,7 @@ const std::vector<FactoryRow<DelayFactory>>& delay_factories() {
        "shifted exponential slowed by a factor slowdown with probability slow_probability",
        bimodal_keys(),
        make_bimodal},
-      {"fixed",
-       "no randomness: worker i always takes scale*times[i]*load (times an array, or \"sqrt\": "
-       "scale*sqrt(i), \"linear\": scale*i, i = 1..n); the fixed computation model",
-       {{"times", ""}, {"scale", "1"}},
-       make_fixed},
+      fixed_row(),
       {"gamma",
        "load-scaled shift plus a Gamma(shape, scale) tail",
        shift_tail_keys(ga.shift, "shape", ga.shape, "scale", ga.scale, ga.tail),
@@ -546,25 +577,8 @@ const std::vector<FactoryRow<DelayFactory>>& delay_factories() {
         {"rate", number_text(se.rate)},
         {"tail", tail_text(se.tail)}},
        make_shifted_exponential},
-      {"trace",
-       "measured per-worker times from a CSV file (iteration,worker,seconds or worker,seconds), "
-       "replayed in order (cycle), resampled by rows (bootstrap), by blocks of consecutive rows "
-       "(block) or per worker (empirical)",
-       {{"path", ""},
-        {"mode", "cycle"},
-        {"block", "auto"},
-        {"start", "0"},
-        {"tail", tail_text(sim::TailScaling::kLoad)}},
-       make_trace},
-      {"universal",
-       "compute power varying with the clock, a computation of load l ending when the power's "
-       "integral reaches l: powers from a CSV file (time,worker,power, repeated with its "
-       "period) or a Markov chain per worker (markov: powers, rates or switch_rate), times "
-       "speeds (an array, or \"sqrt\": 1/sqrt(i)); the universal computation model (simulated "
-       "clock only)",
-       {{"powers", ""}, {"markov", ""}, {"speeds", ""}},
-       make_universal,
-       {.needs_simulated_clock = Flag{{.why = "its durations follow the simulated clock"}}}},
+      trace_row(),
+      universal_row(),
       {"weibull",
        "load-scaled shift plus a Weibull(shape, scale) tail",
        shift_tail_keys(wb.shift, "shape", wb.shape, "scale", wb.scale, wb.tail),

@@ -170,7 +170,12 @@ std::vector<double> cumulative(const std::vector<double>& weights) {
 
 }  // namespace
 
-PowerFile read_power_file(const std::string& path, int workers) {
+namespace {
+
+/// The rows of a power file per worker, each checked; `period` the largest time.
+std::vector<std::vector<PowerRow>> read_power_rows(const std::string& path,
+                                                   int workers,
+                                                   double& period) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     fail(path, 0, "cannot open the power file");
@@ -182,8 +187,8 @@ PowerFile read_power_file(const std::string& path, int workers) {
   const PowerHeader header = read_power_header(path, line);
   std::vector<std::vector<PowerRow>> rows(static_cast<std::size_t>(std::max(workers, 0)));
   std::int64_t number = 1;
-  double period = 0.0;
   bool any = false;
+  period = 0.0;
   while (std::getline(in, line)) {
     ++number;
     if (trim_field(line).empty()) continue;
@@ -216,44 +221,72 @@ PowerFile read_power_file(const std::string& path, int workers) {
   if (!(period > 0.0)) {
     fail(path, 0, "every time is 0 (expected the largest time, the period, > 0)");
   }
+  return rows;
+}
+
+/// Worker w's trace over [0, period) from its rows (sorted here), checked.
+PowerTrace trace_of(const std::string& path,
+                    std::size_t w,
+                    std::vector<PowerRow>& r,
+                    double period) {
+  std::stable_sort(
+      r.begin(), r.end(), [](const PowerRow& a, const PowerRow& b) { return a.time < b.time; });
+  for (std::size_t k = 1; k < r.size(); ++k) {
+    if (r[k].time == r[k - 1].time) {
+      fail(path,
+           std::max(r[k].line, r[k - 1].line),
+           fmt::format(
+               "duplicate time {} for worker {} (expected one power per time)", r[k].time, w));
+    }
+  }
+  if (r.empty() || r.front().time != 0.0) {
+    fail(path,
+         0,
+         fmt::format("worker {} has no row at time 0 (expected every worker's power from time 0)",
+                     w));
+  }
+  PowerTrace trace;
+  trace.period = period;
+  double work = 0.0;
+  for (std::size_t k = 0; k < r.size() && r[k].time < period; ++k) {
+    trace.start.push_back(r[k].time);
+    trace.power.push_back(r[k].power);
+    const double end = k + 1 < r.size() ? r[k + 1].time : period;
+    work += r[k].power * (end - r[k].time);
+  }
+  if (!(work > 0.0)) {
+    fail(path,
+         0,
+         fmt::format("worker {} has power 0 over the whole period (expected some power > 0, or "
+                     "its computations never end)",
+                     w));
+  }
+  return trace;
+}
+
+/// A draw of the index whose cumulative probability first exceeds a uniform number (nothing
+/// drawn for a single index).
+int draw_index(const std::vector<double>& cumulative, RandomEngine& rng) {
+  if (cumulative.size() == 1) {
+    return 0;  // one state: nothing to draw
+  }
+  boost::random::uniform_real_distribution<double> u(0.0, 1.0);
+  const double x = u(rng);
+  const auto k = std::upper_bound(cumulative.begin(), cumulative.end(), x) - cumulative.begin();
+  // Rounding of the last cumulative value below 1 cannot push the index out of range.
+  return static_cast<int>(
+      std::min<std::ptrdiff_t>(k, static_cast<std::ptrdiff_t>(cumulative.size()) - 1));
+}
+
+}  // namespace
+
+PowerFile read_power_file(const std::string& path, int workers) {
+  double period = 0.0;
+  std::vector<std::vector<PowerRow>> rows = read_power_rows(path, workers, period);
   PowerFile file{path, {}};
   file.workers.reserve(rows.size());
   for (std::size_t w = 0; w < rows.size(); ++w) {
-    auto& r = rows[w];
-    std::stable_sort(
-        r.begin(), r.end(), [](const PowerRow& a, const PowerRow& b) { return a.time < b.time; });
-    for (std::size_t k = 1; k < r.size(); ++k) {
-      if (r[k].time == r[k - 1].time) {
-        fail(path,
-             std::max(r[k].line, r[k - 1].line),
-             fmt::format(
-                 "duplicate time {} for worker {} (expected one power per time)", r[k].time, w));
-      }
-    }
-    if (r.empty() || r.front().time != 0.0) {
-      fail(path,
-           0,
-           fmt::format("worker {} has no row at time 0 (expected every worker's power from "
-                       "time 0)",
-                       w));
-    }
-    PowerTrace trace;
-    trace.period = period;
-    double work = 0.0;
-    for (std::size_t k = 0; k < r.size() && r[k].time < period; ++k) {
-      trace.start.push_back(r[k].time);
-      trace.power.push_back(r[k].power);
-      const double end = k + 1 < r.size() ? r[k + 1].time : period;
-      work += r[k].power * (end - r[k].time);
-    }
-    if (!(work > 0.0)) {
-      fail(path,
-           0,
-           fmt::format("worker {} has power 0 over the whole period (expected some power > 0, "
-                       "or its computations never end)",
-                       w));
-    }
-    file.workers.push_back(std::move(trace));
+    file.workers.push_back(trace_of(path, w, rows[w], period));
   }
   return file;
 }
@@ -385,18 +418,6 @@ UniversalDelay::UniversalDelay(std::vector<double> loads, const Options& options
   paths_.resize(loads.size());
 }
 
-int UniversalDelay::draw_state(const std::vector<double>& cumulative, RandomEngine& rng) const {
-  if (cumulative.size() == 1) {
-    return 0;  // one state: nothing to draw
-  }
-  boost::random::uniform_real_distribution<double> u(0.0, 1.0);
-  const double x = u(rng);
-  const auto k = std::upper_bound(cumulative.begin(), cumulative.end(), x) - cumulative.begin();
-  // x below 1 always lands in range; rounding of the last cumulative value cannot push it out.
-  return static_cast<int>(
-      std::min<std::ptrdiff_t>(k, static_cast<std::ptrdiff_t>(cumulative.size()) - 1));
-}
-
 double UniversalDelay::draw_hold(int state, RandomEngine& rng) const {
   const double rate = exit_rate_[static_cast<std::size_t>(state)];
   if (rate <= 0.0) {
@@ -408,7 +429,7 @@ double UniversalDelay::draw_hold(int state, RandomEngine& rng) const {
 
 void UniversalDelay::extend(Path& path, RandomEngine& rng) const {
   const Segment last = path.segments.back();
-  const int next = draw_state(jump_cumulative_[static_cast<std::size_t>(last.state)], rng);
+  const int next = draw_index(jump_cumulative_[static_cast<std::size_t>(last.state)], rng);
   path.segments.push_back({last.end + draw_hold(next, rng), next});
 }
 
@@ -450,7 +471,7 @@ double UniversalDelay::chain_duration(std::size_t worker,
   if (path.segments.empty()) {
     // Stationary from the worker's first computation: the law of the state then is π, and the
     // holding time left is Exp(exit rate) by memorylessness.
-    const int state = draw_state(stationary_cumulative_, rng);
+    const int state = draw_index(stationary_cumulative_, rng);
     path.from = start;
     path.segments.push_back({start + draw_hold(state, rng), state});
   }
@@ -482,7 +503,7 @@ double UniversalDelay::chain_duration(std::size_t worker,
 }
 
 double UniversalDelay::fresh_chain_duration(double work, RandomEngine& rng) const {
-  int state = draw_state(stationary_cumulative_, rng);
+  int state = draw_index(stationary_cumulative_, rng);
   double elapsed = 0.0;
   for (;;) {
     const double span = draw_hold(state, rng);
@@ -492,7 +513,7 @@ double UniversalDelay::fresh_chain_duration(double work, RandomEngine& rng) cons
     }
     work -= power * span;
     elapsed += span;
-    state = draw_state(jump_cumulative_[static_cast<std::size_t>(state)], rng);
+    state = draw_index(jump_cumulative_[static_cast<std::size_t>(state)], rng);
   }
 }
 

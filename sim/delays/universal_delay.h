@@ -130,7 +130,6 @@ class UniversalDelay final : public DelayModel {
   double chain_duration(std::size_t worker, double start, double work, RandomEngine& rng);
   /// Time to do `work` on a fresh path started in the stationary law (not stored).
   double fresh_chain_duration(double work, RandomEngine& rng) const;
-  int draw_state(const std::vector<double>& cumulative, RandomEngine& rng) const;
   double draw_hold(int state, RandomEngine& rng) const;
   void extend(Path& path, RandomEngine& rng) const;
   const Marginal& marginal(int worker) const;
