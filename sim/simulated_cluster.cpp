@@ -44,12 +44,30 @@ std::size_t SimulatedCluster::worker_of(int position) const {
       regrouper_ ? regrouper_->worker_at()[static_cast<std::size_t>(position)] : position);
 }
 
-void SimulatedCluster::draw_delays() {
-  if (!regrouper_) {
-    delays_->sample(current_.iteration, rng_, current_.delays);
+void SimulatedCluster::sample_workers(std::span<double> out) {
+  if (!delays_->time_varying()) {
+    delays_->sample(current_.iteration, rng_, out);
     return;
   }
-  delays_->sample(current_.iteration, rng_, drawn_);
+  // A time-varying model (the universal computation model) needs when each computation starts:
+  // the broadcast, on the clock the workers live by (wall_: under drain the next broadcast waits
+  // for every worker, time_ leaving that wait out), or, under finish, when a worker still busy
+  // with the last iteration's computation is free.
+  if (policy_ != StragglerPolicy::kFinish) {
+    delays_->sample_at(current_.iteration, wall_, rng_, out);
+    return;
+  }
+  for (std::size_t w = 0; w < out.size(); ++w) {
+    out[w] = delays_->duration_at(static_cast<int>(w), std::max(wall_, busy_until_[w]), rng_);
+  }
+}
+
+void SimulatedCluster::draw_delays() {
+  if (!regrouper_) {
+    sample_workers(current_.delays);
+    return;
+  }
+  sample_workers(drawn_);
   const std::span<const int> at = regrouper_->worker_at();
   current_.worker_at.assign(at.begin(), at.end());
   for (std::size_t p = 0; p < drawn_.size(); ++p) {

@@ -86,6 +86,9 @@ class SimulatedCluster {
   [[nodiscard]] std::size_t worker_of(int position) const;
   /// Draws the iteration's delays (in worker order) into current_.delays, by position.
   void draw_delays();
+  /// The delay model's draws of this iteration into `out` (one per worker), at each
+  /// computation's start when the model is time-varying.
+  void sample_workers(std::span<double> out);
   /// After the stop: the leftover work under finish and the adaptive rules' and the regrouping's
   /// state.
   void observe_iteration();

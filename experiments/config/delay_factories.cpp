@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "experiments/config/config_error.h"
 #include "experiments/config/factories.h"
 #include "experiments/config/factory_support.h"
 #include "sim/delays/bimodal_delay.h"
 #include "sim/delays/delay_model.h"
+#include "sim/delays/fixed_delay.h"
 #include "sim/delays/gamma_delay.h"
 #include "sim/delays/heterogeneous_delay.h"
 #include "sim/delays/heterogeneous_markov_delay.h"
@@ -16,6 +18,7 @@
 #include "sim/delays/markov_delay.h"
 #include "sim/delays/pareto_delay.h"
 #include "sim/delays/trace_delay.h"
+#include "sim/delays/universal_delay.h"
 #include "sim/delays/weibull_delay.h"
 
 namespace stragglersim::experiments {
@@ -271,6 +274,173 @@ DelayMaker make_heterogeneous_markov(JsonReader& delay,
   return [=] { return std::make_unique<sim::HeterogeneousMarkovDelay>(loads, o); };
 }
 
+/// A violated constraint whose field is a path below a key of `reader` ("times/3", "rates/0/1")
+/// or an element of one (Got::kElement), reported at that value's own JSON pointer with the
+/// value as "got"; any other at its key (reject).
+[[noreturn]] void reject_inside(JsonReader& reader, const Violation& v) {
+  const std::size_t slash = v.field.find('/');
+  if (slash == std::string::npos && v.got != Violation::Got::kElement) {
+    reject(reader, nullptr, v);
+  }
+  const std::string key = v.field.substr(0, slash);
+  const std::string rest =
+      slash == std::string::npos ? fmt::format("/{}", v.index) : v.field.substr(slash);
+  nlohmann::json got = reader.raw(key).at(nlohmann::json::json_pointer(rest));
+  if (v.got == Violation::Got::kSize) {
+    got = got.size();
+  }
+  throw ConfigError(fmt::format("{}:{}{}: {}; got {}; expected {}",
+                                reader.file(),
+                                reader.pointer_of(key),
+                                rest,
+                                v.problem,
+                                got.dump(),
+                                v.expected));
+}
+
+/// An array of numbers at `key` (JSON types here; values by the Options), each element that is
+/// not a number reported at its own pointer.
+std::vector<double> read_numbers(JsonReader& reader,
+                                 std::string_view key,
+                                 const std::string& expected) {
+  const nlohmann::json& raw = reader.raw(key);
+  if (!raw.is_array()) {
+    reader.fail_value(key, "wrong type", raw, expected);
+  }
+  std::vector<double> out;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    if (!raw[i].is_number()) {
+      reject_inside(
+          reader,
+          Violation{std::string(key), "not a number", expected, Violation::Got::kElement, i});
+    }
+    out.push_back(raw[i].get<double>());
+  }
+  return out;
+}
+
+/// "times": an array of τ_i, or the formula "sqrt" or "linear"; "scale" multiplies either.
+DelayMaker make_fixed(JsonReader& delay,
+                      const sim::WorkerLoads& worker_loads,
+                      const std::filesystem::path& /*base_dir*/) {
+  const std::vector<double> loads = worker_loads.expanded();
+  const std::string expected = fmt::format(
+      "an array of {} numbers > 0 (one time per worker), \"sqrt\" or \"linear\"", loads.size());
+  sim::FixedDelay::Options o;
+  if (!delay.has("times")) {
+    delay.fail("times", "missing required key; expected " + expected);
+  }
+  if (delay.raw("times").is_string()) {
+    const std::string formula =
+        delay.choice("times", "times formula", {"linear", "sqrt"}, std::nullopt);
+    o.formula =
+        formula == "sqrt" ? sim::FixedDelay::Formula::kSqrt : sim::FixedDelay::Formula::kLinear;
+  } else {
+    o.times = read_numbers(delay, "times", expected);
+  }
+  o.scale = delay.number("scale", o.scale);
+  if (const Validation v = o.validate(loads.size())) {
+    reject_inside(delay, *v);
+  }
+  return [=] { return std::make_unique<sim::FixedDelay>(loads, o); };
+}
+
+/// "markov": {"powers": [...], "rates": [[...]] or "switch_rate": q}.
+sim::PowerChain read_power_chain(JsonReader& markov) {
+  sim::PowerChain chain;
+  chain.powers = read_numbers(markov, "powers", "an array of powers >= 0, some > 0");
+  if (markov.has("rates") && markov.has("switch_rate")) {
+    markov.fail_value(
+        "switch_rate", "both rates and switch_rate", markov.raw("switch_rate"), "one of them");
+  }
+  if (markov.has("rates")) {
+    const std::size_t m = chain.powers.size();
+    const std::string square = fmt::format("an array of {} arrays of {} rates >= 0", m, m);
+    const nlohmann::json& raw = markov.raw("rates");
+    if (!raw.is_array()) {
+      markov.fail_value("rates", "wrong type", raw, square);
+    }
+    for (std::size_t a = 0; a < raw.size(); ++a) {
+      if (!raw[a].is_array()) {
+        reject_inside(markov, Violation{fmt::format("rates/{}", a), "wrong type", square});
+      }
+      std::vector<double> row;
+      for (std::size_t b = 0; b < raw[a].size(); ++b) {
+        if (!raw[a][b].is_number()) {
+          reject_inside(markov,
+                        Violation{fmt::format("rates/{}/{}", a, b), "not a number", square});
+        }
+        row.push_back(raw[a][b].get<double>());
+      }
+      chain.rates.push_back(std::move(row));
+    }
+  } else {
+    chain.switch_rate = markov.number("switch_rate", chain.switch_rate);
+  }
+  if (const Validation v = chain.validate()) {
+    reject_inside(markov, *v);
+  }
+  return chain;
+}
+
+/// "speeds": an array of c_i, or "sqrt" (c_i = 1/√i, i = 1..n); absent: every c_i = 1.
+std::vector<double> read_speeds(JsonReader& delay, std::size_t workers) {
+  const std::string expected =
+      fmt::format("an array of {} numbers > 0 (one speed per worker) or \"sqrt\"", workers);
+  if (!delay.has("speeds")) {
+    return {};
+  }
+  if (delay.raw("speeds").is_string()) {
+    (void)delay.choice("speeds", "speeds formula", {"sqrt"}, std::nullopt);
+    std::vector<double> speeds(workers);
+    for (std::size_t i = 0; i < workers; ++i) {
+      speeds[i] = 1.0 / std::sqrt(static_cast<double>(i + 1));
+    }
+    return speeds;
+  }
+  return read_numbers(delay, "speeds", expected);
+}
+
+/// "powers": {"file": path} (read once, here, so that a bad file fails the config) or "markov";
+/// then "speeds".
+DelayMaker make_universal(JsonReader& delay,
+                          const sim::WorkerLoads& worker_loads,
+                          const std::filesystem::path& base_dir) {
+  const std::vector<double> loads = worker_loads.expanded();
+  sim::UniversalDelay::Options o;
+  const bool file = delay.has("powers");
+  if (file == delay.has("markov")) {
+    delay.fail(file ? "markov" : "powers",
+               file ? "both \"powers\" and \"markov\"; expected one source of compute powers"
+                    : "missing required key; expected \"powers\": {\"file\": ...} or \"markov\": "
+                      "{\"powers\": [...], ...}");
+  }
+  if (file) {
+    JsonReader powers = delay.object("powers");
+    const std::string path = powers.string("file", std::nullopt);
+    const std::filesystem::path full =
+        std::filesystem::path(path).is_absolute() ? std::filesystem::path(path) : base_dir / path;
+    try {
+      o.trace = std::make_shared<const sim::PowerFile>(
+          sim::read_power_file(full.string(), static_cast<int>(loads.size())));
+    } catch (const sim::TraceFileError& e) {
+      powers.fail("file", e.what());
+    }
+    powers.finish({"file"});
+    delay.merge("powers", powers);
+  } else {
+    JsonReader markov = delay.object("markov");
+    o.chain = read_power_chain(markov);
+    markov.finish({"powers", "rates", "switch_rate"});
+    delay.merge("markov", markov);
+  }
+  o.speeds = read_speeds(delay, loads.size());
+  if (const Validation v = o.validate(loads.size())) {
+    reject_inside(delay, *v);
+  }
+  return [=] { return std::make_unique<sim::UniversalDelay>(loads, o); };
+}
+
 }  // namespace
 
 namespace {
@@ -326,6 +496,41 @@ std::vector<KeyDoc> markov_keys(bool factors) {
   return keys;
 }
 
+/// The rows whose descriptions and keys are long (delay_factories stays one screen).
+FactoryRow<DelayFactory> fixed_row() {
+  return {"fixed",
+          "no randomness: worker i always takes scale*times[i]*load (times an array, or \"sqrt\": "
+          "scale*sqrt(i), \"linear\": scale*i, i = 1..n); the fixed computation model",
+          {{"times", ""}, {"scale", "1"}},
+          make_fixed};
+}
+
+FactoryRow<DelayFactory> trace_row() {
+  return {"trace",
+          "measured per-worker times from a CSV file (iteration,worker,seconds or worker,seconds), "
+          "replayed in order (cycle), resampled by rows (bootstrap), by blocks of consecutive rows "
+          "(block) or per worker (empirical)",
+          {{"path", ""},
+           {"mode", "cycle"},
+           {"block", "auto"},
+           {"start", "0"},
+           {"tail", tail_text(sim::TailScaling::kLoad)}},
+          make_trace};
+}
+
+/// Its durations follow the clock: the real-time backends cannot give them.
+FactoryRow<DelayFactory> universal_row() {
+  return {"universal",
+          "compute power varying with the clock, a computation of load l ending when the power's "
+          "integral reaches l: powers from a CSV file (time,worker,power, repeated with its "
+          "period) or a Markov chain per worker (markov: powers, rates or switch_rate), times "
+          "speeds (an array, or \"sqrt\": 1/sqrt(i)); the universal computation model (simulated "
+          "clock only)",
+          {{"powers", ""}, {"markov", ""}, {"speeds", ""}},
+          make_universal,
+          {.needs_simulated_clock = Flag{{.why = "its durations follow the simulated clock"}}}};
+}
+
 }  // namespace
 
 const std::vector<FactoryRow<DelayFactory>>& delay_factories() {
@@ -339,6 +544,7 @@ const std::vector<FactoryRow<DelayFactory>>& delay_factories() {
        "shifted exponential slowed by a factor slowdown with probability slow_probability",
        bimodal_keys(),
        make_bimodal},
+      fixed_row(),
       {"gamma",
        "load-scaled shift plus a Gamma(shape, scale) tail",
        shift_tail_keys(ga.shift, "shape", ga.shape, "scale", ga.scale, ga.tail),
@@ -371,16 +577,8 @@ const std::vector<FactoryRow<DelayFactory>>& delay_factories() {
         {"rate", number_text(se.rate)},
         {"tail", tail_text(se.tail)}},
        make_shifted_exponential},
-      {"trace",
-       "measured per-worker times from a CSV file (iteration,worker,seconds or worker,seconds), "
-       "replayed in order (cycle), resampled by rows (bootstrap), by blocks of consecutive rows "
-       "(block) or per worker (empirical)",
-       {{"path", ""},
-        {"mode", "cycle"},
-        {"block", "auto"},
-        {"start", "0"},
-        {"tail", tail_text(sim::TailScaling::kLoad)}},
-       make_trace},
+      trace_row(),
+      universal_row(),
       {"weibull",
        "load-scaled shift plus a Weibull(shape, scale) tail",
        shift_tail_keys(wb.shift, "shape", wb.shape, "scale", wb.scale, wb.tail),

@@ -287,8 +287,9 @@ std::vector<Declaration> read_scheme(const nlohmann::json& config,
 }
 
 /// The delay model, then q for the expected rescale (which needs the delays), then the
-/// straggler policy.
-void read_delays(JsonReader& root, RunPlan& plan, const std::filesystem::path& base_dir) {
+/// straggler policy. Returns the delay row's declaration (a time-varying model needs the
+/// simulated clock).
+Declaration read_delays(JsonReader& root, RunPlan& plan, const std::filesystem::path& base_dir) {
   JsonReader delay_reader = root.object("delay");
   const auto& delay_row = pick(delay_reader, "kind", "delay model", delay_factories());
   sim::WorkerLoads loads;
@@ -334,6 +335,7 @@ void read_delays(JsonReader& root, RunPlan& plan, const std::filesystem::path& b
   plan.stragglers = policy == "finish"  ? sim::StragglerPolicy::kFinish
                     : policy == "drain" ? sim::StragglerPolicy::kDrain
                                         : sim::StragglerPolicy::kCancel;
+  return declaration_of(delay_row, "/delay/kind", "delay model '{}'");
 }
 
 /// "sampler": auto (order statistics where exact), workers, or order_statistics (refused, with the
@@ -723,8 +725,8 @@ void read_backend(JsonReader& root, RunPlan& plan, bool delay_only) {
 }
 
 /// The combinations of rule, code and backend that the reader of each block cannot see: what
-/// their rows require of the run (`declared`: the rule's and the code's); then the update rule of
-/// an asynchronous run.
+/// their rows require of the run (`declared`: the rule's, the code's and the delay's); then the
+/// update rule of an asynchronous run.
 void check_combinations(const nlohmann::json& config,
                         const std::string& file,
                         RunPlan& plan,
@@ -839,7 +841,7 @@ RunPlan plan_run(const nlohmann::json& config,
   }
   const bool delay_only = root.is_null("data");
   auto declared = read_scheme(config, root, plan, file, data, delay_only, base_dir);
-  read_delays(root, plan, base_dir);
+  declared.push_back(read_delays(root, plan, base_dir));
   if (data.partial) {
     // The worker's own partitions, now that the code is known.
     load_held_partitions(data, plan.partitions, held_partitions(*plan.scheme.code, *mpi_worker));

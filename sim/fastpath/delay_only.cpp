@@ -75,9 +75,10 @@ DelayOnlySimulator::DelayOnlySimulator(std::unique_ptr<DelayModel> delays,
       selectable = has_groups_;
     }
   }
-  // A regrouping code permutes the workers every K iterations: the cluster keeps that state.
+  // A regrouping code permutes the workers every K iterations: the cluster keeps that state; a
+  // time-varying delay model needs each computation's start, which the cluster's clock gives.
   const std::optional<RegroupOptions> regroup = regrouping_of(*code_);
-  if (!selectable || regroup) {
+  if (!selectable || regroup || delays_->time_varying()) {
     fallback_ = std::make_unique<SimulatedCluster>(
         std::move(delays_), rule_, policy_, seed, network, regroup);
     return;

@@ -5,6 +5,9 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <memory>
+#include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "codes/fractional_repetition_code.h"
@@ -214,6 +217,71 @@ TEST_CASE("sim: straggler policies", "[sim][cluster]") {
   CHECK(f2.iteration_time == Approx(arrivals[1]).epsilon(1e-14));
   CHECK(cancel.time() == Approx(c1.iteration_time + c2.iteration_time));
   CHECK(drain.wall_time() > drain.time());
+}
+
+namespace {
+
+/// A time-varying model whose worker i takes i + 1 seconds, recording every start it is asked
+/// about (worker, start).
+class ClusterClockDelay final : public DelayModel {
+ public:
+  explicit ClusterClockDelay(std::vector<std::pair<int, double>>* starts) : starts_(starts) {}
+  [[nodiscard]] std::string name() const override { return "clock"; }
+  [[nodiscard]] int workers() const override { return 3; }
+  void sample(std::uint64_t /*iteration*/,
+              RandomEngine& /*rng*/,
+              std::span<double> /*out*/) override {
+    FAIL("a time-varying model is asked at a start");
+  }
+  [[nodiscard]] double cdf(int /*worker*/, double /*t*/) const override { return 0.0; }
+  [[nodiscard]] double mean(int /*worker*/) const override { return 1.0; }
+  [[nodiscard]] double variance(int /*worker*/) const override { return 0.0; }
+  [[nodiscard]] double lower_bound(int /*worker*/) const override { return 0.0; }
+  [[nodiscard]] bool time_varying() const override { return true; }
+  double duration_at(int worker, double start, RandomEngine& /*rng*/) override {
+    starts_->emplace_back(worker, start);
+    return worker + 1.0;
+  }
+  void sample_at(std::uint64_t /*iteration*/,
+                 double start,
+                 RandomEngine& rng,
+                 std::span<double> out) override {
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i] = duration_at(static_cast<int>(i), start, rng);
+    }
+  }
+
+ private:
+  std::vector<std::pair<int, double>>* starts_;
+};
+
+}  // namespace
+
+TEST_CASE("sim: a time-varying delay model is asked at each computation's start",
+          "[sim][cluster]") {
+  // Workers take 1, 2, 3 s; first_r with r = 1 stops after 1 s each iteration.
+  const auto rule = std::make_shared<FirstRStopping>(1);
+  std::vector<std::pair<int, double>> starts;
+  SimulatedCluster cancel(
+      std::make_unique<ClusterClockDelay>(&starts), rule, StragglerPolicy::kCancel, 1);
+  (void)cancel.next_iteration();
+  (void)cancel.next_iteration();
+  using Starts = std::vector<std::pair<int, double>>;
+  CHECK(starts == Starts{{0, 0.0}, {1, 0.0}, {2, 0.0}, {0, 1.0}, {1, 1.0}, {2, 1.0}});
+  // Under finish, a straggler starts when it is free: worker 1 at 2, worker 2 at 3.
+  starts.clear();
+  SimulatedCluster finish(
+      std::make_unique<ClusterClockDelay>(&starts), rule, StragglerPolicy::kFinish, 1);
+  (void)finish.next_iteration();
+  (void)finish.next_iteration();
+  CHECK(starts == Starts{{0, 0.0}, {1, 0.0}, {2, 0.0}, {0, 1.0}, {1, 2.0}, {2, 3.0}});
+  // Under drain, the next broadcast waits for every worker: the wall clock, 3 s.
+  starts.clear();
+  SimulatedCluster drain(
+      std::make_unique<ClusterClockDelay>(&starts), rule, StragglerPolicy::kDrain, 1);
+  (void)drain.next_iteration();
+  (void)drain.next_iteration();
+  CHECK(starts == Starts{{0, 0.0}, {1, 0.0}, {2, 0.0}, {0, 3.0}, {1, 3.0}, {2, 3.0}});
 }
 
 }  // namespace stragglersim::sim

@@ -30,6 +30,10 @@ TEST_CASE("list: prints every row of the factory tables with its keys", "[experi
         "slow_probability\n"
         "                        keys: shift (1), rate (1), tail (load), slow_probability (0.1), "
         "slowdown (5)\n"
+        "  fixed                 no randomness: worker i always takes scale*times[i]*load (times "
+        "an array, or \"sqrt\": scale*sqrt(i), \"linear\": scale*i, i = 1..n); the fixed "
+        "computation model\n"
+        "                        keys: times, scale (1)\n"
         "  gamma                 load-scaled shift plus a Gamma(shape, scale) tail\n"
         "                        keys: shift (1), shape (2), scale (0.5), tail (load)\n"
         "  heterogeneous         shifted exponential times a fixed slowdown factor per worker\n"
@@ -55,6 +59,12 @@ TEST_CASE("list: prints every row of the factory tables with its keys", "[experi
         "(iteration,worker,seconds or worker,seconds), replayed in order (cycle), resampled by "
         "rows (bootstrap), by blocks of consecutive rows (block) or per worker (empirical)\n"
         "                        keys: path, mode (cycle), block (auto), start (0), tail (load)\n"
+        "  universal             compute power varying with the clock, a computation of load l "
+        "ending when the power's integral reaches l: powers from a CSV file (time,worker,power, "
+        "repeated with its period) or a Markov chain per worker (markov: powers, rates or "
+        "switch_rate), times speeds (an array, or \"sqrt\": 1/sqrt(i)); the universal "
+        "computation model (simulated clock only)\n"
+        "                        keys: powers, markov, speeds\n"
         "  weibull               load-scaled shift plus a Weibull(shape, scale) tail\n"
         "                        keys: shift (1), shape (1.5), scale (1), tail (load)\n");
 }
@@ -78,7 +88,7 @@ TEST_CASE("list: --json holds the same rows as the tables", "[experiments][list]
   CHECK(first_r["name"] == "first_r");
   CHECK(first_r["keys"][0]["name"] == "r");
   CHECK(first_r["keys"][0]["default"].is_null());
-  CHECK(j["delays"]["rows"][6]["keys"][2] ==
+  CHECK(j["delays"]["rows"][7]["keys"][2] ==
         nlohmann::json({{"name", "shape"}, {"default", "2.5"}}));
 }
 

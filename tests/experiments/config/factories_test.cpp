@@ -23,6 +23,11 @@ std::string four_worker_trace(const testing::TempDir& dir) {
   return dir.write("times.csv", "worker,seconds\n0,1\n1,2\n2,3\n3,4\n");
 }
 
+/// A 4-worker power file for the universal row (its "powers" has no default).
+std::string four_worker_powers(const testing::TempDir& dir) {
+  return dir.write("powers.csv", "time,worker,power\n0,0,1\n0,1,1\n0,2,2\n0,3,1\n1,3,0\n2,0,1\n");
+}
+
 std::string factory_error(const nlohmann::json& config) { return testing::plan_error(config, "."); }
 
 }  // namespace
@@ -126,6 +131,10 @@ TEST_CASE("config: the unknown-key list is the factory row's keys", "[experiment
       delay["factors"] = {1.0, 1.0, 1.0, 1.0};
     } else if (row.name == "trace") {
       delay["path"] = four_worker_trace(dir);
+    } else if (row.name == "fixed") {
+      delay["times"] = "sqrt";
+    } else if (row.name == "universal") {
+      delay["markov"] = {{"powers", {1.0}}};
     }
     CHECK(factory_error(delay_only_config(delay)) ==
           "cfg.json:/delay/bogus: unknown key 'bogus'; valid keys are: " + join(keys));
@@ -170,8 +179,15 @@ TEST_CASE("config: every row has a description and its keys are accepted",
         // pool): tests/experiments/trace_config_test.cpp.
         continue;
       }
+      if (key.name == "markov") {
+        continue;  // the other source of compute powers than "powers" (one only): below
+      }
       if (key.name == "factors") {
         delay[key.name] = {1.0, 1.0, 1.0, 1.0};
+      } else if (key.name == "times" || key.name == "speeds") {
+        delay[key.name] = "sqrt";
+      } else if (key.name == "powers") {
+        delay[key.name] = {{"file", four_worker_powers(dir)}};
       } else if (key.name == "path") {
         delay[key.name] = four_worker_trace(dir);
       } else if (key.name == "tail" || key.name == "mode") {
@@ -182,12 +198,82 @@ TEST_CASE("config: every row has a description and its keys are accepted",
     }
     CHECK(factory_error(delay_only_config(delay)) == "no error");
   }
+  CHECK(factory_error(delay_only_config(
+            {{"kind", "universal"},
+             {"markov", {{"powers", {1.0, 0.0}}, {"rates", {{0.0, 1.0}, {2.0, 0.0}}}}}})) ==
+        "no error");
   for (const auto& row : code_factories()) {
     CHECK_FALSE(row.description.empty());
   }
   for (const auto& row : stopping_factories()) {
     CHECK_FALSE(row.description.empty());
   }
+}
+
+TEST_CASE("config: fixed times are checked at their own pointer", "[experiments][config]") {
+  const std::string list =
+      R"(expected an array of 4 numbers > 0 (one time per worker), "sqrt" or "linear")";
+  CHECK(factory_error(delay_only_config({{"kind", "fixed"}, {"times", {1.0, 2.0, 3.0, 0.0}}})) ==
+        "cfg.json:/delay/times/3: time not > 0; got 0.0; " + list);
+  CHECK(factory_error(delay_only_config({{"kind", "fixed"}, {"times", {1.0, 2.0}}})) ==
+        "cfg.json:/delay/times: wrong length; got 2; " + list);
+  CHECK(factory_error(delay_only_config({{"kind", "fixed"}, {"times", {1.0, "x", 1.0, 1.0}}})) ==
+        "cfg.json:/delay/times/1: not a number; got \"x\"; " + list);
+  CHECK(factory_error(delay_only_config({{"kind", "fixed"}, {"times", "cube"}})) ==
+        "cfg.json:/delay/times: unknown times formula 'cube'; valid values are: linear, sqrt");
+  CHECK(factory_error(delay_only_config({{"kind", "fixed"}})) ==
+        "cfg.json:/delay/times: missing required key; " + list);
+  CHECK(factory_error(delay_only_config({{"kind", "fixed"}, {"times", "sqrt"}, {"scale", 0}})) ==
+        "cfg.json:/delay/scale: out of range; got 0; expected a number > 0");
+}
+
+TEST_CASE("config: universal powers are checked at their pointer or file line",
+          "[experiments][config]") {
+  const testing::TempDir dir("factories");
+  const std::string negative =
+      dir.write("negative.csv", "time,worker,power\n0,0,1\n0,1,1\n0,2,-0.5\n0,3,1\n");
+  CHECK(
+      factory_error(delay_only_config({{"kind", "universal"}, {"powers", {{"file", negative}}}})) ==
+      "cfg.json:/delay/powers/file: " + negative +
+          ":4: negative power; got -0.5 (expected a number >= 0)");
+  const std::string outside = dir.write("outside.csv", "time,worker,power\n0,0,1\n0,4,1\n");
+  CHECK(
+      factory_error(delay_only_config({{"kind", "universal"}, {"powers", {{"file", outside}}}})) ==
+      "cfg.json:/delay/powers/file: " + outside +
+          ":3: worker '4' out of range (expected an integer in [0, 3]: the run's workers)");
+  auto markov = [](const nlohmann::json& chain) {
+    return factory_error(delay_only_config({{"kind", "universal"}, {"markov", chain}}));
+  };
+  CHECK(markov({{"powers", {0, 0}}}) ==
+        "cfg.json:/delay/markov/powers: every power is 0; got [0,0]; expected some state with "
+        "power > 0 (or computations never end)");
+  CHECK(markov({{"powers", {1, 0}}, {"switch_rate", -1}}) ==
+        "cfg.json:/delay/markov/switch_rate: out of range; got -1; expected a number > 0");
+  CHECK(markov({{"powers", {1, 0}}, {"rates", {{0, -2}, {1, 0}}}}) ==
+        "cfg.json:/delay/markov/rates/0/1: out of range; got -2; expected a rate >= 0");
+  CHECK(markov({{"powers", {1, 0}}, {"rates", {{0, 1}, {0, 0}}}}) ==
+        "cfg.json:/delay/markov/rates/1: a state that is never left; got [0,0]; expected some "
+        "rate > 0 out of every state");
+  CHECK(factory_error(delay_only_config(
+            {{"kind", "universal"}, {"markov", {{"powers", {1}}}}, {"speeds", {1, 1, 0, 1}}})) ==
+        "cfg.json:/delay/speeds/2: speed not > 0; got 0; expected an array of 4 numbers > 0 (one "
+        "speed per worker) or \"sqrt\"");
+  CHECK(factory_error(delay_only_config({{"kind", "universal"}})) ==
+        "cfg.json:/delay/powers: missing required key; expected \"powers\": {\"file\": ...} or "
+        "\"markov\": {\"powers\": [...], ...}");
+  // The real-time backends have no simulated clock to follow.
+  auto c = delay_only_config({{"kind", "universal"}, {"markov", {{"powers", {1}}}}});
+  c["data"] = {{"source", "synthetic"},
+               {"generator", "linear_regression"},
+               {"rows", 40},
+               {"features", 4},
+               {"test_fraction", 0}};
+  c["loss"] = {{"kind", "least_squares"}};
+  c["optimizer"]["step"] = 0.1;
+  c["backend"] = {{"kind", "threads"}};
+  CHECK(factory_error(c) ==
+        "cfg.json:/delay/kind: delay model 'universal' needs the simulated clock (its durations "
+        "follow the simulated clock); got \"threads\"; expected a backend on the simulated clock");
 }
 
 }  // namespace stragglersim::experiments

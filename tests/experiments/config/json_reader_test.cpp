@@ -77,8 +77,8 @@ TEST_CASE("json reader: unknown keys and kinds name the nearest valid one",
   c["delay"]["kind"] = "paretto";
   CHECK(stragglersim::testing::plan_error(c, ".") ==
         "cfg.json:/delay/kind: unknown delay model 'paretto'; did you mean 'pareto'? valid values "
-        "are: bimodal, gamma, heterogeneous, heterogeneous_markov, lognormal, markov, pareto, "
-        "shifted_exponential, trace, weibull");
+        "are: bimodal, fixed, gamma, heterogeneous, heterogeneous_markov, lognormal, markov, "
+        "pareto, shifted_exponential, trace, universal, weibull");
 }
 
 TEST_CASE("json reader: a NUL or control character in a key or value is escaped in the message",
