@@ -216,12 +216,20 @@ double renewal_collection_mean(const ShiftedExponentialWorkers& workers,
   std::sort(cuts.begin(), cuts.end());
   cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
   const auto f = [&](double t) { return fewer_than(workers, batch, skip, t); };
+  using Rule = boost::math::quadrature::gauss_kronrod<double, 61>;
+  // A first, non-adaptive pass estimates every piece and the whole; the adaptive pass then asks
+  // each piece for an absolute error of 1e-12 of the whole (a relative 1e-12 on a piece where the
+  // integrand is ~1e-17 is below its rounding and would only exhaust the subdivision depth).
+  std::vector<double> rough(cuts.size() - 1, 0.0);
+  double whole = 0.0;
+  for (std::size_t s = 0; s + 1 < cuts.size(); ++s) {
+    rough[s] = Rule::integrate(f, cuts[s], cuts[s + 1], 0, 0.0);
+    whole += rough[s];
+  }
   double total = 0.0;
   for (std::size_t s = 0; s + 1 < cuts.size(); ++s) {
-    if (cuts[s + 1] > cuts[s]) {
-      total += boost::math::quadrature::gauss_kronrod<double, 61>::integrate(
-          f, cuts[s], cuts[s + 1], 15, 1e-12);
-    }
+    const double tolerance = std::clamp(1e-12 * whole / std::max(rough[s], 1e-300), 1e-12, 1e-2);
+    total += Rule::integrate(f, cuts[s], cuts[s + 1], 15, tolerance);
   }
   return total;
 }
