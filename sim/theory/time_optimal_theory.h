@@ -77,9 +77,9 @@ struct ShiftedExponentialWorkers {
 /// skip = 0 is the exact mean time to collect B gradients at one point from a fresh start (Rennala
 /// with stop_stale), skip = 1 the upper bound without stop_stale. P(N_i(t) ≥ c) = P(Gamma(c,
 /// scale_i) ≤ t − cΔ_i); Gauss–Kronrod (61 points; each piece to an absolute error of 1e-12 of the
-/// whole) on pieces split at every kink cΔ_i, truncated where one worker alone has pushed B + skip
-/// times with probability 1 − 1e-17. Illegal: no worker, sizes differ, scale ≤ 0, Δ < 0, B < 1,
-/// skip outside 0 … 1.
+/// whole) on pieces split at the kinks Δ_i and 2Δ_i, truncated where one worker alone has pushed B
+/// + skip times with probability 1 − 1e-17. Illegal: no worker, sizes differ, scale ≤ 0, Δ < 0, B <
+/// 1, skip outside 0 … 1.
 [[nodiscard]] double renewal_collection_mean(const ShiftedExponentialWorkers& workers,
                                              std::int64_t batch,
                                              int skip = 0);
