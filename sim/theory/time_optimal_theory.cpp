@@ -300,53 +300,70 @@ std::optional<TimeOptimalPrediction> predict_time_optimal(const TimeOptimalParam
   return std::nullopt;
 }
 
+namespace {
+
+/// Rennala with random delays: the renewal integral (exact with stop_stale) and its bounds.
+TimeOptimalPrediction rennala_random(const TimeOptimalParameters& parameters,
+                                     const ShiftedExponentialWorkers& workers,
+                                     bool exponential) {
+  TimeOptimalPrediction p;
+  if (exponential) {
+    // n Poisson streams, merged: B arrivals of a Poisson process of rate Σλ_i from a fresh start
+    // (stop_stale restarts every worker, and a restarted exponential is as good as a busy one).
+    double rate = 0.0;
+    for (const double s : workers.scale) {
+      rate += 1.0 / s;
+    }
+    p.lower = static_cast<double>(parameters.batch) / rate;
+  } else {
+    p.lower = renewal_collection_mean(workers, parameters.batch, 0);
+  }
+  if (parameters.stop_stale) {
+    p.upper = p.lower;
+    p.formula = exponential ? "B/sum(lambda_i)" : "integral of P(sum N_i(t) < B)";
+  } else {
+    p.upper = renewal_collection_mean(workers, parameters.batch, 1);
+    p.formula = "integral of P(sum N_i(t) < B) <= T <= integral of P(sum (N_i(t) - 1)+ < B)";
+  }
+  return p;
+}
+
+/// Ringmaster with random delays: n renewal streams, exact for R = ∞ (and for computation
+/// stopping with Δ = 0), a lower bound otherwise.
+TimeOptimalPrediction ringmaster_random(const TimeOptimalParameters& parameters,
+                                        const ShiftedExponentialWorkers& workers,
+                                        bool exponential) {
+  TimeOptimalPrediction p;
+  double rate = 0.0;
+  for (std::size_t i = 0; i < workers.shift.size(); ++i) {
+    rate += 1.0 / (workers.shift[i] + workers.scale[i]);
+  }
+  p.lower = 1.0 / rate;
+  if (parameters.max_delay) {
+    STRAGGLERSIM_ASSERT(*parameters.max_delay >= 1, "R below 1");
+  }
+  if (!parameters.max_delay || (exponential && parameters.stop_stale)) {
+    p.upper = p.lower;
+    p.formula = "1/sum(1/E[X_i])";
+  } else {
+    p.formula = "1/sum(1/E[X_i]) (lower bound)";
+  }
+  return p;
+}
+
+}  // namespace
+
 std::optional<TimeOptimalPrediction> predict_time_optimal(
     const TimeOptimalParameters& parameters, const ShiftedExponentialWorkers& workers) {
   STRAGGLERSIM_ASSERT(!workers.shift.empty() && workers.shift.size() == workers.scale.size(),
                       "one shift and scale per worker");
   const bool exponential =
       std::all_of(workers.shift.begin(), workers.shift.end(), [](double d) { return d == 0.0; });
-  TimeOptimalPrediction p;
   switch (parameters.method) {
     case TimeOptimalMethod::kRennala:
-      if (exponential) {
-        // n Poisson streams, merged: B arrivals of a Poisson process of rate Σλ_i from a fresh
-        // start (stop_stale restarts every worker, and a restarted exponential is as good as a
-        // busy one).
-        double rate = 0.0;
-        for (const double s : workers.scale) {
-          rate += 1.0 / s;
-        }
-        p.lower = static_cast<double>(parameters.batch) / rate;
-      } else {
-        p.lower = renewal_collection_mean(workers, parameters.batch, 0);
-      }
-      if (parameters.stop_stale) {
-        p.upper = p.lower;
-        p.formula = exponential ? "B/sum(lambda_i)" : "integral of P(sum N_i(t) < B)";
-      } else {
-        p.upper = renewal_collection_mean(workers, parameters.batch, 1);
-        p.formula = "integral of P(sum N_i(t) < B) <= T <= integral of P(sum (N_i(t) - 1)+ < B)";
-      }
-      return p;
-    case TimeOptimalMethod::kRingmaster: {
-      double rate = 0.0;
-      for (std::size_t i = 0; i < workers.shift.size(); ++i) {
-        rate += 1.0 / (workers.shift[i] + workers.scale[i]);
-      }
-      p.lower = 1.0 / rate;
-      const bool exact = !parameters.max_delay || (exponential && parameters.stop_stale);
-      if (parameters.max_delay) {
-        STRAGGLERSIM_ASSERT(*parameters.max_delay >= 1, "R below 1");
-      }
-      if (exact) {
-        p.upper = p.lower;
-        p.formula = "1/sum(1/E[X_i])";
-      } else {
-        p.formula = "1/sum(1/E[X_i]) (lower bound)";
-      }
-      return p;
-    }
+      return rennala_random(parameters, workers, exponential);
+    case TimeOptimalMethod::kRingmaster:
+      return ringmaster_random(parameters, workers, exponential);
     case TimeOptimalMethod::kMindFlayer:
       // Only Δ = 0: an attempt cut at t_i and redrawn costs exactly the t_i of Exp(λ_i) time it
       // ran (memoryless), so the successes of a worker are a Poisson stream of rate λ_i, as in
@@ -360,10 +377,7 @@ std::optional<TimeOptimalPrediction> predict_time_optimal(
       for (const double c : parameters.cutoffs) {
         STRAGGLERSIM_ASSERT(c > 0.0, "cut-offs must be > 0");
       }
-      return predict_time_optimal({.method = TimeOptimalMethod::kRennala,
-                                   .batch = parameters.batch,
-                                   .stop_stale = parameters.stop_stale},
-                                  workers);
+      return rennala_random(parameters, workers, true);
     case TimeOptimalMethod::kMalenia:
       return std::nullopt;
   }
