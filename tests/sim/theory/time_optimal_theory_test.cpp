@@ -367,7 +367,7 @@ TEST_CASE("time-optimal theory: the renewal integral matches Monte-Carlo to 4 st
   const ShiftedExponentialWorkers w{{0.2, 0.5, 0.0, 1.5}, {0.3, 1.0, 2.0, 0.1}};
   std::mt19937_64 rng(20260511);
   const auto draw = shifted_exponential_draw(w, rng);
-  for (const std::int64_t b : {1, 3, 8}) {
+  for (const std::int64_t b : {1, 3, 8, 24}) {
     // Fresh-start collection (Rennala with stop_stale): i.i.d. samples of the first update.
     const int reps = 20000;
     double sum = 0.0;
