@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <functional>
 #include <random>
 #include <set>
 #include <vector>
@@ -251,10 +253,11 @@ struct ReferenceUpdate {
 
 /// The methods as their papers state them, by a direct loop over the workers' next event (no
 /// event queue, no rounds): a worker that delivers is sent the current x and restarts at once.
-std::vector<ReferenceUpdate> reference_updates(const TimeOptimalTable& table,
-                                               const UpdateShape& shape,
-                                               int updates) {
-  const int n = table.workers();
+std::vector<ReferenceUpdate> reference_updates(
+    int n,
+    const std::function<double(int, std::uint64_t, double)>& duration,
+    const UpdateShape& shape,
+    int updates) {
   const auto un = static_cast<std::size_t>(n);
   std::vector<std::uint64_t> attempts(un, 0);
   std::vector<std::uint64_t> version(un, 0);
@@ -265,7 +268,7 @@ std::vector<ReferenceUpdate> reference_updates(const TimeOptimalTable& table,
     const auto i = static_cast<std::size_t>(w);
     attempts[i] += 1;
     version[i] = k;
-    const double d = table.at(attempts[i], w);
+    const double d = duration(w, attempts[i], now);
     const bool cut = shape.mode == UpdateMode::kMindFlayer && d > shape.cutoffs[i];
     abandons[i] = cut ? 1 : 0;
     ends[i] = now + (cut ? shape.cutoffs[i] : d);
@@ -331,6 +334,34 @@ std::vector<ReferenceUpdate> reference_updates(const TimeOptimalTable& table,
   return out;
 }
 
+/// A time-varying model (the universal computation model's interface): a computation of worker
+/// i started at s takes 0.4 + 0.2 i + 0.5 (1 + sin(3s + i)) seconds.
+class SinePower final : public DelayModel {
+ public:
+  explicit SinePower(int workers) : workers_(workers) {}
+  [[nodiscard]] static double at(int worker, double start) {
+    return 0.4 + 0.2 * worker + 0.5 * (1.0 + std::sin(3.0 * start + worker));
+  }
+  [[nodiscard]] std::string name() const override { return "sine"; }
+  [[nodiscard]] int workers() const override { return workers_; }
+  void sample(std::uint64_t /*iteration*/, RandomEngine& /*rng*/, std::span<double> out) override {
+    for (int i = 0; i < workers_; ++i) {
+      out[static_cast<std::size_t>(i)] = at(i, 0.0);
+    }
+  }
+  [[nodiscard]] bool time_varying() const override { return true; }
+  double duration_at(int worker, double start, RandomEngine& /*rng*/) override {
+    return at(worker, start);
+  }
+  [[nodiscard]] double cdf(int /*worker*/, double t) const override { return t >= 2.0 ? 1.0 : 0.5; }
+  [[nodiscard]] double mean(int worker) const override { return 0.9 + 0.2 * worker; }
+  [[nodiscard]] double variance(int /*worker*/) const override { return 0.1; }
+  [[nodiscard]] double lower_bound(int worker) const override { return 0.4 + 0.2 * worker; }
+
+ private:
+  int workers_;
+};
+
 UpdateShape time_optimal_shape(UpdateMode mode, int k) {
   UpdateShape s;
   s.mode = mode;
@@ -370,7 +401,8 @@ TEST_CASE("async: the time-optimal methods make the updates of a direct referenc
     INFO(update_mode_name(shape.mode) << " k " << shape.k << " R " << shape.max_delay.value_or(0)
                                       << " stop " << shape.stop_stale);
     const TimeOptimalTable table(n, 97, 55);
-    const auto expected = reference_updates(table, shape, 300);
+    const auto expected = reference_updates(
+        n, [&](int w, std::uint64_t c, double /*start*/) { return table.at(c, w); }, shape, 300);
     AsynchronousCluster cluster(std::make_unique<TimeOptimalTable>(n, 97, 55), shape, 1);
     for (const ReferenceUpdate& want : expected) {
       const AsynchronousUpdate& got = cluster.next_update();
@@ -382,6 +414,38 @@ TEST_CASE("async: the time-optimal methods make the updates of a direct referenc
         REQUIRE(got.used[l].computation == want.used[l].computation);
         REQUIRE(got.used[l].arrival == want.used[l].arrival);
         REQUIRE(got.used[l].staleness == got.update - 1 - want.used[l].version);
+      }
+    }
+  }
+}
+
+TEST_CASE("async: a time-varying delay model times each computation from its own start",
+          "[sim][async][time_optimal]") {
+  const int n = 4;
+  UpdateShape ringmaster = time_optimal_shape(UpdateMode::kRingmaster, 1);
+  ringmaster.max_delay = 2;
+  ringmaster.stop_stale = true;
+  UpdateShape mindflayer = time_optimal_shape(UpdateMode::kMindFlayer, 5);
+  mindflayer.cutoffs = {1.2, 1.3, 1.5, 1.9};
+  for (const UpdateShape& shape : {time_optimal_shape(UpdateMode::kRennala, 6),
+                                   time_optimal_shape(UpdateMode::kMalenia, 7),
+                                   ringmaster,
+                                   mindflayer,
+                                   time_optimal_shape(UpdateMode::kRescaledAsync, 1)}) {
+    INFO(update_mode_name(shape.mode));
+    const auto expected = reference_updates(
+        n,
+        [](int w, std::uint64_t /*c*/, double start) { return SinePower::at(w, start); },
+        shape,
+        200);
+    AsynchronousCluster cluster(std::make_unique<SinePower>(n), shape, 1);
+    for (const ReferenceUpdate& want : expected) {
+      const AsynchronousUpdate& got = cluster.next_update();
+      REQUIRE(got.time == want.time);
+      REQUIRE(got.used.size() == want.used.size());
+      for (std::size_t l = 0; l < want.used.size(); ++l) {
+        REQUIRE(got.used[l].worker == want.used[l].worker);
+        REQUIRE(got.used[l].version == want.used[l].version);
       }
     }
   }
