@@ -3,13 +3,16 @@
 reported on fresh evaluation seeds.
 
 usage: tuned_comparison.py SWEEP.json --out DIR [--multipliers 0.25,0.5,1,2]
-                           [--tuning-repetitions 2] [--jobs 2] [--binary PATH]
+                           [--multipliers-for SCHEME=LIST ...] [--tuning-repetitions 2]
+                           [--jobs 2] [--binary PATH]
 
 SWEEP.json is a sweep with "schemes", a "target_loss" and a base whose optimizer step is "auto"
 (1/beta). The script
   1. reads 1/beta from a one-iteration run of the base (its summary.json "step");
-  2. runs the tuning sweep DIR/tuning: every scheme at every multiplier m of 1/beta, on
-     --tuning-repetitions seeds (the base seed's repetitions);
+  2. runs the tuning sweep DIR/tuning: every scheme at every multiplier m of 1/beta (its own
+     list when --multipliers-for names it: an asynchronous method whose every update is one
+     stale gradient needs steps far below a synchronous one's), on --tuning-repetitions seeds
+     (the base seed's repetitions);
   3. picks each scheme's step: the multiplier whose tuning runs all reached the target in the
      least mean time; if none did, the most runs reaching it, then the lowest mean final loss.
      A run that failed (a step so large the loss became non-finite, exit 3) counts as not
@@ -121,16 +124,27 @@ def main(argv):
     parser.add_argument("sweep")
     parser.add_argument("--out", required=True)
     parser.add_argument("--multipliers", default="0.25,0.5,1,2")
+    parser.add_argument("--multipliers-for", action="append", default=[], metavar="SCHEME=LIST")
     parser.add_argument("--tuning-repetitions", type=int, default=2)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--binary", default=DEFAULT_BINARY)
     args = parser.parse_args(argv)
-    try:
-        multipliers = sorted({float(m) for m in args.multipliers.split(",")})
-    except ValueError:
-        fail(f"--multipliers {args.multipliers!r}: expected numbers > 0 separated by commas")
-    if not multipliers or min(multipliers) <= 0:
-        fail(f"--multipliers {args.multipliers!r}: expected numbers > 0 separated by commas")
+    def grid(text, option):
+        try:
+            values = sorted({float(m) for m in text.split(",")})
+        except ValueError:
+            values = []
+        if not values or min(values) <= 0:
+            fail(f"{option} {text!r}: expected numbers > 0 separated by commas")
+        return values
+
+    multipliers = grid(args.multipliers, "--multipliers")
+    own_grids = {}
+    for item in args.multipliers_for:
+        name, sep, text = item.rpartition("=")
+        if not sep or not name:
+            fail(f"--multipliers-for {item!r}: expected SCHEME=LIST")
+        own_grids[name] = grid(text, "--multipliers-for")
     if args.tuning_repetitions < 1:
         fail("--tuning-repetitions: expected an integer >= 1")
     try:
@@ -146,6 +160,11 @@ def main(argv):
              "expected \"auto\"")
     if "target_loss" not in sweep["base"]:
         fail(f"{args.sweep}:/base/target_loss: missing required key (the tuning objective)")
+    names = [scheme.get("name") for scheme in sweep["schemes"]]
+    for name in own_grids:
+        if name not in names:
+            fail(f"--multipliers-for {name!r}: no such scheme; the sweep's schemes are: "
+                 + ", ".join(str(n) for n in names))
     sweep = absolute_paths(sweep, os.path.dirname(os.path.abspath(args.sweep)))
     os.makedirs(args.out, exist_ok=True)
     base = sweep["base"]
@@ -158,7 +177,7 @@ def main(argv):
     tuning["repetitions"] = args.tuning_repetitions
     tuning["schemes"] = []
     for scheme in sweep["schemes"]:
-        for m in multipliers:
+        for m in own_grids.get(scheme["name"], multipliers):
             entry = dict(scheme)
             entry["name"] = f"{scheme['name']} @ {m:g}"
             entry["/optimizer/step"] = m * step
@@ -179,12 +198,12 @@ def main(argv):
     tuned["base"]["seed"] = base.get("seed", 1) + EVALUATION_SEED_OFFSET
     table = []
     for scheme, entry in zip(sweep["schemes"], tuned["schemes"]):
-        by_m = {m: [r for r in index if r["scheme"] == f"{scheme['name']} @ {m:g}"]
-                for m in multipliers}
-        chosen, stats = choose(by_m, multipliers)
+        own = own_grids.get(scheme["name"], multipliers)
+        by_m = {m: [r for r in index if r["scheme"] == f"{scheme['name']} @ {m:g}"] for m in own}
+        chosen, stats = choose(by_m, own)
         entry["/optimizer/step"] = chosen * step
-        edge = len(multipliers) > 1 and chosen in (multipliers[0], multipliers[-1])
-        for m in multipliers:
+        edge = len(own) > 1 and chosen in (own[0], own[-1])
+        for m in own:
             s = stats[m]
             table.append({"scheme": scheme["name"], "multiplier": m, "step": m * step,
                           "runs": s["runs"], "reached": s["reached"],

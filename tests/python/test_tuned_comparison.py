@@ -77,3 +77,20 @@ def test_bad_input_exits_2_naming_the_key(tmp_path):
     result = tune(tmp_path, untargeted)
     assert result.returncode == 2 and "/base/target_loss" in result.stderr
     assert not (tmp_path / "out" / "tuning").exists()
+
+
+def test_a_scheme_can_have_its_own_grid(tmp_path):
+    (tmp_path / "s.json").write_text(json.dumps(SWEEP))
+    base = [sys.executable, SCRIPT, str(tmp_path / "s.json"), "--out", str(tmp_path / "out"),
+            "--multipliers", "1,4", "--tuning-repetitions", "1", "--binary", CLI]
+    result = subprocess.run(base + ["--multipliers-for", "Rennala B=6=0.25,0.5"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    with open(tmp_path / "out" / "tuning.csv", newline="") as f:
+        grids = {}
+        for row in csv.DictReader(f):
+            grids.setdefault(row["scheme"], []).append(float(row["multiplier"]))
+    assert grids == {"uncoded": [1.0, 4.0], "Rennala B=6": [0.25, 0.5]}
+    result = subprocess.run(base + ["--multipliers-for", "Renala B=6=0.5"], capture_output=True,
+                            text=True)
+    assert result.returncode == 2 and "no such scheme" in result.stderr
