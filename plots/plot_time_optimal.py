@@ -80,6 +80,8 @@ def main(argv):
     table = []
     for ax, (label, folder) in zip(axes[0], panels):
         rows = table_rows(folder)
+        for row in rows:
+            row["sweep"] = label.split(":", 1)[0]  # "(a)": every folder is an `evaluation`
         draw_panel(ax, rows, label)
         table.extend(rows)
     fig.tight_layout()
