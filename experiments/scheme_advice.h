@@ -80,7 +80,8 @@ struct SchemeCandidate {
 /// Iterations simulated for each candidate's coverage check.
 inline constexpr std::uint64_t kCoverageDraws = 2000;
 /// A candidate whose least-covered partition is covered in fewer iterations than this fraction
-/// is flagged: its gradient estimate all but never contains that data.
+/// is flagged: its gradient estimate all but never contains that data. An update rule's (a few
+/// gradients per update) is held to this fraction of the mean share of its partitions.
 inline constexpr double kBiasedCoverage = 0.10;
 
 struct Advice {

@@ -72,7 +72,7 @@ def main(argv):
     args = parser.parse_args(argv)
     panels = []
     for item in args.sweep:
-        label, sep, folder = item.partition("=")
+        label, sep, folder = item.rpartition("=")
         if not sep or not folder:
             parser.error(f"--sweep {item!r}: expected LABEL=DIR")
         panels.append((label, folder))

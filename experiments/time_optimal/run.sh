@@ -7,7 +7,7 @@
 #
 # Default output: out/time_optimal/ (one folder per setting: tuning/, tuning.csv, tuned.json,
 # evaluation/), time_optimal.png and time_optimal.csv. Each scheme's step grid is 1/2 ... 16
-# times 1/beta (1/128 ... 1/4 for Ringmaster and Rescaled ASGD, whose every update is one stale
+# times 1/beta (1/128 ... 1 for Ringmaster and Rescaled ASGD, whose every update is one stale
 # gradient), on 2 tuning seeds; the evaluation runs the sweep's 10 repetitions on fresh seeds.
 # Builds (incrementally) and uses build/release/experiments/stragglersim, or $STRAGGLERSIM_BIN.
 set -euo pipefail
@@ -35,11 +35,11 @@ for setting in default injected fixed trace; do
   echo "== $setting"
   n=$("$python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["base"]["workers"])' \
     "$root/experiments/time_optimal/$setting.json")
-  # One stale gradient per update (Ringmaster, Rescaled ASGD): a grid 64 times lower.
+  # One stale gradient per update (Ringmaster, Rescaled ASGD): a grid from 64 times lower.
   "$python" "$root/experiments/tuned_comparison.py" "$root/experiments/time_optimal/$setting.json" \
     --out "$out/$setting" --multipliers 0.5,1,2,4,8,16 \
-    --multipliers-for "Ringmaster R=$n=0.0078125,0.015625,0.03125,0.0625,0.125,0.25" \
-    --multipliers-for "Rescaled ASGD=0.0078125,0.015625,0.03125,0.0625,0.125,0.25" \
+    --multipliers-for "Ringmaster R=$n=0.0078125,0.015625,0.03125,0.0625,0.125,0.25,0.5,1" \
+    --multipliers-for "Rescaled ASGD=0.0078125,0.015625,0.03125,0.0625,0.125,0.25,0.5,1" \
     --tuning-repetitions 2 --jobs "$jobs" --binary "$bin"
   echo "== $setting: $(( $(date +%s) - start )) s"
 done

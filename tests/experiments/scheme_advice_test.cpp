@@ -174,6 +174,34 @@ TEST_CASE("advise: coverage of i.i.d. workers is r/n for first_r and 1 for decod
   CHECK(exact.caveat.empty());
 }
 
+TEST_CASE("advise: an update rule's coverage is held to its partitions' mean share", "[advise]") {
+  // One gradient per update: each of 24 i.i.d. workers is in about 1/24 of the updates, far
+  // below 10 % but no sign of bias, so no caveat.
+  const nlohmann::json iid = {{"kind", "shifted_exponential"}, {"shift", 0.5}, {"rate", 2.0}};
+  for (const std::string label : {"rescaled asgd", "ringmaster R=24"}) {
+    SchemeCandidate c;
+    check_coverage(candidate_plan(label, iid), c);
+    INFO(label);
+    CHECK(c.least_covered_fraction < kBiasedCoverage);
+    CHECK(c.least_covered_fraction > 0.5 / 24.0);
+    CHECK(c.caveat.empty());
+  }
+  // Two workers 40 times slower are in ~1/40 of their fair share of Ringmaster's updates (R = 24
+  // discards most of their stale gradients too): flagged, against the mean share.
+  std::vector<double> factors(24, 1.0);
+  factors[0] = factors[1] = 40.0;
+  const nlohmann::json slow = {
+      {"kind", "heterogeneous"}, {"shift", 0.5}, {"rate", 2.0}, {"factors", factors}};
+  SchemeCandidate c;
+  check_coverage(candidate_plan("ringmaster R=24", slow), c);
+  CHECK(c.least_covered_partition <= 1);
+  CHECK_THAT(c.caveat,
+             Catch::Matchers::StartsWith(fmt::format("partition {} (workers {}) is in ",
+                                                     c.least_covered_partition,
+                                                     c.least_covered_partition)));
+  CHECK_THAT(c.caveat, Catch::Matchers::Contains("% of updates under the predicted delay"));
+}
+
 TEST_CASE("advise: a scheme that never hears two slow workers is flagged", "[advise]") {
   // Workers 0 and 1 are 20 times slower: ignore-stragglers r = 12 all but never hears them
   // (P(a slow worker among the first 12) < 1e-3 here), exact FRC still covers their group.
