@@ -322,26 +322,39 @@ void random_rows(const std::string& name,
   }
 }
 
-}  // namespace
+/// The prediction of `p` for the workers of `rc` against the loop running `shape` on its model
+/// (100 batch means of `per_batch` updates after `warmup`).
+void random_case_rows(const std::string& name,
+                      const sim::TimeOptimalParameters& p,
+                      const sim::UpdateShape& shape,
+                      const RandomCase& rc,
+                      std::uint64_t seed,
+                      int warmup,
+                      int per_batch,
+                      std::vector<CheckRow>& rows) {
+  const auto prediction = sim::predict_time_optimal(p, rc.workers());
+  random_rows(name + " " + rc.label(),
+              *prediction,
+              simulate(rc.model(), shape, seed, warmup, 100, per_batch),
+              rows);
+}
 
-void time_optimal_rows(bool quick, std::vector<CheckRow>& rows) {
-  // The papers' heterogeneous example, τ_i = √i, n = 8.
-  std::vector<double> sqrt_tau;
-  for (int i = 1; i <= 8; ++i) {
-    sqrt_tau.push_back(std::sqrt(static_cast<double>(i)));
+/// τ_i = √i, n = 8 (the papers' heterogeneous example), then two seeded random configurations:
+/// n in 3 … 12, τ_i log-uniform in [0.5, 4], B and S in 1 … 3n, R in 1 … n.
+void fixed_rows(Draws& draws, std::vector<CheckRow>& rows) {
+  std::vector<double> sqrt_tau(8);
+  for (std::size_t i = 0; i < sqrt_tau.size(); ++i) {
+    sqrt_tau[i] = std::sqrt(static_cast<double>(i + 1));
   }
   fixed_rennala_malenia_rows("sqrt", sqrt_tau, {4, 8, 20}, 20, rows);
   fixed_ringmaster_rows("sqrt", sqrt_tau, 4, rows);
   fixed_mindflayer_rows("sqrt", sqrt_tau, 2.5, 8, rows);
-  // Two seeded random fixed configurations: n in 3 … 12, τ_i log-uniform in [0.5, 4], B and S in
-  // 1 … 3n, R in 1 … n.
-  Draws draws(20230512);
   for (int c = 0; c < 2; ++c) {
-    const int n = draws.between(3, 12);
-    std::vector<double> tau;
-    for (int i = 0; i < n; ++i) {
-      tau.push_back(0.5 * std::exp(draws.uniform() * std::log(8.0)));
+    std::vector<double> tau(static_cast<std::size_t>(draws.between(3, 12)));
+    for (double& t : tau) {
+      t = 0.5 * std::exp(draws.uniform() * std::log(8.0));
     }
+    const int n = static_cast<int>(tau.size());
     const int b = draws.between(1, 3 * n);
     const int s = draws.between(1, 3 * n);
     const int r = draws.between(1, n);
@@ -349,13 +362,14 @@ void time_optimal_rows(bool quick, std::vector<CheckRow>& rows) {
     fixed_rennala_malenia_rows(label, tau, {b}, s, rows);
     fixed_ringmaster_rows(label, tau, r, rows);
   }
+}
 
-  // Random delays: n = 8 workers of seeded loads ℓ_i uniform in [0.5, 2.5].
-  const int batches = 100;
+/// n = 8 workers of seeded loads ℓ_i uniform in [0.5, 2.5], Δ_i = 0.5ℓ_i (or 0), scale_i = ℓ_i.
+void random_delay_rows(bool quick, Draws& draws, std::vector<CheckRow>& rows) {
   const int per_batch = quick ? 200 : 500;
-  std::vector<double> loads;
-  for (int i = 0; i < 8; ++i) {
-    loads.push_back(0.5 + 2.0 * draws.uniform());
+  std::vector<double> loads(8);
+  for (double& l : loads) {
+    l = 0.5 + 2.0 * draws.uniform();
   }
   const RandomCase shifted{loads, 0.5};
   const RandomCase exponential{loads, 0.0};
@@ -363,71 +377,56 @@ void time_optimal_rows(bool quick, std::vector<CheckRow>& rows) {
   // Rennala: the renewal integral exact with stop_stale, bounds without; B ≤ n and B > n.
   for (const int b : {4, 12}) {
     for (const bool stop : {true, false}) {
-      const auto p = sim::predict_time_optimal(
-          parameters(sim::TimeOptimalMethod::kRennala, b, stop), shifted.workers());
-      const Simulated s = simulate(shifted.model(),
-                                   shape_of(sim::UpdateMode::kRennala, b, stop),
-                                   ++seed,
-                                   100,
-                                   batches,
-                                   per_batch);
-      random_rows(
-          fmt::format("T/update rennala{} B={} {}", stop ? " stop_stale" : "", b, shifted.label()),
-          *p,
-          s,
-          rows);
+      random_case_rows(fmt::format("T/update rennala{} B={}", stop ? " stop_stale" : "", b),
+                       parameters(sim::TimeOptimalMethod::kRennala, b, stop),
+                       shape_of(sim::UpdateMode::kRennala, b, stop),
+                       shifted,
+                       ++seed,
+                       100,
+                       per_batch,
+                       rows);
     }
   }
   // Ringmaster: asynchronous SGD (R = ∞) exact for shifted exponentials; with stopping and
   // finite R exact for exponentials (1/Σλ_i); finite R without stopping a lower bound.
-  {
-    const auto p = sim::predict_time_optimal(
-        parameters(sim::TimeOptimalMethod::kRingmaster, 1, false), shifted.workers());
-    const Simulated s = simulate(shifted.model(),
-                                 shape_of(sim::UpdateMode::kRingmaster, 1, false),
-                                 ++seed,
-                                 1000,
-                                 batches,
-                                 per_batch);
-    random_rows("T/update ringmaster R=inf " + shifted.label(), *p, s, rows);
-  }
+  random_case_rows("T/update ringmaster R=inf",
+                   parameters(sim::TimeOptimalMethod::kRingmaster, 1, false),
+                   shape_of(sim::UpdateMode::kRingmaster, 1, false),
+                   shifted,
+                   ++seed,
+                   1000,
+                   per_batch,
+                   rows);
   for (const bool stop : {true, false}) {
-    const RandomCase& rc = stop ? exponential : shifted;
-    const auto p = sim::predict_time_optimal(
-        parameters(sim::TimeOptimalMethod::kRingmaster, 1, stop, 3), rc.workers());
-    const Simulated s = simulate(rc.model(),
-                                 shape_of(sim::UpdateMode::kRingmaster, 1, stop, 3),
-                                 ++seed,
-                                 1000,
-                                 batches,
-                                 per_batch);
-    random_rows(fmt::format("T/update ringmaster R=3{} {}", stop ? " stop_stale" : "", rc.label()),
-                *p,
-                s,
-                rows);
+    random_case_rows(fmt::format("T/update ringmaster R=3{}", stop ? " stop_stale" : ""),
+                     parameters(sim::TimeOptimalMethod::kRingmaster, 1, stop, 3),
+                     shape_of(sim::UpdateMode::kRingmaster, 1, stop, 3),
+                     stop ? exponential : shifted,
+                     ++seed,
+                     1000,
+                     per_batch,
+                     rows);
   }
   // MindFlayer with Δ = 0 (the theory's case): Rennala's B/Σλ_i with stop_stale, whatever the
   // cut-offs t_i = ℓ_i (an attempt is cut with probability 1/e), bounds without.
   for (const bool stop : {true, false}) {
-    const int b = 8;
-    const auto p = sim::predict_time_optimal(
-        parameters(sim::TimeOptimalMethod::kMindFlayer, b, stop, std::nullopt, loads),
-        exponential.workers());
-    const Simulated s =
-        simulate(exponential.model(),
-                 shape_of(sim::UpdateMode::kMindFlayer, b, stop, std::nullopt, loads),
-                 ++seed,
-                 100,
-                 batches,
-                 per_batch);
-    random_rows(fmt::format("T/update mindflayer{} B={} t_i=l_i {}",
-                            stop ? " stop_stale" : "",
-                            b,
-                            exponential.label()),
-                *p,
-                s,
-                rows);
+    random_case_rows(fmt::format("T/update mindflayer{} B=8 t_i=l_i", stop ? " stop_stale" : ""),
+                     parameters(sim::TimeOptimalMethod::kMindFlayer, 8, stop, std::nullopt, loads),
+                     shape_of(sim::UpdateMode::kMindFlayer, 8, stop, std::nullopt, loads),
+                     exponential,
+                     ++seed,
+                     100,
+                     per_batch,
+                     rows);
   }
+}
+
+}  // namespace
+
+void time_optimal_rows(bool quick, std::vector<CheckRow>& rows) {
+  Draws draws(20230512);
+  fixed_rows(draws, rows);
+  random_delay_rows(quick, draws, rows);
 }
 
 }  // namespace stragglersim::experiments::check

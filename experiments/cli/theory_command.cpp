@@ -282,14 +282,12 @@ void print_theory_text(const RunPlan& plan, nlohmann::json& p) {
                            plan.workers,
                            plan.scheme.code->name(),
                            plan.scheme.rule->name());
-  if (p.contains("iteration_time_problem")) {
-    std::cout << p["iteration_time_problem"].get<std::string>() << '\n';
-    print_convergence(p);
-    print_measured(p);
-    return;
-  }
-  if (p.contains("time_per_update")) {
-    print_time_per_update(p);
+  if (p.contains("iteration_time_problem") || p.contains("time_per_update")) {
+    if (p.contains("time_per_update")) {
+      print_time_per_update(p);
+    } else {
+      std::cout << p["iteration_time_problem"].get<std::string>() << '\n';
+    }
     print_convergence(p);
     print_measured(p);
     return;

@@ -331,10 +331,45 @@ double renewal_integral_cost(const sim::TimeOptimalParameters& p,
   return n * b * b * (2.0 * n + 1.0) * 61.0 * 4.0;
 }
 
+/// The time-optimal prediction under the plan's delay model: the fixed model (its times τ_iℓ_i)
+/// or a shifted exponential; otherwise nullopt, or a problem (a renewal integral beyond the
+/// budget) in `problem`.
+std::optional<sim::TimeOptimalPrediction> predict_time_optimal_under(
+    const sim::TimeOptimalParameters& parameters,
+    const sim::DelayModel& delays,
+    const std::string& rule,
+    std::string* problem) {
+  if (dynamic_cast<const sim::FixedDelay*>(&delays) != nullptr) {
+    std::vector<double> tau(static_cast<std::size_t>(delays.workers()));
+    for (int i = 0; i < delays.workers(); ++i) {
+      tau[static_cast<std::size_t>(i)] = delays.mean(i);
+    }
+    return sim::predict_time_optimal(parameters, tau);
+  }
+  const auto workers =
+      delays.time_varying() ? std::nullopt : sim::shifted_exponential_workers(delays);
+  if (!workers) {
+    return std::nullopt;
+  }
+  if (const double cost = renewal_integral_cost(parameters, *workers);
+      cost > kRenewalIntegralBudget) {
+    *problem = fmt::format(
+        "rule '{}': the renewal integral over {} workers and B = {} would cost about {:.2g} "
+        "operations: skipped above {:.2g}",
+        rule,
+        workers->shift.size(),
+        parameters.batch,
+        cost,
+        kRenewalIntegralBudget);
+    return std::nullopt;
+  }
+  return sim::predict_time_optimal(parameters, *workers);
+}
+
 /// The time-optimal methods (docs/theory.md "Time-optimal methods"): seconds per update under the
-/// fixed model (its times τ_iℓ_i) or a shifted exponential, as `time_per_update` (exact when lower
-/// = upper), and `expected_iteration_time` when exact (an iteration is an update). nullopt for an
-/// update rule the theory does not cover, which keeps its "no timing model" problem.
+/// fixed model or a shifted exponential, as `time_per_update` (exact when lower = upper), and
+/// `expected_iteration_time` when exact (an iteration is an update). nullopt for an update rule
+/// the theory does not cover, which keeps its "no timing model" problem.
 std::optional<nlohmann::json> time_optimal_predictions(const RunPlan& plan) {
   const auto shape = plan.scheme.rule->update_shape();
   const auto parameters = shape ? time_optimal_parameters(*shape) : std::nullopt;
@@ -351,42 +386,22 @@ std::optional<nlohmann::json> time_optimal_predictions(const RunPlan& plan) {
     return out;
   }
   const auto delays = plan.make_delays();
-  std::optional<sim::TimeOptimalPrediction> p;
-  if (dynamic_cast<const sim::FixedDelay*>(delays.get()) != nullptr) {
-    std::vector<double> tau(static_cast<std::size_t>(delays->workers()));
-    for (int i = 0; i < delays->workers(); ++i) {
-      tau[static_cast<std::size_t>(i)] = delays->mean(i);
-    }
-    p = sim::predict_time_optimal(*parameters, tau);
-  } else if (const auto workers = delays->time_varying()
-                                      ? std::nullopt
-                                      : sim::shifted_exponential_workers(*delays)) {
-    if (const auto cost = renewal_integral_cost(*parameters, *workers);
-        cost > kRenewalIntegralBudget) {
-      out["iteration_time_problem"] = fmt::format(
-          "rule '{}': the renewal integral over {} workers and B = {} would cost about {:.2g} "
-          "operations: skipped above {:.2g}",
-          rule,
-          workers->shift.size(),
-          parameters->batch,
-          cost,
-          kRenewalIntegralBudget);
-      return out;
-    }
-    p = sim::predict_time_optimal(*parameters, *workers);
-  }
+  std::string problem;
+  const auto p = predict_time_optimal_under(*parameters, *delays, rule, &problem);
   if (!p) {
-    out["iteration_time_problem"] = fmt::format(
-        "no timing model for rule '{}' under the '{}' delay model (docs/theory.md "
-        "\"Time-optimal methods\" covers fixed times and shifted exponentials)",
-        rule,
-        delays->name());
+    out["iteration_time_problem"] =
+        !problem.empty() ? problem
+                         : fmt::format(
+                               "no timing model for rule '{}' under the '{}' delay model "
+                               "(docs/theory.md \"Time-optimal methods\" covers fixed "
+                               "times and shifted exponentials)",
+                               rule,
+                               delays->name());
     return out;
   }
   if (!std::isfinite(p->lower)) {
     out["iteration_time_problem"] = fmt::format(
-        "rule '{}': no worker's computation time is within its cut-off, so no update "
-        "ever happens",
+        "rule '{}': no worker's computation time is within its cut-off, so no update ever happens",
         rule);
     return out;
   }
@@ -401,6 +416,23 @@ std::optional<nlohmann::json> time_optimal_predictions(const RunPlan& plan) {
   out["time_optimal_note"] =
       "an iteration is an update: seconds per update in the long run (docs/theory.md "
       "\"Time-optimal methods\")";
+  return out;
+}
+
+/// A plan whose scheme the iteration-time theory cannot describe (`why`): the time-optimal
+/// prediction if the rule is one, else the problem; with the convergence keys where they apply.
+nlohmann::json predictions_without_scheme(const RunPlan& plan,
+                                          const std::string& why,
+                                          bool convergence) {
+  nlohmann::json out;
+  if (auto timed = time_optimal_predictions(plan)) {
+    out = std::move(*timed);
+  } else {
+    out["iteration_time_problem"] = why;
+  }
+  if (convergence && !plan.delay_only()) {
+    out.update(convergence_predictions(plan, nullptr, nullptr));
+  }
   return out;
 }
 
@@ -461,15 +493,7 @@ nlohmann::json predictions(const RunPlan& plan, bool convergence) {
   const auto anytime = anytime_description(plan);
   const auto scheme = anytime ? anytime : sim::describe_scheme(plan.scheme, &why);
   if (!scheme) {
-    if (auto timed = time_optimal_predictions(plan)) {
-      out = std::move(*timed);
-    } else {
-      out["iteration_time_problem"] = why;
-    }
-    if (convergence && !plan.delay_only()) {
-      out.update(convergence_predictions(plan, nullptr, nullptr));
-    }
-    return out;
+    return predictions_without_scheme(plan, why, convergence);
   }
   const auto delays = plan.make_delays();
   if (scheme->workers > kNumericalPredictionWorkers && !sim::has_closed_form(*scheme, *delays)) {
