@@ -68,6 +68,11 @@ void policy_rows(bool quick, std::vector<CheckRow>& rows);
 void persistent_rows(bool quick, std::vector<CheckRow>& rows);
 void update_time_rows(std::vector<CheckRow>& rows);
 
+// check_time_optimal.cpp: the time-optimal methods' time per update (Rennala, Malenia, Ringmaster,
+// MindFlayer) under the fixed model (exact to rounding, bounds on every update) and under
+// shifted-exponential delays (within 4 s.e.).
+void time_optimal_rows(bool quick, std::vector<CheckRow>& rows);
+
 // check_codes.cpp: group erasure q, heterogeneity-aware loads.
 void erasure_rows(bool quick, std::vector<CheckRow>& rows);
 void proportional_rows(bool quick, std::vector<CheckRow>& rows);

@@ -218,7 +218,8 @@ std::optional<int> non_finite_prediction(const nlohmann::json& p, const std::str
       return 3;
     }
   }
-  if (!p.contains("iteration_time_problem") && !p["expected_iteration_time"].is_number()) {
+  if (!p.contains("iteration_time_problem") && !p.contains("time_per_update") &&
+      !p["expected_iteration_time"].is_number()) {
     std::cerr << fmt::format(
         "error: {}: theory: the expected iteration time is not finite (delays too large)\n",
         config);
@@ -251,6 +252,29 @@ void print_speedup_table(const nlohmann::json& p) {
   }
 }
 
+/// A time-optimal method's seconds per update: exact, or its bounds, with the formula and the
+/// papers' bound where there is one.
+void print_time_per_update(const nlohmann::json& p) {
+  const auto& t = p["time_per_update"];
+  std::cout << fmt::format("{:<34} {}\n", "method", p["method"].get<std::string>());
+  const double lower = t["lower"].get<double>();
+  if (t["exact"].get<bool>()) {
+    std::cout << fmt::format("{:<34} {:.6g} (exact)\n", "seconds per update", lower);
+  } else if (t["upper"].is_null()) {
+    std::cout << fmt::format("{:<34} at least {:.6g}\n", "seconds per update", lower);
+  } else {
+    std::cout << fmt::format("{:<34} between {:.6g} and {:.6g}\n",
+                             "seconds per update",
+                             lower,
+                             t["upper"].get<double>());
+  }
+  std::cout << fmt::format("{:<34} {}\n", "formula", t["formula"].get<std::string>());
+  if (!t["paper_bound"].is_null()) {
+    std::cout << fmt::format(
+        "{:<34} {:.6g}\n", "papers' bound per update", t["paper_bound"].get<double>());
+  }
+}
+
 // The theory report as text: the scheme, the method, every predicted value and the tables.
 void print_theory_text(const RunPlan& plan, nlohmann::json& p) {
   std::cout << fmt::format("{}: {} workers, code {}, rule {}\n",
@@ -258,8 +282,12 @@ void print_theory_text(const RunPlan& plan, nlohmann::json& p) {
                            plan.workers,
                            plan.scheme.code->name(),
                            plan.scheme.rule->name());
-  if (p.contains("iteration_time_problem")) {
-    std::cout << p["iteration_time_problem"].get<std::string>() << '\n';
+  if (p.contains("iteration_time_problem") || p.contains("time_per_update")) {
+    if (p.contains("time_per_update")) {
+      print_time_per_update(p);
+    } else {
+      std::cout << p["iteration_time_problem"].get<std::string>() << '\n';
+    }
     print_convergence(p);
     print_measured(p);
     return;

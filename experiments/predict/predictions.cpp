@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <variant>
 
@@ -11,9 +12,11 @@
 #include "experiments/predict/plan_optimum.h"
 #include "models/base/stop_request.h"
 #include "models/optimum.h"
+#include "sim/delays/fixed_delay.h"
 #include "sim/stopping_rule.h"
 #include "sim/theory/convergence_theory.h"
 #include "sim/theory/multi_message_theory.h"
+#include "sim/theory/time_optimal_theory.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -268,6 +271,171 @@ nlohmann::json multi_message_predictions(const RunPlan& plan,
   return out;
 }
 
+/// The time-optimal theory's parameters for an update rule's shape; nullopt for the disciplines
+/// of Dutta et al. (k_batch_sync, k_async, k_batch_async), which have no formula here. Rescaled
+/// ASGD runs the clock of asynchronous SGD (an update per arrival, no worker idle), Ringmaster's
+/// with R = ∞.
+std::optional<sim::TimeOptimalParameters> time_optimal_parameters(const sim::UpdateShape& shape) {
+  sim::TimeOptimalParameters p;
+  p.batch = shape.k;
+  p.stop_stale = shape.stop_stale;
+  switch (shape.mode) {
+    case sim::UpdateMode::kRennala:
+      p.method = sim::TimeOptimalMethod::kRennala;
+      return p;
+    case sim::UpdateMode::kMalenia:
+      p.method = sim::TimeOptimalMethod::kMalenia;
+      return p;
+    case sim::UpdateMode::kMindFlayer:
+      p.method = sim::TimeOptimalMethod::kMindFlayer;
+      p.cutoffs = shape.cutoffs;
+      return p;
+    case sim::UpdateMode::kRingmaster:
+      p.method = sim::TimeOptimalMethod::kRingmaster;
+      if (shape.max_delay) {
+        p.max_delay = static_cast<int>(
+            std::min<std::uint64_t>(*shape.max_delay, std::numeric_limits<int>::max()));
+      }
+      return p;
+    case sim::UpdateMode::kRescaledAsync:
+      p.method = sim::TimeOptimalMethod::kRingmaster;
+      p.batch = 1;
+      p.stop_stale = false;
+      return p;
+    case sim::UpdateMode::kKBatchSync:
+    case sim::UpdateMode::kKAsync:
+    case sim::UpdateMode::kKBatchAsync:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+/// Operations the renewal integral of Rennala and MindFlayer may take (about a second).
+constexpr double kRenewalIntegralBudget = 1e9;
+
+/// The renewal integral's cost (sim::renewal_collection_mean): a convolution of n workers' counts
+/// truncated at B, O(n B²), at 61 points of each of its ~2n + 1 pieces, a few subdivisions each;
+/// 0 when the prediction needs no integral (the other methods, exponential delays with
+/// stop_stale).
+double renewal_integral_cost(const sim::TimeOptimalParameters& p,
+                             const sim::ShiftedExponentialWorkers& workers) {
+  const bool batch_method = p.method == sim::TimeOptimalMethod::kRennala ||
+                            p.method == sim::TimeOptimalMethod::kMindFlayer;
+  const bool exponential =
+      std::all_of(workers.shift.begin(), workers.shift.end(), [](double d) { return d == 0.0; });
+  if (!batch_method || (exponential && p.stop_stale)) {
+    return 0.0;
+  }
+  const auto n = static_cast<double>(workers.shift.size());
+  const auto b = static_cast<double>(p.batch) + 1.0;
+  return n * b * b * (2.0 * n + 1.0) * 61.0 * 4.0;
+}
+
+/// The time-optimal prediction under the plan's delay model: the fixed model (its times τ_iℓ_i)
+/// or a shifted exponential; otherwise nullopt, or a problem (a renewal integral beyond the
+/// budget) in `problem`.
+std::optional<sim::TimeOptimalPrediction> predict_time_optimal_under(
+    const sim::TimeOptimalParameters& parameters,
+    const sim::DelayModel& delays,
+    const std::string& rule,
+    std::string* problem) {
+  if (dynamic_cast<const sim::FixedDelay*>(&delays) != nullptr) {
+    std::vector<double> tau(static_cast<std::size_t>(delays.workers()));
+    for (int i = 0; i < delays.workers(); ++i) {
+      tau[static_cast<std::size_t>(i)] = delays.mean(i);
+    }
+    return sim::predict_time_optimal(parameters, tau);
+  }
+  const auto workers =
+      delays.time_varying() ? std::nullopt : sim::shifted_exponential_workers(delays);
+  if (!workers) {
+    return std::nullopt;
+  }
+  if (const double cost = renewal_integral_cost(parameters, *workers);
+      cost > kRenewalIntegralBudget) {
+    *problem = fmt::format(
+        "rule '{}': the renewal integral over {} workers and B = {} would cost about {:.2g} "
+        "operations: skipped above {:.2g}",
+        rule,
+        workers->shift.size(),
+        parameters.batch,
+        cost,
+        kRenewalIntegralBudget);
+    return std::nullopt;
+  }
+  return sim::predict_time_optimal(parameters, *workers);
+}
+
+/// The time-optimal methods (docs/theory.md "Time-optimal methods"): seconds per update under the
+/// fixed model or a shifted exponential, as `time_per_update` (exact when lower = upper), and
+/// `expected_iteration_time` when exact (an iteration is an update). nullopt for an update rule
+/// the theory does not cover, which keeps its "no timing model" problem.
+std::optional<nlohmann::json> time_optimal_predictions(const RunPlan& plan) {
+  const auto shape = plan.scheme.rule->update_shape();
+  const auto parameters = shape ? time_optimal_parameters(*shape) : std::nullopt;
+  if (!parameters) {
+    return std::nullopt;
+  }
+  nlohmann::json out;
+  const std::string rule = plan.scheme.rule->name();
+  if (!plan.network.is_free()) {
+    out["iteration_time_problem"] = fmt::format(
+        "no timing model for rule '{}' with a network (the time-optimal formulas assume free "
+        "communication)",
+        rule);
+    return out;
+  }
+  const auto delays = plan.make_delays();
+  std::string problem;
+  const auto p = predict_time_optimal_under(*parameters, *delays, rule, &problem);
+  if (!p) {
+    out["iteration_time_problem"] =
+        !problem.empty() ? problem
+                         : fmt::format(
+                               "no timing model for rule '{}' under the '{}' delay model "
+                               "(docs/theory.md \"Time-optimal methods\" covers fixed "
+                               "times and shifted exponentials)",
+                               rule,
+                               delays->name());
+    return out;
+  }
+  if (!std::isfinite(p->lower)) {
+    out["iteration_time_problem"] = fmt::format(
+        "rule '{}': no worker's computation time is within its cut-off, so no update ever happens",
+        rule);
+    return out;
+  }
+  out["time_per_update"] = {
+      {"lower", p->lower},
+      {"upper", number_or_null(p->upper)},
+      {"exact", p->exact()},
+      {"paper_bound", p->paper_bound ? nlohmann::json(*p->paper_bound) : nlohmann::json()},
+      {"formula", p->formula}};
+  out["expected_iteration_time"] = p->exact() ? nlohmann::json(p->lower) : nlohmann::json();
+  out["method"] = p->exact() ? "time-optimal theory (exact)" : "time-optimal theory (bounds)";
+  out["time_optimal_note"] =
+      "an iteration is an update: seconds per update in the long run (docs/theory.md "
+      "\"Time-optimal methods\")";
+  return out;
+}
+
+/// A plan whose scheme the iteration-time theory cannot describe (`why`): the time-optimal
+/// prediction if the rule is one, else the problem; with the convergence keys where they apply.
+nlohmann::json predictions_without_scheme(const RunPlan& plan,
+                                          const std::string& why,
+                                          bool convergence) {
+  nlohmann::json out;
+  if (auto timed = time_optimal_predictions(plan)) {
+    out = std::move(*timed);
+  } else {
+    out["iteration_time_problem"] = why;
+  }
+  if (convergence && !plan.delay_only()) {
+    out.update(convergence_predictions(plan, nullptr, nullptr));
+  }
+  return out;
+}
+
 }  // namespace
 
 models::OptimumOptions optimum_options(const RunPlan& plan) {
@@ -325,11 +493,7 @@ nlohmann::json predictions(const RunPlan& plan, bool convergence) {
   const auto anytime = anytime_description(plan);
   const auto scheme = anytime ? anytime : sim::describe_scheme(plan.scheme, &why);
   if (!scheme) {
-    out["iteration_time_problem"] = why;
-    if (convergence && !plan.delay_only()) {
-      out.update(convergence_predictions(plan, nullptr, nullptr));
-    }
-    return out;
+    return predictions_without_scheme(plan, why, convergence);
   }
   const auto delays = plan.make_delays();
   if (scheme->workers > kNumericalPredictionWorkers && !sim::has_closed_form(*scheme, *delays)) {

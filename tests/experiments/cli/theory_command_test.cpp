@@ -257,3 +257,102 @@ TEST_CASE("experiments: summary.json carries the prediction beside the measureme
 }
 
 }  // namespace stragglersim::experiments
+
+namespace stragglersim::experiments {
+namespace {
+
+/// A least-squares run of 8 workers under the fixed model τ_i = √i with a time-optimal rule.
+nlohmann::json time_optimal_theory_config(const nlohmann::json& stopping) {
+  return {{"name", "time_optimal"},
+          {"seed", 3},
+          {"workers", 8},
+          {"data",
+           {{"source", "synthetic"},
+            {"generator", "linear_regression"},
+            {"rows", 400},
+            {"features", 5},
+            {"condition", 1.0},
+            {"test_fraction", 0}}},
+          {"loss", {{"kind", "least_squares"}, {"l2", 1.0}}},
+          {"code", {{"kind", "uncoded"}}},
+          {"delay", {{"kind", "fixed"}, {"times", "sqrt"}}},
+          {"stopping", stopping},
+          {"optimizer", {{"kind", "gd"}, {"step", "auto"}, {"iterations", 40}}}};
+}
+
+}  // namespace
+
+TEST_CASE("experiments: theory gives a time-optimal rule's seconds per update",
+          "[experiments][theory]") {
+  const auto dir = scratch("time_optimal");
+  // Rennala with stop_stale, B = 8 under τ_i = √i: Σ_i ⌊t/√i⌋ reaches 8 at t = √7 (1 + 1 + 1 + 1
+  // + 1 + 1 from workers 2 … 7, 2 from worker 1), exactly.
+  const auto cfg = dir / "rennala.json";
+  std::ofstream(cfg) << time_optimal_theory_config(
+                            {{"rule", "rennala"}, {"batch", 8}, {"stop_stale", true}})
+                            .dump();
+  REQUIRE(run(fmt::format("theory '{}' --json", cfg.string()), dir / "out.json") == 0);
+  const auto j = nlohmann::json::parse(slurp(dir / "out.json"));
+  CHECK_FALSE(j.contains("iteration_time_problem"));
+  CHECK(j["method"] == "time-optimal theory (exact)");
+  CHECK(j["time_per_update"]["exact"] == true);
+  CHECK(j["time_per_update"]["lower"].get<double>() == Approx(std::sqrt(7.0)).epsilon(1e-12));
+  CHECK(j["expected_iteration_time"].get<double>() == Approx(std::sqrt(7.0)).epsilon(1e-12));
+  CHECK(j["time_per_update"]["formula"] == "T*(B) = min{t : sum floor(t/tau_i) >= B}");
+  REQUIRE(run(fmt::format("theory '{}'", cfg.string()), dir / "out.txt") == 0);
+  const std::string text = slurp(dir / "out.txt");
+  CHECK(text.find("rule rennala\n") != std::string::npos);
+  CHECK(text.find(fmt::format("{:<34} 2.64575 (exact)\n", "seconds per update")) !=
+        std::string::npos);
+  CHECK(text.find("no timing model") == std::string::npos);
+
+  // Without stop_stale: bounds, no expected iteration time, still exit 0.
+  const auto bounds_cfg = dir / "rennala_bounds.json";
+  std::ofstream(bounds_cfg)
+      << time_optimal_theory_config({{"rule", "rennala"}, {"batch", 8}}).dump();
+  REQUIRE(run(fmt::format("theory '{}'", bounds_cfg.string()), dir / "bounds.txt") == 0);
+  CHECK(slurp(dir / "bounds.txt")
+            .find(fmt::format("{:<34} between 2.64575 and ", "seconds per update")) !=
+        std::string::npos);
+
+  // Ringmaster (R = ∞) and Rescaled ASGD: 1/Σ 1/√i; the summary's block is the same prediction.
+  double rate = 0.0;
+  for (int i = 1; i <= 8; ++i) {
+    rate += 1.0 / std::sqrt(static_cast<double>(i));
+  }
+  for (const char* rule : {"ringmaster", "rescaled_async"}) {
+    const RunPlan plan =
+        plan_run(time_optimal_theory_config({{"rule", rule}}), "cfg.json", dir.string());
+    const auto p = predictions(plan, /*convergence=*/false);
+    CHECK(p["expected_iteration_time"].get<double>() == Approx(1.0 / rate).epsilon(1e-12));
+  }
+  // The disciplines of Dutta et al. keep their message.
+  const RunPlan k_async = plan_run(
+      time_optimal_theory_config({{"rule", "k_async"}, {"k", 2}}), "cfg.json", dir.string());
+  CHECK(predictions(k_async, false)["iteration_time_problem"] ==
+        "no timing model for rule 'k_async'");
+  // Malenia under shifted exponentials: no formula, said so.
+  auto malenia = time_optimal_theory_config({{"rule", "malenia"}, {"batch", 8}});
+  malenia["delay"] = {{"kind", "shifted_exponential"}, {"shift", 1.0}, {"rate", 1.0}};
+  CHECK(predictions(plan_run(malenia, "cfg.json", dir.string()), false)["iteration_time_problem"]
+            .get<std::string>()
+            .starts_with("no timing model for rule 'malenia' under the 'shifted_exponential'"));
+}
+
+TEST_CASE("experiments: a rennala run's summary carries its exact time per update",
+          "[experiments][theory]") {
+  const auto dir = scratch("time_optimal_summary");
+  const auto cfg = dir / "rennala.json";
+  std::ofstream(cfg) << time_optimal_theory_config(
+                            {{"rule", "rennala"}, {"batch", 4}, {"stop_stale", true}})
+                            .dump();
+  REQUIRE(run(fmt::format("run '{}' --out '{}'", cfg.string(), (dir / "out").string()),
+              dir / "log.txt") == 0);
+  const auto s = nlohmann::json::parse(slurp(dir / "out" / "summary.json"));
+  // T*(4) = 2: workers 1 (twice), 2, 3 and 4 by t = 2; every update is a fresh start.
+  CHECK(s["theory"]["expected_iteration_time"].get<double>() == Approx(2.0).epsilon(1e-12));
+  CHECK(s["theory"]["time_per_update"]["exact"] == true);
+  CHECK(s["mean_iteration_time"].get<double>() == Approx(2.0).epsilon(1e-9));
+}
+
+}  // namespace stragglersim::experiments
