@@ -145,8 +145,7 @@ void train_asynchronously(const RunPlan& plan,
                           const sim::TrainingOptions& options,
                           sim::Optimizer& optimizer,
                           const std::function<void(const sim::TraceRow&)>& on_row) {
-  sim::AsynchronousCluster cluster(
-      plan.make_delays(), *plan.update, plan.seed, plan.network);
+  sim::AsynchronousCluster cluster(plan.make_delays(), *plan.update, plan.seed, plan.network);
   sim::AsynchronousOptions async{options, plan.update->step, std::nullopt, plan.seed};
   if (plan.batch) {
     async.minibatch = sim::MinibatchOptions{*plan.batch, plan.seed};

@@ -804,15 +804,15 @@ void simulate_training(const RunPlan& plan,
                        const std::function<void(const sim::TraceRow&)>& on_row) {
   auto optimizer = plan.make_optimizer();
   if (plan.update) {  // an update rule: the asynchronous loop on its own clock
-    sim::AsynchronousCluster cluster(
-        plan.make_delays(), *plan.update, delay_seed, plan.network);
-    sim::train_asynchronous(*plan.objective,
-                            nullptr,
-                            *plan.scheme.code,
-                            *optimizer,
-                            cluster,
-                            sim::AsynchronousOptions{{plan.iterations}, plan.update->step, {}, delay_seed},
-                            on_row);
+    sim::AsynchronousCluster cluster(plan.make_delays(), *plan.update, delay_seed, plan.network);
+    sim::train_asynchronous(
+        *plan.objective,
+        nullptr,
+        *plan.scheme.code,
+        *optimizer,
+        cluster,
+        sim::AsynchronousOptions{{plan.iterations}, plan.update->step, {}, delay_seed},
+        on_row);
     return;
   }
   auto cluster = plan.make_cluster(delay_seed);
