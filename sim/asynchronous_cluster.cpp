@@ -28,11 +28,11 @@ AsynchronousCluster::AsynchronousCluster(std::unique_ptr<DelayModel> delays,
     : AsynchronousCluster(std::move(delays), k_shape(mode, k), seed, network) {}
 
 AsynchronousCluster::AsynchronousCluster(std::unique_ptr<DelayModel> delays,
-                                         const UpdateShape& shape,
+                                         UpdateShape shape,
                                          std::uint64_t seed,
                                          const NetworkOptions& network)
     : delays_(std::move(delays)),
-      shape_(shape),
+      shape_(std::move(shape)),
       rng_(make_engine(seed, Stream::kDelays)),
       network_(options_check::require_valid(network)),
       free_network_(network.is_free()) {

@@ -65,7 +65,7 @@ class AsynchronousCluster {
   /// Any update rule's shape. Illegal: a null model, a shape UpdateRule::Options rejects for
   /// the model's n, network options failing validate().
   AsynchronousCluster(std::unique_ptr<DelayModel> delays,
-                      const UpdateShape& shape,
+                      UpdateShape shape,
                       std::uint64_t seed,
                       const NetworkOptions& network = {});
 

@@ -281,6 +281,12 @@ std::vector<FactoryRow<StoppingFactory>> asynchronous_rules() {
          return make_update_rule(r, c, sim::UpdateMode::kKBatchSync);
        },
        asynchronous("k_batch_sync")},
+  };
+}
+
+/// The time-optimal methods (docs/model.md §4 "Time-optimal methods"), on the asynchronous loop.
+std::vector<FactoryRow<StoppingFactory>> time_optimal_rules() {
+  return {
       {"malenia",
        "Malenia SGD: gradients at the current x until every worker has b_i >= 1 and n / sum "
        "1/b_i >= batch/n; the mean of each worker's gradients (heterogeneous data)",
@@ -371,6 +377,9 @@ std::vector<FactoryRow<StoppingFactory>> builtin_rules() {
        multi_message()},
   };
   for (auto& row : asynchronous_rules()) {
+    rows.push_back(std::move(row));
+  }
+  for (auto& row : time_optimal_rules()) {
     rows.push_back(std::move(row));
   }
   return rows;
