@@ -388,7 +388,7 @@ TEST_CASE("async: the time-optimal methods make the updates of a direct referenc
       mindflayer.cutoffs = {1.2, 1.5, 1.8, 2.4, 5.0};
       shapes.push_back(mindflayer);
     }
-    for (const std::uint64_t r : {1, 2, 4}) {
+    for (const std::uint64_t r : {1U, 2U, 4U}) {
       UpdateShape ringmaster = time_optimal_shape(UpdateMode::kRingmaster, 1);
       ringmaster.max_delay = r;
       ringmaster.stop_stale = stop;
