@@ -180,35 +180,21 @@ void build_tree(Schedule& schedule) {
   add_tree(schedule, b, half, schedule.elements, height);
 }
 
-void build_halving_doubling(Schedule& schedule) {
-  const int n = schedule.ranks;
-  int p = 1;
-  while (p * 2 <= n) {
-    p *= 2;
-  }
-  const int extra = n - p;
-  // Pre-step: rank 2i+1 (i < extra) hands its vector to rank 2i, which takes part for both.
-  std::vector<int> part;
-  for (int i = 0; i < n; ++i) {
-    if (i >= 2 * extra || i % 2 == 0) {
-      part.push_back(i);
-    }
-  }
-  int round = 0;
-  if (extra > 0) {
-    for (int i = 0; i < extra; ++i) {
-      add_chunks(schedule, 0, 2 * i + 1, 2 * i, 0, 1, 1, true);
-    }
-    round = 1;
-  }
+namespace {
+
+// Recursive halving then doubling among `part` (2^levels ranks) from `round`: in halving step s
+// participant v pairs with v XOR p/2^(s+1) and reduces into it the half of its chunk range on
+// the partner's side of that bit, so that v ends with chunk v; doubling step s copies v's range
+// to v XOR 2^s. Returns the next free round.
+int halving_doubling_rounds(Schedule& schedule, const std::vector<int>& part, int round) {
+  const int p = static_cast<int>(part.size());
   int levels = 0;
   while ((1 << levels) < p) {
     ++levels;
   }
-  // Recursive halving: in step s participant v pairs with v XOR p/2^(s+1) and keeps the half of
-  // its chunk range on its side of that bit; afterwards v holds chunk v.
-  std::vector<int> lo(static_cast<std::size_t>(p), 0);
-  std::vector<int> hi(static_cast<std::size_t>(p), p);
+  std::vector<int> lo(part.size(), 0);
+  std::vector<int> hi(part.size(), p);
+  const auto rank = [&](int v) { return part[static_cast<std::size_t>(v)]; };
   for (int s = 0; s < levels; ++s) {
     const int mask = p >> (s + 1);
     for (int v = 0; v < p; ++v) {
@@ -217,44 +203,51 @@ void build_halving_doubling(Schedule& schedule) {
       const bool upper = (v & mask) != 0;
       add_chunks(schedule,
                  round + s,
-                 part[i],
-                 part[static_cast<std::size_t>(v ^ mask)],
+                 rank(v),
+                 rank(v ^ mask),
                  upper ? lo[i] : mid,
                  upper ? mid : hi[i],
                  p,
                  true);
-    }
-    for (int v = 0; v < p; ++v) {
-      const auto i = static_cast<std::size_t>(v);
-      const int mid = (lo[i] + hi[i]) / 2;
-      ((v & mask) != 0 ? lo[i] : hi[i]) = mid;
+      (upper ? lo[i] : hi[i]) = mid;  // the send above read v's own range only
     }
   }
   round += levels;
-  // Recursive doubling mirrors it: in step s participant v copies its range to v XOR 2^s.
   for (int s = 0; s < levels; ++s) {
     const int mask = 1 << s;
     for (int v = 0; v < p; ++v) {
       const auto i = static_cast<std::size_t>(v);
-      add_chunks(schedule,
-                 round + s,
-                 part[i],
-                 part[static_cast<std::size_t>(v ^ mask)],
-                 lo[i],
-                 hi[i],
-                 p,
-                 false);
+      add_chunks(schedule, round + s, rank(v), rank(v ^ mask), lo[i], hi[i], p, false);
     }
     for (int v = 0; v < p; ++v) {
       const auto i = static_cast<std::size_t>(v);
-      if ((v & mask) == 0) {
-        hi[i] += mask;
-      } else {
-        lo[i] -= mask;
-      }
+      ((v & mask) == 0 ? hi[i] : lo[i]) += (v & mask) == 0 ? mask : -mask;
     }
   }
-  round += levels;
+  return round + levels;
+}
+
+}  // namespace
+
+void build_halving_doubling(Schedule& schedule) {
+  const int n = schedule.ranks;
+  int p = 1;
+  while (p * 2 <= n) {
+    p *= 2;
+  }
+  const int extra = n - p;
+  // Pre-step: rank 2i+1 (i < extra) hands its vector to rank 2i, which takes part for both;
+  // post-step: rank 2i copies the result back.
+  std::vector<int> part;
+  for (int i = 0; i < n; ++i) {
+    if (i >= 2 * extra || i % 2 == 0) {
+      part.push_back(i);
+    }
+  }
+  for (int i = 0; i < extra; ++i) {
+    add_chunks(schedule, 0, 2 * i + 1, 2 * i, 0, 1, 1, true);
+  }
+  const int round = halving_doubling_rounds(schedule, part, extra > 0 ? 1 : 0);
   for (int i = 0; i < extra; ++i) {
     add_chunks(schedule, round, 2 * i, 2 * i + 1, 0, 1, 1, false);
   }

@@ -56,13 +56,12 @@ struct Part {
 
 // The max-plus recursion of the α–β model (collective.h) on a value that is either a time
 // (double) or a vector of offsets per ready time (max and + elementwise, −∞ for "no path").
-template <typename Ops>
+template <typename Value, typename Ops>
 void propagate(const Schedule& schedule,
                const CollectiveOptions& options,
                double bytes_per_element,
-               std::vector<typename Ops::Value>& end,
-               std::vector<typename Ops::Value>& completion) {
-  using Value = typename Ops::Value;
+               std::vector<Value>& end,
+               std::vector<Value>& completion) {
   const auto n = static_cast<std::size_t>(schedule.ranks);
   std::vector<Part> part(n);
   std::vector<Value> start(n);
@@ -206,7 +205,7 @@ void complete_times(const Schedule& schedule,
   STRAGGLERSIM_ASSERT(ready.size() == n && completion.size() == n, "one time per rank");
   std::vector<double> end(ready.begin(), ready.end());
   std::vector<double> done(ready.begin(), ready.end());
-  propagate<TimeOps>(schedule, options, bytes_per_element, end, done);
+  propagate<double, TimeOps>(schedule, options, bytes_per_element, end, done);
   std::copy(done.begin(), done.end(), completion.begin());
 }
 
@@ -220,7 +219,7 @@ std::vector<double> completion_offsets(const Schedule& schedule,
     end[i][i] = 0.0;
   }
   std::vector<std::vector<double>> done = end;
-  propagate<OffsetOps>(schedule, options, bytes_per_element, end, done);
+  propagate<std::vector<double>, OffsetOps>(schedule, options, bytes_per_element, end, done);
   std::vector<double> w(n, -std::numeric_limits<double>::infinity());
   for (const auto& row : done) {
     OffsetOps::max_into(w, row);

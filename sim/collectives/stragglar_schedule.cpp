@@ -59,7 +59,7 @@ class StragglarPhaseTwo {
   }
 
  private:
-  int holds(int p) const { return holds_[static_cast<std::size_t>(p)]; }
+  [[nodiscard]] int holds(int p) const { return holds_[static_cast<std::size_t>(p)]; }
 
   void send(int r, int from, int to, int chunk, bool reduce) {
     add_chunks(schedule_,
