@@ -26,6 +26,9 @@ struct RunFacts {
   nlohmann::json rescale;
   nlohmann::json inject;  ///< false: the backend injects no delays
   nlohmann::json faults;  ///< null or an empty array: none
+  nlohmann::json network;  ///< null: no network block
+  nlohmann::json rule;     ///< the stopping rule's name
+  bool asynchronous = false;
 };
 
 RunFacts facts_of(const RunPlan& plan, const nlohmann::json& config) {
@@ -44,6 +47,9 @@ RunFacts facts_of(const RunPlan& plan, const nlohmann::json& config) {
   const nlohmann::json backend = config.value("backend", nlohmann::json::object());
   f.inject = backend.value("inject", nlohmann::json(true));
   f.faults = backend.value("faults", nlohmann::json());
+  f.network = config.value("network", nlohmann::json());
+  f.rule = config.at("stopping").value("rule", nlohmann::json());
+  f.asynchronous = plan.scheme.rule->update_shape().has_value();
   return f;
 }
 
@@ -218,6 +224,22 @@ void add_run_items(const Requirements& r, std::vector<Item>& items) {
                          "no faults",
                          r.no_faults->wording,
                          [](const RunFacts& f) { return shown_if(!f.faults.empty(), f.faults); }));
+  }
+  if (r.no_network) {
+    items.push_back(flag("no_network",
+                         "/network",
+                         "no network block",
+                         "no \"network\" block",
+                         r.no_network->wording,
+                         [](const RunFacts& f) { return shown_if(!f.network.is_null(), f.network); }));
+  }
+  if (r.synchronous) {
+    items.push_back(flag("synchronous",
+                         "/stopping/rule",
+                         "a synchronous rule",
+                         "a synchronous stopping rule",
+                         r.synchronous->wording,
+                         [](const RunFacts& f) { return shown_if(f.asynchronous, f.rule); }));
   }
 }
 
