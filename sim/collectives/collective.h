@@ -13,10 +13,15 @@
 // sequence of rounds; in a round a rank sends and/or receives some transfers. Rank i's part in
 // round k starts once i has finished its previous round (or is ready, for its first) and every
 // rank sending to i in round k has finished its own round before k (the data it sends exists);
-// it lasts α_link + max(bytes sent, bytes received by i in round k)/B_link. A rank's completion
-// is the end of its last round in which it receives (it then holds the whole result); rounds in
+// its port works for α_link + max(bytes sent, bytes received by i in round k)/B_link, and the
+// part ends then or, if later, when the port of a rank sending to i ends its own part of round
+// k (a sender's messages share its port and all arrive at its end: a leader sending g − 1
+// copies delivers the last after (g − 1)·S/B). With transfers on both link classes in one part,
+// α is the larger latency and each direction sums its transfers' bytes/B. A rank's completion is
+// the end of its last round in which it receives (it then holds the whole result); rounds in
 // which it only sends still occupy its port. Rounds are a total order of the transfers, not a
-// barrier: ranks not in a round do not wait for it.
+// barrier: ranks not in a round do not wait for it, and a sender does not wait for its receiver
+// (eager sends).
 //
 // The data: transfer t of round k carries elements [begin, end) of its sender's buffer as it was
 // after the rounds before k; the receiver adds them into (reduce) or copies them over (copy) the
@@ -58,13 +63,15 @@ struct LinkCost {
 
 struct CollectiveOptions {
   CollectiveKind kind = CollectiveKind::kRing;
-  LinkCost link;   ///< every link; for hierarchical, the links between nodes
-  LinkCost intra;  ///< hierarchical: the links within a node
+  LinkCost link;       ///< every link; for hierarchical, the links between nodes
+  LinkCost intra;      ///< hierarchical: the links within a node
   int node_size = 1;   ///< hierarchical: g, ranks per node (divides n)
   int straggler = -1;  ///< stragglar: the persistent straggler's rank (required)
-  /// The first violated constraint for `ranks` ranks, named by config key: latency ≥ 0,
-  /// bandwidth > 0 (both links), node_size ≥ 1 dividing ranks (hierarchical), straggler in
-  /// [0, ranks) (stragglar) and ranks a size StragglAR's schedule exists for, ranks ≥ 1.
+  /// The first violated constraint for `ranks` ranks, named by config key: ranks ≥ 1
+  /// ("workers"), latency ≥ 0 and bandwidth > 0 ("latency", "bandwidth", "intra_latency",
+  /// "intra_bandwidth"), node_size ≥ 1 dividing ranks (hierarchical), straggler in [0, ranks)
+  /// (stragglar: "missing" while −1) and ranks a power of two ≥ 2 (stragglar: the sizes its
+  /// schedule reaches the paper's round count for; "workers").
   [[nodiscard]] Validation validate(int ranks) const;
 };
 
