@@ -88,7 +88,8 @@ RunOutcome run_delay_only(const RunPlan& plan,
                                     plan.stragglers,
                                     plan.seed,
                                     plan.network,
-                                    plan.sampler);
+                                    plan.sampler,
+                                    plan.collective);
   double time = 0.0;
   // Totals of the rows written, for a run that ends early (interrupted or failed).
   sim::DelayOnlyStatistics written;
@@ -219,7 +220,8 @@ RunOutcome run_training(const RunPlan& plan,
   if (const auto times = backend->finish()) {
     outcome.worker_times_csv = worker_times_csv(*times, tally.last.iteration, plan.workers);
   }
-  outcome.workers_csv = tally.workers.csv(columns.rows, columns.staleness);
+  outcome.workers_csv =
+      tally.workers.csv(columns.rows, columns.staleness, plan.collective.has_value());
   outcome.summary = training_summary(plan, setup, columns, outcome, tally, diagnostics);
   return outcome;
 }

@@ -26,6 +26,9 @@ void WorkerTally::resize(int workers) {
   rows.assign(n, 0);
   staleness_sum.assign(n, 0.0);
   staleness_max.assign(n, 0);
+  collective_seconds_sum.assign(n, 0.0);
+  collective_iterations = 0;
+  arrived_last.assign(n, 0);
 }
 
 void WorkerTally::add(const sim::TraceRow& row) {
@@ -43,18 +46,28 @@ void WorkerTally::add(const sim::TraceRow& row) {
   for (std::size_t w = 0; w < row.worker_rows.size(); ++w) {
     rows[w] += row.worker_rows[w];
   }
+  if (!row.collective_seconds.empty()) {
+    ++collective_iterations;
+    for (std::size_t w = 0; w < row.collective_seconds.size(); ++w) {
+      collective_seconds_sum[w] += row.collective_seconds[w];
+    }
+  }
+  if (row.arrived_last) {
+    ++arrived_last[static_cast<std::size_t>(*row.arrived_last)];
+  }
 }
 
 std::uint64_t WorkerTally::total_used() const {
   return std::accumulate(used.begin(), used.end(), std::uint64_t{0});
 }
 
-std::string WorkerTally::csv(bool with_rows, bool with_staleness) const {
+std::string WorkerTally::csv(bool with_rows, bool with_staleness, bool with_collective) const {
   fmt::memory_buffer out;
   fmt::format_to(std::back_inserter(out),
-                 "worker,heard,used,share{}{}\n",
+                 "worker,heard,used,share{}{}{}\n",
                  with_rows ? ",rows" : "",
-                 with_staleness ? ",staleness_mean,staleness_max" : "");
+                 with_staleness ? ",staleness_mean,staleness_max" : "",
+                 with_collective ? ",collective_seconds_mean,arrived_last" : "");
   const std::uint64_t total = total_used();
   for (std::size_t w = 0; w < used.size(); ++w) {
     fmt::format_to(std::back_inserter(out), "{},{},{},", w, heard[w], used[w]);
@@ -75,6 +88,15 @@ std::string WorkerTally::csv(bool with_rows, bool with_staleness) const {
       } else {
         out.push_back(',');
       }
+    }
+    if (with_collective) {
+      out.push_back(',');
+      if (collective_iterations > 0) {
+        fmt::format_to(std::back_inserter(out),
+                       "{}",
+                       collective_seconds_sum[w] / static_cast<double>(collective_iterations));
+      }
+      fmt::format_to(std::back_inserter(out), ",{}", arrived_last[w]);
     }
     out.push_back('\n');
   }

@@ -21,6 +21,11 @@ struct WorkerTally {
   std::vector<std::int64_t> rows;
   std::vector<double> staleness_sum;
   std::vector<std::uint64_t> staleness_max;
+  /// With a collective: Σ_t (completion_i − ready_i), the iterations counted, and the iterations
+  /// in which worker i's compute end was the latest (ties: the lowest worker).
+  std::vector<double> collective_seconds_sum;
+  std::uint64_t collective_iterations = 0;
+  std::vector<std::uint64_t> arrived_last;
 
   /// Zero counts for `workers` workers.
   void resize(int workers);
@@ -28,9 +33,11 @@ struct WorkerTally {
   void add(const sim::TraceRow& row);
   /// Messages used by the updates, all workers together.
   [[nodiscard]] std::uint64_t total_used() const;
-  /// workers.csv: worker,heard,used,share[,rows][,staleness_mean,staleness_max]; share is the
-  /// worker's used messages over all used messages (empty when none was used).
-  [[nodiscard]] std::string csv(bool with_rows, bool with_staleness) const;
+  /// workers.csv: worker,heard,used,share[,rows][,staleness_mean,staleness_max]
+  /// [,collective_seconds_mean,arrived_last]; share is the worker's used messages over all used
+  /// messages (empty when none was used); collective_seconds_mean the mean over iterations of
+  /// completion − ready (empty before the first iteration).
+  [[nodiscard]] std::string csv(bool with_rows, bool with_staleness, bool with_collective) const;
 };
 
 /// heard.csv of a real backend: per iteration the real and the simulated heard sets (workers in

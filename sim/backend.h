@@ -27,6 +27,11 @@ struct BackendIteration {
   std::vector<std::int64_t> worker_rows;
   /// The deadline of this iteration (seconds after the broadcast; IterationTiming::deadline).
   std::optional<double> deadline;
+  /// With a collective (docs/model.md §3 "Aggregation"): each rank's completion − ready time of
+  /// the all-reduce, indexed by rank (empty otherwise), and the rank whose compute end was the
+  /// latest (ties: the lowest rank).
+  std::vector<double> collective_seconds;
+  std::optional<int> arrived_last;
 };
 
 /// One iteration of a wall-clock backend as its master saw it, next to what the simulation

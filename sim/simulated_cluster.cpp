@@ -12,14 +12,24 @@ SimulatedCluster::SimulatedCluster(std::unique_ptr<DelayModel> delays,
                                    StragglerPolicy policy,
                                    std::uint64_t seed,
                                    const NetworkOptions& network,
-                                   const std::optional<RegroupOptions>& regroup)
+                                   const std::optional<RegroupOptions>& regroup,
+                                   std::optional<CollectiveAggregation> collective)
     : delays_(std::move(delays)),
       rule_(std::move(rule)),
       policy_(policy),
       rng_(make_engine(seed, Stream::kDelays)),
-      network_(network) {
+      network_(network),
+      collective_(std::move(collective)) {
   STRAGGLERSIM_ASSERT(delays_ != nullptr && rule_ != nullptr, "cluster needs delays and a rule");
   const auto n = static_cast<std::size_t>(delays_->workers());
+  if (collective_) {
+    STRAGGLERSIM_ASSERT(collective_->schedule != nullptr &&
+                            collective_->schedule->ranks == delays_->workers() &&
+                            network.is_free() && policy_ == StragglerPolicy::kCancel,
+                        "a collective needs a schedule over the workers, no network and cancel");
+    current_.ready.resize(n);
+    current_.completion.resize(n);
+  }
   current_.delays.resize(n);
   current_.arrivals.resize(n);
   compute_end_.resize(n);
@@ -166,6 +176,7 @@ double SimulatedCluster::multi_message_stop(const std::vector<std::vector<int>>&
   const double last_arrival = *std::max_element(current_.arrivals.begin(), current_.arrivals.end());
   seen_.assign(static_cast<std::size_t>(workers()), 0);
   current_.received.clear();
+  current_.received_from.clear();
   while (!queue_.empty()) {
     const Event e = queue_.pop();
     const auto* message = std::get_if<MessageEvent>(&e.payload);
@@ -182,6 +193,7 @@ double SimulatedCluster::multi_message_stop(const std::vector<std::vector<int>>&
     if (covered == 0) {
       covered = 1;
       current_.received.push_back(message_partition_[m]);
+      current_.received_from.push_back(worker);
       if (current_.received.size() == held) {
         return e.time;
       }
@@ -190,8 +202,27 @@ double SimulatedCluster::multi_message_stop(const std::vector<std::vector<int>>&
   return last_arrival;
 }
 
+double SimulatedCluster::all_reduce(double stop) {
+  // Without a network the compute ends are the arrivals the rule saw; a rank not heard by the
+  // stop abandons its computation and joins at the stop.
+  for (std::size_t i = 0; i < current_.ready.size(); ++i) {
+    current_.ready[i] = std::min(compute_end_[i], stop);
+  }
+  collectives::complete_times(*collective_->schedule,
+                              collective_->options,
+                              collective_->bytes_per_element,
+                              current_.ready,
+                              current_.completion);
+  return *std::max_element(current_.completion.begin(), current_.completion.end());
+}
+
 const IterationTiming& SimulatedCluster::finish_iteration(double stop, double last_arrival) {
   observe_iteration();
+  if (collective_) {
+    // Every rank starts the next iteration once the last one holds the result.
+    stop = all_reduce(stop);
+    last_arrival = stop;
+  }
   current_.iteration_time = stop;
   current_.wall_time = policy_ == StragglerPolicy::kDrain ? last_arrival : stop;
   time_ += stop;

@@ -10,6 +10,12 @@
 // A worker's message reaches the master through the network (sim/network.h): arrival = the
 // network's delivery of the compute end (start + T_i); a free network delivers at once.
 //
+// With a collective (CollectiveAggregation, docs/model.md §3 "Aggregation") the rule decides the
+// stop t* from the compute ends as above (no network); then every rank joins the all-reduce at
+// ready_i = min(compute end_i, t*) (a rank not heard by t* abandons its computation and joins
+// with a zero contribution), and the iteration lasts until the last rank completes:
+// max_i completion_i (collectives::complete_times). Every rank starts the next iteration then.
+//
 // With a regrouping code (sim/regrouping.h) every per-worker quantity of an iteration (delays,
 // arrivals, heard) is indexed by code position: position p is played by worker worker_at[p], and
 // takes that worker's delay (drawn in worker order, as always) and its leftover work under
@@ -21,6 +27,7 @@
 #include <span>
 #include <vector>
 
+#include "sim/collectives/collective.h"
 #include "sim/delays/delay_model.h"
 #include "sim/event_queue.h"
 #include "sim/network.h"
@@ -30,6 +37,15 @@
 namespace stragglersim::sim {
 
 enum class StragglerPolicy { kCancel, kFinish, kDrain };
+
+/// A collective in place of the parameter server: the algorithm and its links, its schedule over
+/// the run's ranks, and the bytes of one element of the reduced vector (8 with data; a delay-only
+/// run's message size over the schedule's elements).
+struct CollectiveAggregation {
+  collectives::CollectiveOptions options;
+  std::shared_ptr<const collectives::Schedule> schedule;
+  double bytes_per_element = 0.0;
+};
 
 /// What one iteration looked like, in simulated seconds.
 struct IterationTiming {
@@ -53,17 +69,27 @@ struct IterationTiming {
   /// stop, in arrival order (`heard` then lists the workers with at least one message in, in
   /// the order of their first, and `arrivals` each worker's last message); empty otherwise.
   std::vector<int> received;
+  /// Multi-message: the position whose message delivered each partition of `received`.
+  std::vector<int> received_from;
+  /// With a collective: each rank's ready time min(compute end, stop) and its completion of the
+  /// all-reduce (seconds after the broadcast; iteration_time is the largest completion); empty
+  /// otherwise.
+  std::vector<double> ready;
+  std::vector<double> completion;
 };
 
 class SimulatedCluster {
  public:
-  /// Illegal: null model or rule; a regrouping whose positions are not the delay's workers.
+  /// Illegal: null model or rule; a regrouping whose positions are not the delay's workers; a
+  /// collective with a network that is not free, a policy other than cancel, or a schedule not
+  /// over the delay's workers.
   SimulatedCluster(std::unique_ptr<DelayModel> delays,
                    std::shared_ptr<const StoppingRule> rule,
                    StragglerPolicy policy,
                    std::uint64_t seed,
                    const NetworkOptions& network = {},
-                   const std::optional<RegroupOptions>& regroup = std::nullopt);
+                   const std::optional<RegroupOptions>& regroup = std::nullopt,
+                   std::optional<CollectiveAggregation> collective = std::nullopt);
 
   /// Runs the next iteration on the event queue and returns its timing (valid until the next call).
   const IterationTiming& next_iteration();
@@ -76,6 +102,10 @@ class SimulatedCluster {
   [[nodiscard]] const DelayModel& delay_model() const { return *delays_; }
   [[nodiscard]] const StoppingRule& rule() const { return *rule_; }
   [[nodiscard]] StragglerPolicy policy() const { return policy_; }
+  /// The collective the ranks aggregate by; null for the parameter server.
+  [[nodiscard]] const CollectiveAggregation* collective() const {
+    return collective_ ? &*collective_ : nullptr;
+  }
 
  private:
   /// Whether the master stops after `heard`: the adaptive r's count, or the rule.
@@ -100,6 +130,9 @@ class SimulatedCluster {
   /// schedule_messages, then runs the queue until every held partition is in or the deadline;
   /// returns the stop.
   double multi_message_stop(const std::vector<std::vector<int>>& orders);
+  /// With a collective: every rank's ready time and completion after the stop; returns the last
+  /// completion.
+  double all_reduce(double stop);
   /// After the stop: observe_iteration, the iteration's times and the clocks.
   const IterationTiming& finish_iteration(double stop, double last_arrival);
 
@@ -113,7 +146,8 @@ class SimulatedCluster {
   std::optional<DeadlineTracker> tracker_;      // the adaptive deadline's state
   std::optional<ArrivalCountTracker> counter_;  // the adaptive r's state
   std::optional<Regrouper> regrouper_;          // dynamic clustering's state
-  std::vector<double> drawn_;                   // the delays by worker (regrouping only)
+  std::optional<CollectiveAggregation> collective_;
+  std::vector<double> drawn_;  // the delays by worker (regrouping only)
   std::vector<double> compute_end_;
   std::vector<double> message_end_;     // multi-message: each message's compute end, then arrival
   std::vector<int> message_worker_;     // multi-message: the position that sent each message

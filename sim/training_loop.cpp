@@ -222,6 +222,8 @@ void describe_iteration(BackendIteration& it, TraceRow& row) {
   row.partitions_covered = it.decoding.partitions_covered;
   row.rows_used = it.rows_used;
   row.worker_rows = std::move(it.worker_rows);
+  row.collective_seconds = std::move(it.collective_seconds);
+  row.arrived_last = it.arrived_last;
   row.deadline = it.deadline;
   row.heard = std::move(it.heard);
   for (Eigen::Index i = 0; i < it.decoding.weights.size(); ++i) {

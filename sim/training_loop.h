@@ -42,6 +42,10 @@ struct TraceRow {
   std::vector<std::uint64_t> used_staleness;
   /// Anytime minibatch, rows t ≥ 1: each worker's c_i (indexed by worker).
   std::vector<std::int64_t> worker_rows;
+  /// With a collective, rows t ≥ 1 (BackendIteration): each rank's completion − ready time and
+  /// the rank whose compute end was the latest.
+  std::vector<double> collective_seconds;
+  std::optional<int> arrived_last;
   /// Asynchronous runs (train_asynchronous), rows t ≥ 1: mean and largest staleness of the
   /// update's gradients (updates between the parameters a gradient was computed at and x_{t−1}).
   std::optional<double> staleness_mean;

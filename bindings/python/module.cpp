@@ -324,8 +324,14 @@ py::array_t<double> iteration_times(const Input& input, std::uint64_t iterations
           iterations,
           memory_limit() / 8));
     }
-    sim::DelayOnlySimulator simulator(
-        p.make_delays(), p.scheme.rule, p.scheme.code, p.stragglers, p.seed, p.network, p.sampler);
+    sim::DelayOnlySimulator simulator(p.make_delays(),
+                                      p.scheme.rule,
+                                      p.scheme.code,
+                                      p.stragglers,
+                                      p.seed,
+                                      p.network,
+                                      p.sampler,
+                                      p.collective);
     std::vector<double> out;
     out.reserve(iterations);
     simulator.run(iterations, [&](const sim::DelayOnlyIteration& it) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "experiments/cli/commands.h"
+#include "experiments/config/aggregation_registry.h"
 #include "experiments/config/backend_registry.h"
 #include "experiments/config/config_error.h"
 #include "experiments/config/config_schema.h"
@@ -43,6 +44,7 @@ std::vector<Category> categories() {
       {"rules", "\"stopping\": {\"rule\": ...}", docs_of(stopping_factories())},
       {"losses", "\"loss\": {\"kind\": ..., \"l2\" (0)}", docs_of(loss_factories())},
       {"backends", "\"backend\": {\"kind\": ...}", backend_docs()},
+      {"aggregations", "\"aggregation\": {\"kind\": ...}", aggregation_docs()},
       {"optimizers", "\"optimizer\": {\"kind\": ...}", optimizer_docs()},
       {"generators", "\"data\": {\"source\": \"synthetic\", \"generator\": ...}", generator_docs()},
   };
@@ -120,13 +122,17 @@ int command_list(const std::string& which, bool json) {
 
 Subcommand add_list_command(CLI::App& app) {
   auto* sub = app.add_subcommand(
-      "list", "list the codes, delay models, rules, losses, backends, optimizers and generators");
+      "list",
+      "list the codes, delay models, rules, losses, backends, aggregations, optimizers and "
+      "generators");
   auto which = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   auto schema = std::make_shared<bool>(false);
-  sub->add_option("category",
-                  *which,
-                  "codes, delays, rules, losses, backends, optimizers or generators (all if none)");
+  sub->add_option(
+      "category",
+      *which,
+      "codes, delays, rules, losses, backends, aggregations, optimizers or generators (all if "
+      "none)");
   sub->add_flag("--json", *json, "print JSON instead of text");
   sub->add_flag(
       "--schema", *schema, "print the JSON Schema (draft 2020-12) of a run config instead");

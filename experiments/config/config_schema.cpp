@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "experiments/config/aggregation_registry.h"
 #include "experiments/config/backend_registry.h"
 #include "experiments/config/factories.h"
 #include "experiments/config/requirements.h"
@@ -89,6 +90,11 @@ json backend_schema() {
   return selected_object("kind", backend_factories(), json::object(), false, kDefaultBackend);
 }
 
+json aggregation_schema() {
+  return selected_object(
+      "kind", aggregation_factories(), json::object(), false, kDefaultAggregation);
+}
+
 json optimizer_schema() {
   const json shared = {
       {"step", {{"oneOf", {{{"type", "number"}, {"exclusiveMinimum", 0}}, {{"const", "auto"}}}}}},
@@ -156,6 +162,7 @@ json properties() {
       {"target_loss", {{"type", "number"}}},
       {"network", network_schema()},
       {"backend", backend_schema()},
+      {"aggregation", aggregation_schema()},
   };
 }
 

@@ -24,8 +24,11 @@ struct RunFacts {
   nlohmann::json batch;  ///< null: no minibatch
   nlohmann::json stragglers;
   nlohmann::json rescale;
-  nlohmann::json inject;  ///< false: the backend injects no delays
-  nlohmann::json faults;  ///< null or an empty array: none
+  nlohmann::json inject;   ///< false: the backend injects no delays
+  nlohmann::json faults;   ///< null or an empty array: none
+  nlohmann::json network;  ///< null: no network block
+  nlohmann::json rule;     ///< the stopping rule's name
+  bool asynchronous = false;
 };
 
 RunFacts facts_of(const RunPlan& plan, const nlohmann::json& config) {
@@ -44,6 +47,9 @@ RunFacts facts_of(const RunPlan& plan, const nlohmann::json& config) {
   const nlohmann::json backend = config.value("backend", nlohmann::json::object());
   f.inject = backend.value("inject", nlohmann::json(true));
   f.faults = backend.value("faults", nlohmann::json());
+  f.network = config.value("network", nlohmann::json());
+  f.rule = config.at("stopping").value("rule", nlohmann::json());
+  f.asynchronous = plan.scheme.rule->update_shape().has_value();
   return f;
 }
 
@@ -221,11 +227,33 @@ void add_run_items(const Requirements& r, std::vector<Item>& items) {
   }
 }
 
+/// Then those of an aggregation on the rest of the run (no network block, a synchronous rule).
+void add_aggregation_items(const Requirements& r, std::vector<Item>& items) {
+  if (r.no_network) {
+    items.push_back(
+        flag("no_network",
+             "/network",
+             "no network block",
+             "no \"network\" block",
+             r.no_network->wording,
+             [](const RunFacts& f) { return shown_if(!f.network.is_null(), f.network); }));
+  }
+  if (r.synchronous) {
+    items.push_back(flag("synchronous",
+                         "/stopping/rule",
+                         "a synchronous rule",
+                         "a synchronous stopping rule",
+                         r.synchronous->wording,
+                         [](const RunFacts& f) { return shown_if(f.asynchronous, f.rule); }));
+  }
+}
+
 /// The present requirements of `r` in checking order.
 std::vector<Item> items_of(const Requirements& r) {
   std::vector<Item> items;
   add_scheme_items(r, items);
   add_run_items(r, items);
+  add_aggregation_items(r, items);
   return items;
 }
 

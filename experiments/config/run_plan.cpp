@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "experiments/config/aggregation_registry.h"
 #include "experiments/config/config_error.h"
 #include "experiments/config/data_source.h"
 #include "experiments/config/factories.h"
@@ -29,7 +30,8 @@ std::unique_ptr<sim::SimulatedCluster> RunPlan::make_cluster(std::uint64_t delay
                                                  stragglers,
                                                  delay_seed,
                                                  network,
-                                                 sim::regrouping_of(*scheme.code));
+                                                 sim::regrouping_of(*scheme.code),
+                                                 collective);
 }
 
 std::unique_ptr<sim::Optimizer> RunPlan::make_optimizer() const {
@@ -240,10 +242,11 @@ std::vector<Declaration> read_scheme(const nlohmann::json& config,
                                      const std::filesystem::path& base_dir) {
   JsonReader code_reader = root.object("code");
   // A delay-only run never decodes: its group codes keep no per-worker arrays, unless the rule
-  // sends partition by partition (multi_message reads every worker's support).
+  // sends partition by partition (multi_message and drop_compute read every worker's support).
   const bool per_partition = config.contains("stopping") && config["stopping"].is_object() &&
                              config["stopping"].contains("rule") &&
-                             config["stopping"]["rule"] == "multi_message";
+                             (config["stopping"]["rule"] == "multi_message" ||
+                              config["stopping"]["rule"] == "drop_compute");
   const ClusterShape shape{file,
                            plan.workers,
                            plan.partitions,
@@ -349,6 +352,9 @@ void read_sampler(JsonReader& root, RunPlan& plan, bool delay_only) {
     why = "a run with data computes every worker's gradient, so it draws every worker's delay";
   } else if (!plan.network.is_free()) {
     why = "a network turns each worker's compute end into an arrival, so every worker is drawn";
+  } else if (plan.collective) {
+    why = fmt::format("the {} all-reduce needs every rank's compute end, so every worker is drawn",
+                      plan.aggregation);
   } else {
     why = sim::order_statistics_unavailable(
         *plan.make_delays(), *plan.scheme.rule, *plan.scheme.code, plan.stragglers);
@@ -724,14 +730,79 @@ void read_backend(JsonReader& root, RunPlan& plan, bool delay_only) {
   plan.backend = *row;
 }
 
-/// The combinations of rule, code and backend that the reader of each block cannot see: what
-/// their rows require of the run (`declared`: the rule's, the code's and the delay's); then the
-/// update rule of an asynchronous run.
+/// The optional "aggregation" block (docs/model.md §3 "Aggregation") through its row of the
+/// aggregation table; absent: the parameter server, and nothing is added to the resolved config.
+/// Returns the row's declaration (what a collective requires of the run).
+Declaration read_aggregation(JsonReader& root, RunPlan& plan) {
+  root.allow("aggregation");
+  const nlohmann::json absent = nlohmann::json::object();
+  JsonReader reader = root.has("aggregation")
+                          ? root.object("aggregation")
+                          : JsonReader(absent, root.file(), root.pointer_of("aggregation"));
+  const std::vector<AggregationRow> rows = aggregation_factories();
+  std::vector<std::string> names;
+  names.reserve(rows.size());
+  for (const auto& row : rows) {
+    names.push_back(row.name);
+  }
+  const std::string kind = reader.choice("kind", "aggregation", names, kDefaultAggregation);
+  const auto row = std::find_if(
+      rows.begin(), rows.end(), [&](const AggregationRow& r) { return r.name == kind; });
+  const AggregationContext context{plan.workers, plan.objective ? plan.objective->dimension() : 0};
+  if (const auto spec = row->make(reader, context)) {
+    plan.collective = sim::CollectiveAggregation{spec->options, nullptr, spec->message_bytes};
+  }
+  reader.finish(keys_of(*row, kAggregationKeys));
+  if (root.has("aggregation")) {
+    root.merge("aggregation", reader);
+  }
+  plan.aggregation = kind;
+  return declaration_of(*row, "/aggregation/kind", "the {} aggregation");
+}
+
+/// The collective's schedule, once the combinations are accepted: over the model's dimension
+/// with data (8 bytes an element), else over timing_elements with the message size spread
+/// evenly. Refuses (at /workers) a schedule or buffers beyond the memory limit.
+void build_collective(JsonReader& root, RunPlan& plan) {
+  if (!plan.collective) {
+    return;
+  }
+  sim::CollectiveAggregation& c = *plan.collective;
+  const double n = plan.workers;
+  // At most 2·n² transfers (ring, direct: 2n(n − 1)); the others take fewer.
+  require_memory(root,
+                 "workers",
+                 fmt::format("the {} schedule (up to 2 n^2 transfers)", plan.aggregation),
+                 2.0 * n * n * static_cast<double>(sizeof(sim::collectives::Transfer)),
+                 plan.workers);
+  Eigen::Index elements = 0;
+  if (plan.delay_only()) {
+    elements = timing_elements(plan.workers);
+    c.bytes_per_element = c.bytes_per_element / static_cast<double>(elements);
+  } else {
+    elements = plan.objective->dimension();
+    // One buffer per rank, and the copy a round reads from.
+    require_memory(root,
+                   "workers",
+                   fmt::format("the {} buffers (one model vector per worker)", plan.aggregation),
+                   16.0 * n * static_cast<double>(elements),
+                   plan.workers);
+    c.bytes_per_element = 8.0;
+  }
+  c.schedule = std::make_shared<const sim::collectives::Schedule>(
+      sim::collectives::build_schedule(c.options, plan.workers, elements));
+}
+
+/// The combinations of rule, code, backend and aggregation that the reader of each block cannot
+/// see: what their rows require of the run (`declared`: the rule's, the code's and the delay's,
+/// then the backend's and `aggregation`); then the update rule of an asynchronous run.
 void check_combinations(const nlohmann::json& config,
                         const std::string& file,
                         RunPlan& plan,
-                        std::vector<Declaration> declared) {
+                        std::vector<Declaration> declared,
+                        Declaration aggregation) {
   declared.push_back(declaration_of(plan.backend, "/backend/kind", "the {} backend"));
+  declared.push_back(std::move(aggregation));
   check_requirements(declared, plan, config, file);
   plan.update = plan.scheme.rule->update_shape();
   if (plan.update && plan.update->mode == sim::UpdateMode::kMindFlayer) {
@@ -862,10 +933,12 @@ RunPlan plan_run(const nlohmann::json& config,
                  data_key.empty() ? nullptr : options.setup,
                  smoothness_key);
   read_backend(root, plan, delay_only);
+  const Declaration aggregation = read_aggregation(root, plan);
   read_network(root, plan, delay_only);
   read_sampler(root, plan, delay_only);
   root.finish();
-  check_combinations(config, file, plan, std::move(declared));
+  check_combinations(config, file, plan, std::move(declared), aggregation);
+  build_collective(root, plan);
   plan.resolved = root.resolved();
   plan.resolved.erase("threads");
   if (!root.has("data_seed")) {

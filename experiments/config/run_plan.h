@@ -77,6 +77,12 @@ struct RunPlan {
   std::optional<double> target_loss;
   /// The "network" block (free when absent): latency, bandwidth, message size, serial link.
   sim::NetworkOptions network;
+  /// The "aggregation" block's row ("parameter_server" when the config has none).
+  std::string aggregation = "parameter_server";
+  /// A collective in place of the parameter server (docs/model.md §3 "Aggregation"): its options
+  /// and schedule over the workers (elements: the model's dimension with data, a timing size for
+  /// a delay-only run); nullopt for the parameter server.
+  std::optional<sim::CollectiveAggregation> collective;
   /// The backend's row of the backend table (name and traits; "simulated" when the config has
   /// no "backend" block) and what its config object set up.
   BackendRow backend;
@@ -100,7 +106,7 @@ struct RunPlan {
   /// A fresh optimiser at x₀ (initial_point).
   [[nodiscard]] std::unique_ptr<sim::Optimizer> make_optimizer() const;
   /// A fresh simulated clock of the run with delay seed `delay_seed`: its delays, rule, straggler
-  /// policy, network and its code's regrouping (dynamic_frc).
+  /// policy, network, its code's regrouping (dynamic_frc) and its collective.
   [[nodiscard]] std::unique_ptr<sim::SimulatedCluster> make_cluster(std::uint64_t delay_seed) const;
   /// A fresh backend of the run (`pool`: the training loop's, for the partition gradients).
   [[nodiscard]] std::unique_ptr<sim::Backend> make_backend(models::WorkerPool* pool) const {

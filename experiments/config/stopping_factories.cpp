@@ -78,6 +78,19 @@ RulePtr make_multi_message(JsonReader& stopping, const CodePtr& code) {
   return std::make_shared<sim::MultiMessageStopping>(o);
 }
 
+/// DropCompute (Giladi et al., NeurIPS 2023): the multi-message rule with the deadline
+/// "threshold" τ (required, > 0): every worker sends each of its micro-batches (partitions) as it
+/// finishes it and stops computing at τ.
+RulePtr make_drop_compute(JsonReader& stopping, const CodePtr& code) {
+  const double threshold = stopping.number("threshold", std::nullopt);
+  if (const Validation v = options_check::positive("threshold", threshold)) {
+    reject(stopping, nullptr, *v);
+  }
+  sim::MultiMessageStopping::Options o{code, threshold};
+  checked(stopping, o);
+  return std::make_shared<sim::MultiMessageStopping>(o);
+}
+
 /// The adaptive deadline: "window" (w iterations) and exactly one of "quantile" and "mads".
 RulePtr make_adaptive_deadline(JsonReader& stopping, const CodePtr& code) {
   using Statistic = sim::AdaptiveDeadlineOptions::Statistic;
@@ -243,6 +256,15 @@ Requirements multi_message() {
   };
 }
 
+/// DropCompute: multi-message's requirements, on a code whose workers each hold their own
+/// micro-batches (uncoded; proportional with d = 1 and equal factors for k/n per worker).
+Requirements drop_compute() {
+  Requirements r = multi_message();
+  r.codes = OneOf{{"proportional", "uncoded"},
+                  {.why = "its micro-batches are each worker's own partitions"}};
+  return r;
+}
+
 /// The adaptive deadline and the adaptive r follow the simulated arrival times of the run's
 /// delays: on a real backend those are the injected delays, so an MPI run that injects none
 /// cannot have one.
@@ -361,6 +383,12 @@ std::vector<FactoryRow<StoppingFactory>> builtin_rules() {
        {{"after", ""}},
        make_deadline},
       {"decodable", "stop once the workers heard decode exactly", {}, make_decodable},
+      {"drop_compute",
+       "DropCompute: each worker sends its micro-batches (partitions) as it finishes them and "
+       "stops at threshold seconds; the multi-message rule with a deadline (simulated clock)",
+       {{"threshold", ""}},
+       make_drop_compute,
+       drop_compute()},
       {"first_r",
        "stop at the r-th arrival; r or fraction (r = ceil(fraction n))",
        {{"r", ""}, {"fraction", ""}},

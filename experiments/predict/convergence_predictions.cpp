@@ -765,7 +765,9 @@ nlohmann::json simulated_iteration_time(const RunPlan& plan, std::uint64_t draws
                             plan.scheme.code,
                             plan.stragglers,
                             derive_seed(plan.seed, 0x7e0b),
-                            plan.network);
+                            plan.network,
+                            sim::Sampler::kWorkers,
+                            plan.collective);
   double wall = 0.0;
   const sim::DelayOnlyStatistics stats =
       s.run(draws, [&](const sim::DelayOnlyIteration& it) { wall += it.wall_time; });

@@ -90,8 +90,14 @@ nlohmann::json number_or_null(double v) {
 /// (`theory`) or left out (summary.json).
 void add_policy_prediction(const RunPlan& plan, bool convergence, nlohmann::json& out) {
   const bool serial = plan.network.serial && !plan.network.is_free();
-  if (plan.stragglers == sim::StragglerPolicy::kCancel && !serial) {
+  if (plan.stragglers == sim::StragglerPolicy::kCancel && !serial && !plan.collective) {
     return;
+  }
+  if (plan.collective) {
+    out["aggregation_note"] = fmt::format(
+        "{} all-reduce: the closed forms cover the parameter server (the stop t*); the "
+        "iteration time max_i completion_i is simulated",
+        plan.aggregation);
   }
   if (plan.stragglers != sim::StragglerPolicy::kCancel) {
     out["policy_note"] =
@@ -522,7 +528,8 @@ nlohmann::json predictions(const RunPlan& plan, bool convergence) {
     return out;
   }
   // The speedup table is the closed forms' without communication.
-  if (auto rows = plan.network.is_free() ? speedup_rows(*scheme, *delays) : std::nullopt) {
+  if (auto rows = plan.network.is_free() && !plan.collective ? speedup_rows(*scheme, *delays)
+                                                             : std::nullopt) {
     for (const auto& row : *rows) {
       if (row["workers"] == scheme->workers) {
         out["speedup_at_config_n"] = row;

@@ -2,10 +2,39 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "models/base/invariant.h"
 
 namespace stragglersim::sim {
+namespace {
+
+/// ĝ over a collective (docs/model.md §3 "Aggregation"): column i of `buffers` is rank i's
+/// contribution v_i = a_i·y_i, added to zero as combine_messages adds it (a zero column when
+/// a_i = 0), then the schedule reduces them; every column holds ĝ, column 0 is returned. Without a
+/// collective, combine_messages.
+template <typename Message>
+Eigen::VectorXd aggregate(const CollectiveAggregation* collective,
+                          const codes::Decoding& decoding,
+                          Eigen::Index dimension,
+                          Message&& message,
+                          Eigen::MatrixXd& buffers) {
+  if (collective == nullptr) {
+    return combine_messages(decoding, dimension, std::forward<Message>(message));
+  }
+  buffers.setZero(dimension, decoding.weights.size());
+  for (Eigen::Index i = 0; i < decoding.weights.size(); ++i) {
+    const double a = decoding.weights(i);
+    if (a != 0.0) {
+      buffers.col(i).noalias() += a * message(static_cast<int>(i));
+    }
+  }
+  collectives::execute(*collective->schedule, buffers);
+  return buffers.col(0);
+}
+
+}  // namespace
 
 SimulatedBackend::SimulatedBackend(std::shared_ptr<const models::Objective> objective,
                                    Scheme scheme,
@@ -23,6 +52,9 @@ SimulatedBackend::SimulatedBackend(std::shared_ptr<const models::Objective> obje
                       "code and objective must have the same partitions");
   STRAGGLERSIM_ASSERT(cluster_->workers() == scheme_.code->workers(),
                       "code and cluster must have the same workers");
+  STRAGGLERSIM_ASSERT(cluster_->collective() == nullptr ||
+                          cluster_->collective()->schedule->elements == objective_->dimension(),
+                      "a collective reduces the model's dimension");
   message_buffer_.resize(objective_->dimension());
   column_.assign(static_cast<std::size_t>(objective_->partitions()), -1);
   if (scheme_.rule->compute_window()) {
@@ -87,10 +119,15 @@ void SimulatedBackend::anytime(std::uint64_t iteration,
       objective_->partition_gradient(i, query, needed_gradients_.col(i));
     }
   });
-  out.estimate = combine_messages(d, p, [&](int i) -> const Eigen::VectorXd& {
-    message_buffer_ = needed_gradients_.col(i);
-    return message_buffer_;
-  });
+  out.estimate = aggregate(
+      cluster_->collective(),
+      d,
+      p,
+      [&](int i) -> const Eigen::VectorXd& {
+        message_buffer_ = needed_gradients_.col(i);
+        return message_buffer_;
+      },
+      collective_buffers_);
 }
 
 void SimulatedBackend::compute_needed(std::uint64_t iteration, const Eigen::VectorXd& query) {
@@ -145,19 +182,36 @@ void SimulatedBackend::multi_message(std::uint64_t iteration,
     needed_.assign(timing.received.begin(), timing.received.end());
     compute_needed(iteration, query);
   }
+  const Eigen::Index p = objective_->dimension();
+  auto gradient = [&](int j) -> Eigen::Ref<const Eigen::VectorXd> {
+    if (partition_gradients != nullptr) {
+      return partition_gradients->col(j);
+    }
+    return needed_gradients_.col(column_[static_cast<std::size_t>(j)]);
+  };
+  if (const CollectiveAggregation* collective = cluster_->collective()) {
+    // Each rank contributes the partitions it delivered first, Σ α_j ∇F_j in ascending j.
+    std::vector<std::pair<int, int>> delivered;
+    delivered.reserve(timing.received.size());
+    for (std::size_t l = 0; l < timing.received.size(); ++l) {
+      delivered.emplace_back(timing.received[l], timing.received_from[l]);
+    }
+    std::sort(delivered.begin(), delivered.end());
+    collective_buffers_.setZero(p, n);
+    for (const auto& [j, rank] : delivered) {
+      collective_buffers_.col(rank).noalias() += d.alpha(j) * gradient(j);
+    }
+    collectives::execute(*collective->schedule, collective_buffers_);
+    out.estimate = collective_buffers_.col(0);
+    return;
+  }
   // ĝ = Σ_j α_j ∇F_j in ascending j from zero: with every α_j = 1 and k = n the bytes of
   // uncoded `all` (Σ_i 1·y_i, y_i = 0 + 1·∇F_i).
-  const Eigen::Index p = objective_->dimension();
   out.estimate = Eigen::VectorXd::Zero(p);
   for (int j = 0; j < k; ++j) {
     const double a = d.alpha(j);
-    if (a == 0.0) {
-      continue;
-    }
-    if (partition_gradients != nullptr) {
-      out.estimate.noalias() += a * partition_gradients->col(j);
-    } else {
-      out.estimate.noalias() += a * needed_gradients_.col(column_[static_cast<std::size_t>(j)]);
+    if (a != 0.0) {
+      out.estimate.noalias() += a * gradient(j);
     }
   }
 }
@@ -171,6 +225,9 @@ BackendIteration SimulatedBackend::iterate(std::uint64_t iteration,
   out.deadline = timing.deadline;
   out.wall_time = timing.wall_time;
   out.heard = timing.heard;
+  if (cluster_->collective() != nullptr) {
+    record_collective(timing, out);
+  }
   if (const auto window = scheme_.rule->compute_window()) {
     anytime(iteration, *window, timing, query, partition_gradients, out);
     return out;
@@ -205,11 +262,26 @@ BackendIteration SimulatedBackend::iterate(std::uint64_t iteration,
   };
   // Combined as the real masters combine their workers' messages (combine_messages), so a real
   // run that hears the same workers returns the same bytes.
-  out.estimate = combine_messages(out.decoding, p, [&](int i) -> const Eigen::VectorXd& {
-    coded_message(*scheme_.code, i, gradient, message_buffer_);
-    return message_buffer_;
-  });
+  out.estimate = aggregate(
+      cluster_->collective(),
+      out.decoding,
+      p,
+      [&](int i) -> const Eigen::VectorXd& {
+        coded_message(*scheme_.code, i, gradient, message_buffer_);
+        return message_buffer_;
+      },
+      collective_buffers_);
   return out;
+}
+
+void SimulatedBackend::record_collective(const IterationTiming& timing, BackendIteration& out) {
+  out.collective_seconds.resize(timing.ready.size());
+  for (std::size_t i = 0; i < timing.ready.size(); ++i) {
+    out.collective_seconds[i] = timing.completion[i] - timing.ready[i];
+  }
+  // Without a network the arrivals are the compute ends; max_element keeps the lowest rank.
+  out.arrived_last = static_cast<int>(
+      std::max_element(timing.arrivals.begin(), timing.arrivals.end()) - timing.arrivals.begin());
 }
 
 }  // namespace stragglersim::sim

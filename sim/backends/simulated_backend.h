@@ -4,7 +4,9 @@
 // each computed once per iteration (in parallel on a pool when given), combined into the heard
 // workers' coded messages y_i and then ĝ = Σ_i a_i y_i in worker order, exactly as the real
 // backends' masters combine (the same bytes when they hear the same workers, and for every
-// thread count). Bit-reproducible.
+// thread count). Bit-reproducible. With a collective (the cluster's CollectiveAggregation) each
+// rank's term a_i·y_i is its contribution and the schedule's reduction replaces the sum
+// (docs/model.md §3 "Aggregation"): the same terms, summed in the schedule's order.
 
 #include <memory>
 #include <optional>
@@ -59,6 +61,8 @@ class SimulatedBackend final : public Backend {
                      const Eigen::VectorXd& query,
                      const Eigen::MatrixXd* partition_gradients,
                      BackendIteration& out);
+  /// With a collective: each rank's time in the all-reduce and the rank that arrived last.
+  static void record_collective(const IterationTiming& timing, BackendIteration& out);
   /// ∇F_j(query) (or its minibatch sample) of the partitions in needed_, sorted and made
   /// distinct, into needed_gradients_ with column_ pointing at them.
   void compute_needed(std::uint64_t iteration, const Eigen::VectorXd& query);
@@ -74,6 +78,7 @@ class SimulatedBackend final : public Backend {
   std::vector<Eigen::Index> column_;     // partition j → its column of needed_gradients_
   Eigen::MatrixXd needed_gradients_;     // ∇F_j(query) of the needed partitions
   Eigen::VectorXd message_buffer_;
+  Eigen::MatrixXd collective_buffers_;  // with a collective: one column per rank
 };
 
 }  // namespace stragglersim::sim

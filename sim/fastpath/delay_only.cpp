@@ -36,7 +36,8 @@ DelayOnlySimulator::DelayOnlySimulator(std::unique_ptr<DelayModel> delays,
                                        StragglerPolicy policy,
                                        std::uint64_t seed,
                                        const NetworkOptions& network,
-                                       Sampler sampler)
+                                       Sampler sampler,
+                                       std::optional<CollectiveAggregation> collective)
     : delays_(std::move(delays)),
       rule_(std::move(rule)),
       code_(std::move(code)),
@@ -51,6 +52,7 @@ DelayOnlySimulator::DelayOnlySimulator(std::unique_ptr<DelayModel> delays,
     has_groups_ = true;
   }
   if (sampler == Sampler::kOrderStatistics) {
+    STRAGGLERSIM_ASSERT(!collective, "a collective needs every rank's time: the worker sampler");
     const auto why = order_statistics_unavailable(*delays_, *rule_, *code_, policy_);
     STRAGGLERSIM_ASSERT(!why, "order-statistics sampling needs i.i.d. workers");
     STRAGGLERSIM_ASSERT(network_.options().is_free(), "order-statistics sampling has no network");
@@ -78,9 +80,10 @@ DelayOnlySimulator::DelayOnlySimulator(std::unique_ptr<DelayModel> delays,
   // A regrouping code permutes the workers every K iterations: the cluster keeps that state; a
   // time-varying delay model needs each computation's start, which the cluster's clock gives.
   const std::optional<RegroupOptions> regroup = regrouping_of(*code_);
-  if (!selectable || regroup || delays_->time_varying()) {
+  // A collective needs every rank's compute end and the schedule's completions: the cluster's.
+  if (!selectable || regroup || delays_->time_varying() || collective) {
     fallback_ = std::make_unique<SimulatedCluster>(
-        std::move(delays_), rule_, policy_, seed, network, regroup);
+        std::move(delays_), rule_, policy_, seed, network, regroup, std::move(collective));
     return;
   }
   const auto n = static_cast<std::size_t>(code_->workers());

@@ -13,6 +13,8 @@
 // With Sampler::kOrderStatistics (sim/fastpath/order_statistics.h) no per-worker delay is drawn:
 // the iteration comes from a few order statistics and counts, exact in distribution but a different
 // stream of draws than the worker sampler for the same seed (never with a network).
+// With a collective (CollectiveAggregation) every iteration runs on the event engine, whose
+// worker draws are the worker sampler's: the all-reduce needs every rank's compute end.
 
 #include <cstdint>
 #include <functional>
@@ -65,14 +67,15 @@ class DelayOnlySimulator {
  public:
   /// `code` gives the groups (FRC / uncoded) for `decodable` and the coverage statistics.
   /// Illegal: null arguments, rule/code worker counts that differ, kOrderStatistics where
-  /// order_statistics_unavailable gives a reason.
+  /// order_statistics_unavailable gives a reason or with a collective.
   DelayOnlySimulator(std::unique_ptr<DelayModel> delays,
                      std::shared_ptr<const StoppingRule> rule,
                      std::shared_ptr<const codes::GradientCode> code,
                      StragglerPolicy policy,
                      std::uint64_t seed,
                      const NetworkOptions& network = {},
-                     Sampler sampler = Sampler::kWorkers);
+                     Sampler sampler = Sampler::kWorkers,
+                     std::optional<CollectiveAggregation> collective = std::nullopt);
 
   /// Runs `iterations` iterations, or fewer: it stops after the first iteration whose cumulative
   /// time reaches `time_budget` (seconds); `on_iteration`, when set, sees each one.

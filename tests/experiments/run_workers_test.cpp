@@ -39,13 +39,13 @@ TEST_CASE("run workers: the tally counts heard workers, used messages, rows and 
   CHECK(tally.heard == std::vector<std::uint64_t>{2, 0, 1});
   CHECK(tally.used == std::vector<std::uint64_t>{3, 0, 1});
   CHECK(tally.total_used() == 4);
-  CHECK(tally.csv(false, false) ==
+  CHECK(tally.csv(false, false, false) ==
         "worker,heard,used,share\n"
         "0,2,3,0.75\n"
         "1,0,0,0\n"
         "2,1,1,0.25\n");
   // Mean staleness of worker 0: (0 + 2 + 4) / 3 = 2, largest 4; worker 1 used nothing: empty.
-  CHECK(tally.csv(true, true) ==
+  CHECK(tally.csv(true, true, false) ==
         "worker,heard,used,share,rows,staleness_mean,staleness_max\n"
         "0,2,3,0.75,12,2,4\n"
         "1,0,0,0,1,,\n"
@@ -58,10 +58,29 @@ TEST_CASE("run workers: before any message is used every share cell is empty",
   tally.resize(2);
   tally.add(workers_row({1}, {}, {}, {}));
   CHECK(tally.total_used() == 0);
-  CHECK(tally.csv(false, true) ==
+  CHECK(tally.csv(false, true, false) ==
         "worker,heard,used,share,staleness_mean,staleness_max\n"
         "0,0,0,,,\n"
         "1,1,0,,,\n");
+}
+
+TEST_CASE("run workers: a collective adds each worker's mean all-reduce time and last arrivals",
+          "[experiments][run_workers]") {
+  WorkerTally tally;
+  tally.resize(2);
+  sim::TraceRow first = workers_row({0, 1}, {0, 1}, {}, {});
+  first.collective_seconds = {0.5, 0.25};
+  first.arrived_last = 1;
+  sim::TraceRow second = workers_row({0, 1}, {0, 1}, {}, {});
+  second.collective_seconds = {1.5, 0.75};
+  second.arrived_last = 1;
+  tally.add(first);
+  tally.add(second);
+  // Means (0.5 + 1.5) / 2 = 1 and (0.25 + 0.75) / 2 = 0.5; worker 1 arrived last twice.
+  CHECK(tally.csv(false, false, true) ==
+        "worker,heard,used,share,collective_seconds_mean,arrived_last\n"
+        "0,2,2,0.5,1,0\n"
+        "1,2,2,0.5,0.5,2\n");
 }
 
 TEST_CASE("run workers: worker_times.csv has one row per iteration and worker, empty when censored",
