@@ -81,7 +81,7 @@ void print_table(const Advice& advice, const std::string& config_path) {
     std::cout << fmt::format("{:>4} {:<38} {:>10} {:>10} {:>11}{}  {}\n",
                              rank,
                              c.label,
-                             cell(c.iteration_time),
+                             c.has_iteration_time() ? cell(c.iteration_time) : "-",
                              its,
                              cell(c.total, "{:.3f}"),
                              m,
