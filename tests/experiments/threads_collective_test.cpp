@@ -206,7 +206,7 @@ std::vector<std::map<std::string, std::string>> collective_read_csv(
 }  // namespace
 
 TEST_CASE("threads collective: heard sets and estimates follow the simulated backend",
-          "[threads][collectives]") {
+          "[threads][collectives][heavy]") {
   for (const int workers : {4, 8}) {
     for (const std::string kind : {"ring", "tree"}) {
       for (const std::string rule : {"all", "first_r"}) {
@@ -267,7 +267,7 @@ TEST_CASE("threads collective: collective.csv holds every rank's compute and all
 }
 
 TEST_CASE("threads collective: a replayed data-parallel log predicts each rank's all-reduce time",
-          "[threads][collectives][timing]") {
+          "[threads][collectives][timing][heavy]") {
   // 1. The measurement: ring, 4 workers, all, injected delays of 50 ms units.
   const int n = 4;
   const int steps = 20;
