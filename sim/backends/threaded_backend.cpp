@@ -29,7 +29,9 @@ double elapsed_seconds(std::chrono::steady_clock::time_point from,
 class ThreadedBackend::SharedExchange {
  public:
   SharedExchange(const collectives::Schedule& schedule, int ranks)
-      : schedule_(schedule), slots_(schedule.transfers.size()), boxes_(ranks) {
+      : schedule_(schedule),
+        slots_(schedule.transfers.size()),
+        boxes_(static_cast<std::size_t>(ranks)) {
     for (std::size_t t = 0; t < slots_.size(); ++t) {
       const collectives::Transfer& transfer = schedule.transfers[t];
       slots_[t].payload.resize(static_cast<std::size_t>(transfer.end - transfer.begin));
@@ -139,7 +141,13 @@ ThreadedBackend::ThreadedBackend(std::shared_ptr<const models::Objective> object
   threads_.reserve(n);
   try {
     for (int i = 0; i < n_; ++i) {
-      threads_.emplace_back([this, i] { worker_loop(i); });
+      threads_.emplace_back([this, i] {
+        if (options_.collective) {
+          collective_loop(i);
+        } else {
+          worker_loop(i);
+        }
+      });
     }
   } catch (...) {
     {
@@ -252,12 +260,6 @@ void ThreadedBackend::worker_loop(int worker) {
       return;
     }
     done = b->iteration;
-    if (options_.collective) {
-      if (!serve_collective(worker, *b, lock, buffer)) {
-        return;
-      }
-      continue;
-    }
     const WorkerFault* fault = master_.fault_of(worker, done);
     if (fault != nullptr && fault->kind == FaultKind::kCrash) {
       progress_[w] = std::numeric_limits<std::uint64_t>::max();  // needs no more broadcasts
@@ -301,6 +303,20 @@ void ThreadedBackend::worker_loop(int worker) {
     free_at = std::max(computed, target);
     inbox_.push_back(WorkerMessage{done, worker, Clock::now(), std::move(y)});
     inbox_cv_.notify_one();
+  }
+}
+
+void ThreadedBackend::collective_loop(int worker) {
+  tighten_timer_slack();
+  Eigen::VectorXd buffer(objective_->dimension());
+  std::uint64_t done = 0;
+  std::unique_lock lock(mutex_);
+  while (true) {
+    const std::shared_ptr<const Broadcast> b = next_work(worker, done, lock);
+    if (b == nullptr || !serve_collective(worker, *b, lock, buffer)) {
+      return;
+    }
+    done = b->iteration;
   }
 }
 

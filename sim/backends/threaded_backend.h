@@ -129,6 +129,8 @@ class ThreadedBackend final : public Backend, private MasterTransport {
   };
   /// The per-transfer slots and per-rank mailboxes of the collective (threaded_backend.cpp).
   class SharedExchange;
+  /// The loop of a worker with a collective (cancel, no faults): serve_collective per broadcast.
+  void collective_loop(int worker);
   /// One collective iteration of `worker` (lock held on entry and exit): compute, notice, the
   /// announcement, the schedule, the report. False when the backend stops.
   bool serve_collective(int worker,
