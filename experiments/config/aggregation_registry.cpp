@@ -6,6 +6,7 @@
 #include <bit>
 #include <utility>
 
+#include "experiments/config/config_error.h"
 #include "experiments/config/factory_support.h"
 #include "experiments/config/row_registry.h"
 #include "models/base/invariant.h"
@@ -56,6 +57,13 @@ CollectiveSpec read_collective(JsonReader& reader,
   options.link = read_link_cost(reader, "latency", "bandwidth");
   CollectiveSpec spec{options, read_message_bytes(reader, context)};
   if (const Validation v = spec.options.validate(context.workers)) {
+    if (v->field == "workers") {  // a size the schedule does not exist for: the top-level count
+      throw ConfigError(fmt::format("{}:/workers: {}; got {}; expected {}",
+                                    reader.file(),
+                                    v->problem,
+                                    context.workers,
+                                    v->expected));
+    }
     reject(reader, nullptr, *v);
   }
   return spec;

@@ -383,7 +383,8 @@ TEST_CASE("cli: the unknown-key list names target_loss and backend", "[experimen
   const Result r = run_config(cfg, dir / "o", dir);
   CHECK(r.status == 2);
   CHECK(r.err == fmt::format("error: {}:/targetloss: unknown key 'targetloss'; did you mean "
-                             "'target_loss'? valid keys are: backend, code, data, data_seed, "
+                             "'target_loss'? valid keys are: aggregation, backend, code, data, "
+                             "data_seed, "
                              "delay, loss, name, network, optimizer, partitions, rescale, "
                              "sampler, seed, stopping, stragglers, target_loss, threads, workers\n",
                              cfg.string()));

@@ -96,7 +96,8 @@ TEST_CASE("experiments: bad configs name the file and JSON pointer and the accep
   CHECK(with([](auto& c) { c["stopping"]["rule"] = "fist_r"; }) ==
         "cfg.json:/stopping/rule: unknown stopping rule 'fist_r'; did you mean 'first_r'? valid "
         "values are: adaptive_deadline, adaptive_r, all, anytime, deadline, "
-        "decodable, first_r, first_r_or_decodable, k_async, k_batch_async, k_batch_sync, "
+        "decodable, drop_compute, first_r, first_r_or_decodable, k_async, k_batch_async, "
+        "k_batch_sync, "
         "malenia, mindflayer, multi_message, rennala, rescaled_async, ringmaster");
   CHECK(with([](auto& c) { c["data"]["test_fraction"] = 1.5; }) ==
         "cfg.json:/data/test_fraction: out of range; got 1.5; expected a number in [0, 0.95]");
