@@ -216,6 +216,7 @@ RunOutcome run_training(const RunPlan& plan,
   writer.finish(buffer);
   if (records != nullptr) {
     outcome.heard_csv = heard_csv(*records);
+    outcome.collective_csv = collective_csv(*records);
   }
   if (const auto times = backend->finish()) {
     outcome.worker_times_csv = worker_times_csv(*times, tally.last.iteration, plan.workers);
@@ -238,7 +239,8 @@ RunOutcome execute_run(const RunPlan& plan,
   // summary.json, written last and atomically, marks a complete run; trace.csv grows row by row.
   // The files a run writes at its end go first, so that none of an earlier run's (a training
   // run's workers.csv under a delay-only one, a real backend's heard.csv) stays beside this one.
-  for (const char* name : {"summary.json", "workers.csv", "heard.csv", "worker_times.csv"}) {
+  for (const char* name :
+       {"summary.json", "workers.csv", "heard.csv", "worker_times.csv", "collective.csv"}) {
     remove_regular_file(out_dir / name);
   }
   TraceWriter trace(out_dir / "trace.csv");
@@ -278,6 +280,9 @@ RunOutcome execute_run(const RunPlan& plan,
   }
   if (!outcome.workers_csv.empty()) {
     write_file_atomically(out_dir / "workers.csv", outcome.workers_csv);
+  }
+  if (!outcome.collective_csv.empty()) {
+    write_file_atomically(out_dir / "collective.csv", outcome.collective_csv);
   }
   write_file_atomically(out_dir / "summary.json", outcome.summary.dump(2) + "\n");
   return outcome;

@@ -35,6 +35,8 @@ struct RunOutcome {
   std::string worker_times_csv;
   /// workers.csv of a training run, each worker's part in the updates (empty for delay-only).
   std::string workers_csv;
+  /// collective.csv of a real backend with a collective (empty otherwise).
+  std::string collective_csv;
 };
 
 /// Asked after every trace row; true ends the run after that row with status "interrupted" (the

@@ -146,4 +146,22 @@ std::string heard_csv(const std::vector<sim::ThreadedIterationRecord>& records) 
   return {out.data(), out.size()};
 }
 
+std::string collective_csv(const std::vector<sim::ThreadedIterationRecord>& records) {
+  if (records.empty() || records.front().collective_seconds.empty()) {
+    return {};
+  }
+  fmt::memory_buffer out;
+  fmt::format_to(std::back_inserter(out), "iteration,rank,compute_seconds,collective_seconds\n");
+  for (const auto& r : records) {
+    for (std::size_t w = 0; w < r.collective_seconds.size(); ++w) {
+      fmt::format_to(std::back_inserter(out), "{},{},", r.iteration, w);
+      if (std::isfinite(r.compute_seconds[w])) {
+        fmt::format_to(std::back_inserter(out), "{}", r.compute_seconds[w]);
+      }
+      fmt::format_to(std::back_inserter(out), ",{}\n", r.collective_seconds[w]);
+    }
+  }
+  return {out.data(), out.size()};
+}
+
 }  // namespace stragglersim::experiments

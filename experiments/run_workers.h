@@ -45,4 +45,11 @@ struct WorkerTally {
 /// (simulated seconds) and the real and simulated stop times.
 std::string heard_csv(const std::vector<sim::ThreadedIterationRecord>& records);
 
+/// collective.csv of a real backend with a collective (docs/backends.md "Collectives"), the
+/// data-parallel log of the run: `iteration,rank,compute_seconds,collective_seconds`, one row per
+/// iteration and rank (0-based) in that order; real seconds from the broadcast to the rank's
+/// compute end (empty when it abandoned its work at the stop: a right-censored time) and from its
+/// join to its completion of the collective. Empty when the records hold no collective.
+std::string collective_csv(const std::vector<sim::ThreadedIterationRecord>& records);
+
 }  // namespace stragglersim::experiments

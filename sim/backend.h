@@ -50,6 +50,15 @@ struct ThreadedIterationRecord {
   /// a disagreement with the simulation is a near-tie when this is below the scheduling jitter.
   double near_tie_gap = 0.0;
   int late_dropped = 0;  ///< messages of earlier iterations dropped during this iteration
+  /// With a collective (docs/backends.md "Collectives"), real_stop_seconds runs to the last
+  /// rank's completion (the iteration's end, as the simulated iteration time does) and this is
+  /// the real seconds from the broadcast to the rule's stop; without one, real_stop_seconds.
+  double real_rule_stop_seconds = 0.0;
+  /// With a collective, per rank: real seconds from the broadcast to its compute end (NaN when
+  /// it abandoned its work at the stop: a right-censored time), and from its join (its compute
+  /// end, or its abandonment) to its completion of the collective. Empty without one.
+  std::vector<double> compute_seconds;
+  std::vector<double> collective_seconds;
 };
 
 /// One worker's measured compute time of one iteration (mpi, inject false), real seconds.

@@ -141,6 +141,9 @@ int report_run(const RunPlan& plan,
   if (!outcome.worker_times_csv.empty()) {
     std::cout << fmt::format("wrote {}/worker_times.csv\n", out_dir);
   }
+  if (!outcome.collective_csv.empty()) {
+    std::cout << fmt::format("wrote {}/collective.csv\n", out_dir);
+  }
   return 0;
 }
 

@@ -97,13 +97,15 @@ AggregationFactory collective_factory(CollectiveKind kind) {
   };
 }
 
-/// What a collective combines with: the simulated clock (the one requirement the real backends
-/// lift once they run the schedules), the cancel policy (every rank joins at the stop), no
-/// network block (its links carry the messages) and a synchronous rule.
+/// What a collective combines with: the cancel policy (every rank joins at the stop), no backend
+/// faults (a crashed or hung rank would block the others' all-reduce on the threads and mpi
+/// backends, which run the schedule for real: docs/backends.md "Collectives on the real
+/// backends"), no network block (its links carry the messages) and a synchronous rule.
 Requirements collective_requirements() {
   return {
-      .needs_simulated_clock = Flag{{.why = "the threads and mpi backends do not run collectives"}},
       .straggler_policy = OneOf{{"cancel"}, {.why = "every rank joins the all-reduce at the stop"}},
+      .no_faults =
+          Flag{{.why = "every rank takes part in the all-reduce", .at = ReportAt::kConflict}},
       .no_network = Flag{{.why = "its own links carry the messages",
                           .accepted = "no \"network\" block (the aggregation's latency and "
                                       "bandwidth set the links)",
@@ -120,6 +122,13 @@ std::vector<KeyDoc> collective_link_keys() {
 std::vector<KeyDoc> with_keys(std::vector<KeyDoc> keys, const std::vector<KeyDoc>& extra) {
   keys.insert(keys.end(), extra.begin(), extra.end());
   return keys;
+}
+
+/// StragglAR's: a collective's, on the simulated clock only (the real backends do not run it).
+Requirements stragglar_requirements() {
+  Requirements r = collective_requirements();
+  r.needs_simulated_clock = Flag{{.why = "the threads and mpi backends do not run StragglAR"}};
+  return r;
 }
 
 std::vector<AggregationRow> builtin_aggregations() {
@@ -163,7 +172,7 @@ std::vector<AggregationRow> builtin_aggregations() {
        "then rounds of S/(n-1) with it",
        with_keys(collective_link_keys(), {{"straggler", ""}}),
        collective_factory(CollectiveKind::kStragglar),
-       collective},
+       stragglar_requirements()},
   };
 }
 

@@ -94,6 +94,7 @@ BackendSetup make_threads(JsonReader& backend, const BackendContext& context) {
                          models::WorkerPool* /*pool*/) -> std::unique_ptr<sim::Backend> {
     sim::ThreadedOptions run_options = options;
     run_options.policy = plan.stragglers;
+    run_options.collective = plan.collective;
     return std::make_unique<sim::ThreadedBackend>(
         plan.objective, plan.scheme, plan.make_delays(), plan.seed, std::move(run_options));
   };
@@ -104,9 +105,16 @@ BackendSetup make_mpi(JsonReader& backend, const BackendContext& context) {
   sim::MpiOptions options;
   options.inject = backend.boolean("inject", options.inject);
   options.master = read_master_options(backend, context);
+  // With a collective: the schedule among the worker ranks, or MPI's own MPI_Allreduce (refused
+  // without a collective by plan_run, which knows the aggregation).
+  // Read only when given, so that the resolved config of a run without it is unchanged.
+  options.mpi_allreduce =
+      backend.has("allreduce") &&
+      backend.choice("allreduce", "allreduce", {"schedule", "mpi"}, std::nullopt) == "mpi";
   const auto for_run = [options](const RunPlan& plan) {
     sim::MpiOptions run_options = options;
     run_options.master.policy = plan.stragglers;
+    run_options.master.collective = plan.collective;
     return run_options;
   };
   BackendSetup setup;
@@ -132,6 +140,7 @@ std::vector<KeyDoc> master_keys() {
 std::vector<BackendRow> builtin_rows() {
   std::vector<KeyDoc> mpi_keys = master_keys();
   mpi_keys.push_back({"inject", "true"});
+  mpi_keys.push_back({"allreduce", "schedule"});
   return {
       {"simulated",
        "simulated clock: delays drawn from the delay model (default)",

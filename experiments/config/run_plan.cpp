@@ -804,6 +804,16 @@ void check_combinations(const nlohmann::json& config,
   declared.push_back(declaration_of(plan.backend, "/backend/kind", "the {} backend"));
   declared.push_back(std::move(aggregation));
   check_requirements(declared, plan, config, file);
+  // The mpi backend's "allreduce" says how a collective's contributions are reduced.
+  const nlohmann::json backend = config.value("backend", nlohmann::json::object());
+  if (!plan.collective && backend.is_object() && backend.contains("allreduce")) {
+    throw ConfigError(
+        fmt::format("{}:/backend/allreduce: the mpi backend's allreduce needs a collective "
+                    "aggregation; got {}; expected an \"aggregation\" block naming a collective, "
+                    "or no \"allreduce\" with the parameter server",
+                    file,
+                    backend["allreduce"].dump()));
+  }
   plan.update = plan.scheme.rule->update_shape();
   if (plan.update && plan.update->mode == sim::UpdateMode::kMindFlayer) {
     // A worker whose cut-off is below its shortest delay abandons every attempt: with no worker

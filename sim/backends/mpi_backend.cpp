@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <deque>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -13,6 +14,7 @@
 #include <utility>
 
 #include "models/base/invariant.h"
+#include "sim/backends/collective_program.h"
 
 #ifdef STRAGGLERSIM_HAVE_MPI
 #include <mpi.h>
@@ -29,9 +31,16 @@ constexpr int kWork = 1;
 constexpr int kStop = 2;
 constexpr int kResult = 3;
 constexpr int kBye = 4;
-/// Header lengths (doubles) of a work message [t, stamp] and a result [t, compute, stamp].
+constexpr int kNotice = 5;
+constexpr int kDone = 6;
+constexpr int kAnnounce = 7;
+constexpr int kTransfer = 8;
+/// Header lengths (doubles) of a work message [t, stamp], a result or notice [t, compute,
+/// stamp], a completion report [t, compute, collective, stamp] and a transfer [t, index].
 constexpr int kWorkHeader = 2;
 constexpr int kResultHeader = 3;
+constexpr int kDoneHeader = 4;
+constexpr int kTransferHeader = 2;
 /// How often an idle master polls its receives: the resolution of its arrival times.
 constexpr std::chrono::microseconds kMasterPoll{50};
 /// How often an idle worker polls for the next broadcast: its reaction time to a broadcast (the
@@ -39,6 +48,8 @@ constexpr std::chrono::microseconds kMasterPoll{50};
 constexpr std::chrono::microseconds kIdlePoll{50};
 /// How often a worker waiting out its delay polls for a newer iteration or the stop.
 constexpr std::chrono::microseconds kWorkerPoll{200};
+/// How long a worker waiting for a collective's message polls without sleeping (its latency).
+constexpr std::chrono::microseconds kCollectiveSpin{2000};
 
 double stamp_of(Clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
@@ -55,6 +66,18 @@ int world_size() {
   return size;
 }
 
+/// The communicator of the worker ranks for MPI_Allreduce (a collective of every rank, called
+/// once at startup when the run reduces with MPI; MPI_COMM_NULL on the master).
+MPI_Comm split_workers(bool wanted) {
+  MPI_Comm workers = MPI_COMM_NULL;
+  if (wanted) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_split(MPI_COMM_WORLD, rank == 0 ? MPI_UNDEFINED : 0, rank, &workers);
+  }
+  return workers;
+}
+
 /// Whether this rank runs on the master's host, where the steady clocks are one clock (a
 /// collective: every rank calls it once at startup).
 bool shares_master_clock() {
@@ -64,6 +87,34 @@ bool shares_master_clock() {
   std::array<char, MPI_MAX_PROCESSOR_NAME> master = name;
   MPI_Bcast(master.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, 0, MPI_COMM_WORLD);
   return std::string(name.data()) == std::string(master.data());
+}
+
+/// The message worker `w` sent with `status` into `b`: a result [t, compute, stamp, y], a notice
+/// [t, compute, stamp] or a completion report [t, compute, collective, stamp (, ĝ)].
+WorkerMessage message_of(const std::vector<double>& b,
+                         const MPI_Status& status,
+                         int w,
+                         Clock::time_point now,
+                         Eigen::Index dimension) {
+  WorkerMessage m;
+  m.iteration = static_cast<std::uint64_t>(b[0]);
+  m.worker = w;
+  m.delivered = now;
+  if (status.MPI_TAG == kResult) {
+    m.y = Eigen::Map<const Eigen::VectorXd>(b.data() + kResultHeader, dimension);
+  } else if (status.MPI_TAG == kNotice) {
+    m.kind = MessageKind::kNotice;
+  } else {
+    m.kind = MessageKind::kDone;
+    m.compute_seconds = b[1];
+    m.collective_seconds = b[2];
+    int length = 0;
+    MPI_Get_count(&status, MPI_DOUBLE, &length);
+    if (length == kDoneHeader + dimension) {
+      m.y = Eigen::Map<const Eigen::VectorXd>(b.data() + kDoneHeader, dimension);
+    }
+  }
+  return m;
 }
 
 }  // namespace
@@ -121,10 +172,10 @@ MpiBackend::MpiBackend(Scheme scheme,
   STRAGGLERSIM_ASSERT(initialised != 0, "the MPI backend needs an MPI session");
   STRAGGLERSIM_ASSERT(world_size() == n_ + 1, "the MPI world must hold the master and n workers");
   (void)shares_master_clock();
+  (void)split_workers(options_.master.collective && options_.mpi_allreduce);
   const auto n = static_cast<std::size_t>(n_);
   impl_->receives.assign(n, MPI_REQUEST_NULL);
-  impl_->buffers.assign(n,
-                        std::vector<double>(static_cast<std::size_t>(kResultHeader + dimension)));
+  impl_->buffers.assign(n, std::vector<double>(static_cast<std::size_t>(kDoneHeader + dimension)));
   impl_->indices.resize(n);
   impl_->statuses.resize(n);
   for (int i = 0; i < n_; ++i) {
@@ -190,17 +241,15 @@ std::size_t MpiBackend::poll(std::vector<WorkerMessage>* out) {
       continue;
     }
     const std::vector<double>& b = s.buffers[static_cast<std::size_t>(w)];
+    const int tag = s.statuses[static_cast<std::size_t>(k)].MPI_TAG;
     const auto iteration = static_cast<std::uint64_t>(b[0]);
-    if (!options_.inject) {
+    if (!options_.inject && tag != kDone && std::isfinite(b[1])) {
       worker_times_.push_back(WorkerTime{iteration, w, b[1]});
     }
     if (out != nullptr) {
-      s.order.emplace_back(b[2], s.sorted.size());
+      s.order.emplace_back(b[tag == kDone ? kDoneHeader - 1 : kResultHeader - 1], s.sorted.size());
       s.sorted.push_back(
-          WorkerMessage{iteration,
-                        w,
-                        now,
-                        Eigen::Map<const Eigen::VectorXd>(b.data() + kResultHeader, dimension_)});
+          message_of(b, s.statuses[static_cast<std::size_t>(k)], w, now, dimension_));
     }
     s.post(w);
   }
@@ -210,6 +259,24 @@ std::size_t MpiBackend::poll(std::vector<WorkerMessage>* out) {
     out->push_back(std::move(s.sorted[index]));
   }
   return s.order.size();
+}
+
+void MpiBackend::announce(std::uint64_t iteration, const Eigen::VectorXd& weights) {
+  impl_->prune_sends();
+  auto& send = impl_->sends.emplace_back();
+  send.buffer.resize(static_cast<std::size_t>(1 + weights.size()));
+  send.buffer[0] = static_cast<double>(iteration);
+  std::copy(weights.data(), weights.data() + weights.size(), send.buffer.begin() + 1);
+  send.requests.assign(static_cast<std::size_t>(n_), MPI_REQUEST_NULL);
+  for (int i = 0; i < n_; ++i) {
+    MPI_Isend(send.buffer.data(),
+              static_cast<int>(send.buffer.size()),
+              MPI_DOUBLE,
+              i + 1,
+              kAnnounce,
+              MPI_COMM_WORLD,
+              &send.requests[static_cast<std::size_t>(i)]);
+  }
 }
 
 void MpiBackend::receive(Clock::time_point wake, std::vector<WorkerMessage>& out) {
@@ -275,8 +342,23 @@ class MpiWorker {
         result_(static_cast<std::size_t>(kResultHeader + d_)),
         partition_(d_) {
     shared_clock_ = shares_master_clock();
+    workers_comm_ = split_workers(options.master.collective && options.mpi_allreduce);
+    if (options.master.collective) {
+      schedule_ = options.master.collective->schedule;
+      STRAGGLERSIM_ASSERT(
+          schedule_ != nullptr && schedule_->ranks == n_ && schedule_->elements == d_,
+          "a collective's schedule over the workers and the model's dimension");
+      program_ = rank_program(*schedule_, worker_);
+    }
     post();
   }
+  ~MpiWorker() {
+    if (workers_comm_ != MPI_COMM_NULL) {
+      MPI_Comm_free(&workers_comm_);
+    }
+  }
+  MpiWorker(const MpiWorker&) = delete;
+  MpiWorker& operator=(const MpiWorker&) = delete;
 
   void run() {
     while (true) {
@@ -290,7 +372,11 @@ class MpiWorker {
       }
       Work work = std::move(queue_.front());
       queue_.pop_front();
-      serve(work);
+      if (schedule_ != nullptr) {
+        serve_collective(work);
+      } else {
+        serve(work);
+      }
     }
     double bye = 0.0;
     MPI_Send(&bye, 1, MPI_DOUBLE, 0, kBye, MPI_COMM_WORLD);
@@ -331,23 +417,35 @@ class MpiWorker {
         return;
       }
       const Clock::time_point now = Clock::now();
-      if (!finish_) {
-        queue_.clear();
+      if (status.MPI_TAG == kAnnounce) {
+        announced_ = static_cast<std::uint64_t>(buffer_[0]);
+        announced_weight_ = buffer_[static_cast<std::size_t>(1 + worker_)];
+        announced_at_ = now;
+      } else {
+        take_work(now);
       }
-      Work w;
-      w.iteration = static_cast<std::uint64_t>(buffer_[0]);
-      w.start = shared_clock_ ? std::min(now, time_of(buffer_[1])) : now;
-      w.x = Eigen::Map<const Eigen::VectorXd>(buffer_.data() + kWorkHeader, d_);
-      w.delay = buffer_[static_cast<std::size_t>(kWorkHeader + d_ + worker_)];
-      queue_.push_back(std::move(w));
       post();
     }
   }
 
-  /// Whether the work in hand must be abandoned: the stop, or (cancel, drain) a newer iteration.
+  /// The work message in buffer_ joins the queue (cancel and drain: it replaces it).
+  void take_work(Clock::time_point now) {
+    if (!finish_) {
+      queue_.clear();
+    }
+    Work w;
+    w.iteration = static_cast<std::uint64_t>(buffer_[0]);
+    w.start = shared_clock_ ? std::min(now, time_of(buffer_[1])) : now;
+    w.x = Eigen::Map<const Eigen::VectorXd>(buffer_.data() + kWorkHeader, d_);
+    w.delay = buffer_[static_cast<std::size_t>(kWorkHeader + d_ + worker_)];
+    queue_.push_back(std::move(w));
+  }
+
+  /// Whether the work in hand must be abandoned: the stop, or (cancel, drain) a newer iteration,
+  /// or a collective's announcement of the iteration in hand.
   bool superseded() {
     pump();
-    return stop_ || (!finish_ && !queue_.empty());
+    return stop_ || (!finish_ && !queue_.empty()) || (serving_ != 0 && announced_ == serving_);
   }
 
   [[nodiscard]] const WorkerFault* fault_of(std::uint64_t iteration) const {
@@ -423,6 +521,165 @@ class MpiWorker {
     free_at_ = sent;
   }
 
+  /// One iteration's transfers of this rank, point-to-point between worker ranks: every
+  /// transfer from a source to a destination travels in schedule order with one tag, and MPI
+  /// keeps the order of messages between two ranks, so each receive matches its transfer.
+  class Channel final : public TransferChannel {
+   public:
+    Channel(MpiWorker& worker, std::uint64_t iteration) : w_(worker), iteration_(iteration) {}
+    void send(std::size_t index, std::span<const double> payload) override {
+      Pending& p = sends_.emplace_back();
+      p.buffer.resize(static_cast<std::size_t>(kTransferHeader) + payload.size());
+      p.buffer[0] = static_cast<double>(iteration_);
+      p.buffer[1] = static_cast<double>(index);
+      std::copy(payload.begin(), payload.end(), p.buffer.begin() + kTransferHeader);
+      MPI_Isend(p.buffer.data(),
+                static_cast<int>(p.buffer.size()),
+                MPI_DOUBLE,
+                w_.schedule_->transfers[index].destination + 1,
+                kTransfer,
+                MPI_COMM_WORLD,
+                &p.request);
+      // Completed by flush (MPI_Test in await), which the analyzer cannot follow.
+      // NOLINTNEXTLINE(clang-analyzer-optin.mpi.MPI-Checker)
+    }
+    // The receive is completed by MPI_Test in await, or cancelled and waited, which the analyzer
+    // cannot follow.
+    // NOLINTBEGIN(clang-analyzer-optin.mpi.MPI-Checker)
+    bool receive(std::size_t index, std::span<double> payload) override {
+      inbox_.resize(static_cast<std::size_t>(kTransferHeader) + payload.size());
+      MPI_Request request = MPI_REQUEST_NULL;
+      MPI_Irecv(inbox_.data(),
+                static_cast<int>(inbox_.size()),
+                MPI_DOUBLE,
+                w_.schedule_->transfers[index].source + 1,
+                kTransfer,
+                MPI_COMM_WORLD,
+                &request);
+      if (!w_.await(request)) {
+        MPI_Cancel(&request);
+        MPI_Wait(&request, MPI_STATUS_IGNORE);
+        return false;
+      }
+      STRAGGLERSIM_ASSERT(
+          inbox_[0] == static_cast<double>(iteration_) && inbox_[1] == static_cast<double>(index),
+          "transfers between two ranks arrive in schedule order");
+      std::copy(inbox_.begin() + kTransferHeader, inbox_.end(), payload.begin());
+      return true;
+    }
+    // NOLINTEND(clang-analyzer-optin.mpi.MPI-Checker)
+    /// Waits until every send completed; false when the run stops first.
+    bool flush() {
+      return std::all_of(
+          sends_.begin(), sends_.end(), [&](Pending& p) { return w_.await(p.request); });
+    }
+
+   private:
+    struct Pending {
+      std::vector<double> buffer;
+      MPI_Request request = MPI_REQUEST_NULL;
+    };
+    MpiWorker& w_;
+    std::uint64_t iteration_;
+    std::deque<Pending> sends_;  // a deque: the buffers stay put while their sends run
+    std::vector<double> inbox_;
+  };
+
+  /// Polls `request` (and the master's messages) until it completes: true, or the stop: false.
+  /// It yields for the first kCollectiveSpin, then sleeps kIdlePoll between polls.
+  bool await(MPI_Request& request) {
+    const Clock::time_point spin_until = Clock::now() + kCollectiveSpin;
+    while (true) {
+      int flag = 0;
+      MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
+      if (flag != 0) {
+        return true;
+      }
+      pump();
+      if (stop_) {
+        return false;
+      }
+      if (Clock::now() < spin_until) {
+        std::this_thread::yield();
+      } else {
+        std::this_thread::sleep_for(kIdlePoll);
+      }
+    }
+  }
+
+  /// y = Σ_s B_is ∇F_s(x) and the injected wait; false when superseded first.
+  bool compute_message(const Work& work, Eigen::Map<Eigen::VectorXd>& y) {
+    y.setZero();
+    for (std::size_t s = 0; s < support_.size(); ++s) {
+      if (superseded()) {
+        return false;
+      }
+      objective_.partition_gradient(support_[s], work.x, partition_);
+      y.noalias() += values_[s] * partition_;
+    }
+    return !options_.inject ||
+           wait_until(work.start + real_duration(work.delay * options_.master.seconds_per_unit));
+  }
+
+  /// The collective's data movement on v: the schedule, or MPI_Allreduce; false when stopped.
+  bool reduce(std::uint64_t iteration, Eigen::VectorXd& v) {
+    if (workers_comm_ != MPI_COMM_NULL) {
+      MPI_Request request = MPI_REQUEST_NULL;
+      MPI_Iallreduce(MPI_IN_PLACE,
+                     v.data(),
+                     static_cast<int>(d_),
+                     MPI_DOUBLE,
+                     MPI_SUM,
+                     workers_comm_,
+                     &request);
+      // Completed by MPI_Test in await, which the analyzer cannot follow.
+      // NOLINTNEXTLINE(clang-analyzer-optin.mpi.MPI-Checker)
+      return await(request);
+    }
+    Channel channel(*this, iteration);
+    return run_program(*schedule_, program_, v, channel, scratch_) && channel.flush();
+  }
+
+  /// One collective iteration: compute, notice, the announcement, the reduction, the report.
+  void serve_collective(const Work& work) {
+    serving_ = work.iteration;
+    const Clock::time_point began = Clock::now();
+    Eigen::Map<Eigen::VectorXd> y(result_.data() + kResultHeader, d_);
+    const bool noticed = compute_message(work, y);
+    Clock::time_point ready = Clock::now();
+    if (noticed) {
+      const std::array<double, kResultHeader> notice = {
+          static_cast<double>(work.iteration),
+          std::chrono::duration<double>(ready - began).count(),
+          stamp_of(ready)};
+      MPI_Send(notice.data(), kResultHeader, MPI_DOUBLE, 0, kNotice, MPI_COMM_WORLD);
+    }
+    while (announced_ != work.iteration && !stop_) {
+      std::this_thread::sleep_for(kIdlePoll);
+      pump();
+    }
+    serving_ = 0;
+    if (stop_) {
+      return;
+    }
+    if (!noticed) {
+      ready = std::min(ready, announced_at_);  // abandoned: it joins at the stop
+    }
+    Eigen::VectorXd v = contribution(announced_weight_, y, d_);
+    if (!reduce(work.iteration, v)) {
+      return;
+    }
+    const Clock::time_point end = Clock::now();
+    std::vector<double> report(static_cast<std::size_t>(kDoneHeader + (worker_ == 0 ? d_ : 0)));
+    report[0] = static_cast<double>(work.iteration);
+    report[1] = noticed ? std::chrono::duration<double>(ready - work.start).count()
+                        : std::numeric_limits<double>::quiet_NaN();
+    report[2] = std::chrono::duration<double>(end - ready).count();
+    report[3] = stamp_of(end);
+    std::copy(v.data(), v.data() + (worker_ == 0 ? d_ : 0), report.begin() + kDoneHeader);
+    MPI_Send(report.data(), static_cast<int>(report.size()), MPI_DOUBLE, 0, kDone, MPI_COMM_WORLD);
+  }
+
   const models::Objective& objective_;
   const MpiOptions& options_;
   int worker_ = 0;
@@ -439,6 +696,15 @@ class MpiWorker {
   std::deque<Work> queue_;
   bool stop_ = false;
   Clock::time_point free_at_{};
+  // Collectives.
+  MPI_Comm workers_comm_ = MPI_COMM_NULL;  // the worker ranks (allreduce mpi)
+  std::shared_ptr<const collectives::Schedule> schedule_;
+  std::vector<RankStep> program_;
+  std::vector<double> scratch_;
+  std::uint64_t serving_ = 0;    // the collective iteration in hand (0: none)
+  std::uint64_t announced_ = 0;  // the latest announcement's iteration
+  double announced_weight_ = 0.0;
+  Clock::time_point announced_at_{};
 };
 
 }  // namespace

@@ -26,6 +26,15 @@
 // c to c · factor (with inject, the master already scaled its T_i). A batch of results seen in
 // one poll is ordered by the workers' send stamps (steady clock: exact on one host).
 //
+// Collectives (ThreadedOptions::collective; docs/mpi_backend.md "Collectives"): a worker sends a
+// notice [t, compute seconds, send stamp] (tag kNotice) instead of its result; the master stops
+// by the rule and sends every worker the announcement [t, a_1..a_n] (tag kAnnounce); a worker
+// still busy then abandons its work and joins with zero. The workers run the schedule among
+// themselves, point-to-point between worker ranks (tag kTransfer: [t, transfer index, payload]),
+// or, with `allreduce` mpi, call MPI_Iallreduce on a communicator of the worker ranks; then each
+// reports [t, compute seconds, collective seconds, send stamp] (tag kDone), worker 0 followed by
+// the reduced vector.
+//
 // Shutdown (destructor, also after a timeout or an exception): stop to every worker, then every
 // result is received and discarded until each worker's bye; a worker that does not say bye
 // within max(timeout, 10) s is a bug or a dead host, and only then MPI_Abort ends the job.
@@ -49,6 +58,9 @@ struct MpiOptions {
   /// true: workers wait out T_i · seconds_per_unit (comparable with the simulated clock);
   /// false: no injected delay, the machine's own stragglers (compute times are recorded).
   bool inject = true;
+  /// With a collective: true, the workers reduce with MPI_Allreduce (MPI's own order, so not
+  /// the simulated backend's bytes) instead of executing the schedule.
+  bool mpi_allreduce = false;
 };
 
 class MpiBackend final : public Backend, private MasterTransport {
@@ -103,6 +115,7 @@ class MpiBackend final : public Backend, private MasterTransport {
                               const Eigen::VectorXd& x,
                               std::span<const double> delays) override;
   void receive(Clock::time_point wake, std::vector<WorkerMessage>& out) override;
+  void announce(std::uint64_t iteration, const Eigen::VectorXd& weights) override;
   /// Completes the receives that are ready; returns how many results it appended to `out`.
   std::size_t poll(std::vector<WorkerMessage>* out);
 

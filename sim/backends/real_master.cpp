@@ -113,6 +113,9 @@ RealMaster::RealMaster(Scheme scheme,
   STRAGGLERSIM_ASSERT(delays->workers() == scheme_.code->workers(),
                       "code and delays must have the same workers");
   n_ = scheme_.code->workers();
+  STRAGGLERSIM_ASSERT(!options_.collective ||
+                          (options_.policy == StragglerPolicy::kCancel && options_.faults.empty()),
+                      "a collective runs under cancel without faults (the config refuses them)");
   for (const auto& f : options_.faults) {
     STRAGGLERSIM_ASSERT(f.worker >= 0 && f.worker < n_ && f.from_iteration >= 1,
                         "a fault must name a worker and an iteration >= 1");
@@ -126,11 +129,13 @@ RealMaster::RealMaster(Scheme scheme,
       options_.policy,
       seed,
       NetworkOptions{},
-      regrouping_of(*scheme_.code));
+      regrouping_of(*scheme_.code),
+      options_.collective);
   const auto n = static_cast<std::size_t>(n_);
   sim_busy_until_.assign(n, 0.0);
   sim_arrivals_.assign(n, 0.0);
   received_.resize(n);
+  completed_.assign(n, 0);
   batch_.reserve(n);
 }
 
@@ -154,7 +159,11 @@ double RealMaster::near_tie_gap(const IterationTiming& timing,
   }
   // The adaptive r stops each iteration at an r-th arrival as first_r does.
   const bool first_r = (shape && shape->kind == RuleKind::kFirstR) || timing.needed.has_value();
-  const double stop = timing.iteration_time;
+  // With a collective the iteration time runs on to the last completion; the rule's stop t* is
+  // the latest ready time min(compute end, t*).
+  const double stop = timing.ready.empty()
+                          ? timing.iteration_time
+                          : *std::max_element(timing.ready.begin(), timing.ready.end());
   const int stopper = timing.heard.empty() ? -1 : timing.heard.back();
   double gap = kInfinity;
   for (std::size_t i = 0; i < arrivals.size(); ++i) {
@@ -182,6 +191,8 @@ void RealMaster::accept(Round& round, WorkerMessage& m) {
     return;
   }
   ++round.answered;
+  STRAGGLERSIM_ASSERT(m.kind == (options_.collective ? MessageKind::kNotice : MessageKind::kResult),
+                      "a worker's first message of an iteration is its result or notice");
   if (round.stopped) {
     return;
   }
@@ -272,7 +283,10 @@ void RealMaster::drain(Round& round, MasterTransport& transport) {
   batch_.clear();
 }
 
-BackendIteration RealMaster::decode(const Round& round, const IterationTiming& timing) {
+namespace {
+
+/// The iteration's simulated times (drained waits included) without the estimate.
+BackendIteration timed(const IterationTiming& timing, std::span<const double> arrivals) {
   BackendIteration out;
   out.iteration_time = timing.iteration_time;
   out.deadline = timing.deadline;
@@ -280,12 +294,19 @@ BackendIteration RealMaster::decode(const Round& round, const IterationTiming& t
   if (!std::isfinite(out.wall_time)) {
     // Drain with a faulty worker: the simulated master waits for every worker that answers.
     out.wall_time = timing.iteration_time;
-    for (const double a : sim_arrivals_) {
+    for (const double a : arrivals) {
       if (std::isfinite(a)) {
         out.wall_time = std::max(out.wall_time, a);
       }
     }
   }
+  return out;
+}
+
+}  // namespace
+
+BackendIteration RealMaster::decode(const Round& round, const IterationTiming& timing) {
+  BackendIteration out = timed(timing, sim_arrivals_);
   out.heard = round.record.heard;
   out.decoding = scheme_.decode(out.heard, round.iteration);
   // Worker order, not arrival order: the same heard set gives the simulated backend's bytes.
@@ -293,6 +314,84 @@ BackendIteration RealMaster::decode(const Round& round, const IterationTiming& t
     return received_[static_cast<std::size_t>(i)];
   });
   return out;
+}
+
+BackendIteration RealMaster::run_collective(Round& round,
+                                            const IterationTiming& timing,
+                                            MasterTransport& transport) {
+  BackendIteration out = timed(timing, sim_arrivals_);
+  // The simulated twin's per-rank times (workers.csv), as the simulated backend reports them;
+  // the measured ones are in the records (collective.csv).
+  out.collective_seconds.resize(timing.ready.size());
+  for (std::size_t i = 0; i < timing.ready.size(); ++i) {
+    out.collective_seconds[i] = timing.completion[i] - timing.ready[i];
+  }
+  out.arrived_last = static_cast<int>(
+      std::max_element(timing.arrivals.begin(), timing.arrivals.end()) - timing.arrivals.begin());
+  out.heard = round.record.heard;
+  out.decoding = scheme_.decode(out.heard, round.iteration);
+  transport.announce(round.iteration, out.decoding.weights);
+  await_completions(round, transport);
+  out.estimate = std::move(reduced_);
+  STRAGGLERSIM_ASSERT(out.estimate.size() == dimension_, "worker 0 returns the reduced vector");
+  return out;
+}
+
+void RealMaster::fail_collective_timeout(const Round& round) const {
+  std::vector<int> missing;
+  for (int i = 0; i < n_; ++i) {
+    if (completed_[static_cast<std::size_t>(i)] == 0) {
+      missing.push_back(i);
+    }
+  }
+  throw BackendTimeout(
+      fmt::format("iteration {}: timeout: the {} collective was not complete {} s after the "
+                  "broadcast; {} of {} workers completed it; not completed: {}",
+                  round.iteration,
+                  collectives::kind_name(options_.collective->options.kind),
+                  options_.timeout,
+                  n_ - static_cast<int>(missing.size()),
+                  n_,
+                  list_workers(missing)));
+}
+
+void RealMaster::await_completions(Round& round, MasterTransport& transport) {
+  ThreadedIterationRecord& record = round.record;
+  const auto n = static_cast<std::size_t>(n_);
+  record.compute_seconds.assign(n, std::numeric_limits<double>::quiet_NaN());
+  record.collective_seconds.assign(n, std::numeric_limits<double>::quiet_NaN());
+  std::fill(completed_.begin(), completed_.end(), 0);
+  int completed = 0;
+  Clock::time_point last = round.stop_at;
+  while (completed < n_) {
+    batch_.clear();
+    transport.receive(poll_for_stop(round.timeout_at), batch_);
+    for (WorkerMessage& m : batch_) {
+      if (m.iteration != round.iteration) {
+        ++record.late_dropped;
+        continue;
+      }
+      if (m.kind != MessageKind::kDone) {
+        ++round.answered;  // a notice that came after the stop
+        continue;
+      }
+      const auto w = static_cast<std::size_t>(m.worker);
+      STRAGGLERSIM_ASSERT(completed_[w] == 0, "a worker completes a collective once");
+      completed_[w] = 1;
+      ++completed;
+      record.compute_seconds[w] = m.compute_seconds;
+      record.collective_seconds[w] = m.collective_seconds;
+      last = std::max(last, m.delivered);
+      if (m.worker == 0) {
+        reduced_ = std::move(m.y);
+      }
+    }
+    batch_.clear();
+    if (completed < n_ && Clock::now() >= round.timeout_at) {
+      fail_collective_timeout(round);
+    }
+  }
+  record.real_stop_seconds = seconds_between(round.start, last);
 }
 
 void RealMaster::update_finish_bookkeeping(const IterationTiming& timing) {
@@ -331,8 +430,10 @@ BackendIteration RealMaster::iterate(std::uint64_t iteration,
   round.record.heard.reserve(static_cast<std::size_t>(n_));
   collect(round, transport);
   round.record.real_stop_seconds = seconds_between(round.start, round.stop_at);
+  round.record.real_rule_stop_seconds = round.record.real_stop_seconds;
 
-  BackendIteration out = decode(round, timing);
+  BackendIteration out =
+      options_.collective ? run_collective(round, timing, transport) : decode(round, timing);
   if (options_.policy == StragglerPolicy::kDrain) {
     drain(round, transport);
   }

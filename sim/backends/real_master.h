@@ -16,6 +16,17 @@
 // to return (decode and drained waits included); real_wall_seconds = previous return (first
 // iteration: its broadcast) to this return, so that the sum over iterations is the wall clock
 // from the first broadcast to the last return, whatever the master did between iterations.
+//
+// With a collective (ThreadedOptions::collective; docs/backends.md "Collectives") the master is
+// a coordinator: the workers send a "compute done" notice without their message, the master
+// stops by the rule on the notices, decodes the heard set and announces every worker's decode
+// weight a_i (0: not heard; such a worker abandons its work). The workers then run the
+// collective's schedule among themselves on v_i = a_i·y_i (zero when a_i = 0), each timing its
+// join (its compute end, or the announcement when it abandoned) to its completion, and report
+// that they completed it; worker 0's report carries the reduced vector, the estimate. The
+// master waits for every report (up to `timeout` after the broadcast): real_stop_seconds is then
+// the broadcast to the last report, the real counterpart of the simulated iteration time (the
+// last completion).
 
 #include <Eigen/Core>
 #include <chrono>
@@ -61,6 +72,10 @@ struct ThreadedOptions {
   /// Real seconds after a broadcast at which an unsatisfied rule is an error. Illegal: ≤ 0 or
   /// above kMaxThreadedTimeout.
   double timeout = 5.0;
+  /// The aggregation when it is a collective (the header comment); nullopt: the parameter
+  /// server. With one, the policy must be cancel and there may be no faults (every rank takes
+  /// part in the collective; the config layer refuses the rest).
+  std::optional<CollectiveAggregation> collective;
 
   /// The first violated constraint of seconds_per_unit and timeout (the faults are checked
   /// against the workers by their reader and RealMaster).
@@ -73,12 +88,24 @@ class BackendTimeout : public NumericalError {
   using NumericalError::NumericalError;
 };
 
-/// A worker's coded message y_i of iteration `iteration`, as the transport delivered it.
+/// What a worker's message says.
+enum class MessageKind {
+  kResult,  ///< parameter server: its coded message y_i
+  kNotice,  ///< collective: its compute is done (no payload)
+  kDone,    ///< collective: it completed the collective (worker 0: y is the reduced vector)
+};
+
+/// A worker's message of iteration `iteration`, as the transport delivered it.
 struct WorkerMessage {
   std::uint64_t iteration = 0;
   int worker = 0;
   std::chrono::steady_clock::time_point delivered;  ///< when the master could first see it
   Eigen::VectorXd y;
+  MessageKind kind = MessageKind::kResult;
+  /// kDone: real seconds from the broadcast to the worker's compute end (NaN: abandoned), and
+  /// from its join to its completion of the collective.
+  double compute_seconds = 0.0;
+  double collective_seconds = 0.0;
 };
 
 /// How the master reaches its workers (threads: shared memory; MPI: messages).
@@ -94,6 +121,9 @@ class MasterTransport {
   /// Waits until at least one message arrived or `wake` passed; appends the messages that
   /// arrived, in arrival order, to `out` (any iteration tag: the master filters).
   virtual void receive(Clock::time_point wake, std::vector<WorkerMessage>& out) = 0;
+  /// Collectives: the stop of iteration `iteration`, with every worker's decode weight a_i (0:
+  /// not heard); the workers then run the collective. Never called without a collective.
+  virtual void announce(std::uint64_t iteration, const Eigen::VectorXd& weights) = 0;
 };
 
 /// Sets a 1 ns timer slack for the calling thread (Linux): the default 50 µs would add its own
@@ -154,6 +184,12 @@ class RealMaster {
   [[noreturn]] void fail_timeout(const Round& round) const;
   void drain(Round& round, MasterTransport& transport);
   [[nodiscard]] BackendIteration decode(const Round& round, const IterationTiming& timing);
+  /// Collectives: announces the decode weights and waits for every worker's completion.
+  [[nodiscard]] BackendIteration run_collective(Round& round,
+                                                const IterationTiming& timing,
+                                                MasterTransport& transport);
+  void await_completions(Round& round, MasterTransport& transport);
+  [[noreturn]] void fail_collective_timeout(const Round& round) const;
   void simulate_arrivals(const IterationTiming& timing);
   void update_finish_bookkeeping(const IterationTiming& timing);
   [[nodiscard]] double near_tie_gap(const IterationTiming& timing,
@@ -171,6 +207,8 @@ class RealMaster {
 
   std::vector<WorkerMessage> batch_;
   std::vector<Eigen::VectorXd> received_;
+  std::vector<char> completed_;  // collectives: the workers that reported completion
+  Eigen::VectorXd reduced_;      // collectives: worker 0's reduced vector
   std::vector<ThreadedIterationRecord> records_;
 };
 

@@ -30,6 +30,15 @@
 // T_i = +inf. A slow worker's delay is T_i · factor in the real run and the simulation alike.
 // If the rule is not satisfied `timeout` real seconds after a broadcast, iterate throws
 // BackendTimeout (a NumericalError). The destructor stops and joins every thread.
+//
+// Collectives (ThreadedOptions::collective, RealMaster's header, docs/backends.md
+// "Collectives"): a worker delivers a notice instead of y_i, waits for the master's
+// announcement (abandoning its work, if still busy, when the announcement comes first), and
+// runs its part of the schedule (collective_program.h) on v_i = a_i·y_i; the payloads move
+// through one shared-memory slot per transfer, each guarded by its destination's mailbox (a
+// mutex and a condition variable). Worker 0 hands its reduced vector to the master with its
+// completion report. A slot's payload of iteration t+1 is written only after the master had
+// every report of t, so no payload is overwritten before it is read.
 
 #include <atomic>
 #include <chrono>
@@ -43,6 +52,7 @@
 
 #include "models/objective.h"
 #include "sim/backend.h"
+#include "sim/backends/collective_program.h"
 #include "sim/backends/real_master.h"
 #include "sim/delays/delay_model.h"
 #include "sim/scheme.h"
@@ -86,6 +96,7 @@ class ThreadedBackend final : public Backend, private MasterTransport {
                               const Eigen::VectorXd& x,
                               std::span<const double> delays) override;
   void receive(Clock::time_point wake, std::vector<WorkerMessage>& out) override;
+  void announce(std::uint64_t iteration, const Eigen::VectorXd& weights) override;
 
   struct Broadcast {
     std::uint64_t iteration = 0;
@@ -110,6 +121,31 @@ class ThreadedBackend final : public Backend, private MasterTransport {
                                                            std::uint64_t done,
                                                            std::unique_lock<std::mutex>& lock);
 
+  /// The master's stop of a collective iteration: the decode weights, and when it came.
+  struct Announcement {
+    std::uint64_t iteration = 0;
+    Eigen::VectorXd weights;
+    Clock::time_point at;
+  };
+  /// The per-transfer slots and per-rank mailboxes of the collective (threaded_backend.cpp).
+  class SharedExchange;
+  /// The loop of a worker with a collective (cancel, no faults): serve_collective per broadcast.
+  void collective_loop(int worker);
+  /// One collective iteration of `worker` (lock held on entry and exit): compute, notice, the
+  /// announcement, the schedule, the report. False when the backend stops.
+  bool serve_collective(int worker,
+                        const Broadcast& b,
+                        std::unique_lock<std::mutex>& lock,
+                        Eigen::VectorXd& buffer);
+  /// Computes y and waits out the delay; true and the ready instant when it delivered its
+  /// notice, false when the announcement (or the stop) came first. Lock held on exit.
+  bool compute_and_notify(int worker,
+                          const Broadcast& b,
+                          std::unique_lock<std::mutex>& lock,
+                          Eigen::VectorXd& y,
+                          Eigen::VectorXd& buffer,
+                          Clock::time_point& ready);
+
   std::shared_ptr<const models::Objective> objective_;
   Scheme scheme_;
   ThreadedOptions options_;
@@ -124,6 +160,11 @@ class ThreadedBackend final : public Backend, private MasterTransport {
   std::vector<WorkerMessage> inbox_;                         // guarded
   bool stop_ = false;                                        // guarded
   std::atomic<std::uint64_t> latest_{0};  // newest broadcast, read lock-free between partitions
+  std::shared_ptr<const Announcement> announcement_;  // guarded; collectives
+  std::atomic<std::uint64_t> announced_{0};  // newest announcement, read lock-free like latest_
+  std::shared_ptr<const collectives::Schedule> schedule_;  // collectives: n ranks, dimension
+  std::vector<std::vector<RankStep>> programs_;
+  std::unique_ptr<SharedExchange> exchange_;
 
   /// Rethrows the exception being handled as InputError when the system refused a thread.
   void refuse_thread_shortage(std::size_t started) const;

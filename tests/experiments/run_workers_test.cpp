@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -119,6 +120,33 @@ TEST_CASE("run workers: heard.csv lists the real and simulated heard sets of eac
         "simulated_heard\n"
         "1,1,0.75,0.125,2.5,2 0,0 2\n"
         "2,0,0.75,0.125,2.5,1,0 2\n");
+}
+
+}  // namespace stragglersim::experiments
+
+namespace stragglersim::experiments {
+
+TEST_CASE("run workers: collective.csv has every rank's compute and collective seconds",
+          "[experiments][run_workers]") {
+  sim::ThreadedIterationRecord a;
+  a.iteration = 1;
+  a.compute_seconds = {0.25, std::numeric_limits<double>::quiet_NaN()};
+  a.collective_seconds = {0.5, 0.125};
+  sim::ThreadedIterationRecord b;
+  b.iteration = 2;
+  b.compute_seconds = {1.5, 0.75};
+  b.collective_seconds = {0.0625, 2.0};
+  CHECK(collective_csv({a, b}) ==
+        "iteration,rank,compute_seconds,collective_seconds\n"
+        "1,0,0.25,0.5\n"
+        "1,1,,0.125\n"
+        "2,0,1.5,0.0625\n"
+        "2,1,0.75,2\n");
+  // A parameter-server run's records hold no collective: no file.
+  sim::ThreadedIterationRecord ps;
+  ps.iteration = 1;
+  CHECK(collective_csv({ps}).empty());
+  CHECK(collective_csv({}).empty());
 }
 
 }  // namespace stragglersim::experiments

@@ -466,7 +466,103 @@ def case_fashion_idx(runner):
               f"{kind}: every worker's peak RSS is below rank 0's by more than half its data")
 
 
+def collective_config(workers, kind, rule, iterations, **backend):
+    """A collective over the workers (docs/backends.md "Collectives"): all with uncoded, first_r
+    with ErasureHead (FRC d = 2, the first half); 50 ms delay units."""
+    c = config_with(
+        workers=workers, partitions=workers,
+        code={"kind": "uncoded"} if rule == "all" else {"kind": "frc", "d": 2},
+        stopping={"rule": "all"} if rule == "all" else {"rule": "first_r", "r": workers // 2},
+        optimizer={"iterations": iterations},
+        backend=dict({"seconds_per_unit": 0.05}, **backend))
+    c["aggregation"] = {"kind": kind}
+    return c
+
+
+def check_collective_log(out, workers, iterations, what):
+    log = read_csv(os.path.join(out, "collective.csv"))
+    check(len(log) == workers * iterations
+          and [(int(r["iteration"]), int(r["rank"])) for r in log]
+          == [(t, w) for t in range(1, iterations + 1) for w in range(workers)],
+          f"{what}: collective.csv has one row per iteration and rank")
+    check(all(float(r["collective_seconds"]) >= 0 for r in log),
+          f"{what}: every rank measured its all-reduce time")
+    return log
+
+
+def case_collective(runner, workers):
+    """Ring and tree, all and first_r, on -np workers+1: heard sets, times, bytes."""
+    iterations = 15
+    for kind in ("ring", "tree"):
+        for rule in ("all", "first_r"):
+            what = f"{kind} {rule} np {workers + 1}"
+            config = collective_config(workers, kind, rule, iterations)
+            status, err, out = runner.run(f"{kind}-{rule}", config)
+            check(status == 0, f"{what}: mpi run exits 0 ({err.strip()[-300:]})")
+            status, err, sim_out = runner.run(f"{kind}-{rule}-sim", simulated_twin(config),
+                                              simulated=True)
+            check(status == 0, f"{what}: simulated run exits 0 ({err.strip()[-300:]})")
+            heard = read_csv(os.path.join(out, "heard.csv"))
+            trace = read_csv(os.path.join(out, "trace.csv"))
+            sim_trace = read_csv(os.path.join(sim_out, "trace.csv"))
+            check(len(heard) == iterations, f"{what}: {iterations} iterations recorded")
+            check(all(a["time"] == b["time"] for a, b in zip(trace, sim_trace)),
+                  f"{what}: simulated times identical to the simulated backend's")
+            spu = config["backend"]["seconds_per_unit"]
+            same = [r["same_set"] == "1" for r in heard]
+            # real_iteration_time runs to the last completion, after the rule's stop: a heard
+            # set can only differ when that came later than the simulated gap allows.
+            late = [float(r["real_iteration_time"]) - float(r["iteration_time"]) * spu
+                    for r in heard]
+            gap = [float(r["near_tie_gap"]) * spu for r in heard]
+            check(min(late) >= -1e-4, f"{what}: real end >= simulated stop x seconds_per_unit")
+            check(all(late[t] >= gap[t] - 1e-4 for t in range(len(heard)) if not same[t]),
+                  f"{what}: every disagreement is a stop late by more than the gap")
+            if rule == "all":
+                check(all(same), f"{what}: every heard set is the simulated one (rule all)")
+            agreed = 0
+            while agreed < len(same) and same[agreed]:
+                agreed += 1
+            check(all(trace[t]["loss"] == sim_trace[t]["loss"] for t in range(agreed + 1)),
+                  f"{what}: losses are the simulated backend's, digit for digit, while the heard "
+                  f"sets agree ({agreed}/{len(same)})")
+            log = check_collective_log(out, workers, iterations, what)
+            times = sorted(float(r["collective_seconds"]) for r in log)
+            print(f"  {what}: heard as simulated {sum(same)}/{len(same)}, all-reduce (join to "
+                  f"completion) mean {sum(times) / len(times) * 1e3:.2f} ms, smallest "
+                  f"{times[0] * 1e3:.3f} ms")
+
+
+def case_collective_allreduce(runner):
+    """allreduce mpi: MPI_Allreduce among the worker ranks, measured; not byte-identical."""
+    iterations = 15
+    for workers in (4, 8):
+        what = f"MPI_Allreduce np {workers + 1}"
+        config = collective_config(workers, "ring", "all", iterations, allreduce="mpi")
+        status, err, out = runner.run(f"allreduce-{workers}", config)
+        check(status == 0, f"{what}: mpi run exits 0 ({err.strip()[-300:]})")
+        status, err, sim_out = runner.run(f"allreduce-{workers}-sim", simulated_twin(config),
+                                          simulated=True)
+        check(status == 0, f"{what}: simulated run exits 0")
+        heard = read_csv(os.path.join(out, "heard.csv"))
+        check(all(r["same_set"] == "1" for r in heard), f"{what}: every heard set is simulated")
+        log = check_collective_log(out, workers, iterations, what)
+        trace = read_csv(os.path.join(out, "trace.csv"))
+        sim_trace = read_csv(os.path.join(sim_out, "trace.csv"))
+        # MPI's own summation order: the losses agree to rounding, not digit for digit.
+        worst = max(abs(float(a["loss"]) - float(b["loss"])) / abs(float(b["loss"]))
+                    for a, b in zip(trace, sim_trace))
+        check(worst < 1e-9, f"{what}: losses equal the simulated backend's to rounding "
+                            f"({worst:.1e})")
+        times = sorted(float(r["collective_seconds"]) for r in log)
+        print(f"  {what}: all-reduce (join to completion) median {times[len(times) // 2] * 1e3:.3f}"
+              f" ms, smallest {times[0] * 1e3:.3f} ms")
+
+
 CASES = {
+    "collective_np5": lambda r: case_collective(r, 4),
+    "collective_np9": lambda r: case_collective(r, 8),
+    "collective_allreduce": case_collective_allreduce,
     "agreement": case_agreement,
     "hang_cancel": lambda r: case_hang(r, "cancel"),
     "hang_finish": lambda r: case_hang(r, "finish"),

@@ -95,12 +95,15 @@ TEST_CASE("aggregation: a collective refuses a network, an asynchronous rule, fi
   CHECK(aggregation_error(finish) ==
         "cfg.json:/aggregation/kind: the direct aggregation needs no straggler policy (every rank "
         "joins the all-reduce at the stop); got \"finish\"; expected stragglers absent or cancel");
-  auto threads = aggregation_run({{"kind", "ring"}});
+  // The real backends run every collective but StragglAR (docs/backends.md).
+  auto threads = aggregation_run({{"kind", "stragglar"}, {"straggler", 1}});
   threads["backend"] = {{"kind", "threads"}};
+  threads["workers"] = 4;  // StragglAR's schedule needs a power of two
+  threads["partitions"] = 4;
   CHECK(aggregation_error(threads) ==
-        "cfg.json:/aggregation/kind: the ring aggregation needs the simulated clock (the threads "
-        "and mpi backends do not run collectives); got \"threads\"; expected a backend on the "
-        "simulated clock");
+        "cfg.json:/aggregation/kind: the stragglar aggregation needs the simulated clock (the "
+        "threads and mpi backends do not run StragglAR); got \"threads\"; expected a backend on "
+        "the simulated clock");
   // The rule's own checks still come first: a deadline <= 0.
   auto deadline = aggregation_run({{"kind", "ring"}});
   deadline["stopping"] = {{"rule", "deadline"}, {"after", 0}};
@@ -191,12 +194,16 @@ TEST_CASE("aggregation: the rows list their keys and requirements, the schema sh
                                           "hierarchical",
                                           "stragglar"});
   CHECK(requirements_json(rows[0].requirements) == nlohmann::json::object());
+  // Every collective but StragglAR also runs on the threads and mpi backends, without faults.
   for (std::size_t r = 1; r < rows.size(); ++r) {
-    CHECK(requirements_json(rows[r].requirements) ==
-          nlohmann::json({{"needs_simulated_clock", true},
-                          {"straggler_policy", {"cancel"}},
-                          {"no_network", true},
-                          {"synchronous", true}}));
+    nlohmann::json expected = {{"straggler_policy", {"cancel"}},
+                               {"no_faults", true},
+                               {"no_network", true},
+                               {"synchronous", true}};
+    if (rows[r].name == "stragglar") {
+      expected["needs_simulated_clock"] = true;
+    }
+    CHECK(requirements_json(rows[r].requirements) == expected);
   }
   const nlohmann::json schema = config_schema()["properties"]["aggregation"];
   REQUIRE(schema["oneOf"].size() == rows.size());
@@ -205,8 +212,8 @@ TEST_CASE("aggregation: the rows list their keys and requirements, the schema sh
   CHECK(stragglar["properties"].contains("straggler"));
   CHECK(!stragglar["properties"].contains("node_size"));
   CHECK(stragglar["description"].get<std::string>().find(
-            "requires: a backend on the simulated clock; stragglers absent or cancel; no "
-            "\"network\" block; a synchronous stopping rule") != std::string::npos);
+            "requires: a backend on the simulated clock; stragglers absent or cancel; no faults; "
+            "no \"network\" block; a synchronous stopping rule") != std::string::npos);
   // The parameter server is the default: its branch needs no kind.
   CHECK(schema["oneOf"][0]["required"] == nlohmann::json::array());
 }

@@ -41,7 +41,8 @@ TEST_CASE("backends: the built-in rows in order with their traits and keys",
   CHECK(key_names(rows[0]).empty());
   CHECK(key_names(rows[1]) == std::vector<std::string>{"seconds_per_unit", "timeout", "faults"});
   CHECK(key_names(rows[2]) ==
-        std::vector<std::string>{"seconds_per_unit", "timeout", "faults", "inject"});
+        std::vector<std::string>{"seconds_per_unit", "timeout", "faults", "inject", "allreduce"});
+  CHECK(rows[2].keys[4].default_value == "schedule");
   CHECK(rows[1].keys[0].default_value == "0.01");
   CHECK(rows[1].keys[1].default_value == "5");
   // Only the simulated clock takes delay-only runs and shares the cores of a sweep.

@@ -57,7 +57,7 @@ TEST_CASE("experiments: an mpi backend config reads the threads keys and inject"
   c["backend"]["injekt"] = true;
   CHECK(mpi_plan_error(c) ==
         "cfg.json:/backend/injekt: unknown key 'injekt'; did you mean 'inject'? valid keys are: "
-        "faults, inject, kind, "
+        "allreduce, faults, inject, kind, "
         "seconds_per_unit, timeout");
   c = mpi_config();
   c["data"] = nullptr;
@@ -66,6 +66,40 @@ TEST_CASE("experiments: an mpi backend config reads the threads keys and inject"
   CHECK(mpi_plan_error(c) ==
         "cfg.json:/backend/kind: the mpi backend computes gradients and needs data; got "
         "\"mpi\"; expected \"simulated\" for a delay-only run (\"data\": null)");
+}
+
+}  // namespace stragglersim::experiments
+
+namespace stragglersim::experiments {
+
+TEST_CASE("experiments: the mpi backend's allreduce reduces a collective",
+          "[experiments][config][mpi]") {
+  if (!sim::mpi_compiled_in()) {
+    return;  // the backend is refused first (the case above)
+  }
+  auto c = mpi_config();
+  c["stragglers"] = "cancel";
+  c["backend"].erase("faults");
+  c["backend"]["allreduce"] = "mpi";
+  CHECK(mpi_plan_error(c) ==
+        "cfg.json:/backend/allreduce: the mpi backend's allreduce needs a collective aggregation; "
+        "got \"mpi\"; expected an \"aggregation\" block naming a collective, or no \"allreduce\" "
+        "with the parameter server");
+  c["aggregation"] = {{"kind", "ring"}};
+  const RunPlan plan = plan_run(c, "cfg.json", testing::scratch_dir("mpi_config_test", "p"));
+  REQUIRE(plan.collective);
+  CHECK(plan.resolved["backend"]["allreduce"] == "mpi");
+  c["backend"]["allreduce"] = "nccl";
+  CHECK(mpi_plan_error(c) ==
+        "cfg.json:/backend/allreduce: unknown allreduce 'nccl'; valid values are: schedule, mpi");
+  c["backend"]["allreduce"] = "schedule";
+  c["aggregation"] = {{"kind", "stragglar"}, {"straggler", 1}};
+  c["workers"] = 4;
+  c["partitions"] = 4;
+  CHECK(mpi_plan_error(c) ==
+        "cfg.json:/aggregation/kind: the stragglar aggregation needs the simulated clock (the "
+        "threads and mpi backends do not run StragglAR); got \"mpi\"; expected a backend on the "
+        "simulated clock");
 }
 
 }  // namespace stragglersim::experiments

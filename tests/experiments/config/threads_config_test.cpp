@@ -203,3 +203,43 @@ TEST_CASE("experiments: an uncoded threads run with a crashed worker exits 3 wit
 }
 
 }  // namespace stragglersim::experiments
+
+namespace stragglersim::experiments {
+
+TEST_CASE("experiments: the threads backend runs collectives but not StragglAR or faults",
+          "[experiments][config][errors][threads][collectives]") {
+  const auto ring = [](nlohmann::json& c) { c["aggregation"] = {{"kind", "ring"}}; };
+  // Every collective the schedule executor runs is accepted, its schedule over the dimension.
+  for (const std::string kind : {"ring", "tree", "halving_doubling", "direct", "hierarchical"}) {
+    auto c = threads_config();
+    c["aggregation"] = {{"kind", kind}};
+    if (kind == "hierarchical") {
+      c["aggregation"]["node_size"] = 2;
+    }
+    const RunPlan plan = plan_run(c, "cfg.json", scratch("plans"));
+    REQUIRE(plan.collective);
+    CHECK(plan.collective->schedule->elements == plan.objective->dimension());
+  }
+  CHECK(error_with([](auto& c) {
+          c["aggregation"] = {{"kind", "stragglar"}, {"straggler", 1}};
+          c["workers"] = 4;
+          c["partitions"] = 4;
+        }) ==
+        "cfg.json:/aggregation/kind: the stragglar aggregation needs the simulated clock (the "
+        "threads and mpi backends do not run StragglAR); got \"threads\"; expected a backend on "
+        "the simulated clock");
+  CHECK(error_with([&](auto& c) {
+          ring(c);
+          c["backend"]["faults"] = {{{"worker", 1}, {"kind", "hang"}}};
+        }) ==
+        "cfg.json:/backend/faults: the ring aggregation needs no faults (every rank takes part in "
+        "the all-reduce); got [{\"kind\":\"hang\",\"worker\":1}]; expected no faults");
+  CHECK(error_with([&](auto& c) {
+          ring(c);
+          c["stragglers"] = "finish";
+        }) ==
+        "cfg.json:/aggregation/kind: the ring aggregation needs no straggler policy (every rank "
+        "joins the all-reduce at the stop); got \"finish\"; expected stragglers absent or cancel");
+}
+
+}  // namespace stragglersim::experiments
