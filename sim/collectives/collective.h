@@ -43,7 +43,8 @@ namespace stragglersim::sim::collectives {
 
 enum class CollectiveKind {
   kRing,             ///< reduce-scatter then all-gather around a ring: 2(n−1) rounds of S/n
-  kTree,             ///< NCCL's double binary tree: two trees, each reducing and broadcasting S/2
+  kTree,             ///< NCCL's double binary tree: two trees, each reducing and broadcasting S/2,
+                     ///< unpipelined (one message per tree edge and direction)
   kHalvingDoubling,  ///< recursive halving then doubling (Rabenseifner), any n
   kDirect,           ///< each rank sends its shard to its owner, owners send the sums to all
   kHierarchical,     ///< nodes of g: intra-node reduce, ring among node leaders, intra broadcast

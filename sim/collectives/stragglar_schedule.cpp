@@ -6,7 +6,7 @@
 // holds chunk t reduced over them after phase 1. In round t < m the straggler and position t
 // exchange chunk t (both reduce: both then hold the final chunk t). The others spread the final
 // chunks with the invariant, from round k on: before round r every position holds every chunk
-// older than r − k and exactly one of the k "active" chunks r − k … r − 1, chunk r − j on 2^(k−j)
+// older than r − k and exactly one of the k "active" chunks r − k … r − 1, chunk r − j on 2^(j−1)
 // positions, and position r holds the oldest, r − k. In round r the holders of the oldest pair
 // off with the holders of the newer ones and swap (two copies): the oldest is then everywhere,
 // every newer chunk has doubled, and each former oldest holder holds one newer chunk. The pairing
