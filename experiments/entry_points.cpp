@@ -36,6 +36,12 @@ void check_options(const TraceImportRequest& a) {
                  other.front(),
                  fmt::format("--format {}", a.format == "csv" ? "chrome" : "csv"));
   }
+  if (a.format == "csv" && !a.more_paths.empty()) {
+    reject_value("FILE",
+                 "more than one file",
+                 fmt::format("{}", 1 + a.more_paths.size()),
+                 "one CSV file (several files are chrome traces, one per rank)");
+  }
   if (a.group_by != "dp_rank" && a.group_by != "rank") {
     reject_value("--group-by", "unknown grouping", a.group_by, "one of: dp_rank, rank");
   }
@@ -294,8 +300,10 @@ TraceImportResult import_trace(TraceImportRequest request) {
       request.missing == "censor" ? sim::MissingCells::kCensor : sim::MissingCells::kDrop;
   TraceImportResult r;
   try {
+    std::vector<std::string> paths = {request.path};
+    paths.insert(paths.end(), request.more_paths.begin(), request.more_paths.end());
     r.table = request.format == "csv" ? sim::import_csv_times(request.path, request.csv)
-                                      : sim::import_chrome_times(request.path, request.chrome);
+                                      : sim::import_chrome_times(paths, request.chrome);
     r.trace = sim::write_imported_trace(r.table, missing);
   } catch (const sim::TraceFileError& e) {
     throw ConfigError(e.what());

@@ -86,6 +86,8 @@ struct FittedDelay {
 /// Python module's keyword arguments. Errors name the options as the command line spells them.
 struct TraceImportRequest {
   std::string path;
+  /// chrome: the files after `path`, one per rank (docs/traces.md "One file per rank").
+  std::vector<std::string> more_paths;
   std::string format;  ///< "csv" | "chrome"
   sim::CsvImportOptions csv;
   sim::ChromeImportOptions chrome;

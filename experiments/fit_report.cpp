@@ -53,7 +53,8 @@ nlohmann::json report_json(const sim::DelayFitReport& r) {
           {"observations", r.observations},
           {"fits", fits},
           {"best", r.best ? nlohmann::json(r.fits[*r.best].family) : nlohmann::json()},
-          {"choice", r.choice}};
+          {"choice", r.choice},
+          {"every_family_rejected", r.every_family_rejected}};
 }
 
 }  // namespace

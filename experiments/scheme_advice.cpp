@@ -878,7 +878,8 @@ nlohmann::json advice_json(const Advice& advice) {
       rows.push_back(row);
       continue;
     }
-    row["iteration_time"] = c.iteration_time;
+    row["iteration_time"] =
+        c.has_iteration_time() ? nlohmann::json(c.iteration_time) : nlohmann::json();
     row["iteration_time_method"] = c.iteration_time_method;
     row["iterations_to_target"] = c.iterations ? nlohmann::json(*c.iterations) : nlohmann::json();
     row["iterations_method"] = c.iterations_method;

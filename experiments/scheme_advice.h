@@ -63,6 +63,9 @@ struct SchemeCandidate {
   /// Baselines, adaptive rules and the time-optimal methods: ranked by a time to target
   /// simulated over training runs.
   [[nodiscard]] bool simulated_directly() const { return baseline || adaptive || time_optimal; }
+  /// False for a scheme simulated directly that did not reach the target in every run: its
+  /// iteration time is derived from the time at target, so it has none (shown "-", JSON null).
+  [[nodiscard]] bool has_iteration_time() const { return !simulated_directly() || iterations; }
   double iteration_time = 0.0;
   std::string iteration_time_method;
   /// A collective candidate's E[t*], the rule's stop before the all-reduce (NaN when not

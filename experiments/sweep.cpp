@@ -15,6 +15,7 @@
 #include <set>
 #include <shared_mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -116,7 +117,14 @@ void parallel_for(std::size_t count, int jobs, Body body) {
   std::vector<std::thread> pool;
   pool.reserve(std::min(threads, count));
   for (std::size_t t = 0; t < std::min(threads, count); ++t) {
-    pool.emplace_back(worker);
+    try {
+      pool.emplace_back(worker);
+    } catch (const std::system_error&) {
+      break;  // the system starts no more threads: fewer jobs, the same runs
+    }
+  }
+  if (pool.empty()) {
+    worker();
   }
   for (auto& t : pool) {
     t.join();
@@ -228,6 +236,7 @@ std::size_t execute_runs(const SweepSpec& spec,
   std::shared_mutex cores;
   std::size_t ran = 0;
   std::optional<std::string> failure;
+  int failure_status = 1;
   parallel_for(todo.size(), options.jobs, [&](std::size_t t) {
     if (options.stop != nullptr && options.stop->load()) {
       return false;
@@ -270,12 +279,17 @@ std::size_t execute_runs(const SweepSpec& spec,
       const std::lock_guard lock(mutex);
       if (!failure) {
         failure = fmt::format("{}: {}", dir.string(), e.what());
+        failure_status = exit_status_of(e);
       }
       return false;
     }
     return true;
   });
   if (failure) {
+    // The run's own status (a failed write is 2, docs/reliability.md): only a bug is 1.
+    if (failure_status != 1) {
+      throw Error(*failure, failure_status);
+    }
     throw std::runtime_error(*failure);
   }
   return ran;

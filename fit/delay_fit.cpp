@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "fit/degenerate_fit.h"
 #include "fit/fit_support.h"
 #include "fit/heterogeneous_markov_fit.h"
 #include "models/base/invariant.h"
@@ -74,6 +75,10 @@ void choose_best(DelayFitReport& report) {
     report.choice = "no family fitted without a degenerate flag";
     return;
   }
+  report.every_family_rejected =
+      std::all_of(report.fits.begin(), report.fits.end(), [](const FamilyFit& f) {
+        return !f.fitted() || f.ks.p_value < kRejectingKsP;
+      });
   report.choice =
       fmt::format("{}: smallest AIC among the fitted families", report.fits[*report.best].family);
   if (!excluded.empty()) {
@@ -143,6 +148,10 @@ DelayFitReport fit_delay_models(const std::vector<std::vector<double>>& sequence
     fits[8] = guarded("heterogeneous_markov", [&] {
       return heterogeneous_markov_from(sequences, start.factors, scaled_chain, fits[6]);
     });
+  }
+  const double resolution = time_resolution(pooled);
+  for (FamilyFit& f : fits) {
+    flag_runaway_rates(f, resolution);
   }
   report.fits = std::move(fits);
   report.heterogeneity = test_equal_rates(sequences);

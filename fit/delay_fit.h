@@ -111,6 +111,10 @@ struct HeterogeneityTest {
 [[nodiscard]] HeterogeneityTest test_equal_rates(const std::vector<std::vector<double>>& sequences,
                                                  double level = 0.01);
 
+/// A KS p-value below this rejects a family (the p-values are too large, the parameters having
+/// been fitted to the same times, so a rejection at this level is a strong one).
+inline constexpr double kRejectingKsP = 1e-3;
+
 struct DelayFitReport {
   int workers = 0;
   std::size_t observations = 0;
@@ -123,6 +127,9 @@ struct DelayFitReport {
   std::optional<std::size_t> best;
   /// Which family is best and why, naming the fitted families that were not eligible.
   std::string choice;
+  /// Every fitted family's KS p-value is below kRejectingKsP: the best is only the least bad,
+  /// and no family describes the times (`fit` says so).
+  bool every_family_rejected = false;
   HeterogeneityTest heterogeneity;
 };
 

@@ -70,6 +70,11 @@ HeterogeneityTest test_equal_rates(const std::vector<std::vector<double>>& seque
   }
   test.degrees_of_freedom = static_cast<int>(sequences.size()) - 1;
   test.dispersion = within / within_df / (mean_excess * mean_excess);
+  // φ is relative (1 for exponential excess): below 1e-12 the batch means are equal but for
+  // rounding (the mean of equal numbers is not always exactly them), so there is no spread.
+  if (test.dispersion < 1e-12) {
+    test.dispersion = 0.0;
+  }
   double statistic = total * std::log(mean_excess);
   for (std::size_t i = 0; i < sequences.size(); ++i) {
     statistic -= static_cast<double>(sequences[i].size()) * std::log(test.mean_excess[i]);
@@ -83,7 +88,9 @@ HeterogeneityTest test_equal_rates(const std::vector<std::vector<double>>& seque
     return test;
   }
   if (!std::isfinite(test.statistic) || test.dispersion <= 0.0) {
-    test.p_value = 0.0;
+    // No ratio to refer to χ²: a worker at the shift throughout (Λ = ∞), or batch means that
+    // never vary (φ = 0). Rejected exactly when the workers' mean excesses differ (Λ > 0).
+    test.p_value = test.statistic > 0.0 ? 0.0 : 1.0;
     return test;
   }
   const boost::math::chi_squared_distribution<double> chi2(test.degrees_of_freedom);

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <boost/math/distributions/exponential.hpp>
 #include <exception>
+#include <optional>
+#include <system_error>
 #include <thread>
 
 namespace stragglersim::sim {
@@ -115,9 +117,16 @@ void run_on_two_threads(const std::vector<std::function<void()>>& tasks) {
       }
     }
   };
-  std::thread helper(work);
+  std::optional<std::thread> helper;
+  try {
+    helper.emplace(work);
+  } catch (const std::system_error&) {
+    // No thread may start (EAGAIN): this thread takes every task, with the same results.
+  }
   work();
-  helper.join();
+  if (helper) {
+    helper->join();
+  }
   for (const auto& e : errors) {
     if (e) {
       std::rethrow_exception(e);

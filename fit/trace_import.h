@@ -11,10 +11,18 @@
 //           time it is an error.
 //   chrome  Chrome trace-event JSON (what PyTorch's profiler and Megatron timers write), plain or
 //           gzip: a list of events or an object {"traceEvents": [...]}. Complete events
-//           ("ph": "X") whose name is selected give, per (args.step, group), the sum of their
+//           ("ph": "X") whose name is selected give, per (step, group), the sum of their
 //           `dur` (microseconds) in seconds; the group is the pid (data-parallel rank) or the
 //           (pid, tid) pair (one rank's thread). Every other event is skipped. Steps are written
 //           renumbered 0, 1, … in increasing order (`source_iterations` keeps them).
+//           An event's step is its args.step; in a PyTorch profiler trace (complete events named
+//           "ProfilerStep#N"), an event without args.step takes the N of the step event
+//           enclosing its `ts` (outside every step it is skipped), and the selected name
+//           "ProfilerStep" selects the step events themselves (each step's whole time), which is
+//           what the default events fall back to in such a file when it has none of them.
+//           Several files are one file per rank: each file is one worker, its rank the
+//           trace's distributedInfo.rank, else a "rank<N>" in its file name, else its position
+//           in the list (a single file with distributedInfo.rank is that rank's worker).
 //
 // Workers are the source's ids in sorted order, numbered 0..n−1 (integer ids numerically,
 // otherwise as text; chrome groups by pid, then tid). The iterations are those in which at least
@@ -72,6 +80,8 @@ struct TimeTable {
   std::vector<std::vector<std::optional<double>>> seconds;
   /// Written iterations are 0..T−1 (chrome) instead of the source numbers (csv).
   bool renumbered = false;
+  /// chrome: the workers are the files' ranks (one file per rank), not pids.
+  bool ranks_by_file = false;
   /// csv rows that repeated an earlier (iteration, worker) with the same time (merged).
   std::size_t repeated_rows = 0;
 
@@ -95,6 +105,14 @@ TimeTable import_csv_times(const std::string& path, const CsvImportOptions& opti
 /// not an integer, whose dur is not a number ≥ 0, or whose args.step is not an integer.
 /// Illegal: options that do not validate().
 TimeTable import_chrome_times(const std::string& path, const ChromeImportOptions& options = {});
+
+/// Reads one Chrome trace per rank (or one file); the errors of the one-file form, each naming
+/// its file, and "PATH: rank R is also the rank of OTHER (expected one file per rank)",
+/// "PATH: 'distributedInfo.rank' is not an integer ≥ 0; got V (expected the file's rank)" and
+/// "PATH: event N: 'ts' is not a number; got V (expected a timestamp in microseconds, to find
+/// the ProfilerStep#N event enclosing it)". Illegal: no path.
+TimeTable import_chrome_times(const std::vector<std::string>& paths,
+                              const ChromeImportOptions& options = {});
 
 /// A TimeTable under a missing-cell rule, as trace file text.
 struct ImportedTrace {

@@ -116,6 +116,17 @@ class Reader {
 
   void header(std::int64_t line_number) {
     names_.assign(fields_.begin(), fields_.end());
+    if (options_.refuse_numeric_header && all_numbers(names_)) {
+      std::string line;
+      for (const auto& n : names_) line += line.empty() ? n : "," + n;
+      throw DataError(fmt::format(
+          "{}:{}: the first line is all numbers, a data row rather than column names; got '{}'; "
+          "expected \"header\": false in data for a file without a header line (\"header\": "
+          "true reads the line as column names)",
+          path_,
+          line_number,
+          line));
+    }
     resolve_label(line_number);
   }
 
@@ -169,6 +180,8 @@ class Reader {
   [[nodiscard]] const std::vector<double>& values() const { return values_; }
   [[nodiscard]] const std::vector<double>& labels() const { return labels_; }
   [[nodiscard]] std::int64_t columns() const { return columns_; }
+  /// The fields of the last line split, as strings.
+  [[nodiscard]] std::vector<std::string> fields() const { return {fields_.begin(), fields_.end()}; }
 
  private:
   void resolve_label(std::int64_t line_number) {
@@ -313,6 +326,30 @@ std::vector<std::unique_ptr<Reader>> parse_text(const std::string& path,
 }
 
 }  // namespace
+
+bool all_numbers(const std::vector<std::string>& fields) {
+  return !fields.empty() && std::all_of(fields.begin(), fields.end(), [](const std::string& f) {
+    double value = 0.0;
+    return parse_finite_double(f, value);
+  });
+}
+
+std::vector<std::string> csv_first_line(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (trim(line).empty()) continue;
+    const CsvOptions options;
+    Reader reader(path, options);
+    try {
+      reader.split(line, 1);
+    } catch (const DataError&) {
+      return {};  // an unterminated quote: the reader says so when the file is read
+    }
+    return reader.fields();
+  }
+  return {};
+}
 
 Dataset read_csv(const std::string& path,
                  const CsvOptions& options,

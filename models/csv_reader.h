@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "models/dataset.h"
 
@@ -24,6 +25,10 @@ struct CsvOptions {
   std::size_t piece_bytes = std::size_t{1} << 20U;
   /// At most this many pieces; 0: the machine's hardware threads, at most 8.
   unsigned max_pieces = 0;
+  /// With `header`: a first line whose every field is a number is refused (DataError) instead
+  /// of being taken as column names, which would drop a headerless file's first row. Set when
+  /// the user did not say whether the file has a header.
+  bool refuse_numeric_header = false;
 };
 
 /// Reads a CSV file. Throws DataError naming the file and line:
@@ -33,7 +38,9 @@ struct CsvOptions {
 ///   a header), "<path>:<line>: unterminated quoted field; got '<field>'",
 ///   "<path>:<line>: no column named '<name>'; expected one of: <names>",
 ///   "<path>:<line>: label column out of range; got <i>; expected an index in [-k, k-1]",
-///   "<path>:<line>: need a label and at least one feature; got 1 column".
+///   "<path>:<line>: need a label and at least one feature; got 1 column",
+///   "<path>:<line>: the first line is all numbers, a data row rather than column names; got
+///   '<line>'; expected "header": false ..." (refuse_numeric_header).
 /// Illegal: a column name with header = false.
 /// With `keep`, every line is still parsed and validated but only the kept source rows (data
 /// rows, 0-based) are stored: memory is proportional to the rows kept. `label_values` receives
@@ -43,5 +50,12 @@ Dataset read_csv(const std::string& path,
                  RowKeep* keep = nullptr,
                  LabelValues* label_values = nullptr,
                  std::int64_t* source_rows = nullptr);
+
+/// The fields of the first non-blank line of a CSV file (trimmed, quotes removed); empty when
+/// the file cannot be opened or has no such line.
+std::vector<std::string> csv_first_line(const std::string& path);
+
+/// True when every field of `fields` (at least one) is a finite number: a data row, not a header.
+bool all_numbers(const std::vector<std::string>& fields);
 
 }  // namespace stragglersim::models

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <system_error>
 #include <thread>
 
 #include "models/dataset.h"
@@ -49,10 +50,16 @@ std::vector<std::size_t> piece_bounds(std::string_view text,
 void for_each_piece(std::size_t pieces, const std::function<void(std::size_t)>& work) {
   std::vector<std::thread> threads;
   threads.reserve(pieces > 0 ? pieces - 1 : 0);
-  for (std::size_t k = 1; k < pieces; ++k) {
-    threads.emplace_back([&work, k] { work(k); });
+  std::size_t started = 1;
+  for (; started < pieces; ++started) {
+    try {
+      threads.emplace_back([&work, k = started] { work(k); });
+    } catch (const std::system_error&) {
+      break;  // no more threads may start: the rest run here, in order
+    }
   }
   if (pieces > 0) work(0);
+  for (std::size_t k = started; k < pieces; ++k) work(k);
   for (auto& thread : threads) thread.join();
 }
 

@@ -1,6 +1,7 @@
 #include "models/worker_pool.h"
 
 #include <exception>
+#include <system_error>
 
 #include "models/base/invariant.h"
 
@@ -13,7 +14,13 @@ WorkerPool::WorkerPool(int threads) {
   // started before then would otherwise look already seen, and the helper would sit it out.
   const std::uint64_t seen = generation_.load();
   for (int t = 1; t < threads; ++t) {
-    helpers_.emplace_back([this, seen] { help(seen); });
+    try {
+      helpers_.emplace_back([this, seen] { help(seen); });
+    } catch (const std::system_error&) {
+      // The system lets this process start no more threads (EAGAIN): the pool runs on those
+      // it has, and the results are the same bytes for any count.
+      break;
+    }
   }
 }
 

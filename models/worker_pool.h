@@ -19,7 +19,8 @@ namespace stragglersim::models {
 
 class WorkerPool {
  public:
-  /// `threads` ≥ 1 threads in all, the calling thread included (1: every task runs inline).
+  /// `threads` ≥ 1 threads in all, the calling thread included (1: every task runs inline);
+  /// fewer when the system refuses to start more (threads() says how many).
   explicit WorkerPool(int threads);
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;

@@ -49,6 +49,75 @@ def plain(name):
     return name[1:].replace("/", ".") if name.startswith("/") else name
 
 
+# Axis names for the columns users plot most (index.csv, summary.csv); any other column is
+# shown by its plain name with spaces for underscores.
+READABLE = {
+    "total_time": "total simulated time (s)",
+    "mean_iteration_time": "mean iteration time (simulated s)",
+    "iteration_time_sd": "iteration time s.d. (simulated s)",
+    "final_loss": "final training loss f(x_T)",
+    "best_loss": "best training loss",
+    "final_suboptimality": "final suboptimality f(x_T) - f*",
+    "final_test_metric": "final test metric",
+    "final_test_loss": "final test loss",
+    "time_to_target": "time to target (simulated s)",
+    "time_to_relative_suboptimality": "time to the relative suboptimality (simulated s)",
+    "iterations_to_relative_suboptimality": "iterations to the relative suboptimality",
+    "mean_workers_heard": "mean workers heard per iteration",
+    "mean_gradient_error": "mean gradient error",
+    "mean_decoding_error": "mean decoding error",
+    "wall_clock_seconds": "wall-clock time (s)",
+    "workers": "workers n",
+    "partitions": "partitions k",
+    "seed": "seed",
+    "scheme": "scheme",
+    "code.d": "replication d",
+    "code.s": "stragglers tolerated s",
+    "stopping.r": "workers waited for r",
+    "stopping.after": "deadline (simulated s)",
+    "stopping.deadline": "deadline (simulated s)",
+    "delay.rate": "delay rate (1/s)",
+    "delay.shift": "delay shift (s)",
+    "optimizer.step": "step size",
+}
+
+
+def readable(name):
+    """The axis name of a column: READABLE's, else its plain name with spaces for underscores."""
+    key = plain(name)
+    return READABLE.get(key, key.replace("_", " "))
+
+
+def readable_ticks(ax):
+    """No offset or scientific factor on linear axes ("1e-3 + 2.5e-4" above the ticks), and at
+    least two labelled ticks on every axis: a log axis spanning less than a decade gets ticks at
+    1, 2 and 5 times the powers of ten, labelled in plain numbers, and fixed ticks at its ends
+    when even those give fewer than two."""
+    from matplotlib.ticker import LogLocator, MaxNLocator, ScalarFormatter  # noqa: E402
+    for axis, scale in ((ax.xaxis, ax.get_xscale()), (ax.yaxis, ax.get_yscale())):
+        if scale == "linear":
+            formatter = ScalarFormatter(useOffset=False)
+            formatter.set_scientific(False)
+            axis.set_major_formatter(formatter)
+            axis.set_major_locator(MaxNLocator(nbins="auto", min_n_ticks=2))
+            continue
+        if scale != "log":
+            continue
+        low, high = sorted(axis.get_view_interval())
+        visible = [t for t in axis.get_majorticklocs() if low <= t <= high]
+        if len(visible) >= 2:
+            continue
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        formatter = ScalarFormatter(useOffset=False)
+        formatter.set_scientific(False)
+        axis.set_major_formatter(formatter)
+        axis.set_minor_formatter(plt.NullFormatter())
+        visible = [t for t in axis.get_majorticklocs() if low <= t <= high]
+        if len(visible) < 2 and low > 0:
+            axis.set_ticks([low, high])
+            axis.set_ticklabels([f"{low:.3g}", f"{high:.3g}"])
+
+
 def column(columns, key):
     """The index.csv column a user's KEY names: exact, by its plain name ("stopping.r"), with a
     leading '/', or with '.' as '/'."""
@@ -108,18 +177,26 @@ def plot(rows, x, y, hue=None, logx=False, logy=False):
         stats = [mean_and_error(points[t]) for t in xs]
         ax.errorbar([position[t] for t in xs], [m for m, _ in stats],
                     yerr=[e for _, e in stats], marker="o", capsize=3,
-                    label=f"{plain(hue)} = {label}" if hue else None)
+                    label=f"{readable(hue)} = {label}" if hue else None)
     # Scales first: setting one resets the tick locator.
     ax.set_xscale("log" if logx else "linear")
     ax.set_yscale("log" if logy else "linear")
     if not numeric:
         ax.set_xticks(range(len(x_texts)))
         ax.set_xticklabels(x_texts, rotation=30, ha="right", fontsize=7)
-    ax.set_xlabel(plain(x))
-    ax.set_ylabel(f"{y} (mean ± s.e.)")
+    ax.set_xlabel(readable(x))
+    ax.set_ylabel(f"{readable(y)}, mean ± s.e.")
     if hue:
         ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
+    if not numeric:
+        # categorical x keeps its labels; the y axis gets readable ticks
+        xticks = (ax.get_xticks(), [t.get_text() for t in ax.get_xticklabels()])
+        readable_ticks(ax)
+        ax.set_xticks(xticks[0])
+        ax.set_xticklabels(xticks[1], rotation=30, ha="right", fontsize=7)
+    else:
+        readable_ticks(ax)
     fig.tight_layout()
     return fig
 

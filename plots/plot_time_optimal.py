@@ -40,12 +40,15 @@ def family(scheme):
     return "other"
 
 
-def draw_panel(ax, rows, title):
+def draw_panel(ax, rows, title, family_of=family, colours=None):
+    """One panel: a row per scheme, coloured by `colours[family_of(scheme)]` (this module's
+    families when not given)."""
+    colours = COLOURS if colours is None else colours
     finite = [r["time_to_target"] for r in rows if math.isfinite(r["time_to_target"])]
     edge = 1.15 * max(r["time_ci_high"] for r in rows
                       if math.isfinite(r["time_ci_high"])) if finite else 1.0
     for y, r in enumerate(rows):
-        colour = COLOURS.get(family(r["scheme"]), "black")
+        colour = colours.get(family_of(r["scheme"]), "black")
         if math.isfinite(r["time_to_target"]):
             low = r["time_to_target"] - r["time_ci_low"]
             high = r["time_ci_high"] - r["time_to_target"]
@@ -70,8 +73,8 @@ def draw_panel(ax, rows, title):
     ax.set_title(title, fontsize=9)
 
 
-def main(argv):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv, description=__doc__.splitlines()[0], family_of=family, colours=None):
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--sweep", action="append", required=True, metavar="LABEL=DIR")
     parser.add_argument("--out", required=True)
     parser.add_argument("--csv", required=True)
@@ -88,7 +91,7 @@ def main(argv):
         rows = table_rows(folder)
         for row in rows:
             row["sweep"] = label.split(":", 1)[0]  # "(a)": every folder is an `evaluation`
-        draw_panel(ax, rows, label)
+        draw_panel(ax, rows, label, family_of, colours)
         table.extend(rows)
     fig.tight_layout()
     write_figure_and_table(fig, args.out, table, args.csv)

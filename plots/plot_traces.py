@@ -105,8 +105,8 @@ def sweep_bands(folder, group_by="scheme", budget=None, points=400):
     if any(r["f_star"] == "" for r in runs):
         raise SystemExit("error: some run of the sweep has no f* (f_star) in traces.csv; "
                          "expected runs with data and an optimum")
-    last = min(r["time"][-1] for r in runs)
-    budget = last if budget is None else min(budget, last)
+    last, shortest = min((r["time"][-1], r[group_by]) for r in runs)
+    budget = clipped_budget(budget, last, f"{group_by} {shortest}")
     grid = [budget * i / (points - 1) for i in range(points)]
     groups = {}
     for r in runs:
@@ -131,7 +131,8 @@ def plot_sweep_gap(bands, group_by, title=None):
     floor = math.inf
     for label, (grid, mean, low, high, n) in bands.items():
         floor = min([floor] + [m for m in mean if m > 0])
-        line, = ax.plot(grid, mean, label=f"{group_by} = {label} ({n} runs)", linewidth=1.6)
+        line, = ax.plot(grid, mean, label=f"{plot_sweep.readable(group_by)} = {label} ({n} runs)",
+                        linewidth=1.6)
         if n > 1:
             ax.fill_between(grid, [max(v, 0.0) for v in low], high, color=line.get_color(),
                             alpha=0.25, linewidth=0)
@@ -143,6 +144,7 @@ def plot_sweep_gap(bands, group_by, title=None):
     ax.set_ylabel("mean loss gap f(x_t) - f* (band: 95 % interval)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
+    plot_sweep.readable_ticks(ax)
     if title:
         ax.set_title(title, fontsize=10)
     fig.tight_layout()
@@ -172,10 +174,23 @@ def mean_se(values):
     return m, math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1) / len(values))
 
 
+def clipped_budget(budget, last, shortest):
+    """min(budget, last), saying on stderr when --time-budget is past the shortest run's end
+    (the curves cannot go on where a run has no rows). budget None: last."""
+    if budget is None:
+        return last
+    if budget > last:
+        print(f"plot_traces: --time-budget {budget:g} s is past the end of the shortest run "
+              f"({shortest}, {last:.4g} s): the figure stops at {last:.4g} s", file=sys.stderr)
+    return min(budget, last)
+
+
 def common_budget(series, budget=None):
-    """The time budget shared by every trace: --time-budget, else the smallest last time."""
-    last = min(trace["time"][-1] for _, traces in series for trace in traces)
-    return last if budget is None else min(budget, last)
+    """The time budget shared by every trace: --time-budget, else the smallest last time;
+    a --time-budget past that is clipped to it, and said so."""
+    last, shortest = min((trace["time"][-1], label) for label, traces in series
+                         for trace in traces)
+    return clipped_budget(budget, last, shortest)
 
 
 def star(trace, f_star):
@@ -249,6 +264,7 @@ def draw_suboptimality(ax_curve, ax_bars, series, f_star, budget, colors=None, l
                        fontsize=8)
     ax_bars.set_ylabel("simulated time to reach it (s)")
     ax_bars.grid(True, axis="y", alpha=0.3)
+    plot_sweep.readable_ticks(ax_curve)
     return result
 
 
@@ -273,6 +289,7 @@ def plot(series, title=None):
 
 def plot_suboptimality(series, f_star, budget=None, title=None, caption=None):
     """series: list of (label, [trace, ...]). Returns (figure, {label: level times})."""
+    asked = budget
     budget = common_budget(series, budget)
     fig, (ax_curve, ax_bars) = plt.subplots(1, 2, figsize=(12, 4.6),
                                             gridspec_kw={"width_ratios": [1.6, 1]})
@@ -280,7 +297,9 @@ def plot_suboptimality(series, f_star, budget=None, title=None, caption=None):
     shown = f"f* = {f_star:.6g}" if f_star is not None else "f* of each run's summary.json"
     bands = ", mean over runs, bands and error bars: 95 % t interval" if any(
         len(traces) > 1 for _, traces in series) else ""
-    ax_curve.set_title(f"{shown}, common time budget {budget:.4g} s{bands}", fontsize=9)
+    clipped = (f" (asked {asked:g} s: the shortest run ends there)"
+               if asked is not None and asked > budget else "")
+    ax_curve.set_title(f"{shown}, common time budget {budget:.4g} s{clipped}{bands}", fontsize=9)
     ax_bars.set_title("time to a relative suboptimality level", fontsize=9)
     if title:
         fig.suptitle(title, fontsize=10)

@@ -33,6 +33,31 @@ def write_index(folder):
         f.write("\n".join(lines) + "\n")
 
 
+def check_readable_ticks(fig, ax):
+    """At least two labelled ticks on each axis and no offset or factor text beside them."""
+    fig.canvas.draw()
+    for axis in (ax.xaxis, ax.yaxis):
+        low, high = sorted(axis.get_view_interval())
+        shown = [t for t, label in zip(axis.get_majorticklocs(), axis.get_majorticklabels())
+                 if low <= t <= high and label.get_text()]
+        assert len(shown) >= 2, (axis, shown)
+        assert axis.get_offset_text().get_text() == "", axis.get_offset_text().get_text()
+
+
+def check_narrow_axes():
+    """Values 1000.01 .. 1000.03 (an offset axis by default) and a log axis inside one decade
+    (one tick by default) get plain labels and two or more ticks."""
+    rows = []
+    for i, (d, value) in enumerate([(1, 1000.01), (2, 1000.02), (4, 1000.03)]):
+        rows.append({"index": str(i), "/code/d": str(d), "total_time": str(value),
+                     "status": "ok"})
+    for logy in (False, True):
+        fig = plot_sweep.plot(rows, "/code/d", "total_time", logy=logy)
+        (ax,) = fig.axes
+        check_readable_ticks(fig, ax)
+        plot_sweep.plt.close(fig)
+
+
 def check_sweep_plot():
     with tempfile.TemporaryDirectory() as tmp:
         write_index(tmp)
@@ -55,8 +80,10 @@ def check_sweep_plot():
             errors = [standard_error, standard_error, standard_error if r == 3 else 0.0]
             assert all(abs(h - e) < 1e-12 for h, e in zip(half, errors)), (half, errors)
         labels = [t.get_text() for t in ax.get_legend().get_texts()]
-        assert labels == ["stopping.r = 3", "stopping.r = 6"], labels
-        assert ax.get_xlabel() == "code.d", ax.get_xlabel()
+        assert labels == ["workers waited for r = 3", "workers waited for r = 6"], labels
+        assert ax.get_xlabel() == "replication d", ax.get_xlabel()
+        assert ax.get_ylabel() == "total simulated time (s), mean ± s.e.", ax.get_ylabel()
+        check_readable_ticks(fig, ax)
 
         out = os.path.join(tmp, "fig.png")
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -94,4 +121,5 @@ def check_sweep_plot():
 
 if __name__ == "__main__":
     check_sweep_plot()
+    check_narrow_axes()
     print("plot_sweep: ok")

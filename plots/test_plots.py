@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
 """Checks that a figure plots exactly the data of the CSV it came from."""
+import contextlib
+import io
 import json
 import math
 import os
@@ -194,6 +196,15 @@ def check_suboptimality(tmp):
     heights = sorted(round(p.get_height(), 9) for p in ax_bars.patches)
     # A at 1e-1 (1.5), A not reached twice (budget 6), B not reached three times (budget 6)
     assert heights == [1.5, 6.0, 6.0, 6.0, 6.0, 6.0], heights
+    # A --time-budget past the shortest run's end is clipped to it, and said so.
+    with contextlib.redirect_stderr(io.StringIO()) as err:
+        fig, _ = plot_traces.plot_suboptimality([("A", [a, c]), ("B", [b])], f_star, budget=10.0)
+    assert ("plot_traces: --time-budget 10 s is past the end of the shortest run (A, 6 s): the "
+            "figure stops at 6 s") in err.getvalue(), err.getvalue()
+    ax_curve = fig.axes[0]
+    assert "common time budget 6 s (asked 10 s: the shortest run ends there)" in \
+        ax_curve.get_title(), ax_curve.get_title()
+    test_plot_sweep.check_readable_ticks(fig, ax_curve)
 
 
 def check_regime_map(tmp):
@@ -354,6 +365,7 @@ def main():
     check_real_traces_figure()
     test_plot_paper.check_paper_figures()
     test_plot_sweep.check_sweep_plot()
+    test_plot_sweep.check_narrow_axes()
     test_plot_sweep_folder.check_sweep_folder()
     print("plots: figure data matches its CSV (ok)")
 

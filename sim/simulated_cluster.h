@@ -147,7 +147,7 @@ class SimulatedCluster {
   std::optional<ArrivalCountTracker> counter_;  // the adaptive r's state
   std::optional<Regrouper> regrouper_;          // dynamic clustering's state
   std::optional<CollectiveAggregation> collective_;
-  std::vector<double> drawn_;                   // the delays by worker (regrouping only)
+  std::vector<double> drawn_;  // the delays by worker (regrouping only)
   std::vector<double> compute_end_;
   std::vector<double> message_end_;     // multi-message: each message's compute end, then arrival
   std::vector<int> message_worker_;     // multi-message: the position that sent each message

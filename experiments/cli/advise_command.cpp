@@ -95,7 +95,7 @@ void print_table(const Advice& advice, const std::string& config_path) {
                              rank,
                              c.label,
                              width,
-                             cell(c.iteration_time),
+                             c.has_iteration_time() ? cell(c.iteration_time) : "-",
                              its,
                              cell(c.total, "{:.3f}"),
                              m,

@@ -72,6 +72,15 @@ std::optional<std::string> unknown_command_message(const std::string& word,
 
 namespace {
 
+// Every command takes -q/--quiet (docs/cli.md "Options every command shares"), so a script may
+// pass it to each: a command whose module does not add it prints no notes to silence.
+void accept_quiet(CLI::App& command) {
+  if (command.get_option_no_throw("--quiet") == nullptr) {
+    command.add_flag(std::string("-q,--quiet"))
+        ->description("accepted by every command; this one prints no notes");
+  }
+}
+
 // The subcommand table: one row per module (experiments/<name>_command.cpp), each with the
 // shared footer and no default shown for a required option.
 std::vector<Subcommand> add_commands(CLI::App& app) {
@@ -91,6 +100,10 @@ std::vector<Subcommand> add_commands(CLI::App& app) {
   };
   for (const auto& command : commands) {
     command.app->footer(kHelpFooter);
+    accept_quiet(*command.app);
+    for (CLI::App* sub : command.app->get_subcommands([](CLI::App* /*every*/) { return true; })) {
+      accept_quiet(*sub);
+    }
     // A required option has no default to show (its member's initial value is not one).
     for (CLI::Option* option : command.app->get_options()) {
       if (option->get_required()) {

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -60,6 +61,29 @@ void print_fits(const sim::DelayFitReport& r) {
                              parameters_text(f));
   }
   std::cout << fmt::format("chosen: {}\n", r.choice);
+  if (r.every_family_rejected) {
+    std::cout << fmt::format(
+        "no family describes these times: every fitted family's KS p is below {:g}, so the "
+        "chosen one is only the least bad (advise --fit and validate choose by held-out error "
+        "among it, the trace replayed in blocks and its empirical marginals)\n",
+        sim::kRejectingKsP);
+  }
+}
+
+/// The test of equal rates when Λ/φ is no number: a worker whose every time is the smallest
+/// (Λ = ∞), or batch means that never vary (φ = 0).
+std::string no_ratio_statement(const sim::HeterogeneityTest& h) {
+  if (!std::isfinite(h.statistic)) {
+    return "some worker's times all equal the smallest time (an excess of 0 over the shift, "
+           "the likelihood ratio unbounded) while others' do not: heterogeneous workers";
+  }
+  if (h.statistic > 0.0) {
+    return "every worker's batch means are equal (dispersion 0: no variation over the "
+           "iterations to test against) while the workers' mean times differ: heterogeneous "
+           "workers";
+  }
+  return "every worker's batch means are equal and so are the workers' mean times (dispersion "
+         "0, LR 0): no evidence of heterogeneity";
 }
 
 void print_text(const TraceFit& fit) {
@@ -74,7 +98,10 @@ void print_text(const TraceFit& fit) {
                 : std::string("no iteration order (per-worker pools)"));
   print_fits(r);
   const auto& h = r.heterogeneity;
-  if (h.degrees_of_freedom > 0) {
+  if (h.degrees_of_freedom > 0 && (!std::isfinite(h.statistic) || h.dispersion <= 0.0)) {
+    // No ratio to print (it would read "LR inf / dispersion 0 = inf"): say what the data are.
+    std::cout << "equal rates: " << no_ratio_statement(h) << "\n";
+  } else if (h.degrees_of_freedom > 0) {
     std::cout << fmt::format(
         "equal rates: LR {:.4g} / dispersion {:.4g} = {:.4g} on {} df, p = "
         "{:.3g}: {}\n",

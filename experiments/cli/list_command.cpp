@@ -122,15 +122,17 @@ int command_list(const std::string& which, bool json) {
 
 Subcommand add_list_command(CLI::App& app) {
   auto* sub = app.add_subcommand(
-      "list", "list the codes, delay models, rules, losses, backends, aggregations, optimizers and "
+      "list",
+      "list the codes, delay models, rules, losses, backends, aggregations, optimizers and "
       "generators");
   auto which = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   auto schema = std::make_shared<bool>(false);
-  sub->add_option("category",
-                  *which,
-                  "codes, delays, rules, losses, backends, aggregations, optimizers or generators (all if "
-                  "none)");
+  sub->add_option(
+      "category",
+      *which,
+      "codes, delays, rules, losses, backends, aggregations, optimizers or generators (all if "
+      "none)");
   sub->add_flag("--json", *json, "print JSON instead of text");
   sub->add_flag(
       "--schema", *schema, "print the JSON Schema (draft 2020-12) of a run config instead");

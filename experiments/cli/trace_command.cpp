@@ -31,7 +31,7 @@ void print_summary(const TraceImportRequest& a,
   std::cout << fmt::format(
       "{}: {} workers, {} iterations written to {}; {} missing cells: {} iterations dropped, {} "
       "times censored{}\n",
-      a.path,
+      a.more_paths.empty() ? a.path : fmt::format("{} and {} more", a.path, a.more_paths.size()),
       t.workers,
       t.iterations,
       a.out,
@@ -41,6 +41,7 @@ void print_summary(const TraceImportRequest& a,
       table.repeated_rows > 0 ? fmt::format("; {} repeated rows merged", table.repeated_rows)
                               : std::string());
   const char* ids = a.format == "csv"      ? "worker ids"
+                    : table.ranks_by_file  ? "ranks (one file each)"
                     : a.group_by == "rank" ? "pid/tid pairs"
                                            : "pids";
   std::cout << fmt::format("workers 0..{} are the source's {} in sorted order: {}\n",
@@ -73,7 +74,9 @@ Subcommand add_trace_command(CLI::App& app) {
   cmd->require_subcommand(1);
   auto* import = cmd->add_subcommand(
       "import", "convert a CSV table or a Chrome trace to iteration,worker,seconds");
-  import->add_option("file", args->path, "the source file")->required();
+  auto files = std::make_shared<std::vector<std::string>>();
+  import->add_option("files", *files, "the source file (chrome: one or more, one per rank)")
+      ->required();
   import->add_option("--format", args->format, "csv or chrome")->required();
   struct OnlyFor {
     CLI::Option* option;
@@ -99,7 +102,9 @@ Subcommand add_trace_command(CLI::App& app) {
       option->default_str("");  // a required option has no default to show
     }
   }
-  return {cmd, [args, only_for] {
+  return {cmd, [args, only_for, files] {
+            args->path = files->front();
+            args->more_paths.assign(files->begin() + 1, files->end());
             for (const auto& o : only_for) {
               if (o.option->count() > 0) {
                 (o.csv ? args->csv_only_given : args->chrome_only_given)

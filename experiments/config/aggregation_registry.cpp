@@ -6,6 +6,7 @@
 #include <bit>
 #include <utility>
 
+#include "experiments/config/config_error.h"
 #include "experiments/config/factory_support.h"
 #include "experiments/config/row_registry.h"
 #include "models/base/invariant.h"
@@ -56,6 +57,13 @@ CollectiveSpec read_collective(JsonReader& reader,
   options.link = read_link_cost(reader, "latency", "bandwidth");
   CollectiveSpec spec{options, read_message_bytes(reader, context)};
   if (const Validation v = spec.options.validate(context.workers)) {
+    if (v->field == "workers") {  // a size the schedule does not exist for: the top-level count
+      throw ConfigError(fmt::format("{}:/workers: {}; got {}; expected {}",
+                                    reader.file(),
+                                    v->problem,
+                                    context.workers,
+                                    v->expected));
+    }
     reject(reader, nullptr, *v);
   }
   return spec;
@@ -94,15 +102,14 @@ AggregationFactory collective_factory(CollectiveKind kind) {
 /// network block (its links carry the messages) and a synchronous rule.
 Requirements collective_requirements() {
   return {
-      .needs_simulated_clock =
-          Flag{{.why = "the threads and mpi backends do not run collectives"}},
+      .needs_simulated_clock = Flag{{.why = "the threads and mpi backends do not run collectives"}},
       .straggler_policy = OneOf{{"cancel"}, {.why = "every rank joins the all-reduce at the stop"}},
       .no_network = Flag{{.why = "its own links carry the messages",
                           .accepted = "no \"network\" block (the aggregation's latency and "
                                       "bandwidth set the links)",
                           .at = ReportAt::kConflict}},
-      .synchronous = Flag{{.why = "the asynchronous loop has no collectives",
-                           .at = ReportAt::kConflict}},
+      .synchronous =
+          Flag{{.why = "the asynchronous loop has no collectives", .at = ReportAt::kConflict}},
   };
 }
 
@@ -148,7 +155,7 @@ std::vector<AggregationRow> builtin_aggregations() {
        "nodes of node_size ranks: intra-node reduce, ring among node leaders, intra-node "
        "broadcast",
        with_keys(collective_link_keys(),
-            {{"node_size", ""}, {"intra_latency", "0"}, {"intra_bandwidth", "none"}}),
+                 {{"node_size", ""}, {"intra_latency", "0"}, {"intra_bandwidth", "none"}}),
        collective_factory(CollectiveKind::kHierarchical),
        collective},
       {"stragglar",

@@ -37,8 +37,8 @@ struct CollectiveSpec {
 
 /// Reads and validates the row's keys (errors at their JSON pointers); nullopt: the parameter
 /// server (no collective).
-using AggregationFactory =
-    std::function<std::optional<CollectiveSpec>(JsonReader& aggregation, const AggregationContext&)>;
+using AggregationFactory = std::function<std::optional<CollectiveSpec>(JsonReader& aggregation,
+                                                                       const AggregationContext&)>;
 
 struct AggregationRow {
   std::string name;

@@ -331,6 +331,8 @@ Source load_fashion_mnist(JsonReader& data,
 
 models::CsvOptions read_csv_options(JsonReader& data) {
   models::CsvOptions options;
+  // Not given: a first line of numbers is refused rather than dropped as a header.
+  options.refuse_numeric_header = !data.has("header");
   options.header = data.boolean("header", true);
   if (data.has("label_column") && data.raw("label_column").is_string()) {
     if (!options.header) {

@@ -113,7 +113,36 @@ std::string JsonReader::pointer_of(std::string_view key) const {
   return pointer_ + "/" + escape_pointer_token(key);
 }
 
+std::string JsonReader::misspelling_of(std::string_view key) const {
+  // A key of three or more characters only: one-letter keys (d, s, r) are one edit from each
+  // other, and a present valid key would be taken for a misspelling.
+  if (key.size() < 3) {
+    return {};
+  }
+  const std::vector<std::string> wanted = {std::string(key)};
+  for (const auto& item : value_->items()) {
+    if (item.key().size() >= 3 && !used_.contains(item.key()) && nearest_name(item.key(), wanted)) {
+      return item.key();
+    }
+  }
+  return {};
+}
+
 void JsonReader::fail(std::string_view key, std::string_view message) const {
+  // A required key that is missing because it was misspelt: name the near key in the object,
+  // which finish() would otherwise have reported as unknown after this error.
+  constexpr std::string_view kMissing = "missing required key";
+  if (message.starts_with(kMissing)) {
+    if (const std::string near = misspelling_of(key); !near.empty()) {
+      throw ConfigError(fmt::format("{}:{}: {}; got '{}' (did you mean '{}'?){}",
+                                    file_,
+                                    pointer_of(key),
+                                    kMissing,
+                                    printable(near),
+                                    printable(key),
+                                    message.substr(kMissing.size())));
+    }
+  }
   throw ConfigError(fmt::format("{}:{}: {}", file_, pointer_of(key), message));
 }
 

@@ -25,7 +25,9 @@ class JsonReader {
   [[nodiscard]] const std::string& pointer() const { return pointer_; }
   /// JSON pointer of `key` inside this object.
   [[nodiscard]] std::string pointer_of(std::string_view key) const;
-  /// Throws ConfigError "<file>:<pointer>/<key>: <message>".
+  /// Throws ConfigError "<file>:<pointer>/<key>: <message>". A message starting "missing required
+  /// key" gets "; got '<near>' (did you mean '<key>'?)" after those words when the object has a
+  /// key not read yet that is near `key` (nearest_name's rule, both at least 3 characters).
   [[noreturn]] void fail(std::string_view key, std::string_view message) const;
   /// Throws ConfigError "<file>:<pointer>/<key>: <problem>; got <value>; expected <expected>".
   [[noreturn]] void fail_value(std::string_view key,
@@ -80,6 +82,9 @@ class JsonReader {
   const nlohmann::json* value_;
   std::string file_;
   std::string pointer_;
+  /// A key of this object not read yet and near `key` by nearest_name's rule, else "".
+  [[nodiscard]] std::string misspelling_of(std::string_view key) const;
+
   std::set<std::string, std::less<>> used_;
   nlohmann::json resolved_;
 };

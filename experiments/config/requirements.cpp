@@ -24,8 +24,8 @@ struct RunFacts {
   nlohmann::json batch;  ///< null: no minibatch
   nlohmann::json stragglers;
   nlohmann::json rescale;
-  nlohmann::json inject;  ///< false: the backend injects no delays
-  nlohmann::json faults;  ///< null or an empty array: none
+  nlohmann::json inject;   ///< false: the backend injects no delays
+  nlohmann::json faults;   ///< null or an empty array: none
   nlohmann::json network;  ///< null: no network block
   nlohmann::json rule;     ///< the stopping rule's name
   bool asynchronous = false;
@@ -225,13 +225,18 @@ void add_run_items(const Requirements& r, std::vector<Item>& items) {
                          r.no_faults->wording,
                          [](const RunFacts& f) { return shown_if(!f.faults.empty(), f.faults); }));
   }
+}
+
+/// Then those of an aggregation on the rest of the run (no network block, a synchronous rule).
+void add_aggregation_items(const Requirements& r, std::vector<Item>& items) {
   if (r.no_network) {
-    items.push_back(flag("no_network",
-                         "/network",
-                         "no network block",
-                         "no \"network\" block",
-                         r.no_network->wording,
-                         [](const RunFacts& f) { return shown_if(!f.network.is_null(), f.network); }));
+    items.push_back(
+        flag("no_network",
+             "/network",
+             "no network block",
+             "no \"network\" block",
+             r.no_network->wording,
+             [](const RunFacts& f) { return shown_if(!f.network.is_null(), f.network); }));
   }
   if (r.synchronous) {
     items.push_back(flag("synchronous",
@@ -248,6 +253,7 @@ std::vector<Item> items_of(const Requirements& r) {
   std::vector<Item> items;
   add_scheme_items(r, items);
   add_run_items(r, items);
+  add_aggregation_items(r, items);
   return items;
 }
 

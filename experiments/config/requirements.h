@@ -76,7 +76,7 @@ struct Requirements {
   std::optional<Flag> injected_delays = {};  ///< the backend injects the delays, /backend/inject
   std::optional<Flag> no_faults = {};        ///< no backend faults, /backend/faults
   std::optional<Flag> no_network = {};       ///< no "network" block, /network
-  std::optional<Flag> synchronous = {};      ///< a rule not of the asynchronous loop, /stopping/rule
+  std::optional<Flag> synchronous = {};  ///< a rule not of the asynchronous loop, /stopping/rule
 };
 
 /// A row of some table with its requirements, as the checker sees it.

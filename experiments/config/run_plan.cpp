@@ -243,10 +243,10 @@ std::vector<Declaration> read_scheme(const nlohmann::json& config,
   JsonReader code_reader = root.object("code");
   // A delay-only run never decodes: its group codes keep no per-worker arrays, unless the rule
   // sends partition by partition (multi_message and drop_compute read every worker's support).
-  const bool per_partition =
-      config.contains("stopping") && config["stopping"].is_object() &&
-      config["stopping"].contains("rule") &&
-      (config["stopping"]["rule"] == "multi_message" || config["stopping"]["rule"] == "drop_compute");
+  const bool per_partition = config.contains("stopping") && config["stopping"].is_object() &&
+                             config["stopping"].contains("rule") &&
+                             (config["stopping"]["rule"] == "multi_message" ||
+                              config["stopping"]["rule"] == "drop_compute");
   const ClusterShape shape{file,
                            plan.workers,
                            plan.partitions,
@@ -353,9 +353,8 @@ void read_sampler(JsonReader& root, RunPlan& plan, bool delay_only) {
   } else if (!plan.network.is_free()) {
     why = "a network turns each worker's compute end into an arrival, so every worker is drawn";
   } else if (plan.collective) {
-    why = fmt::format(
-        "the {} all-reduce needs every rank's compute end, so every worker is drawn",
-        plan.aggregation);
+    why = fmt::format("the {} all-reduce needs every rank's compute end, so every worker is drawn",
+                      plan.aggregation);
   } else {
     why = sim::order_statistics_unavailable(
         *plan.make_delays(), *plan.scheme.rule, *plan.scheme.code, plan.stragglers);
@@ -749,8 +748,7 @@ Declaration read_aggregation(JsonReader& root, RunPlan& plan) {
   const std::string kind = reader.choice("kind", "aggregation", names, kDefaultAggregation);
   const auto row = std::find_if(
       rows.begin(), rows.end(), [&](const AggregationRow& r) { return r.name == kind; });
-  const AggregationContext context{plan.workers,
-                                   plan.objective ? plan.objective->dimension() : 0};
+  const AggregationContext context{plan.workers, plan.objective ? plan.objective->dimension() : 0};
   if (const auto spec = row->make(reader, context)) {
     plan.collective = sim::CollectiveAggregation{spec->options, nullptr, spec->message_bytes};
   }

@@ -155,11 +155,24 @@ std::optional<sim::HeardSetLaw> heard_set_law(const RunPlan& plan, std::string* 
   const bool identical = identical_delays(*delays);
   if (shape->kind == sim::RuleKind::kFirstR) {
     if (!identical) {
+      // Name the cause: the code's loads, or (every load equal) the delay model's own workers
+      // (a trace's columns, heterogeneous factors).
+      const std::vector<double> loads = plan.scheme.code->loads();
+      const bool equal_loads = std::all_of(
+          loads.begin(), loads.end(), [&loads](double l) { return l == loads.front(); });
+      const std::string cause =
+          equal_loads
+              ? fmt::format(
+                    "the delay model '{}' makes the workers differ; code '{}' gives "
+                    "every worker the same load",
+                    delays->name(),
+                    plan.scheme.code->name())
+              : fmt::format("code '{}' gives them different loads", plan.scheme.code->name());
       *why = fmt::format(
-          "rule first_r with workers of different delay distributions (code '{}' gives them "
-          "different loads): the first r arrivals are not a uniform subset; no exact coefficient "
-          "moments, no bound derived (a deadline rule has them)",
-          plan.scheme.code->name());
+          "rule first_r with workers of different delay distributions ({}): the first r arrivals "
+          "are not a uniform subset; no exact coefficient moments, no bound derived (a deadline "
+          "rule has them)",
+          cause);
       return std::nullopt;
     }
     return sim::HeardSetLaw::uniform_subset(n, shape->r);

@@ -192,6 +192,7 @@ void SimulatedBackend::multi_message(std::uint64_t iteration,
   if (const CollectiveAggregation* collective = cluster_->collective()) {
     // Each rank contributes the partitions it delivered first, Σ α_j ∇F_j in ascending j.
     std::vector<std::pair<int, int>> delivered;
+    delivered.reserve(timing.received.size());
     for (std::size_t l = 0; l < timing.received.size(); ++l) {
       delivered.emplace_back(timing.received[l], timing.received_from[l]);
     }

@@ -1,11 +1,15 @@
 #include "sim/backends/threaded_backend.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
+#include <system_error>
 #include <utility>
 
+#include "models/base/error.h"
 #include "models/base/invariant.h"
 
 namespace stragglersim::sim {
@@ -47,7 +51,25 @@ ThreadedBackend::ThreadedBackend(std::shared_ptr<const models::Objective> object
     for (auto& t : threads_) {
       t.join();
     }
+    refuse_thread_shortage(threads_.size());
     throw;
+  }
+}
+
+/// Called while an exception is handled: a thread the system would not start (EAGAIN) is the
+/// resources' limit, not a bug, and is refused (exit status 2) with the count that did start.
+void ThreadedBackend::refuse_thread_shortage(std::size_t started) const {
+  try {
+    throw;
+  } catch (const std::system_error& e) {
+    throw InputError(fmt::format(
+        "threads backend: cannot start a thread per worker ({}); got {} of {} started; expected "
+        "at most as many workers as this process may start threads",
+        e.code().message(),
+        started,
+        n_));
+  } catch (...) {
+    // another exception: the caller rethrows it
   }
 }
 

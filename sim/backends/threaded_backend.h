@@ -125,6 +125,8 @@ class ThreadedBackend final : public Backend, private MasterTransport {
   bool stop_ = false;                                        // guarded
   std::atomic<std::uint64_t> latest_{0};  // newest broadcast, read lock-free between partitions
 
+  /// Rethrows the exception being handled as InputError when the system refused a thread.
+  void refuse_thread_shortage(std::size_t started) const;
   std::vector<std::thread> threads_;
 };
 

@@ -965,6 +965,32 @@ TEST_CASE("reliability: a sweep folder in use by another sweep is refused",
   CHECK(fs::exists(out / "index.csv"));
 }
 
+TEST_CASE("reliability: a sweep run whose write fails ends the sweep with status 2",
+          "[experiments][reliability]") {
+  // A full disk under one run: its trace.csv is a link to /dev/full (written through, as a
+  // device), so the write fails with ENOSPC after the run has started.
+  const auto dir = scratch("sweep_full_disk");
+  const auto sweep = write_json(
+      dir, "s.json", nlohmann::json{{"base", logistic(0.1)}, {"grid", {{"/seed", {1, 2}}}}});
+  const auto out = dir / "out";
+  REQUIRE(run(fmt::format("sweep '{}' --out '{}' -q", sweep.string(), out.string()), dir).status ==
+          0);
+  const fs::path folder = out / "runs" / "seed=1_rep0";
+  REQUIRE(fs::is_directory(folder));
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    fs::remove(entry.path());
+  }
+  fs::remove(out / "index.csv");
+  fs::create_symlink("/dev/full", folder / "trace.csv");
+  const Result r = run(fmt::format("sweep '{}' --out '{}' -q", sweep.string(), out.string()), dir);
+  CHECK(r.status == 2);
+  CHECK(r.err == fmt::format("error: {}: {}: cannot write file (No space left on device); got "
+                             "\"{}\"; expected a writable file system with free space\n",
+                             folder.string(),
+                             (folder / "trace.csv").string(),
+                             (folder / "trace.csv").string()));
+}
+
 TEST_CASE("reliability: configs are read from regular files of bounded size",
           "[experiments][reliability]") {
   const auto dir = scratch("config_files");
@@ -1116,6 +1142,57 @@ TEST_CASE("reliability: thread counts are capped by the machine", "[experiments]
                              "{}\n",
                              cfg.string(),
                              cap));
+}
+
+TEST_CASE(
+    "reliability: a process that may start no thread runs on one or refuses the threads "
+    "backend",
+    "[experiments][reliability]") {
+  // RLIMIT_NPROC of 1 (for root, which the kernel exempts, under an unprivileged user): every
+  // thread the process asks for fails with EAGAIN.
+  const auto dir = scratch("no_threads");
+  fs::permissions(dir, fs::perms::all);
+  nlohmann::json c = logistic(0.1);
+  c["threads"] = 8;
+  const auto many = write_json(dir, "many.json", c);
+  c["threads"] = 1;
+  const auto one = write_json(dir, "one.json", c);
+  c["backend"] = {{"kind", "threads"}, {"seconds_per_unit", 0.001}};
+  const auto backend = write_json(dir, "backend.json", c);
+  write(dir,
+        "times.csv",
+        "iteration,worker,seconds\n0,0,1.5\n0,1,2\n1,0,1.2\n1,1,2.5\n2,0,1.1\n2,1,3\n3,0,1.7\n"
+        "3,1,2.2\n4,0,1.3\n4,1,2.9\n5,0,1.05\n5,1,2.4\n");
+  const std::string user =
+      ::geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "";
+  const auto limited = [&](const std::string& args) {
+    const std::string cmd = fmt::format("{}prlimit --nproc=1:1 {} {} > '{}' 2> '{}'",
+                                        user,
+                                        stragglersim::testing::cli_binary(),
+                                        args,
+                                        (dir / "out.txt").string(),
+                                        (dir / "err.txt").string());
+    Result r;
+    r.status = stragglersim::testing::exit_status(std::system(cmd.c_str()));
+    r.out = slurp(dir / "out.txt");
+    r.err = slurp(dir / "err.txt");
+    return r;
+  };
+  const Result starved =
+      limited(fmt::format("run {} -o {} -q", many.string(), (dir / "a").string()));
+  INFO(starved.err);
+  CHECK(starved.status == 0);
+  REQUIRE(run(fmt::format("run '{}' -o '{}' -q", one.string(), (dir / "b").string()), dir).status ==
+          0);
+  CHECK(slurp(dir / "a" / "trace.csv") == slurp(dir / "b" / "trace.csv"));
+  CHECK(limited(fmt::format("fit {}", (dir / "times.csv").string())).status == 0);
+  const Result refused =
+      limited(fmt::format("run {} -o {} -q", backend.string(), (dir / "c").string()));
+  CHECK(refused.status == 2);
+  CHECK(refused.err ==
+        "error: threads backend: cannot start a thread per worker (Resource "
+        "temporarily unavailable); got 0 of 4 started; expected at most as many "
+        "workers as this process may start threads\n");
 }
 
 TEST_CASE("reliability: a one-class test set leaves the AUC cells empty",

@@ -5,6 +5,8 @@
 
 #include "fit/trace_import.h"
 
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
@@ -67,6 +69,43 @@ TEST_CASE("trace_import: csv columns chosen by name and scaled", "[fit][trace_im
   CHECK(out.median == 0.75);
   CHECK(out.mean == 0.8125);
   CHECK(out.max == 1.5);
+}
+
+TEST_CASE("trace_import: milliseconds scaled by 1e-3 are written as their shortest decimal",
+          "[fit][trace_import]") {
+  // Every time from 1 to 20000 ms, plus fractional and exponent forms: the written seconds are
+  // the double nearest the decimal quotient, printed shortest (691 ms is 0.691, where 691 · 0.001
+  // in floating point is 0.6910000000000001).
+  const TempDir dir("trace_import");
+  constexpr int kMilliseconds = 20000;
+  std::string text = "iteration,worker,seconds\n";
+  std::string expected = "iteration,worker,seconds\n";
+  for (int i = 1; i <= kMilliseconds; ++i) {
+    text += fmt::format("{},0,{}\n", i, i);
+    const std::string decimal = fmt::format("{}.{:03}", i / 1000, i % 1000);
+    expected += fmt::format("{},0,{}\n", i, std::stod(decimal));
+  }
+  text += fmt::format("{},0,12.5\n{},0,1.5e3\n{},0,+0.25\n",
+                      kMilliseconds + 1,
+                      kMilliseconds + 2,
+                      kMilliseconds + 3);
+  expected += fmt::format("{},0,0.0125\n{},0,1.5\n{},0,0.00025\n",
+                          kMilliseconds + 1,
+                          kMilliseconds + 2,
+                          kMilliseconds + 3);
+  CsvImportOptions ms;
+  ms.scale = 1e-3;
+  CHECK(csv_of(import_csv_times(dir.write("ms.csv", text), ms)) == expected);
+  // Microseconds alike; a scale that is no power of ten multiplies.
+  CsvImportOptions us;
+  us.scale = 1e-6;
+  CHECK(csv_of(import_csv_times(dir.write("us.csv", "iteration,worker,seconds\n0,0,691\n"), us)) ==
+        "iteration,worker,seconds\n0,0,0.000691\n");
+  CsvImportOptions minutes;
+  minutes.scale = 60.0;
+  CHECK(csv_of(import_csv_times(dir.write("min.csv", "iteration,worker,seconds\n0,0,0.7\n"),
+                                minutes)) ==
+        fmt::format("iteration,worker,seconds\n0,0,{}\n", 0.7 * 60.0));
 }
 
 TEST_CASE("trace_import: csv worker ids sorted numerically or as text", "[fit][trace_import]") {
@@ -239,6 +278,84 @@ TEST_CASE("trace_import: chrome grouped by rank with a missing cell", "[fit][tra
       "iteration,worker,seconds\n0,0,0.003\n0,1,\n0,2,0.0005\n1,0,0.001\n1,1,0.004\n1,2,0.00025\n");
   CHECK(censored.source_iterations == std::vector<std::int64_t>{2, 7});
   CHECK(censored.censored_cells == 1);
+}
+
+// Three ranks of a PyTorch profiler export (torch.profiler's export_chrome_trace): complete
+// ProfilerStep#3..5 events, aten:: ops and GPU kernels inside them, a warm-up op before the first
+// step, distributedInfo naming the rank. Named by host (node-a is rank 1, node-b rank 0, node-c
+// rank 2); rank 2's trace ends after step 4. The fixture's numbers, by hand:
+//   ProfilerStep durations (µs)  rank 0: 250000, 262500, 248000; rank 1: 251000, 259000, 300500;
+//                                rank 2: 249000, 263000
+//   aten::mm per step (µs)       rank 0: 30000 + 45000, 31000 + 44000, 29500 + 45500;
+//                                rank 1: 30500 + 45500, 30000 + 46000, 60000 + 45000;
+//                                rank 2: 29000 + 47000, 31500 + 44500
+const std::string kProfiler =
+    std::string(stragglersim::testing::source_dir()) + "/tests/fit/pytorch_profiler/";
+const std::vector<std::string> kProfilerFiles = {
+    kProfiler + "node-a_3977.1733561000119.pt.trace.json",
+    kProfiler + "node-b_4120.1733561000123.pt.trace.json",
+    kProfiler + "node-c_4415.1733561000131.pt.trace.json"};
+
+TEST_CASE("trace_import: PyTorch profiler traces one file per rank with steps from ProfilerStep",
+          "[fit][trace_import]") {
+  // The default events are absent: each step's time is its ProfilerStep#N duration.
+  const TimeTable steps = import_chrome_times(kProfilerFiles);
+  CHECK(steps.worker_ids == std::vector<std::string>{"0", "1", "2"});
+  CHECK(steps.ranks_by_file);
+  CHECK(steps.source_iterations == std::vector<std::int64_t>{3, 4, 5});
+  CHECK(steps.missing_cells() == 1);
+  CHECK(csv_of(steps) ==
+        "iteration,worker,seconds\n0,0,0.25\n0,1,0.251\n0,2,0.249\n"
+        "1,0,0.2625\n1,1,0.259\n1,2,0.263\n");
+  CHECK(csv_of(steps, MissingCells::kCensor).ends_with("2,0,0.248\n2,1,0.3005\n2,2,\n"));
+  // Ops by name: each takes the step enclosing its ts; the warm-up op before step 3 is left out.
+  ChromeImportOptions mm;
+  mm.events = {"aten::mm"};
+  CHECK(csv_of(import_chrome_times(kProfilerFiles, mm), MissingCells::kCensor) ==
+        "iteration,worker,seconds\n0,0,0.075\n0,1,0.076\n0,2,0.076\n"
+        "1,0,0.075\n1,1,0.076\n1,2,0.076\n2,0,0.075\n2,1,0.105\n2,2,\n");
+  // The file order does not matter: ranks come from distributedInfo.
+  const std::vector<std::string> reversed(kProfilerFiles.rbegin(), kProfilerFiles.rend());
+  CHECK(csv_of(import_chrome_times(reversed)) == csv_of(steps));
+  // One file alone is its rank's worker.
+  const TimeTable one = import_chrome_times(kProfilerFiles[0]);
+  CHECK(one.worker_ids == std::vector<std::string>{"1"});
+  CHECK(csv_of(one) == "iteration,worker,seconds\n0,0,0.251\n1,0,0.259\n2,0,0.3005\n");
+}
+
+TEST_CASE("trace_import: a file rank comes from distributedInfo or its name or its place",
+          "[fit][trace_import]") {
+  const TempDir dir("trace_import");
+  const auto trace = [](double step_us, const std::string& info) {
+    return R"({"traceEvents": [{"ph": "X", "name": "ProfilerStep#0", "pid": 9, "tid": 9, "ts": 10,
+      "dur": )" +
+           fmt::format("{}", step_us) + "}]" + info + "}";
+  };
+  const std::string named = dir.write("trace_rank3.json", trace(3000, ""));
+  const std::string placed = dir.write("host.json", trace(1000, ""));
+  const std::string told =
+      dir.write("other_rank3.json", trace(2000, R"(, "distributedInfo": {"rank": 7})"));
+  // Ranks 3 (name), 1 (second in the list), 7 (distributedInfo): workers in rank order.
+  const TimeTable t = import_chrome_times(std::vector<std::string>{named, placed, told});
+  CHECK(t.worker_ids == std::vector<std::string>{"1", "3", "7"});
+  CHECK(csv_of(t) == "iteration,worker,seconds\n0,0,0.001\n0,1,0.003\n0,2,0.002\n");
+  const std::string twin = dir.write("copy_rank-3.json", trace(500, ""));
+  CHECK(message_of<TraceFileError>([&] {
+          (void)import_chrome_times(std::vector<std::string>{named, twin});
+        }) == twin + ": rank 3 is also the rank of " + named + " (expected one file per rank)");
+  const std::string bad = dir.write("bad.json", trace(1, R"(, "distributedInfo": {"rank": -1})"));
+  CHECK(message_of<TraceFileError>([&] { (void)import_chrome_times(bad); }) ==
+        bad + ": 'distributedInfo.rank' is not an integer ≥ 0; got -1 (expected the file's rank)");
+  const std::string no_ts =
+      dir.write("no_ts.json",
+                R"([{"ph": "X", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 9},
+          {"ph": "X", "name": "aten::mm", "pid": 1, "tid": 1, "dur": 2}])");
+  ChromeImportOptions mm;
+  mm.events = {"aten::mm"};
+  CHECK(message_of<TraceFileError>([&] { (void)import_chrome_times(no_ts, mm); }) ==
+        no_ts +
+            ": event 1: 'ts' is not a number; got nothing (expected a timestamp in "
+            "microseconds, to find the ProfilerStep#N event enclosing it)");
 }
 
 TEST_CASE("trace_import: malformed chrome traces name the event", "[fit][trace_import]") {

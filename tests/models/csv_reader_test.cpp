@@ -14,6 +14,8 @@
 
 namespace {
 
+using stragglersim::models::all_numbers;
+using stragglersim::models::csv_first_line;
 using stragglersim::models::CsvOptions;
 using stragglersim::models::DataError;
 using stragglersim::models::Dataset;
@@ -79,6 +81,34 @@ TEST_CASE("models: csv reader unquotes every quoted field of a line, commas and 
   CHECK(data.labels == Eigen::Vector2d(2.0, 5.0));
   by_name.label_column = std::string("a,1");
   CHECK(read_csv(path, by_name).labels == Eigen::Vector2d(1.0, 4.0));
+}
+
+TEST_CASE("models: csv reader refuses a first line of numbers as a header when asked",
+          "[models][csv]") {
+  const TempDir dir("csv_test");
+  const std::string headerless = dir.write("headerless.csv", "\n 0.5, 1.25 ,1\n2,3,0\n4,5,1\n");
+  CsvOptions asked;
+  asked.refuse_numeric_header = true;
+  CHECK(message_of([&] { (void)read_csv(headerless, asked); }) ==
+        headerless +
+            ":2: the first line is all numbers, a data row rather than column names; got "
+            "'0.5,1.25,1'; expected \"header\": false in data for a file without a header line "
+            "(\"header\": true reads the line as column names)");
+  // Without the check the first row is taken as names and lost: 2 rows, not 3.
+  CHECK(read_csv(headerless).rows() == 2);
+  CsvOptions bare = asked;
+  bare.header = false;
+  CHECK(read_csv(headerless, bare).rows() == 3);
+  // One named column is enough for a header.
+  const std::string named = dir.write("named.csv", "1,2,y\n2,3,0\n4,5,1\n");
+  CHECK(read_csv(named, asked).rows() == 2);
+  CHECK(csv_first_line(headerless) == std::vector<std::string>{"0.5", "1.25", "1"});
+  CHECK(csv_first_line(dir.write("quoted.csv", "\"a,b\", 2\n")) ==
+        std::vector<std::string>{"a,b", "2"});
+  CHECK(csv_first_line(dir.write("blank.csv", "\n\n")).empty());
+  CHECK(all_numbers({"1", "-2.5e3", "7"}));
+  CHECK_FALSE(all_numbers({"1", "nan"}));
+  CHECK_FALSE(all_numbers({}));
 }
 
 TEST_CASE("models: csv reader errors name the file and line", "[models][csv]") {

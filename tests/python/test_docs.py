@@ -99,12 +99,17 @@ def matches(shown, actual, tolerance):
 
 
 def scratch(tmp_path):
+    """The scratch folder as the checkout looks to the pages: its folders linked, the build under
+    test as build/release, so the pages' own `export` lines find the program and the module.
+    No PYTHONPATH is given: a page that imports the module must say how it is found."""
     for folder in ("data", "experiments", "plots"):
         if os.path.isdir(os.path.join(ROOT, folder)):
             os.symlink(os.path.join(ROOT, folder), tmp_path / folder)
+    (tmp_path / "build").mkdir()
+    os.symlink(BUILD, tmp_path / "build" / "release")
     env = dict(os.environ)
     env["PATH"] = os.path.join(BUILD, "experiments") + os.pathsep + env["PATH"]
-    env["PYTHONPATH"] = os.path.join(BUILD, "python")
+    env.pop("PYTHONPATH", None)
     return env
 
 

@@ -201,11 +201,13 @@ def test_the_tutorials_study_runs_in_python_as_the_docs_show(tmp_path, monkeypat
 
 
 def shipped_configs():
-    """Every run config the repository ships: experiments/examples/*.json, the paper's base
+    """Every run config the repository ships: experiments/examples/*.json (and collectives/), the paper's base
     configs, and the base of every sweep file that holds one inline (experiments/paper and
     experiments/time_optimal)."""
     configs = []
     for path in sorted(glob.glob(os.path.join(ROOT, "experiments", "examples", "*.json")) +
+                       glob.glob(os.path.join(ROOT, "experiments", "examples", "collectives",
+                                              "*.json")) +
                        glob.glob(os.path.join(ROOT, "experiments", "paper", "*.json")) +
                        glob.glob(os.path.join(ROOT, "experiments", "time_optimal", "*.json"))):
         with open(path, encoding="utf-8") as f:

@@ -4,6 +4,7 @@
 #include <boost/random/exponential_distribution.hpp>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -13,6 +14,7 @@
 #include "codes/fractional_repetition_code.h"
 #include "codes/uncoded_code.h"
 #include "sim/fastpath/delay_only.h"
+#include "tests/sim/table_delay.h"
 
 namespace stragglersim::sim {
 namespace {
@@ -311,6 +313,126 @@ TEST_CASE("sim: sample-bracketed selection equals nth_element for every rank",
     }
     REQUIRE(select_rth(values, static_cast<int>(n), scratch, sample) == sorted[n - 1]);
     REQUIRE(select_rth(values, 1, scratch, sample) == sorted[0]);
+  }
+}
+
+}  // namespace stragglersim::sim
+
+namespace stragglersim::sim {
+namespace {
+
+/// A collective over `n` ranks: `kind` with latency `alpha` and bandwidth `bandwidth` (bytes/s),
+/// over 24 elements of one byte each.
+CollectiveAggregation cluster_collective(collectives::CollectiveKind kind,
+                                         int n,
+                                         double alpha,
+                                         double bandwidth) {
+  CollectiveAggregation c;
+  c.options.kind = kind;
+  c.options.link.latency = alpha;
+  c.options.link.bandwidth = bandwidth;
+  c.schedule =
+      std::make_shared<const collectives::Schedule>(collectives::build_schedule(c.options, n, 24));
+  c.bytes_per_element = 1.0;
+  return c;
+}
+
+/// Two iterations' delays of four workers (ties included: workers 1 and 3 in the second).
+const std::vector<std::vector<double>> kCollectiveTable = {{3.0, 1.0, 4.0, 2.0},
+                                                           {0.5, 2.5, 1.5, 2.5}};
+
+/// The rule's stop on compute ends `t`, written out here: all → the largest; first_r → the r-th
+/// smallest; deadline τ → min(τ, the largest).
+double collective_stop(int rule, std::vector<double> t) {
+  std::sort(t.begin(), t.end());
+  switch (rule) {
+    case 0:
+      return t.back();
+    case 1:
+      return t[1];  // r = 2
+    default:
+      return std::min(2.0, t.back());  // τ = 2
+  }
+}
+
+std::shared_ptr<const StoppingRule> collective_rule(int rule) {
+  switch (rule) {
+    case 0:
+      return std::make_shared<AllStopping>(4);
+    case 1:
+      return std::make_shared<FirstRStopping>(2);
+    default:
+      return std::make_shared<DeadlineStopping>(2.0, 4);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("sim: with a collective the iteration lasts until the last rank completes",
+          "[sim][cluster][aggregation]") {
+  using collectives::CollectiveKind;
+  for (const CollectiveKind kind : {CollectiveKind::kRing, CollectiveKind::kTree}) {
+    for (int rule = 0; rule < 3; ++rule) {
+      INFO("kind " << collectives::kind_name(kind) << ", rule " << rule);
+      const CollectiveAggregation c = cluster_collective(kind, 4, 0.125, 32.0);
+      SimulatedCluster cluster(std::make_unique<testing::TableDelay>(kCollectiveTable),
+                               collective_rule(rule),
+                               StragglerPolicy::kCancel,
+                               1,
+                               {},
+                               std::nullopt,
+                               c);
+      double total = 0.0;
+      for (const auto& delays : kCollectiveTable) {
+        const IterationTiming& timing = cluster.next_iteration();
+        // ready_i = min(T_i, t*), then the schedule's completions, independently here.
+        const double stop = collective_stop(rule, delays);
+        std::vector<double> ready(4);
+        for (std::size_t i = 0; i < 4; ++i) {
+          ready[i] = std::min(delays[i], stop);
+        }
+        std::vector<double> completion(4);
+        collectives::complete_times(*c.schedule, c.options, 1.0, ready, completion);
+        const double last = *std::max_element(completion.begin(), completion.end());
+        CHECK(timing.ready == ready);
+        CHECK(timing.completion == completion);
+        CHECK(timing.iteration_time == last);
+        CHECK(timing.wall_time == last);
+        CHECK(last >= stop + 0.125);
+        total += last;
+      }
+      CHECK(cluster.time() == total);
+    }
+  }
+}
+
+TEST_CASE("sim: a free collective ends every iteration at the parameter server's stop",
+          "[sim][cluster][aggregation]") {
+  // Zero latency and an infinite bandwidth: every rank completes when the last rank is ready,
+  // which is the stop (the ranks not heard join at it).
+  for (int rule = 0; rule < 3; ++rule) {
+    INFO("rule " << rule);
+    SimulatedCluster server(std::make_unique<testing::TableDelay>(kCollectiveTable),
+                            collective_rule(rule),
+                            StragglerPolicy::kCancel,
+                            1);
+    SimulatedCluster ring(
+        std::make_unique<testing::TableDelay>(kCollectiveTable),
+        collective_rule(rule),
+        StragglerPolicy::kCancel,
+        1,
+        {},
+        std::nullopt,
+        cluster_collective(
+            collectives::CollectiveKind::kRing, 4, 0.0, std::numeric_limits<double>::infinity()));
+    for (int t = 0; t < 4; ++t) {
+      const IterationTiming& ps = server.next_iteration();
+      const double stop = ps.iteration_time;
+      const std::vector<int> heard = ps.heard;
+      const IterationTiming& timing = ring.next_iteration();
+      CHECK(timing.iteration_time == stop);
+      CHECK(timing.heard == heard);
+    }
   }
 }
 

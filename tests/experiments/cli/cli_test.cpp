@@ -383,7 +383,8 @@ TEST_CASE("cli: the unknown-key list names target_loss and backend", "[experimen
   const Result r = run_config(cfg, dir / "o", dir);
   CHECK(r.status == 2);
   CHECK(r.err == fmt::format("error: {}:/targetloss: unknown key 'targetloss'; did you mean "
-                             "'target_loss'? valid keys are: backend, code, data, data_seed, "
+                             "'target_loss'? valid keys are: aggregation, backend, code, data, "
+                             "data_seed, "
                              "delay, loss, name, network, optimizer, partitions, rescale, "
                              "sampler, seed, stopping, stragglers, target_loss, threads, workers\n",
                              cfg.string()));
@@ -526,6 +527,76 @@ TEST_CASE("cli: --help names the run folders and the short options", "[experimen
   for (const char* command : {"run", "sweep", "theory", "advise", "fit"}) {
     CHECK(run(fmt::format("{} --help", command), dir).out.find("-q,--quiet") != std::string::npos);
   }
+}
+
+TEST_CASE("cli: every command takes -q and prints the same result with it",
+          "[experiments][cli][quiet]") {
+  const auto dir = scratch("quiet_everywhere");
+  for (const char* command : {"run",
+                              "codes",
+                              "theory",
+                              "check",
+                              "sweep",
+                              "list",
+                              "fit",
+                              "trace import",
+                              "advise",
+                              "validate",
+                              "init",
+                              "whatif"}) {
+    INFO(command);
+    CHECK(run(fmt::format("{} --help", command), dir).out.find("-q,--quiet") != std::string::npos);
+  }
+  std::ofstream(dir / "times.csv") << "iteration,worker,seconds\n0,0,1.5\n0,1,2\n1,0,1\n1,1,3\n";
+  const std::string codes = R"(codes --workers 4 --code '{"kind": "frc", "d": 2}')";
+  const std::string import = fmt::format("trace import '{}' --format csv --out '{}'",
+                                         (dir / "times.csv").string(),
+                                         (dir / "imported.csv").string());
+  for (const std::string& line : {codes, import, std::string("init")}) {
+    INFO(line);
+    const Result loud = run(line, dir);
+    const Result quiet = run(line + " -q", dir);
+    REQUIRE(loud.status == 0);
+    CHECK(quiet.status == 0);
+    CHECK(quiet.out == loud.out);
+    CHECK(quiet.err.empty());
+  }
+  // init explains its keys on stderr unless quiet.
+  CHECK(run("init", dir).err.find("# what the keys mean") != std::string::npos);
+}
+
+TEST_CASE("cli: advise shows no iteration time for a scheme that did not reach the target",
+          "[experiments][cli]") {
+  // Four iterations: the baselines and time-optimal methods, simulated directly, reach the target
+  // in no run; their time per update is the time at target over the iterations, so they have none.
+  const auto dir = scratch("advise_not_reached");
+  const fs::path examples =
+      fs::path(stragglersim::testing::source_dir()) / "experiments" / "examples";
+  auto c = nlohmann::json::parse(slurp(examples / "advise_persistent.json"));
+  c["optimizer"]["iterations"] = 4;
+  c["delay"]["path"] = (examples / "persistent_stragglers.csv").string();
+  const auto cfg = write_config(dir, c);
+  const std::string line =
+      fmt::format("advise '{}' --suboptimality 0.05 --repetitions 2", cfg.string());
+  const Result table = run(line, dir);
+  REQUIRE(table.status == 0);
+  CHECK(table.out.find("0.0000 not reached") == std::string::npos);
+  const std::regex k_sync(R"(k-sync K=12 +- not reached +-  total: simulation)");
+  CHECK(std::regex_search(table.out, k_sync));
+  const Result json = run(line + " --json", dir);
+  REQUIRE(json.status == 0);
+  int unreached = 0;
+  const nlohmann::json advice = nlohmann::json::parse(json.out);
+  for (const auto& row : advice["schemes"]) {
+    if (row.contains("problem") || !row["iterations_to_target"].is_null()) {
+      continue;
+    }
+    ++unreached;
+    INFO(row["scheme"]);
+    const bool direct = row["time_to_target_method"].get<std::string>().starts_with("simulation");
+    CHECK(row["iteration_time"].is_null() == direct);
+  }
+  CHECK(unreached > 0);
 }
 
 TEST_CASE("cli: every --help default lies in the range it states", "[experiments][cli]") {

@@ -2,11 +2,15 @@
 // fit/delay_fit.h: bad trace files exit 2 naming file:line and write nothing, --out writes the
 // block that --json reports as best, and the worked example's trace is fitted as documented.
 
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "experiments/config/config_error.h"
 #include "experiments/fit_report.h"
@@ -106,6 +110,63 @@ TEST_CASE("cli: fit --out writes the best block that --json reports", "[fit][cli
       }
     }
   }
+}
+
+TEST_CASE("cli: fit states the test of equal rates in words when it has no ratio", "[fit][cli]") {
+  // Six workers x 49 iterations, worker w at 1 + 0.25 w plus a pattern of period 7 (eighths:
+  // every sum exact): every batch of 7 has the same mean, so the dispersion is 0 while the
+  // workers' means differ. And the same trace with worker 0 at the smallest time throughout: an
+  // infinite likelihood ratio.
+  const std::vector<double> pattern = {0.0, 0.125, 0.25, 0.5, 0.375, 0.0625, 0.75};
+  std::string periodic = "iteration,worker,seconds\n";
+  std::string at_shift = periodic;
+  for (int t = 0; t < 49; ++t) {
+    for (int w = 0; w < 6; ++w) {
+      const double time = 1.0 + 0.25 * w + pattern[static_cast<std::size_t>(t % 7)];
+      periodic += fmt::format("{},{},{}\n", t, w, time);
+      at_shift += fmt::format("{},{},{}\n", t, w, w == 0 ? 1.0 : time + 0.125 * (t % 5));
+    }
+  }
+  const TempDir dir("fit_no_ratio");
+  const auto first = run_stragglersim("fit " + dir.write("periodic.csv", periodic), dir.path());
+  INFO(first.out);
+  CHECK(first.out.find("inf") == std::string::npos);
+  CHECK(first.out.find("equal rates: every worker's batch means are equal (dispersion 0: no "
+                       "variation over the iterations to test against) while the workers' mean "
+                       "times differ: heterogeneous workers\n") != std::string::npos);
+  const auto second = run_stragglersim("fit " + dir.write("at_shift.csv", at_shift), dir.path());
+  INFO(second.out);
+  CHECK(second.out.find("LR inf") == std::string::npos);
+  CHECK(second.out.find("equal rates: some worker's times all equal the smallest time (an excess "
+                        "of 0 over the shift, the likelihood ratio unbounded) while others' do "
+                        "not: heterogeneous workers\n") != std::string::npos);
+}
+
+TEST_CASE("cli: fit says so when no family describes the times", "[fit][cli]") {
+  // Times on a grid of 0.01 s (1.00 ... 1.04): every family's KS p is 0 against the steps.
+  std::string grid = "iteration,worker,seconds\n";
+  for (int t = 0; t < 50; ++t) {
+    for (int w = 0; w < 4; ++w) {
+      grid += fmt::format("{},{},{}\n", t, w, 1.0 + 0.01 * ((t + w) % 5));
+    }
+  }
+  const TempDir dir("fit_rejected");
+  const auto r = run_stragglersim("fit " + dir.write("grid.csv", grid), dir.path());
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("\nno family describes these times: every fitted family's KS p is below "
+                   "0.001, so the chosen one is only the least bad") != std::string::npos);
+  const auto j = run_stragglersim("fit --json " + (dir.path() / "grid.csv").string(), dir.path());
+  CHECK(nlohmann::json::parse(j.out)["every_family_rejected"] == true);
+  // Times at the quantiles (i + 0.5)/200 of a shifted exponential are described: no such line.
+  std::string quantiles = "iteration,worker,seconds\n";
+  for (int i = 0; i < 200; ++i) {
+    const double u = (((i * 37) % 200) + 0.5) / 200.0;  // the quantiles in a scrambled order
+    quantiles += fmt::format("{},{},{}\n", i / 4, i % 4, 1.0 - std::log(1.0 - u) / 2.0);
+  }
+  const auto fine = run_stragglersim("fit " + dir.write("quantiles.csv", quantiles), dir.path());
+  REQUIRE(fine.status == 0);
+  CHECK(fine.out.find("no family describes") == std::string::npos);
 }
 
 TEST_CASE("cli: fit text output and per-worker tables", "[fit][cli]") {

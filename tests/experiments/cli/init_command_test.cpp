@@ -85,6 +85,52 @@ TEST_CASE("init: a CSV file of three labels gets least squares and runs",
             .status == 0);
 }
 
+TEST_CASE("init: a CSV without a label column or without a header line is said so",
+          "[experiments][cli][init]") {
+  const auto dir = init_scratch("csv_layouts");
+  // 30 rows of three features, the last taking three values: no column named as a label.
+  std::string rows;
+  for (int i = 0; i < 30; ++i) {
+    rows += fmt::format("{},{},{}\n", 0.1 * i, 1.0 - 0.02 * i, i % 3);
+  }
+  std::ofstream(dir / "features.csv") << "a,b,c\n" << rows;
+  const auto named = run_stragglersim(
+      fmt::format(
+          "init --data '{}' -o '{}'", (dir / "features.csv").string(), (dir / "f.json").string()),
+      dir);
+  REQUIRE(named.status == 0);
+  CHECK(named.err.find("#   loss: least_squares: the labels (column 'c', the last) take 3 values "
+                       "(logistic needs two)") != std::string::npos);
+  CHECK(named.err.find("# note: no column of features.csv is named as a label (label, y, target, "
+                       "class, outcome, response), so the file may have no label column: the "
+                       "last column 'c' is taken as the label. Add a label column to the file, or "
+                       "name it with \"label_column\": \"<column>\" in data") != std::string::npos);
+  // A header naming a label: no note.
+  std::ofstream(dir / "labelled.csv") << "a,b,Target\n" << rows;
+  const auto labelled = run_stragglersim(
+      fmt::format(
+          "init --data '{}' -o '{}'", (dir / "labelled.csv").string(), (dir / "l.json").string()),
+      dir);
+  REQUIRE(labelled.status == 0);
+  CHECK(labelled.err.find("# note:") == std::string::npos);
+  // No header line: the first row is data, the config says "header": false, and every row runs.
+  std::ofstream(dir / "bare.csv") << rows;
+  const auto bare = run_stragglersim(
+      fmt::format(
+          "init --data '{}' -o '{}'", (dir / "bare.csv").string(), (dir / "b.json").string()),
+      dir);
+  REQUIRE(bare.status == 0);
+  const auto config = nlohmann::json::parse(slurp(dir / "b.json"));
+  CHECK(config["data"]["header"] == false);
+  CHECK(bare.err.find("the first line is a row of numbers, so the file has no header line") !=
+        std::string::npos);
+  REQUIRE(run_stragglersim(
+              fmt::format("run '{}' -o '{}'", (dir / "b.json").string(), (dir / "o").string()), dir)
+              .status == 0);
+  const auto summary = nlohmann::json::parse(slurp(dir / "o" / "summary.json"));
+  CHECK(summary["config"]["data"]["header"] == false);
+}
+
 TEST_CASE("init: without data the config goes to stdout and runs", "[experiments][cli][init]") {
   const auto dir = init_scratch("stdout");
   const auto r = run_stragglersim("init --workers 6", dir);

@@ -73,7 +73,7 @@ TEST_CASE("list: --json holds the same rows as the tables", "[experiments][list]
   const auto r = run_in("json", "list --json");
   REQUIRE(r.status == 0);
   const auto j = nlohmann::json::parse(r.out);
-  CHECK(j.size() == 7);
+  CHECK(j.size() == 8);
   std::set<std::string> codes;
   for (const auto& row : j["codes"]["rows"]) {
     codes.insert(row["name"].get<std::string>());
@@ -97,7 +97,7 @@ TEST_CASE("list: an unknown category exits 2", "[experiments][list]") {
   CHECK(r.status == 2);
   CHECK(r.err ==
         "error: <command line>: unknown category 'bogus'; valid values are: codes, delays, rules, "
-        "losses, backends, optimizers, generators\n");
+        "losses, backends, aggregations, optimizers, generators\n");
 }
 
 }  // namespace stragglersim::experiments

@@ -88,6 +88,39 @@ TEST_CASE("cli: trace import sums chrome events and lists the steps", "[trace_im
                          "iterations 0..0 are the steps: 0=40\n");
 }
 
+TEST_CASE("cli: trace import reads PyTorch profiler traces one file per rank",
+          "[trace_import][cli]") {
+  // tests/fit/pytorch_profiler: ranks 1, 0, 2 in this order, rank 2 without step 5 (the
+  // durations are worked out in tests/fit/trace_import_test.cpp).
+  const std::string fixture =
+      std::string(stragglersim::testing::source_dir()) + "/tests/fit/pytorch_profiler/";
+  const std::string files = fixture + "node-a_3977.1733561000119.pt.trace.json " + fixture +
+                            "node-b_4120.1733561000123.pt.trace.json " + fixture +
+                            "node-c_4415.1733561000131.pt.trace.json";
+  const TempDir dir("trace_cli_profiler");
+  const std::string out = (dir.path() / "times.csv").string();
+  const auto r = import_ok(dir,
+                           files + " --format chrome -q",
+                           out,
+                           "iteration,worker,seconds\n0,0,0.25\n0,1,0.251\n0,2,0.249\n"
+                           "1,0,0.2625\n1,1,0.259\n1,2,0.263\n");
+  CHECK(r.out == fixture +
+                     "node-a_3977.1733561000119.pt.trace.json and 2 more: 3 workers, 2 "
+                     "iterations written to " +
+                     out +
+                     "; 1 missing cells: 1 iterations dropped, 0 times censored\n"
+                     "workers 0..2 are the source's ranks (one file each) in sorted order: 0=0 "
+                     "1=1 2=2\n"
+                     "times written: median 0.255, mean 0.25575, max 0.263\n"
+                     "iterations 0..1 are the steps: 0=3 1=4\n");
+  const auto csv =
+      run_stragglersim("trace import " + files + " --format csv --out " + out, dir.path());
+  CHECK(csv.status == 2);
+  CHECK(csv.err ==
+        "error: FILE: more than one file; got \"3\"; expected one CSV file (several "
+        "files are chrome traces, one per rank)\n");
+}
+
 TEST_CASE("cli: trace import refuses bad files and options with exit 2", "[trace_import][cli]") {
   const TempDir dir("trace_cli");
   const std::string csv = dir.write("t.csv", "iteration,worker,seconds\n1,0,1\n1,1,x\n");

@@ -199,6 +199,23 @@ TEST_CASE("experiments: data source errors name the key and the accepted values"
         "set; got 1; expected 2 features");
 }
 
+TEST_CASE("experiments: a headerless csv without header false is refused and not one row short",
+          "[experiments][data]") {
+  const auto dir = scratch();
+  std::ofstream(dir / "bare.csv") << "1,2,1\n3,4,0\n5,6,1\n7,8,0\n9,1,1\n2,3,0\n4,5,1\n";
+  nlohmann::json data = {{"source", "csv"}, {"path", "bare.csv"}};
+  CHECK(error_of(config_with_data(data)) ==
+        "cfg.json:/data/path: " + (dir / "bare.csv").string() +
+            ":1: the first line is all numbers, a data row rather than column names; got "
+            "'1,2,1'; expected \"header\": false in data for a file without a header line "
+            "(\"header\": true reads the line as column names)");
+  data["header"] = false;
+  data["test_fraction"] = 0.0;
+  CHECK(plan_run(config_with_data(data), "cfg.json", dir).objective->rows() == 7);
+  data["header"] = true;  // said: numeric column names
+  CHECK(plan_run(config_with_data(data), "cfg.json", dir).objective->rows() == 6);
+}
+
 TEST_CASE("experiments: csv data plans with a label column and a test file",
           "[experiments][data]") {
   const auto dir = scratch();

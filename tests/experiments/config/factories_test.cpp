@@ -152,6 +152,8 @@ TEST_CASE("config: the unknown-key list is the factory row's keys", "[experiment
       c["stopping"]["k"] = 2;  // the asynchronous rules' K
     } else if (row.name == "anytime") {
       c["stopping"]["window"] = 1.0;
+    } else if (row.name == "drop_compute") {
+      c["stopping"]["threshold"] = 1.0;
     } else if (row.name == "adaptive_deadline") {
       c["stopping"]["window"] = 3;
       c["stopping"]["mads"] = 1.0;

@@ -70,7 +70,8 @@ TEST_CASE("json reader: unknown keys and kinds name the nearest valid one",
   c["seeds"] = 3;
   CHECK(
       stragglersim::testing::plan_error(c, ".") ==
-      "cfg.json:/seeds: unknown key 'seeds'; did you mean 'seed'? valid keys are: backend, "
+      "cfg.json:/seeds: unknown key 'seeds'; did you mean 'seed'? valid keys are: aggregation, "
+      "backend, "
       "code, data, data_seed, delay, name, network, optimizer, partitions, rescale, sampler, seed, "
       "stopping, stragglers, target_loss, threads, workers");
   c.erase("seeds");

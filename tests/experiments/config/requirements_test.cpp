@@ -167,6 +167,21 @@ TEST_CASE("requirements: each requirement is met or refused with its default wor
     mpi["backend"]["inject"] = true;
     CHECK(refusal(injected, mpi) == "no error");
   }
+
+  const Requirements no_network{.no_network = Flag{}};
+  auto network = plain_run();
+  network["network"] = {{"latency", 1}};
+  CHECK(refusal(no_network, plain_run()) == "no error");
+  CHECK(refusal(no_network, network) ==
+        at + "needs no network block; got {\"latency\":1}; expected no \"network\" block");
+
+  const Requirements synchronous{.synchronous = Flag{}};
+  auto asynchronous = plain_run();
+  asynchronous["code"] = {{"kind", "uncoded"}};
+  asynchronous["stopping"] = {{"rule", "k_async"}, {"k", 2}};
+  CHECK(refusal(synchronous, plain_run()) == "no error");
+  CHECK(refusal(synchronous, asynchronous) ==
+        at + "needs a synchronous rule; got \"k_async\"; expected a synchronous stopping rule");
 }
 
 TEST_CASE("requirements: a row words its refusal and says where it is reported",

@@ -93,10 +93,28 @@ TEST_CASE("experiments: bad configs name the file and JSON pointer and the accep
         "cfg.json:/workers: wrong type; got \"30\"; expected an integer");
   CHECK(with([](auto& c) { c.erase("workers"); }) ==
         "cfg.json:/workers: missing required key; expected an integer");
+  // A required key missing because it was misspelt names the near key it found.
+  CHECK(with([](auto& c) {
+          c["worker"] = c["workers"];
+          c.erase("workers");
+        }) ==
+        "cfg.json:/workers: missing required key; got 'worker' (did you mean 'workers'?); "
+        "expected an integer");
+  CHECK(with([](auto& c) {
+          c["stopping"]["rul"] = c["stopping"]["rule"];
+          c["stopping"].erase("rule");
+        })
+            .starts_with("cfg.json:/stopping/rule: missing required key; got 'rul' (did you mean "
+                         "'rule'?); expected one of: adaptive_deadline, "));
+  CHECK(with([](auto& c) {
+          c["delay_model"] = c["delay"];
+          c.erase("delay");
+        }) == "cfg.json:/delay: missing required key; expected an object");
   CHECK(with([](auto& c) { c["stopping"]["rule"] = "fist_r"; }) ==
         "cfg.json:/stopping/rule: unknown stopping rule 'fist_r'; did you mean 'first_r'? valid "
         "values are: adaptive_deadline, adaptive_r, all, anytime, deadline, "
-        "decodable, first_r, first_r_or_decodable, k_async, k_batch_async, k_batch_sync, "
+        "decodable, drop_compute, first_r, first_r_or_decodable, k_async, k_batch_async, "
+        "k_batch_sync, "
         "malenia, mindflayer, multi_message, rennala, rescaled_async, ringmaster");
   CHECK(with([](auto& c) { c["data"]["test_fraction"] = 1.5; }) ==
         "cfg.json:/data/test_fraction: out of range; got 1.5; expected a number in [0, 0.95]");

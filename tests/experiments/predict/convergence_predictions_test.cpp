@@ -202,7 +202,22 @@ TEST_CASE("experiments: approximate codes get a bound or a reason, and policies 
   config["code"] = {{"kind", "bgc"}, {"d", 3}, {"decoder", "one_step"}};
   const nlohmann::json bgc_first_r = predictions(plan_run(config, "cfg.json", "."));
   CHECK(bgc_first_r["bound"].is_null());
-  CHECK(bgc_first_r["bound_problem"].get<std::string>().find("rule first_r with workers") == 0);
+  CHECK(bgc_first_r["bound_problem"].get<std::string>().find(
+            "rule first_r with workers of different delay distributions (code 'bgc' gives them "
+            "different loads): ") == 0);
+  // FRC loads are equal: unequal marginals come from the delay model's workers, and say so.
+  const nlohmann::json own_delay = config["delay"];
+  config["code"] = {{"kind", "frc"}, {"d", 2}};
+  config["delay"] = {
+      {"kind", "heterogeneous"},
+      {"factors", std::vector<double>{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2}}};
+  const nlohmann::json frc_workers = predictions(plan_run(config, "cfg.json", "."));
+  CHECK(frc_workers["bound_problem"].get<std::string>().find(
+            "rule first_r with workers of different delay distributions (the delay model "
+            "'heterogeneous' makes the workers differ; code 'frc' gives every worker the same "
+            "load): ") == 0);
+  config["delay"] = own_delay;
+  config["code"] = {{"kind", "bgc"}, {"d", 3}, {"decoder", "one_step"}};
   config["stopping"] = {{"rule", "deadline"}, {"after", 5.0}};
   const nlohmann::json bgc_deadline = predictions(plan_run(config, "cfg.json", "."));
   CHECK(bgc_deadline["coefficient_moments"]["method"].get<std::string>().find("exact (one-step") ==
