@@ -3,19 +3,23 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <memory>
 
+#include "experiments/config/aggregation_registry.h"
 #include "experiments/config/config_error.h"
 #include "experiments/config/json_reader.h"
 #include "experiments/predict/convergence_predictions.h"
 #include "experiments/predict/predictions.h"
 #include "models/optimum.h"
 #include "sim/asynchronous_cluster.h"
+#include "sim/collectives/collective.h"
 #include "sim/scheme.h"
 #include "sim/simulated_cluster.h"
+#include "sim/theory/collective_theory.h"
 #include "sim/theory/multi_message_theory.h"
 
 namespace stragglersim::experiments {
@@ -62,8 +66,63 @@ bool theory_applies_to(const RunPlan& plan) {
   return delays->independent_workers() || !delays->rows().empty();
 }
 
+/// The collective theory of a collective candidate (multi-message or described scheme); nullopt
+/// where the scheme is not described.
+std::optional<sim::CollectiveTimePrediction> collective_time(const RunPlan& plan) {
+  const sim::CollectiveAggregation& collective = *plan.collective;
+  const std::vector<double> offsets = sim::collectives::completion_offsets(
+      *collective.schedule, collective.options, collective.bytes_per_element);
+  const auto delays = plan.make_delays();
+  if (const auto* orders = plan.scheme.rule->partition_orders()) {
+    sim::MultiMessageTheoryOptions options;
+    options.deadline = plan.scheme.rule->deadline();
+    options.simulate = prediction_options(plan, kIterationDraws).simulate;
+    return sim::predict_collective_multi_message_time(*orders, *delays, offsets, options);
+  }
+  std::string why;
+  if (const auto scheme = sim::describe_scheme(plan.scheme, &why)) {
+    return sim::predict_collective_time(
+        *scheme, *delays, offsets, prediction_options(plan, kIterationDraws));
+  }
+  return std::nullopt;
+}
+
+/// A collective candidate's iteration time: the collective theory's E[T] where its form is exact
+/// (or its fallback simulated), else a delay-only simulation of the run (the theory's bounds in
+/// the method).
+void predict_collective_iteration_time(const RunPlan& plan,
+                                       bool theory_applies,
+                                       SchemeCandidate& c) {
+  const auto p = theory_applies ? collective_time(plan) : std::nullopt;
+  if (p) {
+    c.stop_time = p->stop.mean;
+  }
+  if (p && p->form != "bounds" && std::isfinite(p->mean)) {
+    c.iteration_time = p->mean;
+    c.iteration_time_method =
+        p->form == "simulation"
+            ? fmt::format("simulation ({} draws, s.e. {:.2g}; {})",
+                          p->stop.draws,
+                          p->standard_error,
+                          p->stop.fallback_reason)
+            : fmt::format("theory (collective {}; t*: {})", p->form, p->stop.method);
+    return;
+  }
+  const nlohmann::json s = simulated_iteration_time(plan, kIterationDraws);
+  c.iteration_time = s["expected_iteration_time"].get<double>();
+  c.iteration_time_method = fmt::format(
+      "simulation ({} draws, s.e. {:.2g}{})",
+      kIterationDraws,
+      s["iteration_time_se"].get<double>(),
+      p ? fmt::format("; theory bounds [{:.4g}, {:.4g}]", p->lower, p->upper) : std::string());
+}
+
 /// Iteration time: theory where it models the scheme, else a delay-only simulation.
 void predict_iteration_time(const RunPlan& plan, bool theory_applies, SchemeCandidate& c) {
+  if (plan.collective) {
+    predict_collective_iteration_time(plan, theory_applies, c);
+    return;
+  }
   std::string why;
   const auto* orders = plan.scheme.rule->partition_orders();
   const bool serial = plan.network.serial && !plan.network.is_free();
@@ -85,6 +144,16 @@ void predict_iteration_time(const RunPlan& plan, bool theory_applies, SchemeCand
                                                 p.fallback_reason)
                                   : "theory (" + p.method + ")";
     return;
+  }
+  if (theory_applies && !plan.network.is_free()) {
+    // Parallel links shift every arrival by L + S/B (and a deadline with them): the theory
+    // block's exact shift; a serial link leaves it null, simulated below.
+    const nlohmann::json p = predictions(plan, false);
+    if (p.contains("expected_iteration_time") && p["expected_iteration_time"].is_number()) {
+      c.iteration_time = p["expected_iteration_time"].get<double>();
+      c.iteration_time_method = "theory (" + p["method"].get<std::string>() + ")";
+      return;
+    }
   }
   if (theory_applies) {
     if (const auto scheme = sim::describe_scheme(plan.scheme, &why)) {
@@ -399,6 +468,67 @@ std::function<std::vector<int>()> heard_sets(const RunPlan& plan, std::uint64_t 
   return [cluster] { return cluster->next_iteration().heard; };
 }
 
+/// The persistent straggler the predicted delay names: the single worker of the largest
+/// per-worker factor; nullopt without factors or with a tie for the largest.
+std::optional<int> named_straggler(const nlohmann::json& delay) {
+  if (!delay.is_object() || !delay.contains("factors") || !delay["factors"].is_array() ||
+      delay["factors"].empty()) {
+    return std::nullopt;
+  }
+  const std::vector<double> factors = delay["factors"].get<std::vector<double>>();
+  const auto largest = std::max_element(factors.begin(), factors.end());
+  if (std::count(factors.begin(), factors.end(), *largest) != 1) {
+    return std::nullopt;
+  }
+  return static_cast<int>(largest - factors.begin());
+}
+
+/// StragglAR over the block's links when the block is not StragglAR's and the delay names a
+/// straggler (n a power of two, as its schedule needs).
+void add_stragglar_candidate(const nlohmann::json& aggregation,
+                             int n,
+                             const nlohmann::json& delay,
+                             std::vector<SchemeCandidate>& out) {
+  const auto straggler = named_straggler(delay);
+  if (aggregation.value("kind", "") == "stragglar" || !straggler || n < 2 ||
+      !std::has_single_bit(static_cast<unsigned>(n)) ||
+      static_cast<int>(delay["factors"].size()) != n) {
+    return;
+  }
+  nlohmann::json block = {{"kind", "stragglar"}, {"straggler", *straggler}};
+  for (const char* key : {"latency", "bandwidth", "message_bytes"}) {
+    if (aggregation.contains(key)) {
+      block[key] = aggregation[key];
+    }
+  }
+  SchemeCandidate c = candidate(fmt::format("stragglar: uncoded straggler={}", *straggler),
+                                {{"kind", "uncoded"}},
+                                {{"rule", "all"}});
+  c.block["aggregation"] = std::move(block);
+  c.aggregation = "stragglar";
+  out.push_back(std::move(c));
+}
+
+/// Bounded-time and DropCompute over the collective, at `deadline` seconds.
+void add_collective_deadline_candidates(const std::string& kind,
+                                        int n,
+                                        double deadline,
+                                        std::vector<SchemeCandidate>& out) {
+  out.push_back(candidate(fmt::format("{}: bounded-time deadline={:.4g}", kind, deadline),
+                          {{"kind", "uncoded"}},
+                          {{"rule", "deadline"}, {"after", deadline}},
+                          "empirical"));
+  SchemeCandidate drop =
+      candidate(fmt::format("{}: drop_compute m=4 threshold={:.4g}", kind, deadline),
+                {{"kind", "proportional"},
+                 {"d", 1},
+                 {"factors", std::vector<double>(static_cast<std::size_t>(n), 1.0)}},
+                {{"rule", "drop_compute"}, {"threshold", deadline}},
+                "empirical");
+  drop.block["partitions"] = 4 * n;
+  out.push_back(std::move(drop));
+}
+
 }  // namespace
 
 std::vector<SchemeCandidate> scheme_candidates(int workers, double deadline) {
@@ -458,6 +588,112 @@ std::vector<SchemeCandidate> scheme_candidates(int workers, double deadline) {
   add_time_optimal_candidates(n, deadline, out);
   return out;
 }
+
+std::vector<SchemeCandidate> collective_candidates(const nlohmann::json& aggregation,
+                                                   int workers,
+                                                   double deadline,
+                                                   const nlohmann::json& delay) {
+  const int n = workers;
+  const std::string kind = aggregation.value("kind", "");
+  std::vector<SchemeCandidate> out;
+  out.push_back(candidate(kind + ": uncoded", {{"kind", "uncoded"}}, {{"rule", "all"}}));
+  for (const int r : {fraction_of(n, 3, 4), fraction_of(n, 1, 2)}) {
+    if (r < n) {
+      out.push_back(candidate(fmt::format("{}: backup workers r={}", kind, r),
+                              {{"kind", "uncoded"}},
+                              {{"rule", "first_r"}, {"r", r}},
+                              "empirical"));
+    }
+  }
+  for (const int d : {2, 3}) {
+    if (n % d != 0 || n <= d) {
+      continue;
+    }
+    const nlohmann::json frc = {{"kind", "frc"}, {"d", d}};
+    out.push_back(
+        candidate(fmt::format("{}: exact frc d={}", kind, d), frc, {{"rule", "decodable"}}));
+    for (const int r : d == 2 ? std::vector<int>{fraction_of(n, 1, 2), fraction_of(n, 3, 4)}
+                              : std::vector<int>{fraction_of(n, 1, 2)}) {
+      out.push_back(candidate(fmt::format("{}: erasurehead frc d={} r={}", kind, d, r),
+                              frc,
+                              {{"rule", "first_r"}, {"r", r}}));
+    }
+  }
+  if (deadline > 0.0) {
+    add_collective_deadline_candidates(kind, n, deadline, out);
+  }
+  for (auto& c : out) {
+    c.block["aggregation"] = aggregation;
+    c.aggregation = kind;
+  }
+  add_stragglar_candidate(aggregation, n, delay, out);
+  return out;
+}
+
+void on_parameter_server(SchemeCandidate& candidate, const nlohmann::json& aggregation) {
+  nlohmann::json network = nlohmann::json::object();
+  for (const char* key : {"latency", "bandwidth"}) {
+    if (aggregation.contains(key)) {
+      network[key] = aggregation[key];
+    }
+  }
+  candidate.block["aggregation"] = {{"kind", kDefaultAggregation}};
+  candidate.block["network"] = std::move(network);
+  candidate.aggregation = kDefaultAggregation;
+  candidate.label = kDefaultAggregation + ": " + candidate.label;
+}
+
+namespace {
+
+/// The evaluated candidate labelled `label`, or null (not a candidate, or not predicted).
+const SchemeCandidate* predicted_candidate(const std::vector<SchemeCandidate>& candidates,
+                                           const std::string& label) {
+  for (const auto& c : candidates) {
+    if (c.label == label && c.problem.empty()) {
+      return &c;
+    }
+  }
+  return nullptr;
+}
+
+/// The candidates placed at a deadline, once the others are evaluated: the parameter server's
+/// deadline candidate waits as long as ErasureHead d = 2 at r = n/2 does on average (and
+/// Anytime's window and MindFlayer's cut-off are that long); over a collective, bounded-time and
+/// DropCompute stop computing at the mean stop E[t*] of ErasureHead d = 2 at r = n/2 over it.
+std::vector<SchemeCandidate> deadline_candidates(const std::vector<SchemeCandidate>& evaluated,
+                                                 int n,
+                                                 const nlohmann::json& aggregation,
+                                                 const Advice& advice) {
+  std::vector<SchemeCandidate> out;
+  const bool collective = aggregation.is_object();
+  const std::string prefix = collective ? kDefaultAggregation + ": " : std::string();
+  const std::string anchor = fmt::format("erasurehead frc d=2 r={}", fraction_of(n, 1, 2));
+  if (const SchemeCandidate* c = predicted_candidate(evaluated, prefix + anchor)) {
+    for (auto& extra : scheme_candidates(n, c->iteration_time)) {
+      if (extra.label.find("deadline=") != std::string::npos ||
+          extra.label.starts_with("anytime") || extra.label.starts_with("mindflayer")) {
+        if (collective) {
+          on_parameter_server(extra, aggregation);
+        }
+        out.push_back(std::move(extra));
+      }
+    }
+  }
+  const std::string kind = collective ? aggregation.value("kind", "") : std::string();
+  if (const SchemeCandidate* c =
+          collective ? predicted_candidate(evaluated, kind + ": " + anchor) : nullptr) {
+    const double tau = std::isfinite(c->stop_time) ? c->stop_time : c->iteration_time;
+    for (auto& extra : collective_candidates(aggregation, n, tau, advice.predicted_delay)) {
+      if (extra.label.find("deadline=") != std::string::npos ||
+          extra.label.find("threshold=") != std::string::npos) {
+        out.push_back(std::move(extra));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 void check_coverage(const RunPlan& plan, SchemeCandidate& c) {
   const codes::GradientCode& code = *plan.scheme.code;
@@ -527,6 +763,11 @@ nlohmann::json apply_candidate(const nlohmann::json& config, const SchemeCandida
   } else if (out.contains("partitions")) {
     out.erase("partitions");  // each code's own k
   }
+  for (const char* key : {"aggregation", "network"}) {
+    if (candidate.block.contains(key)) {
+      out[key] = candidate.block[key];
+    }
+  }
   return out;
 }
 
@@ -578,28 +819,27 @@ Advice advise(const nlohmann::json& config,
   }
   advice.horizon = base.iterations;
   set_target(base, config, options, file, advice);
+  // A collective config: the parameter-server candidates on its links, beside the candidates
+  // over its collective.
+  const nlohmann::json aggregation = base.collective ? config["aggregation"] : nlohmann::json();
   std::vector<SchemeCandidate> candidates = scheme_candidates(base.workers, 0.0);
   for (auto& c : proportional_candidates(base.workers, advice.predicted_delay)) {
     candidates.push_back(std::move(c));
   }
+  if (base.collective) {
+    for (auto& c : candidates) {
+      on_parameter_server(c, aggregation);
+    }
+    for (auto& c : collective_candidates(aggregation, base.workers, 0.0, advice.predicted_delay)) {
+      candidates.push_back(std::move(c));
+    }
+  }
   for (auto& c : candidates) {
     evaluate(config, file, base_dir, advice, options, c);
   }
-  // The deadline candidate waits as long as ErasureHead d = 2 at r = n/2 does on average (and
-  // Anytime's window and MindFlayer's cut-off are that long).
-  const std::string anchor =
-      fmt::format("erasurehead frc d=2 r={}", fraction_of(base.workers, 1, 2));
-  for (const auto& c : candidates) {
-    if (c.label == anchor && c.problem.empty()) {
-      for (auto& extra : scheme_candidates(base.workers, c.iteration_time)) {
-        if (extra.label.find("deadline=") != std::string::npos ||
-            extra.label.starts_with("anytime") || extra.label.starts_with("mindflayer")) {
-          evaluate(config, file, base_dir, advice, options, extra);
-          candidates.push_back(std::move(extra));
-        }
-      }
-      break;
-    }
+  for (auto& extra : deadline_candidates(candidates, base.workers, aggregation, advice)) {
+    evaluate(config, file, base_dir, advice, options, extra);
+    candidates.push_back(std::move(extra));
   }
   std::stable_sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
     return a.total < b.total;
@@ -630,6 +870,9 @@ nlohmann::json advice_json(const Advice& advice) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& c : advice.ranked) {
     nlohmann::json row = {{"scheme", c.label}, {"block", c.block}};
+    if (!c.aggregation.empty()) {
+      row["aggregation"] = c.aggregation;
+    }
     if (!c.problem.empty()) {
       row["problem"] = c.problem;
       rows.push_back(row);

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -41,9 +42,14 @@ struct AdviceOptions {
 };
 
 struct SchemeCandidate {
-  std::string label;     ///< e.g. "erasurehead frc d=2 r=10"
-  nlohmann::json block;  ///< {"code", "stopping", "rescale"}: replaces the config's
-  std::string problem;   ///< non-empty when the candidate was not predicted (and why)
+  std::string label;  ///< e.g. "erasurehead frc d=2 r=10"
+  /// {"code", "stopping", "rescale"} (and "partitions", "aggregation", "network" where the
+  /// candidate sets them): replaces the config's.
+  nlohmann::json block;
+  /// The aggregation the candidate runs on when the config's is a collective ("parameter_server"
+  /// or the collective's kind, also the label's prefix); empty for a parameter-server config.
+  std::string aggregation;
+  std::string problem;  ///< non-empty when the candidate was not predicted (and why)
   /// K-sync, K-async or Anytime minibatch: a baseline without a code, whose time to target is
   /// simulated directly (`validate` leaves these out: it checks iteration-time predictions).
   bool baseline = false;
@@ -62,6 +68,9 @@ struct SchemeCandidate {
   [[nodiscard]] bool has_iteration_time() const { return !simulated_directly() || iterations; }
   double iteration_time = 0.0;
   std::string iteration_time_method;
+  /// A collective candidate's E[t*], the rule's stop before the all-reduce (NaN when not
+  /// predicted): where the deadline candidates over the collective are placed.
+  double stop_time = std::numeric_limits<double>::quiet_NaN();
   /// To target (a mean over runs when simulated); nullopt: not reached in the horizon.
   std::optional<double> iterations;
   std::string iterations_method;
@@ -118,6 +127,27 @@ struct Advice {
 [[nodiscard]] std::vector<SchemeCandidate> proportional_candidates(int workers,
                                                                    const nlohmann::json& delay);
 
+/// The candidates over the collective of a config's "aggregation" block (docs/advise.md
+/// "Collectives"), labelled "<kind>: ...": uncoded (all), backup workers (uncoded first_r at ¾
+/// and ½ of n, rescale empirical), ErasureHead over it (FRC d = 2 first_r at ½ and ¾ of n,
+/// d = 3 at ½), exact FRC (d = 2, 3, decodable), and with a deadline (seconds, 0: none)
+/// bounded-time (uncoded deadline, rescale empirical) and DropCompute (m = 4 micro-batches per
+/// worker: proportional d = 1 with equal factors and k = 4n, threshold the deadline, rescale
+/// empirical); then StragglAR (uncoded all over "stragglar" with the block's links) when the
+/// block is not StragglAR's and the predicted `delay` names a straggler (per-worker factors
+/// with a single largest: that worker), n a power of two.
+[[nodiscard]] std::vector<SchemeCandidate> collective_candidates(const nlohmann::json& aggregation,
+                                                                 int workers,
+                                                                 double deadline,
+                                                                 const nlohmann::json& delay);
+
+/// A parameter-server candidate beside the collective candidates of a config whose
+/// "aggregation" block is a collective: its block gains "aggregation": {"kind":
+/// "parameter_server"} and a "network" of parallel links with the collective's latency and
+/// bandwidth (so that each message costs what one link of the collective does), its label the
+/// prefix "parameter_server: ".
+void on_parameter_server(SchemeCandidate& candidate, const nlohmann::json& aggregation);
+
 /// Ranks the candidates for `config` (read from `file`, paths relative to `base_dir`).
 /// ConfigError when the config has no data, or neither a target_loss nor a suboptimality.
 [[nodiscard]] Advice advise(const nlohmann::json& config,
@@ -139,7 +169,8 @@ struct Advice {
 /// update used) holds it.
 void check_coverage(const RunPlan& plan, SchemeCandidate& c);
 
-/// The config with `candidate`'s code, stopping and rescale (and "stragglers": "cancel").
+/// The config with `candidate`'s code, stopping and rescale (and "stragglers": "cancel"; its
+/// "partitions", "aggregation" and "network" where the block has them).
 [[nodiscard]] nlohmann::json apply_candidate(const nlohmann::json& config,
                                              const SchemeCandidate& candidate);
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -37,6 +38,16 @@ std::string cell(double v, const char* format = "{:.4f}") {
   return std::isfinite(v) ? fmt::format(fmt::runtime(format), v) : std::string("-");
 }
 
+/// The scheme column: 38 characters, wider when a label is (a collective config's labels name
+/// their aggregation).
+std::size_t label_width(const Advice& advice) {
+  std::size_t width = 38;
+  for (const auto& c : advice.ranked) {
+    width = std::max(width, c.label.size());
+  }
+  return width;
+}
+
 void print_table(const Advice& advice, const std::string& config_path) {
   std::cout << fmt::format(
       "{}: target loss {:.6g} (f* = {:.6g}, f - f* <= {:.4g} = {:.3g} of f(x0) "
@@ -49,9 +60,11 @@ void print_table(const Advice& advice, const std::string& config_path) {
       advice.target_gap / advice.initial_gap,
       advice.horizon);
   const bool measured = !advice.ranked.empty() && advice.ranked.front().measured_runs > 0;
-  std::cout << fmt::format("{:>4} {:<38} {:>10} {:>10} {:>11}{}  {}\n",
+  const std::size_t width = label_width(advice);
+  std::cout << fmt::format("{:>4} {:<{}} {:>10} {:>10} {:>11}{}  {}\n",
                            "rank",
                            "scheme",
+                           width,
                            "iter time",
                            "iterations",
                            "total",
@@ -61,7 +74,7 @@ void print_table(const Advice& advice, const std::string& config_path) {
   for (const auto& c : advice.ranked) {
     ++rank;
     if (!c.problem.empty()) {
-      std::cout << fmt::format("{:>4} {:<38} not predicted: {}\n", rank, c.label, c.problem);
+      std::cout << fmt::format("{:>4} {:<{}} not predicted: {}\n", rank, c.label, width, c.problem);
       continue;
     }
     const std::string its = c.iterations ? fmt::format("{:.4g}", *c.iterations) : "not reached";
@@ -78,9 +91,10 @@ void print_table(const Advice& advice, const std::string& config_path) {
         c.simulated_directly()
             ? "total: " + c.total_method
             : fmt::format("{}; {}", c.iteration_time_method, c.iterations_method);
-    std::cout << fmt::format("{:>4} {:<38} {:>10} {:>10} {:>11}{}  {}\n",
+    std::cout << fmt::format("{:>4} {:<{}} {:>10} {:>10} {:>11}{}  {}\n",
                              rank,
                              c.label,
+                             width,
                              c.has_iteration_time() ? cell(c.iteration_time) : "-",
                              its,
                              cell(c.total, "{:.3f}"),

@@ -42,6 +42,27 @@ struct Mean {
   [[nodiscard]] double se() const { return n > 1.0 ? std::sqrt(m2 / (n - 1.0) / n) : 0.0; }
 };
 
+/// A uniform draw in [0, 1) from 53 bits of a SplitMix64 stream (the same numbers on every
+/// platform, unlike the standard distributions).
+class Draws {
+ public:
+  explicit Draws(std::uint64_t seed) : state_(seed) {}
+  double uniform() {
+    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30U)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27U)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31U;
+    return static_cast<double>(z >> 11U) * 0x1.0p-53;
+  }
+  /// An integer in [lo, hi].
+  int between(int lo, int hi) {
+    return lo + static_cast<int>(uniform() * static_cast<double>(hi - lo + 1));
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
 /// Two-sided: passes when |sim − theory| ≤ 4 se (the row's tolerance).
 CheckRow two_sided(std::string claim, double theory, double sim, double se);
 
@@ -72,6 +93,12 @@ void update_time_rows(std::vector<CheckRow>& rows);
 // MindFlayer) under the fixed model (exact to rounding, bounds on every update) and under
 // shifted-exponential delays (within 4 s.e.).
 void time_optimal_rows(bool quick, std::vector<CheckRow>& rows);
+
+// check_collectives.cpp: E[T] of collective runs (sim/theory/collective_theory.h) on seeded
+// random configurations of every all-reduce kind, rules all, first_r and deadline and
+// DropCompute, shifted-exponential and heterogeneous delays, against the event engine running
+// the schedules: exact forms within 4 s.e., bounds each within 4 s.e. on its side.
+void collective_rows(bool quick, std::vector<CheckRow>& rows);
 
 // check_codes.cpp: group erasure q, heterogeneity-aware loads.
 void erasure_rows(bool quick, std::vector<CheckRow>& rows);

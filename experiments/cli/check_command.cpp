@@ -55,6 +55,7 @@ std::vector<RowsOf> row_groups(bool quick, const std::filesystem::path& out) {
       [quick](auto& rows) { check::persistent_rows(quick, rows); },
       [](auto& rows) { check::update_time_rows(rows); },
       [quick](auto& rows) { check::time_optimal_rows(quick, rows); },
+      [quick](auto& rows) { check::collective_rows(quick, rows); },
   };
 }
 

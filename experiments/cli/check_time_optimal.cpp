@@ -148,27 +148,6 @@ sim::TimeOptimalParameters parameters(sim::TimeOptimalMethod method,
   return p;
 }
 
-/// A uniform draw in [0, 1) from 53 bits of a SplitMix64 stream (the same numbers on every
-/// platform, unlike the standard distributions).
-class Draws {
- public:
-  explicit Draws(std::uint64_t seed) : state_(seed) {}
-  double uniform() {
-    std::uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30U)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27U)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31U;
-    return static_cast<double>(z >> 11U) * 0x1.0p-53;
-  }
-  /// An integer in [lo, hi].
-  int between(int lo, int hi) {
-    return lo + static_cast<int>(uniform() * static_cast<double>(hi - lo + 1));
-  }
-
- private:
-  std::uint64_t state_;
-};
-
 /// Rennala (with and without stop_stale), the t(B) sandwich and Malenia under fixed times τ.
 void fixed_rennala_malenia_rows(const std::string& label,
                                 const std::vector<double>& tau,

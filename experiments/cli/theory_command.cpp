@@ -218,7 +218,9 @@ std::optional<int> non_finite_prediction(const nlohmann::json& p, const std::str
       return 3;
     }
   }
-  if (!p.contains("iteration_time_problem") && !p.contains("time_per_update") &&
+  // A collective's bounds leave E[T] null (its `collective` block holds them).
+  const bool bounds = p.contains("collective") && p["collective"]["form"] == "bounds";
+  if (!p.contains("iteration_time_problem") && !p.contains("time_per_update") && !bounds &&
       !p["expected_iteration_time"].is_number()) {
     std::cerr << fmt::format(
         "error: {}: theory: the expected iteration time is not finite (delays too large)\n",
@@ -228,8 +230,40 @@ std::optional<int> non_finite_prediction(const nlohmann::json& p, const std::str
   return std::nullopt;
 }
 
-/// The speedup table against n (ErasureHead configs).
+/// ErasureHead's speedup when it and uncoded both reduce by the config's ring.
+void print_ring_speedup_table(const nlohmann::json& p) {
+  if (!p.contains("ring_speedup_vs_n")) {
+    return;
+  }
+  if (p.contains("ring_speedup_at_config_n")) {
+    std::cout << fmt::format("{:<34} {:.4f} vs uncoded, both over the ring (n = {})\n",
+                             "speedup at this config's n",
+                             p["ring_speedup_at_config_n"]["speedup_ring"].get<double>(),
+                             p["ring_speedup_at_config_n"]["workers"].get<int>());
+  }
+  std::cout << fmt::format("\n{:>8} {:>6} {:>12} {:>10} {:>12} {:>10} {:>10}\n",
+                           "n",
+                           "r",
+                           "ring cost C",
+                           "uncoded",
+                           "erasurehead",
+                           "vs uncoded",
+                           "with ring");
+  for (const auto& row : p["ring_speedup_vs_n"]) {
+    std::cout << fmt::format("{:>8} {:>6} {:>12.6g} {:>10.4f} {:>12.4f} {:>10.4f} {:>10.4f}\n",
+                             row["workers"].get<int>(),
+                             row["r"].get<int>(),
+                             row["ring_cost"].get<double>(),
+                             row["uncoded"].get<double>(),
+                             row["erasurehead"].get<double>(),
+                             row["speedup_parameter_server"].get<double>(),
+                             row["speedup_ring"].get<double>());
+  }
+}
+
+/// The speedup table against n (ErasureHead configs; over the ring with a ring all-reduce).
 void print_speedup_table(const nlohmann::json& p) {
+  print_ring_speedup_table(p);
   if (p.contains("speedup_vs_n")) {
     std::cout << fmt::format("\n{:>8} {:>6} {:>10} {:>10} {:>12} {:>10} {:>10}\n",
                              "n",
@@ -250,6 +284,31 @@ void print_speedup_table(const nlohmann::json& p) {
                                row["speedup_vs_frc"].get<double>());
     }
   }
+}
+
+/// A collective's iteration time: the bounds when the form is not exact, the rule's stop t* and
+/// the range of the schedule's offsets.
+void print_collective(const nlohmann::json& p) {
+  if (!p.contains("collective")) {
+    return;
+  }
+  const auto& c = p["collective"];
+  if (c["form"] == "bounds") {
+    std::cout << fmt::format("{:<34} between {:.6g} and {:.6g}\n",
+                             "expected iteration time (s)",
+                             c["lower"].get<double>(),
+                             c["upper"].get<double>());
+  }
+  if (c["stop_time"].is_number()) {
+    std::cout << fmt::format("{:<34} {:.6g} ({})\n",
+                             "rule's stop E[t*] (s)",
+                             c["stop_time"].get<double>(),
+                             c["stop_method"].get<std::string>());
+  }
+  std::cout << fmt::format("{:<34} {:.6g} to {:.6g}\n",
+                           "all-reduce offsets w_j (s)",
+                           c["offset_min"].get<double>(),
+                           c["offset_max"].get<double>());
 }
 
 /// A time-optimal method's seconds per update: exact, or its bounds, with the formula and the
@@ -302,6 +361,7 @@ void print_theory_text(const RunPlan& plan, nlohmann::json& p) {
   print_value(p, "expected_iteration_time", "expected iteration time (s)");
   print_value(p, "iteration_time_se", "its standard error (s)");
   print_value(p, "iteration_time_sd", "iteration time sd (s)");
+  print_collective(p);
   print_value(p, "group_erasure_probability", "group-erasure probability q");
   print_value(p, "q2", "two groups erased q2");
   print_value(p, "smoothness", "smoothness beta");

@@ -12,8 +12,10 @@
 #include "experiments/predict/plan_optimum.h"
 #include "models/base/stop_request.h"
 #include "models/optimum.h"
+#include "sim/collectives/collective.h"
 #include "sim/delays/fixed_delay.h"
 #include "sim/stopping_rule.h"
+#include "sim/theory/collective_theory.h"
 #include "sim/theory/convergence_theory.h"
 #include "sim/theory/multi_message_theory.h"
 #include "sim/theory/time_optimal_theory.h"
@@ -90,14 +92,8 @@ nlohmann::json number_or_null(double v) {
 /// (`theory`) or left out (summary.json).
 void add_policy_prediction(const RunPlan& plan, bool convergence, nlohmann::json& out) {
   const bool serial = plan.network.serial && !plan.network.is_free();
-  if (plan.stragglers == sim::StragglerPolicy::kCancel && !serial && !plan.collective) {
+  if (plan.stragglers == sim::StragglerPolicy::kCancel && !serial) {
     return;
-  }
-  if (plan.collective) {
-    out["aggregation_note"] = fmt::format(
-        "{} all-reduce: the closed forms cover the parameter server (the stop t*); the "
-        "iteration time max_i completion_i is simulated",
-        plan.aggregation);
   }
   if (plan.stragglers != sim::StragglerPolicy::kCancel) {
     out["policy_note"] =
@@ -215,27 +211,37 @@ void add_target(const RunPlan& plan, nlohmann::json& out) {
           : nlohmann::json(its.get<double>() * out["expected_iteration_time"].get<double>());
 }
 
-/// The predicted speedup against n for ErasureHead (FRC under first_r at the plan's fraction
-/// r/n) under an i.i.d. shifted exponential; nullopt for other schemes (`proportional` too: its
-/// shares depend on the factors at each n) and delay models.
-std::optional<nlohmann::json> speedup_rows(const sim::SchemeDescription& scheme,
-                                           const sim::DelayModel& delays) {
-  const auto base = delays.shifted_exponential();
-  if (scheme.code != sim::CodeFamily::kFractionalRepetition || !scheme.loads.empty() ||
-      scheme.rule != sim::RuleKind::kFirstR || !base) {
-    return std::nullopt;
-  }
+/// The n of the speedup table: powers of two from 8 that d divides, and the config's own n.
+std::vector<int> speedup_workers(const sim::SchemeDescription& scheme) {
   std::vector<int> ns;
   for (std::int64_t n = 8; n <= kSpeedupMaxWorkers; n *= 2) {
     if (n % scheme.d == 0 && n != scheme.workers) {
       ns.push_back(static_cast<int>(n));
     }
   }
-  // The config's own n is always in the table.
   ns.insert(std::upper_bound(ns.begin(), ns.end(), scheme.workers), scheme.workers);
+  return ns;
+}
+
+/// Whether the speedup table applies: ErasureHead (FRC under first_r, not `proportional`: its
+/// shares depend on the factors at each n) under an i.i.d. shifted exponential.
+bool erasurehead_table_applies(const sim::SchemeDescription& scheme,
+                               const sim::DelayModel& delays) {
+  return scheme.code == sim::CodeFamily::kFractionalRepetition && scheme.loads.empty() &&
+         scheme.rule == sim::RuleKind::kFirstR && delays.shifted_exponential().has_value();
+}
+
+/// The predicted speedup against n for ErasureHead at the plan's fraction r/n; nullopt for
+/// other schemes and delay models.
+std::optional<nlohmann::json> speedup_rows(const sim::SchemeDescription& scheme,
+                                           const sim::DelayModel& delays) {
+  if (!erasurehead_table_applies(scheme, delays)) {
+    return std::nullopt;
+  }
+  const auto base = delays.shifted_exponential();
   const double fraction = static_cast<double>(scheme.r) / scheme.workers;
-  const auto points =
-      sim::predicted_speedup(ns, {scheme.d, fraction}, base->shift, base->rate, base->tail);
+  const auto points = sim::predicted_speedup(
+      speedup_workers(scheme), {scheme.d, fraction}, base->shift, base->rate, base->tail);
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& pt : points) {
     rows.push_back({{"workers", pt.workers},
@@ -247,6 +253,117 @@ std::optional<nlohmann::json> speedup_rows(const sim::SchemeDescription& scheme,
                     {"speedup_vs_frc", pt.speedup_vs_frc}});
   }
   return rows;
+}
+
+/// ErasureHead's speedup over uncoded when both reduce by the plan's ring (docs/theory.md
+/// "Collectives"): (E[max] + C)/(E[T_(r:n)] + C), C = 2(n − 1)(α + S/(nB)) with the plan's α
+/// and S/B at every n; nullopt for other collectives, schemes and delay models.
+std::optional<nlohmann::json> ring_speedup_rows(const RunPlan& plan,
+                                                const sim::SchemeDescription& scheme,
+                                                const sim::DelayModel& delays) {
+  const sim::CollectiveAggregation& c = *plan.collective;
+  if (c.options.kind != sim::collectives::CollectiveKind::kRing ||
+      !erasurehead_table_applies(scheme, delays)) {
+    return std::nullopt;
+  }
+  const auto base = delays.shifted_exponential();
+  const double bytes = c.bytes_per_element * static_cast<double>(c.schedule->elements);
+  const double fraction = static_cast<double>(scheme.r) / scheme.workers;
+  const auto points = sim::ring_speedup(speedup_workers(scheme),
+                                        {scheme.d, fraction},
+                                        base->shift,
+                                        base->rate,
+                                        base->tail,
+                                        c.options.link.latency,
+                                        bytes / c.options.link.bandwidth);
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& pt : points) {
+    rows.push_back({{"workers", pt.workers},
+                    {"r", pt.r},
+                    {"ring_cost", pt.ring_cost},
+                    {"uncoded", pt.uncoded},
+                    {"erasurehead", pt.erasurehead},
+                    {"speedup_parameter_server", pt.speedup_parameter_server},
+                    {"speedup_ring", pt.speedup_ring}});
+  }
+  return rows;
+}
+
+/// The max-plus offsets w_j of the plan's collective (collectives::completion_offsets).
+std::vector<double> collective_offsets(const RunPlan& plan) {
+  const sim::CollectiveAggregation& c = *plan.collective;
+  return sim::collectives::completion_offsets(*c.schedule, c.options, c.bytes_per_element);
+}
+
+/// A collective's iteration time (docs/theory.md "Collectives"): E[T] and its sd when the form is
+/// exact (or simulated), null with bounds; q and q₂ are the stop's (the heard set is the
+/// parameter server's); `collective` holds the form, the bounds on E[T], the stop t* and the
+/// offsets.
+void add_collective_time(const RunPlan& plan,
+                         const sim::CollectiveTimePrediction& p,
+                         nlohmann::json& out) {
+  const bool bounds = p.form == "bounds";
+  out["expected_iteration_time"] = bounds ? nlohmann::json() : number_or_null(p.mean);
+  out["iteration_time_sd"] = bounds ? nlohmann::json() : number_or_null(p.sd);
+  out["group_erasure_probability"] = number_or_null(p.stop.q);
+  out["q2"] = number_or_null(p.stop.q2);
+  out["method"] = p.form == "simulation"
+                      ? std::string("simulation")
+                      : fmt::format("collective theory ({}): {}", p.form, p.method);
+  out["estimated_operations"] = p.stop.estimated_operations;
+  if (p.form == "simulation") {
+    out["iteration_time_se"] = p.standard_error;
+    out["draws"] = p.stop.draws;
+    out["fallback_reason"] = p.stop.fallback_reason;
+  }
+  out["collective"] = {{"aggregation", plan.aggregation},
+                       {"form", p.form},
+                       {"lower", number_or_null(p.lower)},
+                       {"upper", number_or_null(p.upper)},
+                       {"stop_time", number_or_null(p.stop.mean)},
+                       {"stop_method", p.stop.method},
+                       {"offset_min", p.min_offset},
+                       {"offset_max", p.max_offset}};
+}
+
+/// A collective run's predictions: its iteration time, the ring's speedup table (ErasureHead
+/// over a ring) and the convergence keys with the stop's q, q₂; anytime's note.
+nlohmann::json collective_predictions(const RunPlan& plan,
+                                      const sim::SchemeDescription& scheme,
+                                      const sim::DelayModel& delays,
+                                      bool convergence,
+                                      bool anytime) {
+  nlohmann::json out;
+  sim::CollectiveTimePrediction p;
+  try {
+    p = sim::predict_collective_time(
+        scheme, delays, collective_offsets(plan), prediction_options(plan, kPolicyDraws));
+  } catch (const sim::NumericalError& e) {
+    out["iteration_time_problem"] = e.what();
+    return out;
+  }
+  add_collective_time(plan, p, out);
+  if (anytime) {
+    add_anytime_note(plan, convergence, out);
+    return out;
+  }
+  if (!convergence) {
+    return out;
+  }
+  if (auto rows = ring_speedup_rows(plan, scheme, delays)) {
+    for (const auto& row : *rows) {
+      if (row["workers"] == scheme.workers) {
+        out["ring_speedup_at_config_n"] = row;
+      }
+    }
+    out["ring_speedup_vs_n"] = std::move(*rows);
+  }
+  if (plan.delay_only()) {
+    return out;
+  }
+  out.update(convergence_predictions(plan, &scheme, &p.stop));
+  add_target(plan, out);
+  return out;
 }
 
 /// Multi-message (docs/theory.md "Multi-message completion time"): its own completion-time
@@ -262,7 +379,14 @@ nlohmann::json multi_message_predictions(const RunPlan& plan,
   o.deadline = plan.scheme.rule->deadline();
   o.simulate = prediction_options(plan, kPolicyDraws).simulate;
   try {
-    add_iteration_time(sim::predict_multi_message_time(orders, *delays, o), out);
+    if (plan.collective) {
+      add_collective_time(
+          plan,
+          sim::predict_collective_multi_message_time(orders, *delays, collective_offsets(plan), o),
+          out);
+    } else {
+      add_iteration_time(sim::predict_multi_message_time(orders, *delays, o), out);
+    }
   } catch (const sim::NumericalError& e) {
     out["iteration_time_problem"] = e.what();
     return out;
@@ -510,6 +634,9 @@ nlohmann::json predictions(const RunPlan& plan, bool convergence) {
         kNumericalPredictionWorkers);
     return out;
   }
+  if (plan.collective) {
+    return collective_predictions(plan, *scheme, *delays, convergence, anytime.has_value());
+  }
   sim::IterationTimePrediction p;
   try {
     p = predict_with_network(plan, *scheme, *delays);
@@ -528,8 +655,7 @@ nlohmann::json predictions(const RunPlan& plan, bool convergence) {
     return out;
   }
   // The speedup table is the closed forms' without communication.
-  if (auto rows = plan.network.is_free() && !plan.collective ? speedup_rows(*scheme, *delays)
-                                                             : std::nullopt) {
+  if (auto rows = plan.network.is_free() ? speedup_rows(*scheme, *delays) : std::nullopt) {
     for (const auto& row : *rows) {
       if (row["workers"] == scheme->workers) {
         out["speedup_at_config_n"] = row;

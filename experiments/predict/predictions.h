@@ -43,7 +43,11 @@ std::optional<ConvergenceInputs> convergence_inputs(const RunPlan& plan, std::st
 /// delay-only path, with iteration_time_se and policy_note); with data the keys of
 /// convergence_predictions (the coded bound or null with bound_problem, the exact least-squares
 /// curve, docs/convergence.md), iterations_to_target, time_to_target; and for FRC first_r schemes
-/// speedup_vs_n (powers of two and the config's own n) and speedup_at_config_n.
+/// speedup_vs_n (powers of two and the config's own n) and speedup_at_config_n. A collective run
+/// (docs/theory.md "Collectives"): expected_iteration_time from sim/theory/collective_theory.h
+/// (null with bounds), method "collective theory (exact|bounds): …", the `collective` block
+/// (form, lower, upper, stop_time, offsets) and, over a ring, ring_speedup_vs_n and
+/// ring_speedup_at_config_n.
 /// `convergence` false skips the convergence part (which solves for f*), the speedup table and
 /// the finish/drain simulation: what every summary.json records under "theory".
 nlohmann::json predictions(const RunPlan& plan, bool convergence = true);

@@ -11,12 +11,14 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "experiments/config/config_error.h"
 #include "experiments/config/run_plan.h"
 #include "experiments/fit_report.h"
+#include "experiments/predict/predictions.h"
 #include "tests/test_paths.h"
 
 namespace stragglersim::experiments {
@@ -399,4 +401,157 @@ TEST_CASE("advise: refuses configs without data or target", "[advise]") {
 }
 
 }  // namespace
+}  // namespace stragglersim::experiments
+
+namespace stragglersim::experiments {
+
+TEST_CASE("advise: collective candidates over the config's all-reduce", "[advise][collectives]") {
+  const nlohmann::json ring = {{"kind", "ring"}, {"latency", 0.001}, {"bandwidth", 1.0e6}};
+  const nlohmann::json delay = {{"kind", "shifted_exponential"}, {"shift", 0.1}};
+  CHECK(labels(collective_candidates(ring, 16, 0.0, delay)) ==
+        std::vector<std::string>{"ring: uncoded",
+                                 "ring: backup workers r=12",
+                                 "ring: backup workers r=8",
+                                 "ring: exact frc d=2",
+                                 "ring: erasurehead frc d=2 r=8",
+                                 "ring: erasurehead frc d=2 r=12"});
+  const auto with_deadline = collective_candidates(ring, 12, 0.5, delay);
+  CHECK(labels(with_deadline) == std::vector<std::string>{"ring: uncoded",
+                                                          "ring: backup workers r=9",
+                                                          "ring: backup workers r=6",
+                                                          "ring: exact frc d=2",
+                                                          "ring: erasurehead frc d=2 r=6",
+                                                          "ring: erasurehead frc d=2 r=9",
+                                                          "ring: exact frc d=3",
+                                                          "ring: erasurehead frc d=3 r=6",
+                                                          "ring: bounded-time deadline=0.5",
+                                                          "ring: drop_compute m=4 threshold=0.5"});
+  for (const auto& c : with_deadline) {
+    INFO(c.label);
+    CHECK(c.aggregation == "ring");
+    CHECK(c.block["aggregation"] == ring);
+  }
+  const SchemeCandidate& backup = with_deadline[1];
+  CHECK(backup.block["rescale"] == "empirical");
+  CHECK(backup.block["stopping"] == nlohmann::json({{"rule", "first_r"}, {"r", 9}}));
+  const SchemeCandidate& drop = with_deadline.back();
+  CHECK(drop.block["partitions"] == 48);
+  CHECK(drop.block["code"]["kind"] == "proportional");
+  CHECK(drop.block["code"]["d"] == 1);
+  CHECK(drop.block["stopping"] == nlohmann::json({{"rule", "drop_compute"}, {"threshold", 0.5}}));
+  // StragglAR when the delay names one worker slowest and n is a power of two; not on a tie, not
+  // at n = 12, not when the config's all-reduce is StragglAR already.
+  std::vector<double> factors(16, 1.0);
+  factors[5] = 3.0;
+  const nlohmann::json slow = {{"kind", "heterogeneous"}, {"factors", factors}};
+  const auto named = collective_candidates(ring, 16, 0.0, slow);
+  REQUIRE(named.back().label == "stragglar: uncoded straggler=5");
+  CHECK(named.back().aggregation == "stragglar");
+  CHECK(named.back().block["aggregation"] ==
+        nlohmann::json(
+            {{"kind", "stragglar"}, {"straggler", 5}, {"latency", 0.001}, {"bandwidth", 1.0e6}}));
+  factors[9] = 3.0;
+  CHECK(labels(collective_candidates(ring, 16, 0.0, {{"factors", factors}})).back() ==
+        "ring: erasurehead frc d=2 r=12");
+  std::vector<double> twelve(12, 1.0);
+  twelve[2] = 2.0;
+  CHECK(labels(collective_candidates(ring, 12, 0.0, {{"factors", twelve}})).back() ==
+        "ring: erasurehead frc d=3 r=6");
+  nlohmann::json stragglar = ring;
+  stragglar["kind"] = "stragglar";
+  stragglar["straggler"] = 5;
+  CHECK(labels(collective_candidates(stragglar, 16, 0.0, slow)).back() ==
+        "stragglar: erasurehead frc d=2 r=12");
+}
+
+TEST_CASE("advise: beside a collective the parameter server runs on the collective's links",
+          "[advise][collectives]") {
+  const nlohmann::json hierarchical = {{"kind", "hierarchical"},
+                                       {"latency", 0.005},
+                                       {"bandwidth", 250000.0},
+                                       {"node_size", 4},
+                                       {"intra_latency", 0.0001}};
+  SchemeCandidate c = scheme_candidates(16, 0.0).front();
+  on_parameter_server(c, hierarchical);
+  CHECK(c.label == "parameter_server: uncoded");
+  CHECK(c.aggregation == "parameter_server");
+  CHECK(c.block["aggregation"] == nlohmann::json({{"kind", "parameter_server"}}));
+  CHECK(c.block["network"] == nlohmann::json({{"latency", 0.005}, {"bandwidth", 250000.0}}));
+  // Every candidate of a collective config plans: the collective ones keep the block, the
+  // parameter-server ones trade it for the network.
+  auto config = read_json_file(kExamples / "collectives" / "hierarchical.json");
+  config["target_loss"] = 0.3;
+  std::vector<SchemeCandidate> all = scheme_candidates(16, 0.4);
+  for (auto& p : all) {
+    on_parameter_server(p, config["aggregation"]);
+  }
+  for (auto& x : collective_candidates(config["aggregation"], 16, 0.4, config["delay"])) {
+    all.push_back(std::move(x));
+  }
+  for (const auto& x : all) {
+    INFO(x.label);
+    const nlohmann::json applied = apply_candidate(config, x);
+    CHECK(applied["aggregation"] == x.block["aggregation"]);
+    CHECK(applied.contains("network") == (x.aggregation == "parameter_server"));
+    const RunPlan plan = plan_run(applied, "hierarchical.json", kExamples / "collectives");
+    CHECK(plan.collective.has_value() == (x.aggregation != "parameter_server"));
+    CHECK(plan.network.is_free() == plan.collective.has_value());
+  }
+}
+
+TEST_CASE("advise: a collective config ranks both families and names each row's aggregation",
+          "[advise][collectives]") {
+  // The ring example at 8 workers: the ring's uncoded row is the collective theory's E[T] (what
+  // `theory` reports for that config), its backup workers are the ring's first_r with the
+  // empirical rescale, and the parameter server's uncoded row pays the link's α + S/B once.
+  auto config = read_json_file(kExamples / "collectives" / "ring_uncoded.json");
+  config["workers"] = 8;
+  config["data"]["rows"] = 400;
+  config["optimizer"]["iterations"] = 40;
+  AdviceOptions o;
+  o.suboptimality = 0.2;
+  o.repetitions = 2;
+  const Advice a = advise(config, "ring_uncoded.json", kExamples / "collectives", o);
+  const nlohmann::json j = advice_json(a);
+  std::map<std::string, const SchemeCandidate*> by_label;
+  for (const auto& c : a.ranked) {
+    by_label[c.label] = &c;
+    CHECK((c.aggregation == "ring" || c.aggregation == "parameter_server"));
+    CHECK(c.label.starts_with(c.aggregation + ": "));
+  }
+  for (const auto& row : j["schemes"]) {
+    CHECK(row.contains("aggregation"));
+  }
+  for (const char* label : {"ring: uncoded",
+                            "ring: backup workers r=6",
+                            "ring: erasurehead frc d=2 r=4",
+                            "ring: exact frc d=2",
+                            "parameter_server: uncoded",
+                            "parameter_server: k-async K=4"}) {
+    INFO(label);
+    REQUIRE(by_label.count(label) == 1);
+    CHECK(by_label[label]->problem.empty());
+  }
+  // The deadline candidates over the ring stop at ErasureHead's mean stop over it.
+  const SchemeCandidate& eh = *by_label["ring: erasurehead frc d=2 r=4"];
+  REQUIRE(std::isfinite(eh.stop_time));
+  CHECK(by_label.count(fmt::format("ring: bounded-time deadline={:.4g}", eh.stop_time)) == 1);
+  CHECK(by_label.count(fmt::format("ring: drop_compute m=4 threshold={:.4g}", eh.stop_time)) == 1);
+  SchemeCandidate uncoded;
+  uncoded.block = by_label["ring: uncoded"]->block;
+  const RunPlan ring_plan =
+      plan_run(apply_candidate(config, uncoded), "ring_uncoded.json", kExamples / "collectives");
+  const nlohmann::json theory = predictions(ring_plan, false);
+  CHECK(by_label["ring: uncoded"]->iteration_time ==
+        Approx(theory["expected_iteration_time"].get<double>()).epsilon(1e-12));
+  CHECK(by_label["ring: uncoded"]->iteration_time_method.starts_with("theory (collective exact"));
+  // The parameter server's uncoded: E[max] + α + S/B (parallel links), S = 8 bytes × p values.
+  const SchemeCandidate& ps = *by_label["parameter_server: uncoded"];
+  const RunPlan ps_plan =
+      plan_run(apply_candidate(config, ps), "ring_uncoded.json", kExamples / "collectives");
+  const double shift = 0.001 + 8.0 * static_cast<double>(ps_plan.objective->dimension()) / 1.0e6;
+  const double e_max = 0.1 + (1.0 + 0.5 + 1.0 / 3 + 0.25 + 0.2 + 1.0 / 6 + 1.0 / 7 + 0.125) / 4.0;
+  CHECK(ps.iteration_time == Approx(e_max + shift).epsilon(1e-9));
+}
+
 }  // namespace stragglersim::experiments
