@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -230,12 +231,12 @@ void collective_rows(bool quick, std::vector<CheckRow>& rows) {
   const int iterations = quick ? 4000 : 20000;
   Draws draws(20250528);
   std::uint64_t seed = 7100;
-  const CollectiveKind kinds[] = {CollectiveKind::kRing,
-                                  CollectiveKind::kTree,
-                                  CollectiveKind::kHalvingDoubling,
-                                  CollectiveKind::kDirect,
-                                  CollectiveKind::kHierarchical,
-                                  CollectiveKind::kStragglar};
+  const std::array<CollectiveKind, 6> kinds = {CollectiveKind::kRing,
+                                               CollectiveKind::kTree,
+                                               CollectiveKind::kHalvingDoubling,
+                                               CollectiveKind::kDirect,
+                                               CollectiveKind::kHierarchical,
+                                               CollectiveKind::kStragglar};
   for (const CollectiveKind kind : kinds) {
     for (const bool heterogeneous : {false, true}) {
       for (const sim::RuleKind rule :

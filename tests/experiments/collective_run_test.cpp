@@ -117,13 +117,16 @@ TEST_CASE("collective run: every collectives example runs and writes the collect
     REQUIRE(plan.collective);
     const RunOutcome outcome = execute_run(plan, out);
     CHECK(outcome.status == "ok");
-    const std::string workers = collective_read(out / "workers.csv");
-    CHECK(workers.substr(0, workers.find('\n')) ==
-          "worker,heard,used,share,collective_seconds_mean,arrived_last");
+    // A delay-only run (erasurehead_ring_speedup.json, docs/theory.md) writes no workers.csv.
+    if (!config["data"].is_null()) {
+      const std::string workers = collective_read(out / "workers.csv");
+      CHECK(workers.substr(0, workers.find('\n')) ==
+            "worker,heard,used,share,collective_seconds_mean,arrived_last");
+    }
     CHECK(outcome.summary["config"]["aggregation"] == config["aggregation"]);
     ++ran;
   }
-  CHECK(ran == 7);
+  CHECK(ran == 8);
 }
 
 TEST_CASE("collective run: a ring's estimate is the gradient the parameter server decodes",
