@@ -74,6 +74,27 @@ void end_of_rows(ProduceRows&& produce_rows, RunOutcome& outcome) {
   }
 }
 
+/// One delay-only trace row at cumulative time `time`; a non-finite clock is numerical trouble,
+/// reported, never written.
+void format_delay_only_row(fmt::memory_buffer& buffer,
+                           const sim::DelayOnlyIteration& it,
+                           double time) {
+  if (!std::isfinite(time)) {
+    throw sim::NumericalError(fmt::format(
+        "iteration {}: non-finite simulated time {} (iteration time {}; delays too large)",
+        it.iteration,
+        time,
+        it.iteration_time));
+  }
+  fmt::format_to(std::back_inserter(buffer),
+                 "{},{},{},{},{}\n",
+                 it.iteration,
+                 time,
+                 it.iteration_time,
+                 it.workers_heard,
+                 it.groups_covered);
+}
+
 RunOutcome run_delay_only(const RunPlan& plan,
                           const RunSetUp& setup,
                           TraceWriter& trace,
@@ -103,21 +124,7 @@ RunOutcome run_delay_only(const RunPlan& plan,
             plan.iterations,
             [&](const sim::DelayOnlyIteration& it) {
               time += it.iteration_time;
-              if (!std::isfinite(time)) {
-                throw sim::NumericalError(
-                    fmt::format("iteration {}: non-finite simulated time {} (iteration time {}; "
-                                "delays too large)",
-                                it.iteration,
-                                time,
-                                it.iteration_time));
-              }
-              fmt::format_to(std::back_inserter(buffer),
-                             "{},{},{},{},{}\n",
-                             it.iteration,
-                             time,
-                             it.iteration_time,
-                             it.workers_heard,
-                             it.groups_covered);
+              format_delay_only_row(buffer, it, time);
               if (it.workers_heard == 0 && silent++ == 0) {
                 first_silent = it.iteration;
               }
