@@ -40,6 +40,6 @@ done
 "$python" "$root/plots/plot_collectives.py" \
   --sweep "(a) injected: n = 32, 0.1 s + Exp(1) per unit load=$out/injected/evaluation" \
   --sweep "(b) persistent straggler: worker 31 three times slower=$out/persistent/evaluation" \
-  --sweep "(c) persistent straggler, links 100 times slower=$out/slow_links/evaluation" \
+  --sweep "(c) worker 31 ten times slower, links 100 times slower=$out/slow_links/evaluation" \
   --sweep "(d) measured: ByteDance job SE, 32 DP ranks=$out/trace/evaluation" \
   --out "$out/collectives.png" --csv "$out/collectives.csv"
