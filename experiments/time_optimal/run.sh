@@ -12,23 +12,8 @@
 # Builds (incrementally) and uses build/release/experiments/stragglersim, or $STRAGGLERSIM_BIN.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-out="$root/out/time_optimal"
-jobs="$(nproc)"
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --out) out="$2"; shift ;;
-    --jobs) jobs="$2"; shift ;;
-    *) echo "usage: run.sh [--out DIR] [--jobs N]" >&2; exit 2 ;;
-  esac
-  shift
-done
-if [ -n "${STRAGGLERSIM_BIN:-}" ]; then
-  bin="$STRAGGLERSIM_BIN"
-else
-  bash "$root/tools/build.sh" release stragglersim
-  bin="$root/build/release/experiments/stragglersim"
-fi
-python=/usr/bin/python3
+source "$root/experiments/experiment_options.sh"
+experiment_options "$root/out/time_optimal" "run.sh [--out DIR] [--jobs N]" "$@"
 mkdir -p "$out"
 for setting in default injected fixed trace; do
   start=$(date +%s)
