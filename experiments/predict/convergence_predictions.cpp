@@ -130,6 +130,27 @@ std::optional<Coefficients> exact_coefficients(const RunPlan& plan,
   return c;
 }
 
+/// Why first_r's heard set is not a uniform subset when the workers' delays differ: the code's
+/// loads, or (every load equal) the delay model's own workers (a trace's columns, heterogeneous
+/// factors).
+std::string first_r_unequal_reason(const RunPlan& plan, const sim::DelayModel& delays) {
+  const std::vector<double> loads = plan.scheme.code->loads();
+  const bool equal_loads =
+      std::all_of(loads.begin(), loads.end(), [&loads](double l) { return l == loads.front(); });
+  const std::string cause =
+      equal_loads ? fmt::format(
+                        "the delay model '{}' makes the workers differ; code '{}' gives every "
+                        "worker the same load",
+                        delays.name(),
+                        plan.scheme.code->name())
+                  : fmt::format("code '{}' gives them different loads", plan.scheme.code->name());
+  return fmt::format(
+      "rule first_r with workers of different delay distributions ({}): the first r arrivals "
+      "are not a uniform subset; no exact coefficient moments, no bound derived (a deadline "
+      "rule has them)",
+      cause);
+}
+
 /// The law of the heard set for a code without exchangeable groups: nullopt (with `why`) where
 /// the heard set is not a uniform subset or independent across workers.
 std::optional<sim::HeardSetLaw> heard_set_law(const RunPlan& plan, std::string* why) {
@@ -155,24 +176,7 @@ std::optional<sim::HeardSetLaw> heard_set_law(const RunPlan& plan, std::string* 
   const bool identical = identical_delays(*delays);
   if (shape->kind == sim::RuleKind::kFirstR) {
     if (!identical) {
-      // Name the cause: the code's loads, or (every load equal) the delay model's own workers
-      // (a trace's columns, heterogeneous factors).
-      const std::vector<double> loads = plan.scheme.code->loads();
-      const bool equal_loads = std::all_of(
-          loads.begin(), loads.end(), [&loads](double l) { return l == loads.front(); });
-      const std::string cause =
-          equal_loads
-              ? fmt::format(
-                    "the delay model '{}' makes the workers differ; code '{}' gives "
-                    "every worker the same load",
-                    delays->name(),
-                    plan.scheme.code->name())
-              : fmt::format("code '{}' gives them different loads", plan.scheme.code->name());
-      *why = fmt::format(
-          "rule first_r with workers of different delay distributions ({}): the first r arrivals "
-          "are not a uniform subset; no exact coefficient moments, no bound derived (a deadline "
-          "rule has them)",
-          cause);
+      *why = first_r_unequal_reason(plan, *delays);
       return std::nullopt;
     }
     return sim::HeardSetLaw::uniform_subset(n, shape->r);
