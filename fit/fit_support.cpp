@@ -122,6 +122,7 @@ void run_on_two_threads(const std::vector<std::function<void()>>& tasks) {
     helper.emplace(work);
   } catch (const std::system_error&) {
     // No thread may start (EAGAIN): this thread takes every task, with the same results.
+    helper.reset();
   }
   work();
   if (helper) {
