@@ -183,7 +183,7 @@ void ThreadedBackend::refuse_thread_shortage(std::size_t started) const {
         started,
         n_));
   } catch (...) {
-    // another exception: the caller rethrows it
+    return;  // another exception: the caller rethrows it
   }
 }
 
