@@ -220,6 +220,43 @@ void validate_runs(const SweepSpec& spec,
   }
 }
 
+/// What every run of execute_runs shares.
+struct RunContext {
+  int threads;
+  const SweepOptions& options;
+  ObjectiveCache& cache;
+  /// Held exclusively by a run whose backend does not share the cores, shared by the others.
+  std::shared_mutex& cores;
+};
+
+/// Writes `run`'s folder `dir` and config, plans it again if its plan was not kept (validated,
+/// not kept: the same config gives the same plan), executes it, and lets the plan go.
+RunOutcome plan_and_execute(const SweepSpec& spec,
+                            const SweepRun& run,
+                            const fs::path& dir,
+                            const RunContext& context,
+                            std::unique_ptr<RunPlan>& plan) {
+  fs::create_directories(dir);
+  remove_stale_temporaries(dir);
+  write_file_atomically(dir / "config.json", config_text(run));
+  if (!plan) {
+    plan = std::make_unique<RunPlan>(plan_run(
+        run.config, run_label(spec, run), spec.base_dir, {context.threads, &context.cache.setup}));
+    (void)context.cache.share(*plan, spec.base_dir);
+  }
+  plan->f_star_cache = context.options.f_star_cache;
+  RunOutcome outcome;
+  if (!plan->backend.traits.shares_cores) {
+    const std::unique_lock alone(context.cores);
+    outcome = execute_run(*plan, dir);
+  } else {
+    const std::shared_lock shared(context.cores);
+    outcome = execute_run(*plan, dir);
+  }
+  plan.reset();
+  return outcome;
+}
+
 /// Runs `todo` on `jobs` threads; returns how many ran. Threads-backend runs take the lock
 /// exclusively: they are timed on real cores and must not share them with other runs.
 std::size_t execute_runs(const SweepSpec& spec,
@@ -250,25 +287,8 @@ std::size_t execute_runs(const SweepSpec& spec,
     const SweepRun& run = spec.runs[todo[t]];
     const fs::path dir = out_dir / run.folder;
     try {
-      fs::create_directories(dir);
-      remove_stale_temporaries(dir);
-      write_file_atomically(dir / "config.json", config_text(run));
-      if (!plans[run.index]) {  // validated, not kept: plan it again (same config, same result)
-        auto plan = std::make_unique<RunPlan>(
-            plan_run(run.config, run_label(spec, run), spec.base_dir, {threads, &cache.setup}));
-        (void)cache.share(*plan, spec.base_dir);
-        plans[run.index] = std::move(plan);
-      }
-      plans[run.index]->f_star_cache = options.f_star_cache;
-      RunOutcome outcome;
-      if (!plans[run.index]->backend.traits.shares_cores) {
-        const std::unique_lock alone(cores);
-        outcome = execute_run(*plans[run.index], dir);
-      } else {
-        const std::shared_lock shared(cores);
-        outcome = execute_run(*plans[run.index], dir);
-      }
-      plans[run.index].reset();
+      const RunOutcome outcome =
+          plan_and_execute(spec, run, dir, {threads, options, cache, cores}, plans[run.index]);
       const std::lock_guard lock(mutex);
       count_warnings(outcome.summary, run.folder, warnings);
       ++ran;
