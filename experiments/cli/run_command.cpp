@@ -79,36 +79,8 @@ std::string time_phrase(const RunPlan& plan, const nlohmann::json& s) {
   return fmt::format("{:.6g} simulated s ({:.6g} real s)", simulated, real);
 }
 
-int report_run(const RunPlan& plan,
-               const RunOutcome& outcome,
-               const std::string& config,
-               const std::string& out_dir,
-               bool quiet) {
-  // The outcome's own line first (scripts read the first line of stderr), then the warnings.
-  if (outcome.status == "interrupted") {
-    const int signal = interrupt_flag().load();
-    std::cerr << fmt::format(
-        "{}: interrupted by signal {} after iteration {}; trace and summary are in {}\n",
-        config,
-        signal,
-        outcome.summary["iterations"].get<std::uint64_t>(),
-        out_dir);
-    if (!quiet) {
-      print_warnings(outcome.summary);
-    }
-    return 128 + signal;
-  }
-  if (outcome.status != "ok") {
-    std::cerr << fmt::format("error: {}: {}\n", config, outcome.error);
-    std::cerr << fmt::format("the trace up to the last good iteration is in {}\n", out_dir);
-    if (!quiet) {
-      print_warnings(outcome.summary);
-    }
-    return 3;
-  }
-  if (quiet) {
-    return 0;
-  }
+/// A finished run's warnings, its line (iterations, time, final loss) and the files it wrote.
+void print_run_done(const RunPlan& plan, const RunOutcome& outcome, const std::string& out_dir) {
   print_warnings(outcome.summary);
   const auto& s = outcome.summary;
   if (plan.delay_only()) {
@@ -144,6 +116,39 @@ int report_run(const RunPlan& plan,
   if (!outcome.collective_csv.empty()) {
     std::cout << fmt::format("wrote {}/collective.csv\n", out_dir);
   }
+}
+
+int report_run(const RunPlan& plan,
+               const RunOutcome& outcome,
+               const std::string& config,
+               const std::string& out_dir,
+               bool quiet) {
+  // The outcome's own line first (scripts read the first line of stderr), then the warnings.
+  if (outcome.status == "interrupted") {
+    const int signal = interrupt_flag().load();
+    std::cerr << fmt::format(
+        "{}: interrupted by signal {} after iteration {}; trace and summary are in {}\n",
+        config,
+        signal,
+        outcome.summary["iterations"].get<std::uint64_t>(),
+        out_dir);
+    if (!quiet) {
+      print_warnings(outcome.summary);
+    }
+    return 128 + signal;
+  }
+  if (outcome.status != "ok") {
+    std::cerr << fmt::format("error: {}: {}\n", config, outcome.error);
+    std::cerr << fmt::format("the trace up to the last good iteration is in {}\n", out_dir);
+    if (!quiet) {
+      print_warnings(outcome.summary);
+    }
+    return 3;
+  }
+  if (quiet) {
+    return 0;
+  }
+  print_run_done(plan, outcome, out_dir);
   return 0;
 }
 
