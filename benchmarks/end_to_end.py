@@ -1,5 +1,5 @@
 """stragglersim against the same experiment written in numpy and scipy, whole processes, on the
-same data file and the same measured delays (issue 28).
+same data file and the same measured delays.
 
     bash tools/build.sh release stragglersim
     /usr/bin/python3 benchmarks/end_to_end.py [--repetitions 5] [--job default|covtype|all]

@@ -1,6 +1,6 @@
 // Order-statistics sampler throughput: delay-only iterations per second at n up to 10^9 (compact
 // codes, uniform loads: nothing per worker), through DelayOnlySimulator::run as a run uses it.
-// Reported as items_per_second = iterations per second. Goals (issue 15): ≥ 10^7/s for the O(1)
+// Reported as items_per_second = iterations per second. Goals: ≥ 10^7/s for the O(1)
 // cases, ≥ 10^5/s for first_r at n = 10^9, r = 10^3 (benchmarks/order_statistics.md).
 
 #include <benchmark/benchmark.h>

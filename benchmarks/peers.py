@@ -1,4 +1,4 @@
-"""stragglersim beside its peers (numpy, scipy.sparse) on the same shapes, in one run (issue 15).
+"""stragglersim beside its peers (numpy, scipy.sparse) on the same shapes, in one run.
 
     bash tools/build.sh release stragglersim stragglersim_benchmarks
     /usr/bin/python3 benchmarks/peers.py [--repetitions 5] [--table peers.md]

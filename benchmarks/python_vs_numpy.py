@@ -1,5 +1,5 @@
 """Delay-only iteration times for n = 65 536 workers: the stragglersim module against the numpy
-Monte Carlo a researcher would write in a notebook (issue 17).
+Monte Carlo a researcher would write in a notebook.
 
     PYTHONPATH=build/release/python /usr/bin/python3 benchmarks/python_vs_numpy.py
 

@@ -1,5 +1,5 @@
 #pragma once
-// Time per update of the time-optimal parallel SGD methods run by the asynchronous loop (issue 55;
+// Time per update of the time-optimal parallel SGD methods run by the asynchronous loop (
 // docs/theory.md "Time-optimal methods"): Rennala SGD (Tyurin & Richtárik, NeurIPS 2023), Malenia
 // SGD (same paper), Ringmaster ASGD (Maranjyan, Tyurin & Richtárik, ICML 2025) and MindFlayer SGD
 // (Maranjyan, Shaikh Omar & Richtárik, UAI 2025). Each worker computes one gradient at a time.

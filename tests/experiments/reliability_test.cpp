@@ -1,4 +1,4 @@
-// Reliability of the stragglersim executable against hostile input (issue 16): every reproducer
+// Reliability of the stragglersim executable against hostile input: every reproducer
 // of the fuzzing campaign ends with its documented exit status and message, never a crash,
 // an internal error, a silent infinity or a lost run.
 

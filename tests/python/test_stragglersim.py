@@ -1,4 +1,4 @@
-"""The stragglersim Python module against the command line it wraps (issue 17).
+"""The stragglersim Python module against the command line it wraps.
 
 Every comparison runs the CLI binary of the same build on the same input: traces byte for
 byte on disk and value for value in memory, errors word for word.
