@@ -25,3 +25,16 @@ def small_logistic_sweep_base(iterations, target_loss=0.45):
             "delay": {"kind": "shifted_exponential", "tail": "none", "rate": 2.0},
             "optimizer": {"kind": "gd", "step": "auto", "iterations": iterations},
             "target_loss": target_loss}
+
+
+def run_sweep_file(tmp_path, sweep, name, jobs):
+    """Writes `sweep` to tmp_path/s.json and runs it into tmp_path/name with `--jobs jobs`
+    (quiet); asserts exit 0 and returns the output folder."""
+    import json
+    import subprocess
+    (tmp_path / "s.json").write_text(json.dumps(sweep))
+    out = tmp_path / name
+    result = subprocess.run([CLI, "sweep", str(tmp_path / "s.json"), "--out", str(out),
+                             "--jobs", str(jobs), "--quiet"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return out

@@ -12,7 +12,7 @@ import sys
 
 from scipy.stats import t as student_t
 
-from conftest import CLI, ROOT, small_logistic_sweep_base
+from conftest import ROOT, run_sweep_file, small_logistic_sweep_base
 
 sys.path.insert(0, os.path.join(ROOT, "plots"))
 import plot_baselines  # noqa: E402
@@ -32,12 +32,7 @@ SWEEP = {
 
 
 def run_sweep(tmp_path, name, jobs):
-    (tmp_path / "s.json").write_text(json.dumps(SWEEP))
-    out = tmp_path / name
-    result = subprocess.run([CLI, "sweep", str(tmp_path / "s.json"), "--out", str(out),
-                             "--jobs", str(jobs), "--quiet"], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    return out
+    return run_sweep_file(tmp_path, SWEEP, name, jobs)
 
 
 def test_baselines_table_equals_the_run_files(tmp_path):

@@ -3,13 +3,12 @@ all-reduce schemes side by side, each row of the table the figure plots (its mea
 and interval, coloured by family), and the sweep's bytes the same for one job and two."""
 
 import csv
-import json
 import math
 import os
 import subprocess
 import sys
 
-from conftest import CLI, ROOT, small_logistic_sweep_base
+from conftest import ROOT, run_sweep_file, small_logistic_sweep_base
 
 sys.path.insert(0, os.path.join(ROOT, "plots"))
 import plot_collectives  # noqa: E402
@@ -37,12 +36,7 @@ SWEEP = {
 
 
 def run_collectives_sweep(tmp_path, name, jobs):
-    (tmp_path / "s.json").write_text(json.dumps(SWEEP))
-    out = tmp_path / name
-    result = subprocess.run([CLI, "sweep", str(tmp_path / "s.json"), "--out", str(out),
-                             "--jobs", str(jobs), "--quiet"], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    return out
+    return run_sweep_file(tmp_path, SWEEP, name, jobs)
 
 
 def test_collectives_figure_plots_its_table(tmp_path):

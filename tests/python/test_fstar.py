@@ -6,7 +6,6 @@ with is computed from the same numbers by code that shares nothing with the simu
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 

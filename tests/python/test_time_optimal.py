@@ -4,13 +4,12 @@ to target and its interval, a hollow marker for a scheme that missed), and the s
 the same for one job and two."""
 
 import csv
-import json
 import math
 import os
 import subprocess
 import sys
 
-from conftest import CLI, ROOT, small_logistic_sweep_base
+from conftest import ROOT, run_sweep_file, small_logistic_sweep_base
 
 sys.path.insert(0, os.path.join(ROOT, "plots"))
 import plot_time_optimal  # noqa: E402
@@ -36,12 +35,7 @@ SWEEP = {
 
 
 def run_sweep(tmp_path, name, jobs):
-    (tmp_path / "s.json").write_text(json.dumps(SWEEP))
-    out = tmp_path / name
-    result = subprocess.run([CLI, "sweep", str(tmp_path / "s.json"), "--out", str(out),
-                             "--jobs", str(jobs), "--quiet"], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    return out
+    return run_sweep_file(tmp_path, SWEEP, name, jobs)
 
 
 def test_time_optimal_figure_plots_its_table(tmp_path):
