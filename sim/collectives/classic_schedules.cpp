@@ -81,14 +81,16 @@ void add_chunks(Schedule& schedule,
   }
 }
 
-int ring_reduce_scatter(Schedule& schedule,
-                        const std::vector<int>& members,
-                        int first_round,
-                        int shift) {
+namespace {
+
+/// m − 1 ring steps among `members` from `first_round`: in step s member i sends chunk
+/// (i + offset − s) mod m of m to member i + 1, reducing into it when `reduce`.
+int ring_pass(
+    Schedule& schedule, const std::vector<int>& members, int first_round, int offset, bool reduce) {
   const int m = static_cast<int>(members.size());
   for (int s = 0; s + 1 < m; ++s) {
     for (int i = 0; i < m; ++i) {
-      const int chunk = modulo(i - s + shift, m);
+      const int chunk = modulo(i - s + offset, m);
       add_chunks(schedule,
                  first_round + s,
                  members[static_cast<std::size_t>(i)],
@@ -96,28 +98,23 @@ int ring_reduce_scatter(Schedule& schedule,
                  chunk,
                  chunk + 1,
                  m,
-                 true);
+                 reduce);
     }
   }
   return first_round + std::max(m - 1, 0);
 }
 
+}  // namespace
+
+int ring_reduce_scatter(Schedule& schedule,
+                        const std::vector<int>& members,
+                        int first_round,
+                        int shift) {
+  return ring_pass(schedule, members, first_round, shift, true);
+}
+
 int ring_all_gather(Schedule& schedule, const std::vector<int>& members, int first_round) {
-  const int m = static_cast<int>(members.size());
-  for (int s = 0; s + 1 < m; ++s) {
-    for (int i = 0; i < m; ++i) {
-      const int chunk = modulo(i + 1 - s, m);
-      add_chunks(schedule,
-                 first_round + s,
-                 members[static_cast<std::size_t>(i)],
-                 members[static_cast<std::size_t>((i + 1) % m)],
-                 chunk,
-                 chunk + 1,
-                 m,
-                 false);
-    }
-  }
-  return first_round + std::max(m - 1, 0);
+  return ring_pass(schedule, members, first_round, 1, false);
 }
 
 void build_ring(Schedule& schedule) {
