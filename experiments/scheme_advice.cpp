@@ -484,14 +484,13 @@ std::optional<int> named_straggler(const nlohmann::json& delay) {
 }
 
 /// StragglAR over the block's links when the block is not StragglAR's and the delay names a
-/// straggler (n a power of two, as its schedule needs).
+/// straggler (n ≥ 3).
 void add_stragglar_candidate(const nlohmann::json& aggregation,
                              int n,
                              const nlohmann::json& delay,
                              std::vector<SchemeCandidate>& out) {
   const auto straggler = named_straggler(delay);
-  if (aggregation.value("kind", "") == "stragglar" || !straggler || n < 2 ||
-      !std::has_single_bit(static_cast<unsigned>(n)) ||
+  if (aggregation.value("kind", "") == "stragglar" || !straggler || n < 3 ||
       static_cast<int>(delay["factors"].size()) != n) {
     return;
   }

@@ -135,7 +135,7 @@ struct Advice {
 /// worker: proportional d = 1 with equal factors and k = 4n, threshold the deadline, rescale
 /// empirical); then StragglAR (uncoded all over "stragglar" with the block's links) when the
 /// block is not StragglAR's and the predicted `delay` names a straggler (per-worker factors
-/// with a single largest: that worker), n a power of two.
+/// with a single largest: that worker), n ≥ 3.
 [[nodiscard]] std::vector<SchemeCandidate> collective_candidates(const nlohmann::json& aggregation,
                                                                  int workers,
                                                                  double deadline,

@@ -47,12 +47,8 @@ struct CollectiveCase {
   std::vector<double> factors;
 };
 
-/// n for the kind: a power of two for StragglAR, an even n for hierarchical (nodes of 2 or
-/// n/2), 3 … 16 otherwise.
+/// n for the kind: an even n for hierarchical (nodes of 2 or n/2), 3 … 16 otherwise.
 int draw_workers(CollectiveKind kind, Draws& draws) {
-  if (kind == CollectiveKind::kStragglar) {
-    return 1 << draws.between(2, 4);
-  }
   if (kind == CollectiveKind::kHierarchical) {
     return 2 * draws.between(2, 8);
   }

@@ -16,8 +16,6 @@ namespace {
 constexpr std::array<std::string_view, 6> kKindNames = {
     "ring", "tree", "halving_doubling", "direct", "hierarchical", "stragglar"};
 
-bool is_power_of_two(int n) { return n >= 1 && (n & (n - 1)) == 0; }
-
 Validation check_links(const CollectiveOptions& o) {
   return options_check::first_of({options_check::at_least("latency", o.link.latency, 0.0),
                                   options_check::positive("bandwidth", o.link.bandwidth),
@@ -39,8 +37,8 @@ Validation check_stragglar(int straggler, int ranks) {
   if (straggler < 0 || straggler >= ranks) {
     return options_check::integer_in_range("straggler", straggler, 0, ranks - 1);
   }
-  if (ranks < 2 || !is_power_of_two(ranks)) {
-    return Violation{"workers", "not supported by stragglar", "a power of two >= 2"};
+  if (ranks < 2) {
+    return Violation{"workers", "too few for stragglar", "at least 2"};
   }
   return std::nullopt;
 }

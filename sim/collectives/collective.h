@@ -71,8 +71,7 @@ struct CollectiveOptions {
   /// The first violated constraint for `ranks` ranks, named by config key: ranks ≥ 1
   /// ("workers"), latency ≥ 0 and bandwidth > 0 ("latency", "bandwidth", "intra_latency",
   /// "intra_bandwidth"), node_size ≥ 1 dividing ranks (hierarchical), straggler in [0, ranks)
-  /// (stragglar: "missing" while −1) and ranks a power of two ≥ 2 (stragglar: the sizes its
-  /// schedule reaches the paper's round count for; "workers").
+  /// (stragglar: "missing" while −1) and ranks ≥ 2 (stragglar; "workers").
   [[nodiscard]] Validation validate(int ranks) const;
 };
 

@@ -16,7 +16,15 @@
 // Rounds 1 … k − 1 fill the window: every holder sends its chunk to a position holding nothing
 // (position t − 1 + k receiving chunk t − 1 in round t, positions 1 … k − 1 staying empty until
 // their exchange).
+//
+// Other n ≥ 3 (the paper's synthesizer has no closed form there): a greedy phase 2 with the same
+// exchanges. Each round every free position that lacks a final chunk is matched to a free holder
+// of one it lacks (a maximum matching, the receivers lacking most tried first), which sends it the
+// chunk held by the fewest positions (the lowest on a tie); from round m on the straggler, holding
+// everything, is one more sender. It reaches n − 2 + ⌈log2 n⌉ + {0, 1, 2} rounds for n ≤ 96
+// (docs/model.md §3 "Collectives" has the table).
 #include <algorithm>
+#include <cstdint>
 
 #include "models/base/invariant.h"
 #include "sim/collectives/schedule_builders.h"
@@ -156,6 +164,142 @@ class StragglarPhaseTwo {
   std::vector<int> holds_;  // each position's active chunk (−1: none yet)
 };
 
+/// The greedy phase 2 for any n ≥ 3 (see the file comment).
+class StragglarGreedyPhaseTwo {
+ public:
+  StragglarGreedyPhaseTwo(Schedule& schedule, std::vector<int> rank_of, int first_round)
+      : schedule_(schedule),
+        rank_of_(std::move(rank_of)),
+        m_(static_cast<int>(rank_of_.size()) - 1),
+        first_round_(first_round),
+        have_(static_cast<std::size_t>(m_ + 1), std::vector<bool>(static_cast<std::size_t>(m_))) {}
+
+  void build() {
+    for (int r = 0; !complete(); ++r) {
+      round(r);
+    }
+  }
+
+ private:
+  [[nodiscard]] bool has(int p, int c) const {
+    return have_[static_cast<std::size_t>(p)][static_cast<std::size_t>(c)];
+  }
+  [[nodiscard]] int count(int p) const {
+    return static_cast<int>(std::count(have_[static_cast<std::size_t>(p)].begin(),
+                                       have_[static_cast<std::size_t>(p)].end(),
+                                       true));
+  }
+  [[nodiscard]] bool complete() const {
+    for (int p = 0; p <= m_; ++p) {
+      if (count(p) < m_) {
+        return false;
+      }
+    }
+    return true;
+  }
+  [[nodiscard]] bool useful(int s, int q) const {
+    for (int c = 0; c < m_; ++c) {
+      if (has(s, c) && !has(q, c)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void send(int r, int from, int to, int chunk, bool reduce) {
+    add_chunks(schedule_,
+               first_round_ + r,
+               rank_of_[static_cast<std::size_t>(from)],
+               rank_of_[static_cast<std::size_t>(to)],
+               chunk,
+               chunk + 1,
+               m_,
+               reduce);
+  }
+
+  // Kuhn's augmenting path from receiver q over the senders not yet visited.
+  bool augment(int q, std::vector<bool>& visited, std::vector<int>& receiver_of) const {
+    for (const int s : senders_) {
+      if (!visited[static_cast<std::size_t>(s)] && useful(s, q)) {
+        visited[static_cast<std::size_t>(s)] = true;
+        int& current = receiver_of[static_cast<std::size_t>(s)];
+        if (current < 0 || augment(current, visited, receiver_of)) {
+          current = q;
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  void round(int r) {
+    const int busy = r < m_ ? r : -1;
+    senders_.clear();
+    std::vector<int> receivers;
+    for (int p = 0; p < m_; ++p) {
+      if (p != busy && count(p) > 0) {
+        senders_.push_back(p);
+      }
+      if (p != busy && count(p) < m_) {
+        receivers.push_back(p);
+      }
+    }
+    if (busy < 0) {
+      senders_.push_back(m_);  // the straggler, free once every exchange is done
+    }
+    std::stable_sort(
+        receivers.begin(), receivers.end(), [&](int a, int b) { return count(a) < count(b); });
+    std::vector<int> receiver_of(static_cast<std::size_t>(m_ + 1), -1);
+    for (const int q : receivers) {
+      std::vector<bool> visited(static_cast<std::size_t>(m_ + 1), false);
+      augment(q, visited, receiver_of);
+    }
+    std::vector<int> holders(static_cast<std::size_t>(m_), 0);
+    for (int p = 0; p < m_; ++p) {
+      for (int c = 0; c < m_; ++c) {
+        holders[static_cast<std::size_t>(c)] += has(p, c) ? 1 : 0;
+      }
+    }
+    if (busy >= 0) {
+      send(r, busy, m_, busy, true);
+      send(r, m_, busy, busy, true);
+    }
+    std::vector<std::pair<int, int>> received;  // (position, chunk), applied after the round
+    for (const int s : senders_) {
+      const int q = receiver_of[static_cast<std::size_t>(s)];
+      if (q < 0) {
+        continue;
+      }
+      int chunk = -1;
+      for (int c = 0; c < m_; ++c) {
+        if (has(s, c) && !has(q, c) &&
+            (chunk < 0 ||
+             holders[static_cast<std::size_t>(c)] < holders[static_cast<std::size_t>(chunk)])) {
+          chunk = c;
+        }
+      }
+      send(r, s, q, chunk, false);
+      received.emplace_back(q, chunk);
+    }
+    for (const auto& [q, c] : received) {
+      have_[static_cast<std::size_t>(q)][static_cast<std::size_t>(c)] = true;
+    }
+    if (busy >= 0) {
+      have_[static_cast<std::size_t>(busy)][static_cast<std::size_t>(busy)] = true;
+      have_[static_cast<std::size_t>(m_)][static_cast<std::size_t>(busy)] = true;
+    }
+  }
+
+  Schedule& schedule_;
+  std::vector<int> rank_of_;  // position → rank; position m_ is the straggler
+  int m_;
+  int first_round_;
+  std::vector<std::vector<bool>> have_;  // per position, the final chunks it holds
+  std::vector<int> senders_;             // this round's free holders
+};
+
+bool power_of_two(int n) { return n >= 1 && (n & (n - 1)) == 0; }
+
 }  // namespace
 
 void build_stragglar(Schedule& schedule, int straggler) {
@@ -168,7 +312,11 @@ void build_stragglar(Schedule& schedule, int straggler) {
   // Phase 1: shift −1 leaves position t with chunk t.
   const int first = ring_reduce_scatter(schedule, rank_of, 0, -1);
   rank_of.push_back(straggler);
-  StragglarPhaseTwo(schedule, std::move(rank_of), first).build();
+  if (power_of_two(schedule.ranks)) {
+    StragglarPhaseTwo(schedule, std::move(rank_of), first).build();
+  } else {
+    StragglarGreedyPhaseTwo(schedule, std::move(rank_of), first).build();
+  }
 }
 
 }  // namespace stragglersim::sim::collectives::detail

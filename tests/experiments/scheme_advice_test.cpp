@@ -439,8 +439,8 @@ TEST_CASE("advise: collective candidates over the config's all-reduce", "[advise
   CHECK(drop.block["code"]["kind"] == "proportional");
   CHECK(drop.block["code"]["d"] == 1);
   CHECK(drop.block["stopping"] == nlohmann::json({{"rule", "drop_compute"}, {"threshold", 0.5}}));
-  // StragglAR when the delay names one worker slowest and n is a power of two; not on a tie, not
-  // at n = 12, not when the config's all-reduce is StragglAR already.
+  // StragglAR when the delay names one worker slowest (any n ≥ 3); not on a tie, not when the
+  // config's all-reduce is StragglAR already.
   std::vector<double> factors(16, 1.0);
   factors[5] = 3.0;
   const nlohmann::json slow = {{"kind", "heterogeneous"}, {"factors", factors}};
@@ -456,7 +456,7 @@ TEST_CASE("advise: collective candidates over the config's all-reduce", "[advise
   std::vector<double> twelve(12, 1.0);
   twelve[2] = 2.0;
   CHECK(labels(collective_candidates(ring, 12, 0.0, {{"factors", twelve}})).back() ==
-        "ring: erasurehead frc d=3 r=6");
+        "stragglar: uncoded straggler=2");
   nlohmann::json stragglar = ring;
   stragglar["kind"] = "stragglar";
   stragglar["straggler"] = 5;
