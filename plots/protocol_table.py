@@ -3,7 +3,7 @@
 
 usage: protocol_table.py DIR [DIR ...]
 Each DIR is a finished sweep with `schemes`, a `target_loss` and baseline uncoded
-(experiments/paper/protocol_*.json). One row per scheme: its runs, the time to the target loss
+(experiments/paper/protocol_*.json), named by its sweep's name. One row per scheme: its runs, the time to the target loss
 (mean and 95 % t interval over the seeds, from summary.csv), the speedup over uncoded (summary.csv:
 ratio of means, delta-method interval) and, for an ErasureHead scheme, the speedup over the exact
 FRC scheme of the same d, computed here the same way (docs/sweeps.md "summary.csv"): the ratio of
@@ -11,6 +11,7 @@ means R = mean(b)/mean(y) over the repetitions k where both runs reached the tar
 interval R -+ t * sqrt(sum_k (b_k - R y_k)^2 / (n - 1) / n) / mean(y). An interval that contains
 1 is marked "(not significant)".
 """
+import json
 import math
 import os
 import re
@@ -43,6 +44,15 @@ def interval(r, low, high):
     return text + (" (not significant)" if low <= 1.0 <= high else "")
 
 
+def sweep_name(folder):
+    """The sweep's name (its sweep_spec.json), else the folder's."""
+    try:
+        with open(os.path.join(folder, "sweep_spec.json")) as f:
+            return json.load(f)["name"]
+    except (OSError, ValueError, KeyError):
+        return os.path.basename(os.path.normpath(folder))
+
+
 def rows(folder):
     """Table rows (dicts) of one protocol sweep."""
     summary = pd.read_csv(os.path.join(folder, "summary.csv"))
@@ -52,7 +62,7 @@ def rows(folder):
     out = []
     for _, row in summary.iterrows():
         scheme = row["scheme"]
-        entry = {"protocol": os.path.basename(os.path.normpath(folder)), "scheme": scheme,
+        entry = {"protocol": sweep_name(folder), "scheme": scheme,
                  "runs": int(row["runs"]), "reached": int(row["time_to_target_n"]),
                  "time": row["time_to_target_mean"], "time_low": row["time_to_target_ci_low"],
                  "time_high": row["time_to_target_ci_high"],

@@ -202,14 +202,16 @@ def test_the_tutorials_study_runs_in_python_as_the_docs_show(tmp_path, monkeypat
 
 def shipped_configs():
     """Every run config the repository ships: experiments/examples/*.json (and collectives/), the paper's base
-    configs, and the base of every sweep file that holds one inline (experiments/paper and
-    experiments/time_optimal)."""
+    configs, and the base of every sweep file that holds one inline (experiments/paper,
+    time_optimal, collectives and tuned)."""
     configs = []
     for path in sorted(glob.glob(os.path.join(ROOT, "experiments", "examples", "*.json")) +
                        glob.glob(os.path.join(ROOT, "experiments", "examples", "collectives",
                                               "*.json")) +
                        glob.glob(os.path.join(ROOT, "experiments", "paper", "*.json")) +
-                       glob.glob(os.path.join(ROOT, "experiments", "time_optimal", "*.json"))):
+                       glob.glob(os.path.join(ROOT, "experiments", "time_optimal", "*.json")) +
+                       glob.glob(os.path.join(ROOT, "experiments", "collectives", "*.json")) +
+                       glob.glob(os.path.join(ROOT, "experiments", "tuned", "*.json"))):
         with open(path, encoding="utf-8") as f:
             value = json.load(f)
         if "base" in value or "base_file" in value:  # a sweep file (docs/sweeps.md)
