@@ -22,17 +22,32 @@ TEST_CASE("cli: validate prints the table of the persistent-stragglers example",
   const TempDir dir("validate_cli");
   const std::string args =
       kExamples + "advise_persistent.json --trace " + kExamples + "persistent_stragglers.csv";
-  const auto r = run_stragglersim("validate " + args, dir.path());
+  const auto r = run_stragglersim("validate " + args + " --repetitions 2", dir.path());
   REQUIRE(r.status == 0);
   CHECK(r.out.find("fit on the first 250 iterations, replay of the last 250") != std::string::npos);
   CHECK(r.out.find("block replay: recommends") != std::string::npos);
   // Persistent slow spells: the empirical marginals, best on iteration times alone, draw every
   // iteration afresh (lag-1 autocorrelation 0); the block replay keeps the persistence and is
   // chosen.
-  CHECK(r.out.find("block replay 13.94% (lag-1 0.54), empirical 47.32% (lag-1 0.00)") !=
-        std::string::npos);
+  // The score in its two parts: every compared scheme within a few percent, the persistence
+  // term apart.
+  CHECK(r.out.find("block replay scheme error 3.93% + persistence 0.10 (lag-1 0.54 vs 0.44) = "
+                   "0.1394; empirical scheme error 2.91% + persistence 0.44 (lag-1 0.00 vs "
+                   "0.44) = 0.4732") != std::string::npos);
   CHECK(r.out.find("\nchosen: block replay (the smallest held-out error)\n") != std::string::npos);
-  const auto j = run_stragglersim("validate " + args + " --json --holdout 0.4", dir.path());
+  // Time to target: the config's target, every candidate replayed twice, the recommendation.
+  CHECK(r.out.find("time to target: loss 0.11 (f* = 0.103285") != std::string::npos);
+  CHECK(r.out.find("\nrecommended (by the chosen model, block replay): ") != std::string::npos);
+  CHECK(r.out.find(" k-async K=12 ") != std::string::npos);
+  // Without a target the time to target is not compared (the JSON says why).
+  nlohmann::json config =
+      nlohmann::json::parse(testing::slurp(kExamples + "advise_persistent.json"));
+  config.erase("target_loss");
+  config["delay"]["path"] = kExamples + "persistent_stragglers.csv";
+  const std::string untargeted = dir.write("untargeted.json", config.dump());
+  const auto j = run_stragglersim("validate " + untargeted + " --trace " + kExamples +
+                                      "persistent_stragglers.csv --json --holdout 0.4",
+                                  dir.path());
   REQUIRE(j.status == 0);
   const auto v = nlohmann::json::parse(j.out);
   CHECK(v["fit_iterations"] == 300);
@@ -50,6 +65,12 @@ TEST_CASE("cli: validate prints the table of the persistent-stragglers example",
       CHECK(row["method"] == "trace rows");
     }
   }
+  for (const auto& score : v["scores"]) {
+    CHECK(score["score"].get<double>() ==
+          Approx(score["scheme_error"].get<double>() + score["persistence"].get<double>()));
+  }
+  CHECK(v["time_to_target"]["not_compared"] ==
+        "no target: the config has no target_loss; give one or --suboptimality");
 }
 
 TEST_CASE("cli: validate refuses bad options with exit 2", "[validate][cli]") {
@@ -68,6 +89,22 @@ TEST_CASE("cli: validate refuses bad options with exit 2", "[validate][cli]") {
   CHECK(w.status == 2);
   CHECK(w.err == "error: --trace: trace '" + small +
                      "' has 2 workers; expected 24 (the config's workers)\n");
+  // The time-to-target options, and a target below f* (advise's refusal).
+  for (const std::string bad : {" --suboptimality 1.5", " --suboptimality 0", " --repetitions 0"}) {
+    INFO(bad);
+    const auto b = run_stragglersim("validate " + config + " --trace " + trace + bad, dir.path());
+    CHECK(b.status == 2);
+    CHECK(b.out.empty());
+  }
+  nlohmann::json below = nlohmann::json::parse(testing::slurp(config));
+  below["target_loss"] = 0.01;
+  below["delay"]["path"] = trace;
+  const std::string below_path = dir.write("below.json", below.dump());
+  const auto f = run_stragglersim("validate " + below_path + " --trace " + trace, dir.path());
+  CHECK(f.status == 2);
+  CHECK(f.out.empty());
+  CHECK(f.err.starts_with("error: " + below_path +
+                          ":/target_loss: below the optimum, no run reaches it; got 0.01"));
   const auto missing = run_stragglersim(
       "validate " + config + " --trace " + dir.path().string() + "/absent.csv", dir.path());
   CHECK(missing.status == 2);
