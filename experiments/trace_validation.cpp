@@ -397,6 +397,25 @@ std::string chosen_model(const std::vector<ModelScore>& scores) {
   return best == scores.end() ? std::string() : best->model;
 }
 
+/// validate_time_to_target for the config (its own delay) with validate's parts and models.
+TimeToTargetValidation time_to_target(const nlohmann::json& config,
+                                      const Context& ctx,
+                                      const Validation& v,
+                                      const std::string& tail,
+                                      const TimeToTargetOptions& options) {
+  return validate_time_to_target({.config = config,
+                                  .file = ctx.file,
+                                  .base_dir = ctx.base_dir,
+                                  .fit = ctx.fit,
+                                  .holdout = ctx.holdout,
+                                  .tail = tail,
+                                  .fitted_delay = v.fitted_delay,
+                                  .block_length = v.block_length,
+                                  .models = ctx.models,
+                                  .chosen = v.chosen},
+                                 options);
+}
+
 }  // namespace
 
 // The chain's (1 − p − q) times the share of the variance that the state explains (the per-worker
@@ -504,17 +523,7 @@ Validation validate_trace(const nlohmann::json& config,
         "the trace is not stationary: the held-out errors measure the change, not the models; the "
         "whole trace replayed in blocks keeps its regimes";
   }
-  v.time_to_target = validate_time_to_target({.config = config,
-                                              .file = file,
-                                              .base_dir = base_dir,
-                                              .fit = fit,
-                                              .holdout = holdout,
-                                              .tail = tail,
-                                              .fitted_delay = v.fitted_delay,
-                                              .block_length = v.block_length,
-                                              .models = ctx.models,
-                                              .chosen = v.chosen},
-                                             options.time_to_target);
+  v.time_to_target = time_to_target(config, ctx, v, tail, options.time_to_target);
   return v;
 }
 

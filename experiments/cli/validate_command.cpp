@@ -84,6 +84,15 @@ void print_time_to_target_rows(const TimeToTargetValidation& t) {
 
 /// A model's recommendation and its rank under the replay, one line.
 std::string pick_text(const TimeToTargetPick& p) {
+  if (!std::isfinite(p.best_replayed)) {
+    return fmt::format(
+        "{} (predicted {:.3f} s to target): no scheme reaches the target in every replay run "
+        "({}/{} of its runs did)",
+        p.scheme,
+        p.predicted,
+        p.reached,
+        p.runs);
+  }
   return fmt::format(
       "{} (predicted {:.3f} s to target): replayed {}; ranks {} of {} under the replay; {} the "
       "replay's best ({}, {:.3f} ± {:.3f} s)",
