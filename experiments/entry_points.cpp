@@ -128,6 +128,7 @@ FittedDelay fitted_delay(const nlohmann::json& config,
   out.choice["stationary"] = v.stationarity.stationary();
   out.choice["p_value"] = v.stationarity.p_value;
   out.choice["scores"] = validation_json(v)["scores"];
+  out.choice["holdout_lag1"] = v.holdout_lag1;
   if (v.chosen == kBlockReplayModel || v.chosen == kEmpiricalModel) {
     out.block = replay_block(v.chosen == kEmpiricalModel ? "empirical" : "block");
   }
@@ -279,7 +280,8 @@ Validation validate_file(const nlohmann::json& config,
                          const std::string& file,
                          const std::filesystem::path& base_dir,
                          const std::string& trace_path,
-                         double holdout) {
+                         double holdout,
+                         const TimeToTargetOptions& time_to_target) {
   sim::DelayTrace trace;
   try {
     trace = sim::read_delay_trace(trace_path);
@@ -288,6 +290,7 @@ Validation validate_file(const nlohmann::json& config,
   }
   ValidationOptions options;
   options.holdout = holdout;
+  options.time_to_target = time_to_target;
   return validate_trace(config, file, base_dir, trace, options);
 }
 

@@ -75,12 +75,15 @@ struct FittedDelay {
                                            const std::string& fit_path);
 
 /// What `stragglersim validate CONFIG --trace TIMES.csv --holdout H` computes (docs/validate.md):
-/// ConfigError "--trace: FILE:LINE: ..." for a malformed trace, and validate_trace's errors.
+/// ConfigError "--trace: FILE:LINE: ..." for a malformed trace, and validate_trace's errors;
+/// `time_to_target`: the target (--suboptimality) and runs (--repetitions) of its time-to-target
+/// comparison.
 [[nodiscard]] Validation validate_file(const nlohmann::json& config,
                                        const std::string& file,
                                        const std::filesystem::path& base_dir,
                                        const std::string& trace_path,
-                                       double holdout);
+                                       double holdout,
+                                       const TimeToTargetOptions& time_to_target = {});
 
 /// One `stragglersim trace import` request (docs/traces.md): the command line's options, or the
 /// Python module's keyword arguments. Errors name the options as the command line spells them.

@@ -847,6 +847,31 @@ Advice advise(const nlohmann::json& config,
   return advice;
 }
 
+Advice advise_candidates(const nlohmann::json& config,
+                         const std::string& file,
+                         const std::filesystem::path& base_dir,
+                         const AdviceOptions& options,
+                         std::vector<SchemeCandidate> candidates) {
+  (void)JsonReader(config, file, "");
+  Advice advice;
+  advice.config = config;
+  advice.predicted_delay =
+      options.predicted_delay ? *options.predicted_delay : config.value("delay", nlohmann::json());
+  nlohmann::json predicted = config;
+  predicted["delay"] = advice.predicted_delay;
+  const RunPlan base = plan_run(predicted, file, base_dir);
+  advice.horizon = base.iterations;
+  set_target(base, config, options, file, advice);
+  for (auto& c : candidates) {
+    evaluate(config, file, base_dir, advice, options, c);
+  }
+  std::stable_sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+    return a.total < b.total;
+  });
+  advice.ranked = std::move(candidates);
+  return advice;
+}
+
 std::vector<double> measure_time_to_target(const RunPlan& plan,
                                            int runs,
                                            std::uint64_t seed,

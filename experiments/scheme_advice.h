@@ -51,7 +51,7 @@ struct SchemeCandidate {
   std::string aggregation;
   std::string problem;  ///< non-empty when the candidate was not predicted (and why)
   /// K-sync, K-async or Anytime minibatch: a baseline without a code, whose time to target is
-  /// simulated directly (`validate` leaves these out: it checks iteration-time predictions).
+  /// simulated directly (`validate` compares its time to target, not an iteration time).
   bool baseline = false;
   /// An adaptive rule (adaptive_r, adaptive_deadline) or code (dynamic_frc): its r, deadline or
   /// groups follow the run's history, which the theory does not model, so its time to target is
@@ -154,6 +154,15 @@ void on_parameter_server(SchemeCandidate& candidate, const nlohmann::json& aggre
                             const std::string& file,
                             const std::filesystem::path& base_dir,
                             const AdviceOptions& options);
+
+/// As `advise`, for the given candidates only (their blocks as given: no candidate is added and
+/// no deadline placed): each is planned, predicted and ranked with `options` (its predicted delay,
+/// target and repetitions). `validate` predicts one fixed list of candidates with each model.
+[[nodiscard]] Advice advise_candidates(const nlohmann::json& config,
+                                       const std::string& file,
+                                       const std::filesystem::path& base_dir,
+                                       const AdviceOptions& options,
+                                       std::vector<SchemeCandidate> candidates);
 
 /// Time to `target_loss` of `runs` seeded training runs of `plan` (run i: delay seed
 /// derive_seed(seed, i)): the counted time of the first row with loss ≤ target, +∞ if none.

@@ -381,9 +381,11 @@ std::vector<ModelScore> held_out_scores(const std::vector<ValidationRow>& rows,
         ++s.schemes;
       }
     }
-    s.score = s.schemes > 0 && std::isfinite(s.score)
-                  ? s.score / static_cast<double>(s.schemes) + std::abs(s.lag1 - v.holdout_lag1)
-                  : std::numeric_limits<double>::infinity();
+    s.persistence = std::abs(s.lag1 - v.holdout_lag1);
+    s.scheme_error = s.schemes > 0 && std::isfinite(s.score)
+                         ? s.score / static_cast<double>(s.schemes)
+                         : std::numeric_limits<double>::infinity();
+    s.score = s.scheme_error + s.persistence;
     scores.push_back(s);
   }
   return scores;
@@ -393,6 +395,25 @@ std::string chosen_model(const std::vector<ModelScore>& scores) {
   const auto best = std::min_element(
       scores.begin(), scores.end(), [](const auto& a, const auto& b) { return a.score < b.score; });
   return best == scores.end() ? std::string() : best->model;
+}
+
+/// validate_time_to_target for the config (its own delay) with validate's parts and models.
+TimeToTargetValidation time_to_target(const nlohmann::json& config,
+                                      const Context& ctx,
+                                      const Validation& v,
+                                      const std::string& tail,
+                                      const TimeToTargetOptions& options) {
+  return validate_time_to_target({.config = config,
+                                  .file = ctx.file,
+                                  .base_dir = ctx.base_dir,
+                                  .fit = ctx.fit,
+                                  .holdout = ctx.holdout,
+                                  .tail = tail,
+                                  .fitted_delay = v.fitted_delay,
+                                  .block_length = v.block_length,
+                                  .models = ctx.models,
+                                  .chosen = v.chosen},
+                                 options);
 }
 
 }  // namespace
@@ -502,7 +523,21 @@ Validation validate_trace(const nlohmann::json& config,
         "the trace is not stationary: the held-out errors measure the change, not the models; the "
         "whole trace replayed in blocks keeps its regimes";
   }
+  v.time_to_target = time_to_target(config, ctx, v, tail, options.time_to_target);
   return v;
+}
+
+std::string score_text(const nlohmann::json& score, double holdout_lag1) {
+  const auto number = [&](const char* key, const char* format, double scale) {
+    return score.contains(key) && score[key].is_number()
+               ? fmt::format(fmt::runtime(format), scale * score[key].get<double>())
+               : std::string("-");
+  };
+  return fmt::format("scheme error {} + persistence {} (lag-1 {} vs {:.2f})",
+                     number("scheme_error", "{:.2f}%", 100.0),
+                     number("persistence", "{:.2f}", 1.0),
+                     number("lag1", "{:.2f}", 1.0),
+                     holdout_lag1);
 }
 
 nlohmann::json validation_json(const Validation& v) {
@@ -557,9 +592,12 @@ nlohmann::json validation_json(const Validation& v) {
   for (const auto& m : v.scores) {
     j["scores"].push_back({{"model", m.model},
                            {"score", number_or_null(m.score)},
+                           {"scheme_error", number_or_null(m.scheme_error)},
+                           {"persistence", m.persistence},
                            {"schemes", m.schemes},
                            {"lag1", m.lag1}});
   }
+  j["time_to_target"] = time_to_target_json(v.time_to_target);
   return j;
 }
 

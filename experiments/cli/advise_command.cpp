@@ -18,6 +18,7 @@
 #include "experiments/fit_report.h"
 #include "experiments/run_output.h"
 #include "experiments/scheme_advice.h"
+#include "experiments/trace_validation.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -115,9 +116,7 @@ void print_model_choice(const nlohmann::json& choice) {
     scores += fmt::format("{}{} {}",
                           scores.empty() ? "" : ", ",
                           m["model"].get<std::string>(),
-                          m["score"].is_number()
-                              ? fmt::format("{:.2f}%", 100.0 * m["score"].get<double>())
-                              : std::string("-"));
+                          score_text(m, choice.value("holdout_lag1", 0.0)));
   }
   std::cout << fmt::format("model: {} ({}{})\n",
                            choice["chosen"].get<std::string>(),

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -19,6 +20,8 @@ struct ValidateArguments {
   std::string config;
   std::string trace;
   double holdout = 0.5;
+  double suboptimality = 0.0;  ///< 0: the config's target_loss
+  int repetitions = 10;
   bool json = false;
 };
 
@@ -48,6 +51,91 @@ void print_header(const Validation& v, const std::string& config) {
           : fmt::format("NOT stationary (p < {}): the prediction does not apply", s.level),
       v.fitted_delay.dump(),
       v.block_length);
+}
+
+/// The time-to-target table: each model's prediction and the held-out replay, by replay rank.
+void print_time_to_target_rows(const TimeToTargetValidation& t) {
+  std::size_t width = 6;
+  for (const auto& r : t.rows) width = std::max(width, r.scheme.size());
+  std::string header = fmt::format("{:>4} {:<{}}", "rank", "scheme", width);
+  for (const auto& model : t.models) {
+    header += fmt::format(" {:>26}", model.substr(0, 26));
+  }
+  std::cout << header << fmt::format(" {:>22}\n", "replayed ± s.e.");
+  for (const auto& r : t.rows) {
+    if (!r.problem.empty()) {
+      std::cout << fmt::format("{:>4} {:<{}} not compared: {}\n", "-", r.scheme, width, r.problem);
+      continue;
+    }
+    std::string line = fmt::format("{:>4} {:<{}}", r.rank, r.scheme, width);
+    for (const double p : r.predicted) {
+      line += fmt::format(" {:>26}",
+                          std::isnan(p)      ? std::string("not predicted")
+                          : std::isfinite(p) ? fmt::format("{:.3f}", p)
+                                             : std::string("not reached"));
+    }
+    line +=
+        fmt::format(" {:>22}",
+                    r.reached == r.runs ? fmt::format("{:.3f} ± {:.3f}", r.replayed, r.replayed_se)
+                                        : fmt::format("{}/{} reached", r.reached, r.runs));
+    std::cout << line << '\n';
+  }
+}
+
+/// A model's recommendation and its rank under the replay, one line.
+std::string pick_text(const TimeToTargetPick& p) {
+  if (!std::isfinite(p.best_replayed)) {
+    return fmt::format(
+        "{} (predicted {:.3f} s to target): no scheme reaches the target in every replay run "
+        "({}/{} of its runs did)",
+        p.scheme,
+        p.predicted,
+        p.reached,
+        p.runs);
+  }
+  return fmt::format(
+      "{} (predicted {:.3f} s to target): replayed {}; ranks {} of {} under the replay; {} the "
+      "replay's best ({}, {:.3f} ± {:.3f} s)",
+      p.scheme,
+      p.predicted,
+      std::isfinite(p.replayed) ? fmt::format("{:.3f} ± {:.3f} s", p.replayed, p.replayed_se)
+                                : fmt::format("{}/{} runs reached the target", p.reached, p.runs),
+      p.rank,
+      p.of,
+      p.rank == 1                    ? std::string("it is")
+      : std::isfinite(p.behind_best) ? fmt::format("{:.1f}% behind", 100.0 * p.behind_best)
+                                     : std::string("behind"),
+      p.best,
+      p.best_replayed,
+      p.best_se);
+}
+
+void print_time_to_target(const TimeToTargetValidation& t) {
+  if (!t.not_compared.empty()) {
+    std::cout << fmt::format("time to target: not compared ({})\n", t.not_compared);
+    return;
+  }
+  std::cout << fmt::format(
+      "time to target: loss {:.6g} (f* = {:.6g}, f - f* <= {:.4g}), horizon {} iterations; "
+      "predicted by each model as advise predicts (its methods in --json); replayed: {} runs of "
+      "the held-out part from random start rows, mean ± s.e. (k/{} reached: not every run got "
+      "there)\n",
+      t.target_loss,
+      t.f_star,
+      t.target_gap,
+      t.horizon,
+      t.repetitions,
+      t.repetitions);
+  print_time_to_target_rows(t);
+  for (const auto& p : t.picks) {
+    std::cout << fmt::format("{}: recommends {}\n", p.model, pick_text(p));
+  }
+  for (const auto& p : t.picks) {
+    if (p.model == t.chosen) {
+      std::cout << fmt::format(
+          "recommended (by the chosen model, {}): {}\n", p.model, pick_text(p));
+    }
+  }
 }
 
 void print_table(const Validation& v, const std::string& config) {
@@ -88,22 +176,25 @@ void print_table(const Validation& v, const std::string& config) {
         m.recommended_is_best ? fmt::format("within {:.0f}%", 100.0 * v.tolerance)
                               : fmt::format("NOT within {:.0f}%", 100.0 * v.tolerance));
   }
-  std::string scores;
-  for (const auto& m : v.scores) {
-    scores += fmt::format("{}{} {} (lag-1 {:.2f})",
-                          scores.empty() ? "" : ", ",
-                          m.model,
-                          cell(100.0 * m.score, "{:.2f}%"),
-                          m.lag1);
+  const nlohmann::json scores = validation_json(v)["scores"];
+  std::string text;
+  for (std::size_t m = 0; m < v.scores.size(); ++m) {
+    text += fmt::format("{}{} {} = {}",
+                        text.empty() ? "" : "; ",
+                        v.scores[m].model,
+                        score_text(scores[m], v.holdout_lag1),
+                        cell(v.scores[m].score, "{:.4f}"));
   }
   std::cout << fmt::format(
-      "held-out error (mean over the compared schemes of the mean, median and q90 errors, plus "
-      "|lag-1 autocorrelation of the mean time - held out's {:.2f}|): {}\n"
+      "held-out error (scheme error: the mean over the compared schemes of the mean, median and "
+      "q90 "
+      "errors; persistence: |lag-1 autocorrelation of the mean time - the held-out part's|; the "
+      "score is their sum): {}\n"
       "chosen: {} ({})\n",
-      v.holdout_lag1,
-      scores,
+      text,
       v.chosen,
       v.choice_reason);
+  print_time_to_target(v.time_to_target);
   if (!v.stationarity.stationary()) {
     std::cout << "the trace is not stationary: the prediction does not apply\n";
   }
@@ -112,7 +203,13 @@ void print_table(const Validation& v, const std::string& config) {
 int command_validate(const ValidateArguments& a) {
   const nlohmann::json config = read_json_file(a.config);
   const std::filesystem::path base_dir = std::filesystem::path(a.config).parent_path();
-  const Validation v = validate_file(config, a.config, base_dir, a.trace, a.holdout);
+  TimeToTargetOptions time_to_target;
+  if (a.suboptimality > 0.0) {
+    time_to_target.suboptimality = a.suboptimality;
+  }
+  time_to_target.repetitions = a.repetitions;
+  const Validation v =
+      validate_file(config, a.config, base_dir, a.trace, a.holdout, time_to_target);
   if (a.json) {
     std::cout << validation_json(v).dump(2) << '\n';
   } else {
@@ -131,6 +228,15 @@ Subcommand add_validate_command(CLI::App& app) {
       ->required();
   cmd->add_option("--trace", a->trace, "CSV: iteration,worker,seconds")->required();
   cmd->add_option("--holdout", a->holdout, "held-out fraction of the iterations, in (0, 1)");
+  cmd->add_option("--suboptimality",
+                  a->suboptimality,
+                  "time to target f - f* <= S (f(x0) - f*) instead of target_loss")
+      ->check(CLI::Range(1e-12, 0.999999))
+      ->default_str("");  // not given: the config's target_loss
+  cmd->add_option("--repetitions",
+                  a->repetitions,
+                  "simulated runs per scheme and model, and replay runs per scheme (default 10)")
+      ->check(CLI::Range(1, 10000));
   cmd->add_flag("--json", a->json, "print JSON");
   return {cmd, [a] { return command_validate(*a); }};
 }

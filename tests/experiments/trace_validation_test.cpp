@@ -254,14 +254,21 @@ TEST_CASE("validate: bad holdouts and traces are config errors", "[experiments][
   const auto config = testing::small_least_squares_config();
   const sim::DelayTrace trace =
       sim::read_delay_trace(dir.write("t.csv", exponential_trace(8, 20, 20, 1.0, 2.0)));
+  const auto with_holdout = [](double h) {
+    ValidationOptions options;
+    options.holdout = h;
+    return options;
+  };
   for (const double h : {0.0, 1.0, -0.5, 1.5}) {
-    CHECK(config_error([&] { (void)validate_trace(config, "cfg.json", dir.path(), trace, {h}); }) ==
+    CHECK(config_error([&] {
+            (void)validate_trace(config, "cfg.json", dir.path(), trace, with_holdout(h));
+          }) ==
           fmt::format("--holdout: outside (0, 1); got {}; expected a fraction of the iterations "
                       "strictly between 0 and 1",
                       h));
   }
   CHECK(config_error([&] {
-          (void)validate_trace(config, "cfg.json", dir.path(), trace, {.holdout = 0.95});
+          (void)validate_trace(config, "cfg.json", dir.path(), trace, with_holdout(0.95));
         }) ==
         "--holdout: leaves 1 of 20 iterations to fit and 19 to replay; got 0.95; expected "
         "at least 2 in each part");
