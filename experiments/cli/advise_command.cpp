@@ -4,18 +4,22 @@
 // time to target (docs/advise.md).
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <unistd.h>
 
+#include "experiments/advice_tuning.h"
 #include "experiments/cli/commands.h"
 #include "experiments/config/config_error.h"
 #include "experiments/config/run_plan.h"
 #include "experiments/entry_points.h"
 #include "experiments/fit_report.h"
+#include "experiments/progress_line.h"
 #include "experiments/run_output.h"
 #include "experiments/scheme_advice.h"
 
@@ -31,7 +35,8 @@ struct AdviseArguments {
   int repetitions = 10;
   int measure = 0;
   std::string write;
-  bool quiet = false;  ///< advise prints no notes: accepted so every command takes --quiet
+  bool fixed_step = false;  ///< every scheme at the config's step and listed parameters
+  bool quiet = false;       ///< no estimate of the tuning's time and no progress line
 };
 
 std::string cell(double v, const char* format = "{:.4f}") {
@@ -44,6 +49,17 @@ std::size_t label_width(const Advice& advice) {
   std::size_t width = 38;
   for (const auto& c : advice.ranked) {
     width = std::max(width, c.label.size());
+  }
+  return width;
+}
+
+/// The "tuned at" column: as wide as its widest entry.
+std::size_t tuning_width(const Advice& advice) {
+  std::size_t width = 8;
+  for (const auto& c : advice.ranked) {
+    if (c.tuning) {
+      width = std::max(width, tuning_summary(*c.tuning).size());
+    }
   }
   return width;
 }
@@ -61,7 +77,16 @@ void print_table(const Advice& advice, const std::string& config_path) {
       advice.horizon);
   const bool measured = !advice.ranked.empty() && advice.ranked.front().measured_runs > 0;
   const std::size_t width = label_width(advice);
-  std::cout << fmt::format("{:>4} {:<{}} {:>10} {:>10} {:>11}{}  {}\n",
+  if (advice.tuned) {
+    std::cout << fmt::format(
+        "tuned: each scheme at its best step ({} x the config's step {:.6g}) and K, r or "
+        "deadline, chosen on tuning runs; its row estimated on fresh runs (--fixed-step: "
+        "without tuning)\n",
+        fmt::join(kStepMultipliers, ", "),
+        advice.base_step);
+  }
+  const std::size_t tuned_width = tuning_width(advice);
+  std::cout << fmt::format("{:>4} {:<{}} {:>10} {:>10} {:>11}{}{}  {}\n",
                            "rank",
                            "scheme",
                            width,
@@ -69,6 +94,7 @@ void print_table(const Advice& advice, const std::string& config_path) {
                            "iterations",
                            "total",
                            measured ? fmt::format(" {:>20}", "measured ± s.e.") : "",
+                           advice.tuned ? fmt::format("  {:<{}}", "tuned at", tuned_width) : "",
                            "methods (iteration time; iterations)");
   int rank = 0;
   for (const auto& c : advice.ranked) {
@@ -91,7 +117,12 @@ void print_table(const Advice& advice, const std::string& config_path) {
         c.simulated_directly()
             ? "total: " + c.total_method
             : fmt::format("{}; {}", c.iteration_time_method, c.iterations_method);
-    std::cout << fmt::format("{:>4} {:<{}} {:>10} {:>10} {:>11}{}  {}\n",
+    const std::string tuned =
+        advice.tuned ? fmt::format("  {:<{}}",
+                                   c.tuning ? tuning_summary(*c.tuning) : std::string(),
+                                   tuning_width(advice))
+                     : std::string();
+    std::cout << fmt::format("{:>4} {:<{}} {:>10} {:>10} {:>11}{}{}  {}\n",
                              rank,
                              c.label,
                              width,
@@ -99,6 +130,7 @@ void print_table(const Advice& advice, const std::string& config_path) {
                              its,
                              cell(c.total, "{:.3f}"),
                              m,
+                             tuned,
                              methods);
   }
   for (const auto& c : advice.ranked) {
@@ -149,7 +181,25 @@ int command_advise(const AdviseArguments& a) {
   }
   options.repetitions = a.repetitions;
   options.measure = a.measure;
+  options.fixed_step = a.fixed_step;
+  std::optional<ProgressLine> line;
+  if (!a.quiet && !a.fixed_step) {
+    options.note = [](const std::string& note) { std::cerr << note << '\n'; };
+    if (::isatty(STDERR_FILENO) != 0) {
+      line.emplace(std::cerr);
+      options.progress = [&line](std::size_t done, std::size_t total) {
+        line->update_text([done, total](double elapsed) {
+          const double eta = elapsed / static_cast<double>(done) *
+                             static_cast<double>(total > done ? total - done : 0);
+          return fmt::format("tuning: grid point {}/{}  ETA {:.0f} s", done, total, eta);
+        });
+      };
+    }
+  }
   const Advice advice = advise(config, a.config, base_dir, options);
+  if (line) {
+    line->finish();
+  }
   nlohmann::json j = advice_json(advice);
   if (!a.fit.empty()) {
     j["model_choice"] = fitted.choice;
@@ -205,6 +255,9 @@ Subcommand add_advise_command(CLI::App& app) {
       ->check(CLI::Range(1, 10000));
   cmd->add_option("--measure", a->measure, "also measure each scheme over N seeded runs (0: none)")
       ->check(CLI::Range(0, 10000));
+  cmd->add_flag("--fixed-step",
+                a->fixed_step,
+                "every scheme at the config's step and listed K, r and deadline (no tuning)");
   add_output_option(*cmd, "--write", a->write, "write the recommended config here", false);
   add_quiet_flag(*cmd, a->quiet);
   add_max_memory_option(*cmd);
