@@ -276,7 +276,11 @@ void AdviceTuner::tune(SchemeCandidate& c) {
   }
   choice.grid[kStepPointer] = steps;
   for (const auto& p : params) {
-    choice.grid[p.pointer] = p.values;
+    nlohmann::json values = nlohmann::json::array();
+    for (const double v : p.values) {
+      values.push_back(value_of(p, v));
+    }
+    choice.grid[p.pointer] = std::move(values);
   }
   const auto block_at = [&](const GridPoint& g) {
     nlohmann::json block = c.block;
@@ -291,8 +295,14 @@ void AdviceTuner::tune(SchemeCandidate& c) {
   for (const auto& g : grid) {
     SchemeCandidate point = c;
     point.block = block_at(g);
-    (void)estimate_candidate(
-        advice_, file_, base_dir_, options_.repetitions, kTuningStream, true, point);
+    (void)estimate_candidate(advice_,
+                             file_,
+                             base_dir_,
+                             options_.repetitions,
+                             kTuningStream,
+                             true,
+                             point,
+                             &iteration_times_);
     if (point.problem.empty() && point.total < choice.tuning_total) {
       choice.tuning_total = point.total;
       best = &g;

@@ -92,6 +92,7 @@ class AdviceTuner {
   std::filesystem::path base_dir_;
   const AdviceOptions& options_;
   int workers_;
+  IterationTimeCache iteration_times_;
   std::size_t done_ = 0;
   std::size_t total_ = 0;
 };

@@ -849,7 +849,8 @@ Advice advise(const nlohmann::json& config,
     std::vector<SchemeCandidate> more;  // the deadline candidates to come (at a placeholder τ)
     std::ranges::copy_if(
         scheme_candidates(base.workers, 1.0), std::back_inserter(more), [](const auto& c) {
-          return c.label.find("deadline=") != std::string::npos || c.label.starts_with("anytime");
+          return c.label.find("deadline=") != std::string::npos ||
+                 c.label.starts_with("anytime") || c.label.starts_with("mindflayer");
         });
     tuner.announce(candidates, base.collective ? std::vector<SchemeCandidate>() : more);
   }
@@ -882,9 +883,16 @@ std::optional<RunPlan> estimate_candidate(const Advice& advice,
                                           int repetitions,
                                           std::uint64_t stream,
                                           bool divergence_not_reached,
-                                          SchemeCandidate& c) {
+                                          SchemeCandidate& c,
+                                          IterationTimeCache* cache) {
   nlohmann::json predicted = advice.config;
   predicted["delay"] = advice.predicted_delay;
+  const SchemeCandidate fresh;  // a candidate estimated again starts from no estimate
+  c.problem.clear();
+  c.iterations.reset();
+  c.total = fresh.total;
+  c.total_se = fresh.total_se;
+  c.total_method = fresh.total_method;
   RunPlan plan;
   try {
     plan = plan_run(apply_candidate(predicted, c), file, base_dir);
@@ -898,7 +906,20 @@ std::optional<RunPlan> estimate_candidate(const Advice& advice,
     simulate_time_to_target(plan, advice.f_star, advice.target_gap, repetitions, runs, c);
   } else {
     const bool theory_applies = theory_applies_to(plan);
-    predict_iteration_time(plan, theory_applies, c);
+    nlohmann::json unstepped = c.block;
+    unstepped.erase("optimizer");
+    const std::string key = cache != nullptr ? unstepped.dump() : std::string();
+    if (const auto hit = cache != nullptr ? cache->find(key) : IterationTimeCache::iterator();
+        cache != nullptr && hit != cache->end()) {
+      c.iteration_time = hit->second.iteration_time;
+      c.iteration_time_method = hit->second.method;
+      c.stop_time = hit->second.stop_time;
+    } else {
+      predict_iteration_time(plan, theory_applies, c);
+      if (cache != nullptr) {
+        (*cache)[key] = {c.iteration_time, c.iteration_time_method, c.stop_time};
+      }
+    }
     predict_iterations(
         plan, theory_applies, advice.f_star, advice.target_gap, repetitions, runs, c);
     c.total = c.iterations ? *c.iterations * c.iteration_time : kInf;

@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <functional>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -210,13 +211,22 @@ void check_coverage(const RunPlan& plan, SchemeCandidate& c);
 /// seeds come from `stream` (derived from the plan's seed). With `divergence_not_reached` a run
 /// that stops with a NumericalError (a non-finite loss) counts as not reaching the target.
 /// Returns the plan (nullopt, and `candidate.problem` set, when it does not plan).
+/// `cache` (optional) keeps the iteration time of each block without its step: the step does
+/// not change it, and the tuning estimates a block at every step of its grid.
+struct CachedIterationTime {
+  double iteration_time = 0.0;
+  std::string method;
+  double stop_time = 0.0;
+};
+using IterationTimeCache = std::map<std::string, CachedIterationTime>;
 std::optional<RunPlan> estimate_candidate(const Advice& advice,
                                           const std::string& file,
                                           const std::filesystem::path& base_dir,
                                           int repetitions,
                                           std::uint64_t stream,
                                           bool divergence_not_reached,
-                                          SchemeCandidate& candidate);
+                                          SchemeCandidate& candidate,
+                                          IterationTimeCache* cache = nullptr);
 
 /// The delay-seed stream of advise's simulated runs (the fixed-step estimates and a tuned
 /// candidate's reported estimate; distinct from the tuning stream and --measure's).
