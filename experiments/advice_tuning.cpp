@@ -131,8 +131,7 @@ std::size_t grid_points(const SchemeCandidate& c, int workers) {
   return points;
 }
 
-std::vector<SchemeCandidate> tuning_families(std::vector<SchemeCandidate> candidates,
-                                             int workers) {
+std::vector<SchemeCandidate> tuning_families(std::vector<SchemeCandidate> candidates, int workers) {
   const auto half = static_cast<double>((workers + 1) / 2);
   std::vector<SchemeCandidate> out;
   std::map<std::string, std::size_t> index;  // family → its place in out
@@ -208,8 +207,9 @@ void relabel_tuned(SchemeCandidate& c) {
     }
     const std::size_t from = at + token.size();
     const std::size_t to = std::min(c.label.find(' ', from), c.label.size());
-    const std::string shown = value.is_number_integer() ? std::to_string(value.get<int>())
-                                                        : fmt::format("{:.4g}", value.get<double>());
+    const std::string shown = value.is_number_integer()
+                                  ? std::to_string(value.get<int>())
+                                  : fmt::format("{:.4g}", value.get<double>());
     c.label.replace(from, to - from, shown);
   }
 }

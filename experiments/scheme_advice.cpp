@@ -849,8 +849,8 @@ Advice advise(const nlohmann::json& config,
     std::vector<SchemeCandidate> more;  // the deadline candidates to come (at a placeholder τ)
     std::ranges::copy_if(
         scheme_candidates(base.workers, 1.0), std::back_inserter(more), [](const auto& c) {
-          return c.label.find("deadline=") != std::string::npos ||
-                 c.label.starts_with("anytime") || c.label.starts_with("mindflayer");
+          return c.label.find("deadline=") != std::string::npos || c.label.starts_with("anytime") ||
+                 c.label.starts_with("mindflayer");
         });
     tuner.announce(candidates, base.collective ? std::vector<SchemeCandidate>() : more);
   }

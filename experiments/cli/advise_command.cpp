@@ -1,17 +1,17 @@
-// `stragglersim advise CONFIG.json [--json] [--fit TIMES.csv] [--suboptimality
-// S]
-// [--repetitions R] [--measure N] [--write FILE]`: schemes ranked by predicted
-// time to target (docs/advise.md).
+// `stragglersim advise CONFIG.json [--json] [--fit TIMES.csv] [--suboptimality S]
+// [--repetitions R] [--measure N] [--write FILE] [--fixed-step] [-q]`: schemes ranked by
+// predicted time to target, each at its own tuned step and K, r or deadline unless
+// --fixed-step (docs/advise.md).
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <unistd.h>
 
 #include "experiments/advice_tuning.h"
 #include "experiments/cli/commands.h"

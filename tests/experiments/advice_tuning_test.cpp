@@ -36,8 +36,7 @@ std::vector<double> tuning_test_values(const std::vector<TunedParameter>& params
 
 const SchemeCandidate& tuning_test_find(const std::vector<SchemeCandidate>& c,
                                         const std::string& label) {
-  const auto it =
-      std::find_if(c.begin(), c.end(), [&](const auto& x) { return x.label == label; });
+  const auto it = std::find_if(c.begin(), c.end(), [&](const auto& x) { return x.label == label; });
   REQUIRE(it != c.end());
   return *it;
 }
@@ -159,17 +158,18 @@ double tuning_test_against_exhaustive(const nlohmann::json& config,
   const double recommended = tuning_test_mean_time(a, base_dir, best, best.block, kRuns);
   const double ratio = recommended / exhaustive;
   // The table of docs/advise.md "Tuning" is these lines.
-  WARN(fmt::format("{}: recommended {} {} ({}): {:.4g} s; exhaustive best of {} points: {:.4g} "
-                   "s ({}); ratio {:.3f}",
-                   name,
-                   best.label,
-                   tuning_summary(*best.tuning),
-                   best.total,
-                   recommended,
-                   points,
-                   exhaustive,
-                   where,
-                   ratio));
+  WARN(
+      fmt::format("{}: recommended {} {} ({}): {:.4g} s; exhaustive best of {} points: {:.4g} "
+                  "s ({}); ratio {:.3f}",
+                  name,
+                  best.label,
+                  tuning_summary(*best.tuning),
+                  best.total,
+                  recommended,
+                  points,
+                  exhaustive,
+                  where,
+                  ratio));
   return ratio;
 }
 
@@ -186,8 +186,7 @@ TEST_CASE("advise tuning: the K, r and deadline grids of 10 workers", "[advise][
   CHECK(params("ignore-stragglers r=8").front().pointer == "/stopping/r");
   CHECK(params("erasurehead frc d=2 r=5").front().pointer == "/stopping/r");
   CHECK(params("k-sync K=5").front().label_key == "K");
-  CHECK(tuning_test_values(params("k-async K=5")) ==
-        std::vector<double>{2, 3, 4, 5, 7, 8, 9, 10});
+  CHECK(tuning_test_values(params("k-async K=5")) == std::vector<double>{2, 3, 4, 5, 7, 8, 9, 10});
   CHECK(params("k-async K=5").front().pointer == "/stopping/k");
   CHECK(tuning_test_values(params("erasurehead frc d=2 deadline=2")) ==
         std::vector<double>{1.0, 1.5, 2.0, 3.0, 4.0});
@@ -239,7 +238,8 @@ TEST_CASE("advise tuning: candidates that differ only in a tuned parameter are o
 }
 
 TEST_CASE("advise tuning: the label names the chosen values", "[advise][tuning]") {
-  SchemeCandidate c = tuning_test_find(scheme_candidates(10, 2.0), "erasurehead dynamic_frc d=2 r=5 K=2");
+  SchemeCandidate c =
+      tuning_test_find(scheme_candidates(10, 2.0), "erasurehead dynamic_frc d=2 r=5 K=2");
   c.tuning = TuningChoice{};
   c.tuning->parameters["/stopping/r"] = 8;
   relabel_tuned(c);
@@ -254,10 +254,10 @@ TEST_CASE("advise tuning: the label names the chosen values", "[advise][tuning]"
 TEST_CASE("advise tuning: a run whose loss becomes non-finite counts as not reaching the target",
           "[advise][tuning]") {
   // Least squares at 400/β: the iterates grow about 400-fold per iteration and the loss
-  // overflows within the horizon. advise's fixed-step estimate stops there (numerical trouble); the tuning
-  // counts the runs as not reaching the target.
-  nlohmann::json config = tuning_test_config(
-      {{"kind", "shifted_exponential"}, {"shift", 1.0}, {"rate", 2.0}}, 80);
+  // overflows within the horizon. advise's fixed-step estimate stops there (numerical trouble); the
+  // tuning counts the runs as not reaching the target.
+  nlohmann::json config =
+      tuning_test_config({{"kind", "shifted_exponential"}, {"shift", 1.0}, {"rate", 2.0}}, 80);
   config["data"]["generator"] = "linear_regression";
   config["data"]["condition"] = 1;
   config["loss"] = {{"kind", "least_squares"}, {"l2", 0.01}};
@@ -277,16 +277,15 @@ TEST_CASE("advise tuning: a run whose loss becomes non-finite counts as not reac
   CHECK_FALSE(diverging.iterations);
   CHECK(diverging.total == std::numeric_limits<double>::infinity());
   CHECK(diverging.iterations_method.ends_with(": 0 reached"));
-  CHECK_THROWS_AS(
-      estimate_candidate(a, "tuning.json", kTuningSource, 2, kTuningStream, false, c),
-      sim::NumericalError);
+  CHECK_THROWS_AS(estimate_candidate(a, "tuning.json", kTuningSource, 2, kTuningStream, false, c),
+                  sim::NumericalError);
 }
 
 TEST_CASE("advise tuning: a config whose every step diverges is ranked, not an error",
           "[advise][tuning][heavy]") {
   // As above, at 400/β as the config's step: every grid point diverges.
-  nlohmann::json config = tuning_test_config(
-      {{"kind", "shifted_exponential"}, {"shift", 1.0}, {"rate", 2.0}}, 80);
+  nlohmann::json config =
+      tuning_test_config({{"kind", "shifted_exponential"}, {"shift", 1.0}, {"rate", 2.0}}, 80);
   config["data"]["generator"] = "linear_regression";
   config["data"]["condition"] = 1;
   config["loss"] = {{"kind", "least_squares"}, {"l2", 0.01}};
@@ -370,8 +369,8 @@ TEST_CASE("advise tuning: the choice is the grid's best on the tuning runs, repo
 TEST_CASE("advise tuning: an r at the bound of its range is not an edge, one inside it is",
           "[advise][tuning]") {
   // r = n − 1 = 9 is first_r's own bound; ⌈n/8⌉ = 2 is the grid's end but r = 1 exists.
-  const auto params = tuned_parameters(
-      tuning_test_find(scheme_candidates(10, 0.0), "ignore-stragglers r=8"), 10);
+  const auto params =
+      tuned_parameters(tuning_test_find(scheme_candidates(10, 0.0), "ignore-stragglers r=8"), 10);
   REQUIRE(params.size() == 1);
   CHECK(params.front().upper_bound == 9);
   CHECK(params.front().values.back() == 9);
@@ -401,9 +400,9 @@ TEST_CASE("advise tuning: the recommendation is within 10 % of an exhaustive swe
           "[advise][tuning][heavy]") {
   testing::TempDir dir("advise_tuning_exhaustive");
   (void)dir.write("ec2.csv", tuning_test_ec2_trace());
-  CHECK(tuning_test_against_exhaustive(
-            tuning_test_config(tuning_test_trace_delay("ec2.csv"), 60), dir.path(), "ec2-like") <=
-        1.10);
+  CHECK(tuning_test_against_exhaustive(tuning_test_config(tuning_test_trace_delay("ec2.csv"), 60),
+                                       dir.path(),
+                                       "ec2-like") <= 1.10);
   for (const char* trace : {"pai_job1.csv", "pai_job2.csv"}) {
     const std::string path = (kTuningSource / "data" / "traces" / "imported" / trace).string();
     CHECK(tuning_test_against_exhaustive(
