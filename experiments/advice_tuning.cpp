@@ -225,6 +225,90 @@ AdviceTuner::AdviceTuner(const Advice& advice,
       options_(options),
       workers_(workers) {}
 
+namespace {
+
+/// Wall seconds of one simulated training run of `c` (the probe); 0 when it does not plan or
+/// diverges (the estimate then says 0 s: nothing measured).
+double probe_seconds(const Advice& advice,
+                     const std::string& file,
+                     const std::filesystem::path& base_dir,
+                     const SchemeCandidate& c) {
+  nlohmann::json predicted = advice.config;
+  predicted["delay"] = advice.predicted_delay;
+  try {
+    const RunPlan plan = plan_run(apply_candidate(predicted, c), file, base_dir);
+    const auto start = std::chrono::steady_clock::now();
+    simulate_training(plan, derive_seed(plan.seed, kTuningStream), [](const sim::TraceRow&) {});
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  } catch (const ConfigError&) {
+    return 0.0;
+  } catch (const sim::NumericalError&) {
+    return 0.0;
+  }
+}
+
+/// The grid of `c` as TuningChoice::grid: the steps, then each parameter's values.
+nlohmann::json grid_json(const std::vector<double>& steps,
+                         const std::vector<TunedParameter>& params) {
+  nlohmann::json grid = nlohmann::json::object();
+  grid[kStepPointer] = steps;
+  for (const auto& p : params) {
+    nlohmann::json values = nlohmann::json::array();
+    for (const double v : p.values) {
+      values.push_back(value_of(p, v));
+    }
+    grid[p.pointer] = std::move(values);
+  }
+  return grid;
+}
+
+/// The point chosen when no point reaches the target: the config's step (multiplier 1) and the
+/// grid value nearest each listed parameter.
+GridPoint listed_point(const SchemeCandidate& c, const std::vector<TunedParameter>& params) {
+  GridPoint chosen;
+  chosen.step = 1;
+  for (const auto& p : params) {
+    const double listed = c.block[nlohmann::json::json_pointer(p.pointer)].get<double>();
+    const auto near =
+        std::min_element(p.values.begin(), p.values.end(), [listed](double a, double b) {
+          return std::abs(a - listed) < std::abs(b - listed);
+        });
+    chosen.values.push_back(static_cast<std::size_t>(near - p.values.begin()));
+  }
+  return chosen;
+}
+
+/// The pointers whose value at `g` sits at an edge of its grid.
+std::vector<std::string> edges_of(const GridPoint& g,
+                                  const std::vector<double>& steps,
+                                  const std::vector<TunedParameter>& params) {
+  std::vector<std::string> out;
+  if (at_edge(steps, g.step, 0.0, kInf)) {
+    out.push_back(kStepPointer);
+  }
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (at_edge(params[i].values, g.values[i], params[i].lower_bound, params[i].upper_bound)) {
+      out.push_back(params[i].pointer);
+    }
+  }
+  return out;
+}
+
+/// `block` at grid point `g`.
+nlohmann::json block_at(nlohmann::json block,
+                        const GridPoint& g,
+                        const std::vector<double>& steps,
+                        const std::vector<TunedParameter>& params) {
+  block["optimizer"] = {{"step", steps[g.step]}};
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    block[nlohmann::json::json_pointer(params[i].pointer)] =
+        value_of(params[i], params[i].values[g.values[i]]);
+  }
+  return block;
+}
+
+}  // namespace
+
 void AdviceTuner::announce(const std::vector<SchemeCandidate>& candidates,
                            const std::vector<SchemeCandidate>& more) {
   for (const auto* list : {&candidates, &more}) {
@@ -236,17 +320,7 @@ void AdviceTuner::announce(const std::vector<SchemeCandidate>& candidates,
     return;
   }
   // The probe: one simulated training run of the first candidate at the config's step.
-  double seconds = 0.0;
-  nlohmann::json predicted = advice_.config;
-  predicted["delay"] = advice_.predicted_delay;
-  try {
-    const RunPlan plan = plan_run(apply_candidate(predicted, candidates.front()), file_, base_dir_);
-    const auto start = std::chrono::steady_clock::now();
-    simulate_training(plan, derive_seed(plan.seed, kTuningStream), [](const sim::TraceRow&) {});
-    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  } catch (const ConfigError&) {
-  } catch (const sim::NumericalError&) {
-  }
+  const double seconds = probe_seconds(advice_, file_, base_dir_, candidates.front());
   const std::size_t schemes = candidates.size() + more.size();
   // Every grid point's tuning runs, every scheme's fresh ones and its --measure runs.
   const double runs =
@@ -265,36 +339,35 @@ void AdviceTuner::announce(const std::vector<SchemeCandidate>& candidates,
       seconds));
 }
 
+void AdviceTuner::prepare(std::vector<SchemeCandidate>& candidates, bool collective) {
+  candidates = tuning_families(std::move(candidates), workers_);
+  std::vector<SchemeCandidate> more;
+  if (!collective) {
+    for (auto& c : scheme_candidates(workers_, 1.0)) {
+      if (c.label.find("deadline=") != std::string::npos || c.label.starts_with("anytime") ||
+          c.label.starts_with("mindflayer")) {
+        more.push_back(std::move(c));
+      }
+    }
+  }
+  announce(candidates, more);
+}
+
 void AdviceTuner::tune(SchemeCandidate& c) {
   const std::vector<TunedParameter> params = tuned_parameters(c, workers_);
   const std::vector<GridPoint> grid = enumerate_grid(params);
-  TuningChoice choice;
-  choice.grid_points = grid.size();
   std::vector<double> steps;
+  steps.reserve(kStepMultipliers.size());
   for (const double m : kStepMultipliers) {
     steps.push_back(m * advice_.base_step);
   }
-  choice.grid[kStepPointer] = steps;
-  for (const auto& p : params) {
-    nlohmann::json values = nlohmann::json::array();
-    for (const double v : p.values) {
-      values.push_back(value_of(p, v));
-    }
-    choice.grid[p.pointer] = std::move(values);
-  }
-  const auto block_at = [&](const GridPoint& g) {
-    nlohmann::json block = c.block;
-    block["optimizer"] = {{"step", steps[g.step]}};
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      block[nlohmann::json::json_pointer(params[i].pointer)] =
-          value_of(params[i], params[i].values[g.values[i]]);
-    }
-    return block;
-  };
+  TuningChoice choice;
+  choice.grid_points = grid.size();
+  choice.grid = grid_json(steps, params);
   const GridPoint* best = nullptr;
   for (const auto& g : grid) {
     SchemeCandidate point = c;
-    point.block = block_at(g);
+    point.block = block_at(c.block, g, steps, params);
     (void)estimate_candidate(advice_,
                              file_,
                              base_dir_,
@@ -312,30 +385,11 @@ void AdviceTuner::tune(SchemeCandidate& c) {
       options_.progress(done_, total_);
     }
   }
-  // No point reached the target: the config's step and the listed parameters.
-  GridPoint chosen;
-  chosen.step = 1;
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const double listed = c.block[nlohmann::json::json_pointer(params[i].pointer)].get<double>();
-    const auto& v = params[i].values;
-    const auto near = std::min_element(v.begin(), v.end(), [listed](double a, double b) {
-      return std::abs(a - listed) < std::abs(b - listed);
-    });
-    chosen.values.push_back(static_cast<std::size_t>(near - v.begin()));
-  }
+  const GridPoint chosen = best != nullptr ? *best : listed_point(c, params);
   if (best != nullptr) {
-    chosen = *best;
-    if (at_edge(steps, chosen.step, 0.0, kInf)) {
-      choice.at_edge.push_back(kStepPointer);
-    }
-    for (std::size_t i = 0; i < params.size(); ++i) {
-      if (at_edge(
-              params[i].values, chosen.values[i], params[i].lower_bound, params[i].upper_bound)) {
-        choice.at_edge.push_back(params[i].pointer);
-      }
-    }
+    choice.at_edge = edges_of(chosen, steps, params);
   }
-  c.block = block_at(chosen);
+  c.block = block_at(c.block, chosen, steps, params);
   choice.step = steps[chosen.step];
   choice.step_multiplier = kStepMultipliers[chosen.step];
   for (std::size_t i = 0; i < params.size(); ++i) {

@@ -82,6 +82,10 @@ class AdviceTuner {
   void announce(const std::vector<SchemeCandidate>& candidates,
                 const std::vector<SchemeCandidate>& more);
 
+  /// One candidate per family (tuning_families), then announce() with the deadline candidates
+  /// to come (those of the parameter server, at a placeholder τ; none over a collective).
+  void prepare(std::vector<SchemeCandidate>& candidates, bool collective);
+
   /// Sets `c`'s block to its best grid point and `c.tuning` (the step's multiplier 1 and the
   /// listed parameters when no point reaches the target). `c` is estimated afresh by the caller.
   void tune(SchemeCandidate& c);

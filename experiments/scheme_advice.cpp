@@ -845,14 +845,7 @@ Advice advise(const nlohmann::json& config,
   advice.base_step = advice.tuned ? base.step : 0.0;
   AdviceTuner tuner(advice, file, base_dir, options, base.workers);
   if (advice.tuned) {
-    candidates = tuning_families(std::move(candidates), base.workers);
-    std::vector<SchemeCandidate> more;  // the deadline candidates to come (at a placeholder τ)
-    std::ranges::copy_if(
-        scheme_candidates(base.workers, 1.0), std::back_inserter(more), [](const auto& c) {
-          return c.label.find("deadline=") != std::string::npos || c.label.starts_with("anytime") ||
-                 c.label.starts_with("mindflayer");
-        });
-    tuner.announce(candidates, base.collective ? std::vector<SchemeCandidate>() : more);
+    tuner.prepare(candidates, static_cast<bool>(base.collective));
   }
   for (auto& c : candidates) {
     if (advice.tuned) {
