@@ -32,13 +32,17 @@ ProgressLine::ProgressLine(std::ostream& out, Clock clock)
 ProgressLine::~ProgressLine() { finish(); }
 
 void ProgressLine::update(const RunProgress& p) {
+  update_text([&p](double elapsed) { return progress_text(p, elapsed); });
+}
+
+void ProgressLine::update_text(const std::function<std::string(double)>& text) {
   const auto now = clock_();
   if (now - start_ < kQuiet || (last_ && now - *last_ < kRedraw)) {
     return;
   }
   last_ = now;
   // \r and "erase to end of line" (ANSI EL): the line is redrawn in place.
-  out_ << '\r' << progress_text(p, std::chrono::duration<double>(now - start_).count()) << "\x1b[K"
+  out_ << '\r' << text(std::chrono::duration<double>(now - start_).count()) << "\x1b[K"
        << std::flush;
 }
 

@@ -41,6 +41,9 @@ class ProgressLine {
 
   /// Redraws the line when 2 s have passed since construction and 0.5 s since the last draw.
   void update(const RunProgress& p);
+  /// The same for a line of the caller's own text (`advise`'s tuning: "grid point 12/240 ...");
+  /// `text` is called only when the line is redrawn, with the seconds since construction.
+  void update_text(const std::function<std::string(double elapsed_seconds)>& text);
   /// Erases the line if one was drawn (also done by the destructor).
   void finish();
 

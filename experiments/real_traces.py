@@ -82,7 +82,10 @@ def study(binary, trace, out, repetitions, measure):
     os.makedirs(folder, exist_ok=True)
     n = workers_of(trace)
     cfg = write_configs(folder, trace, n)
-    common = ["--json", "--suboptimality", str(SUBOPTIMALITY), "--repetitions", str(repetitions)]
+    # --fixed-step: the schemes at the config's step, the iteration-time predictions this
+    # script checks against the replay (docs/advise.md "Tuning" ranks them at tuned steps).
+    common = ["--json", "--suboptimality", str(SUBOPTIMALITY), "--repetitions", str(repetitions),
+              "--fixed-step"]
     reports = {
         "replay": run_json([binary, "advise", cfg["replay"], *common, "--measure", str(measure)],
                            folder),

@@ -9,6 +9,7 @@
 #include <limits>
 #include <memory>
 
+#include "experiments/advice_tuning.h"
 #include "experiments/config/aggregation_registry.h"
 #include "experiments/config/config_error.h"
 #include "experiments/config/json_reader.h"
@@ -28,8 +29,6 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 /// Delay-only draws behind a simulated iteration time.
 constexpr std::uint64_t kIterationDraws = 20000;
-/// Stream of the simulated training runs behind `iterations` (distinct from --measure's).
-constexpr std::uint64_t kAdviceStream = 0xad51;
 constexpr std::uint64_t kMeasureStream = 0x3ea5;
 constexpr std::uint64_t kCoverageStream = 0xc0fe;
 
@@ -194,17 +193,32 @@ struct RunsToTarget {
   }
 };
 
-RunsToTarget runs_to_target(const RunPlan& plan, double f_star, double epsilon, int repetitions) {
-  const std::uint64_t seed = derive_seed(plan.seed, kAdviceStream);
+/// How the simulated runs of one estimate are drawn: the delay-seed stream, and whether a run
+/// that stops on a non-finite loss counts as not reaching the target (tuning) or is an error.
+struct RunStream {
+  std::uint64_t stream = kAdviceStream;
+  bool divergence_not_reached = false;
+};
+
+RunsToTarget runs_to_target(
+    const RunPlan& plan, double f_star, double epsilon, int repetitions, const RunStream& runs) {
+  const std::uint64_t seed = derive_seed(plan.seed, runs.stream);
   RunsToTarget out;
   for (int rep = 0; rep < repetitions; ++rep) {
     std::optional<sim::TraceRow> hit;
-    simulate_training(
-        plan, derive_seed(seed, static_cast<std::uint64_t>(rep)), [&](const sim::TraceRow& row) {
-          if (!hit && row.loss - f_star <= epsilon) {
-            hit = row;
-          }
-        });
+    try {
+      simulate_training(
+          plan, derive_seed(seed, static_cast<std::uint64_t>(rep)), [&](const sim::TraceRow& row) {
+            if (!hit && row.loss - f_star <= epsilon) {
+              hit = row;
+            }
+          });
+    } catch (const sim::NumericalError&) {
+      if (!runs.divergence_not_reached) {
+        throw;
+      }
+      hit.reset();  // a diverging run does not reach the target
+    }
     if (hit) {
       ++out.reached;
       out.iterations += static_cast<double>(hit->iteration);
@@ -221,6 +235,7 @@ void predict_iterations(const RunPlan& plan,
                         double f_star,
                         double epsilon,
                         int repetitions,
+                        const RunStream& stream,
                         SchemeCandidate& c) {
   std::string why;
   if (theory_applies && plan.objective->loss().name() == "least_squares") {
@@ -245,7 +260,7 @@ void predict_iterations(const RunPlan& plan,
   // The mean of each run's first iteration at the target, not the first crossing of the mean
   // gap: near a noise floor a few excursions hold the mean gap above ε long after most runs
   // got there, and the time to target is a sum of iteration times up to each run's own hit.
-  const RunsToTarget runs = runs_to_target(plan, f_star, epsilon, repetitions);
+  const RunsToTarget runs = runs_to_target(plan, f_star, epsilon, repetitions, stream);
   c.iterations_method =
       fmt::format("simulation (mean first iteration at target of {} runs)", repetitions);
   if (runs.reached == repetitions) {
@@ -258,9 +273,13 @@ void predict_iterations(const RunPlan& plan,
 /// A baseline's time to ε simulated directly: over `repetitions` training runs, the mean of each
 /// run's simulated time (and iteration) at its first row within ε; its iteration time is the
 /// mean time over the mean iterations.
-void simulate_time_to_target(
-    const RunPlan& plan, double f_star, double epsilon, int repetitions, SchemeCandidate& c) {
-  const RunsToTarget runs = runs_to_target(plan, f_star, epsilon, repetitions);
+void simulate_time_to_target(const RunPlan& plan,
+                             double f_star,
+                             double epsilon,
+                             int repetitions,
+                             const RunStream& stream,
+                             SchemeCandidate& c) {
+  const RunsToTarget runs = runs_to_target(plan, f_star, epsilon, repetitions, stream);
   c.iterations_method =
       fmt::format("simulation (mean first iteration at target of {} runs)", repetitions);
   c.total_method = fmt::format("simulation (mean time at target of {} runs", repetitions);
@@ -307,34 +326,19 @@ void measure(const RunPlan& plan, int runs, double target_loss, SchemeCandidate&
 }
 
 /// Plans, predicts and (optionally) measures one candidate, with the predicted delay.
-void evaluate(const nlohmann::json& config,
-              const std::string& file,
+void evaluate(const std::string& file,
               const std::filesystem::path& base_dir,
               const Advice& advice,
               const AdviceOptions& options,
               SchemeCandidate& c) {
-  nlohmann::json predicted = config;
-  predicted["delay"] = advice.predicted_delay;
-  RunPlan plan;
-  try {
-    plan = plan_run(apply_candidate(predicted, c), file, base_dir);
-  } catch (const ConfigError& e) {
-    c.problem = e.what();
-    c.total = kInf;
+  const auto plan = estimate_candidate(
+      advice, file, base_dir, options.repetitions, kAdviceStream, advice.tuned, c);
+  if (!plan) {
     return;
   }
-  if (c.simulated_directly()) {
-    simulate_time_to_target(plan, advice.f_star, advice.target_gap, options.repetitions, c);
-  } else {
-    const bool theory_applies = theory_applies_to(plan);
-    predict_iteration_time(plan, theory_applies, c);
-    predict_iterations(
-        plan, theory_applies, advice.f_star, advice.target_gap, options.repetitions, c);
-    c.total = c.iterations ? *c.iterations * c.iteration_time : kInf;
-  }
-  check_coverage(plan, c);
+  check_coverage(*plan, c);
   if (options.measure > 0) {
-    measure(plan, options.measure, advice.target_loss, c);
+    measure(*plan, options.measure, advice.target_loss, c);
   }
 }
 
@@ -767,6 +771,9 @@ nlohmann::json apply_candidate(const nlohmann::json& config, const SchemeCandida
       out[key] = candidate.block[key];
     }
   }
+  if (candidate.block.contains("optimizer")) {  // a tuned step
+    out["optimizer"]["step"] = candidate.block["optimizer"]["step"];
+  }
   return out;
 }
 
@@ -833,12 +840,27 @@ Advice advise(const nlohmann::json& config,
       candidates.push_back(std::move(c));
     }
   }
+  advice.tuned = !options.fixed_step;
+  advice.base_step = advice.tuned ? base.step : 0.0;
+  AdviceTuner tuner(advice, file, base_dir, options, base.workers);
+  if (advice.tuned) {
+    tuner.prepare(candidates, static_cast<bool>(base.collective));
+  }
   for (auto& c : candidates) {
-    evaluate(config, file, base_dir, advice, options, c);
+    if (advice.tuned) {
+      tuner.tune(c);
+    }
+    evaluate(file, base_dir, advice, options, c);
   }
   for (auto& extra : deadline_candidates(candidates, base.workers, aggregation, advice)) {
-    evaluate(config, file, base_dir, advice, options, extra);
+    if (advice.tuned) {
+      tuner.tune(extra);
+    }
+    evaluate(file, base_dir, advice, options, extra);
     candidates.push_back(std::move(extra));
+  }
+  for (auto& c : candidates) {
+    relabel_tuned(c);
   }
   std::stable_sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
     return a.total < b.total;
@@ -863,13 +885,66 @@ Advice advise_candidates(const nlohmann::json& config,
   advice.horizon = base.iterations;
   set_target(base, config, options, file, advice);
   for (auto& c : candidates) {
-    evaluate(config, file, base_dir, advice, options, c);
+    // Each block as given (a tuned step in its optimizer block included); a run that diverges
+    // does not reach the target.
+    (void)estimate_candidate(
+        advice, file, base_dir, options.repetitions, kAdviceStream, true, c, nullptr);
   }
   std::stable_sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
     return a.total < b.total;
   });
   advice.ranked = std::move(candidates);
   return advice;
+}
+
+std::optional<RunPlan> estimate_candidate(const Advice& advice,
+                                          const std::string& file,
+                                          const std::filesystem::path& base_dir,
+                                          int repetitions,
+                                          std::uint64_t stream,
+                                          bool divergence_not_reached,
+                                          SchemeCandidate& c,
+                                          IterationTimeCache* cache) {
+  nlohmann::json predicted = advice.config;
+  predicted["delay"] = advice.predicted_delay;
+  const SchemeCandidate fresh;  // a candidate estimated again starts from no estimate
+  c.problem.clear();
+  c.iterations.reset();
+  c.total = fresh.total;
+  c.total_se = fresh.total_se;
+  c.total_method = fresh.total_method;
+  RunPlan plan;
+  try {
+    plan = plan_run(apply_candidate(predicted, c), file, base_dir);
+  } catch (const ConfigError& e) {
+    c.problem = e.what();
+    c.total = kInf;
+    return std::nullopt;
+  }
+  const RunStream runs{stream, divergence_not_reached};
+  if (c.simulated_directly()) {
+    simulate_time_to_target(plan, advice.f_star, advice.target_gap, repetitions, runs, c);
+  } else {
+    const bool theory_applies = theory_applies_to(plan);
+    nlohmann::json unstepped = c.block;
+    unstepped.erase("optimizer");
+    const std::string key = cache != nullptr ? unstepped.dump() : std::string();
+    if (const auto hit = cache != nullptr ? cache->find(key) : IterationTimeCache::iterator();
+        cache != nullptr && hit != cache->end()) {
+      c.iteration_time = hit->second.iteration_time;
+      c.iteration_time_method = hit->second.method;
+      c.stop_time = hit->second.stop_time;
+    } else {
+      predict_iteration_time(plan, theory_applies, c);
+      if (cache != nullptr) {
+        (*cache)[key] = {c.iteration_time, c.iteration_time_method, c.stop_time};
+      }
+    }
+    predict_iterations(
+        plan, theory_applies, advice.f_star, advice.target_gap, repetitions, runs, c);
+    c.total = c.iterations ? *c.iterations * c.iteration_time : kInf;
+  }
+  return plan;
 }
 
 std::vector<double> measure_time_to_target(const RunPlan& plan,
@@ -915,6 +990,9 @@ nlohmann::json advice_json(const Advice& advice) {
     row["least_covered_partition"] = c.least_covered_partition;
     row["least_covered_fraction"] = c.least_covered_fraction;
     row["caveat"] = c.caveat.empty() ? nlohmann::json() : nlohmann::json(c.caveat);
+    if (c.tuning) {
+      row["tuning"] = tuning_json(*c.tuning);
+    }
     if (c.measured_runs > 0) {
       row["measured_runs"] = c.measured_runs;
       row["measured_reached"] = c.measured_reached;
@@ -931,6 +1009,12 @@ nlohmann::json advice_json(const Advice& advice) {
                         {"target_gap", advice.target_gap},
                         {"horizon", advice.horizon},
                         {"schemes", rows}};
+  if (advice.tuned) {
+    out["tuning"] = {{"base_step", advice.base_step},
+                     {"step_multipliers", kStepMultipliers},
+                     {"count_fractions", kCountFractions},
+                     {"window_multipliers", kWindowMultipliers}};
+  }
   if (!advice.ranked.empty() && std::isfinite(advice.ranked.front().total)) {
     out["recommended"] = advice.ranked.front().label;
     out["recommended_config"] = apply_candidate(advice.config, advice.ranked.front());

@@ -18,7 +18,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -39,6 +41,31 @@ struct AdviceOptions {
   /// Predict (and measure) with this delay block instead of the config's (`advise --fit`: a
   /// fitted model); the recommended config keeps the config's own delay.
   std::optional<nlohmann::json> predicted_delay;
+  /// Every candidate at the config's step and its listed parameters (the authors' protocol;
+  /// `advise --fixed-step`). Otherwise each is ranked at its own best step and K, r, deadline or
+  /// window (experiments/advice_tuning.h, docs/advise.md "Tuning").
+  bool fixed_step = false;
+  /// Tuning: called once with the estimate of the work (from a measured probe) before it starts.
+  std::function<void(const std::string&)> note;
+  /// Tuning: called after every grid point with the points done and the points in all.
+  std::function<void(std::size_t, std::size_t)> progress;
+};
+
+/// A tuned candidate's choice (docs/advise.md "Tuning"): the grid it was chosen from, on the
+/// tuning repetitions, and the chosen point.
+struct TuningChoice {
+  double step = 0.0;             ///< the chosen step γ
+  double step_multiplier = 1.0;  ///< γ over the config's (resolved) step
+  /// The chosen values of the tuned parameters, by JSON pointer into the block ("/stopping/r").
+  nlohmann::json parameters = nlohmann::json::object();
+  /// The grid: "/optimizer/step" and each tuned parameter's pointer, with their values.
+  nlohmann::json grid = nlohmann::json::object();
+  std::size_t grid_points = 0;
+  /// The pointers whose chosen value sits at an end of its grid that is not the parameter's
+  /// own bound (the grid did not bracket the optimum).
+  std::vector<std::string> at_edge;
+  /// The chosen point's time to target on the tuning repetitions (+∞: no point reached it).
+  double tuning_total = std::numeric_limits<double>::infinity();
 };
 
 struct SchemeCandidate {
@@ -87,6 +114,8 @@ struct SchemeCandidate {
   int least_covered_partition = -1;
   double least_covered_fraction = 1.0;  ///< fraction of iterations in which it is covered
   std::string caveat;                   ///< non-empty when that fraction is below kBiasedCoverage
+  /// Set when the candidate was tuned (AdviceOptions::fixed_step false).
+  std::optional<TuningChoice> tuning;
 };
 
 /// Iterations simulated for each candidate's coverage check.
@@ -105,6 +134,9 @@ struct Advice {
   std::vector<SchemeCandidate> ranked;  ///< by total, unreached and failed last
   nlohmann::json config;                ///< the input config, its own delay
   nlohmann::json predicted_delay;       ///< the delay block the predictions used
+  /// The config's resolved step (1/β for "auto"): the tuning grid's unit; 0 under fixed_step.
+  double base_step = 0.0;
+  bool tuned = false;
 };
 
 /// The candidates for n workers: uncoded (all), ignore-stragglers (uncoded, first_r at ½ and ¾),
@@ -182,6 +214,32 @@ void check_coverage(const RunPlan& plan, SchemeCandidate& c);
 /// "partitions", "aggregation" and "network" where the block has them).
 [[nodiscard]] nlohmann::json apply_candidate(const nlohmann::json& config,
                                              const SchemeCandidate& candidate);
+
+/// Plans `candidate` on the config with the predicted delay and estimates its time to target as
+/// `advise` does (docs/advise.md): the exact curve or `repetitions` simulated runs whose delay
+/// seeds come from `stream` (derived from the plan's seed). With `divergence_not_reached` a run
+/// that stops with a NumericalError (a non-finite loss) counts as not reaching the target.
+/// Returns the plan (nullopt, and `candidate.problem` set, when it does not plan).
+/// `cache` (optional) keeps the iteration time of each block without its step: the step does
+/// not change it, and the tuning estimates a block at every step of its grid.
+struct CachedIterationTime {
+  double iteration_time = 0.0;
+  std::string method;
+  double stop_time = 0.0;
+};
+using IterationTimeCache = std::map<std::string, CachedIterationTime>;
+std::optional<RunPlan> estimate_candidate(const Advice& advice,
+                                          const std::string& file,
+                                          const std::filesystem::path& base_dir,
+                                          int repetitions,
+                                          std::uint64_t stream,
+                                          bool divergence_not_reached,
+                                          SchemeCandidate& candidate,
+                                          IterationTimeCache* cache = nullptr);
+
+/// The delay-seed stream of advise's simulated runs (the fixed-step estimates and a tuned
+/// candidate's reported estimate; distinct from the tuning stream and --measure's).
+inline constexpr std::uint64_t kAdviceStream = 0xad51;
 
 /// What `advise --json` prints.
 [[nodiscard]] nlohmann::json advice_json(const Advice& advice);

@@ -38,6 +38,9 @@ struct TimeToTargetOptions {
   /// R: each model's simulated training runs per scheme (advise's --repetitions) and the replay's
   /// runs per scheme.
   int repetitions = 10;
+  /// The candidates as `advise --fixed-step` ranks them (the config's step); otherwise advise's
+  /// default, each at its own tuned step and parameters.
+  bool fixed_step = false;
 };
 
 /// One candidate: every model's predicted time to target and the replayed one.

@@ -359,7 +359,8 @@ std::string advise_text(const Input& input,
                         double suboptimality,
                         int repetitions,
                         int measure,
-                        const std::string& fit_path) {
+                        const std::string& fit_path,
+                        bool fixed_step) {
   if (repetitions < 1 || measure < 0) {
     throw ConfigError(kDictSource +
                       std::string(": repetitions must be at least 1 and measure at "
@@ -374,6 +375,7 @@ std::string advise_text(const Input& input,
     }
     options.repetitions = repetitions;
     options.measure = measure;
+    options.fixed_step = fixed_step;
     return advise_report(l.json, l.source, l.base_dir, options, fit_path).dump(2);
   });
 }
@@ -488,16 +490,18 @@ PYBIND11_MODULE(_stragglersim, m) {
          double suboptimality,
          int repetitions,
          int measure,
-         const std::string& fit_path) {
+         const std::string& fit_path,
+         bool fixed_step) {
         return ex::advise_text(
-            ex::input_of(text, path), suboptimality, repetitions, measure, fit_path);
+            ex::input_of(text, path), suboptimality, repetitions, measure, fit_path, fixed_step);
       },
       py::arg("text"),
       py::arg("path"),
       py::arg("suboptimality"),
       py::arg("repetitions"),
       py::arg("measure"),
-      py::arg("fit_path"));
+      py::arg("fit_path"),
+      py::arg("fixed_step"));
   m.def(
       "validate",
       [](const std::optional<std::string>& text,

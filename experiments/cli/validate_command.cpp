@@ -22,6 +22,7 @@ struct ValidateArguments {
   double holdout = 0.5;
   double suboptimality = 0.0;  ///< 0: the config's target_loss
   int repetitions = 10;
+  bool fixed_step = false;
   bool json = false;
 };
 
@@ -208,6 +209,7 @@ int command_validate(const ValidateArguments& a) {
     time_to_target.suboptimality = a.suboptimality;
   }
   time_to_target.repetitions = a.repetitions;
+  time_to_target.fixed_step = a.fixed_step;
   const Validation v =
       validate_file(config, a.config, base_dir, a.trace, a.holdout, time_to_target);
   if (a.json) {
@@ -237,6 +239,10 @@ Subcommand add_validate_command(CLI::App& app) {
                   a->repetitions,
                   "simulated runs per scheme and model, and replay runs per scheme (default 10)")
       ->check(CLI::Range(1, 10000));
+  cmd->add_flag("--fixed-step",
+                a->fixed_step,
+                "the candidates of advise --fixed-step (the config's step); default: advise's, "
+                "each at its own tuned step and parameters");
   cmd->add_flag("--json", a->json, "print JSON");
   return {cmd, [a] { return command_validate(*a); }};
 }

@@ -48,3 +48,25 @@ TEST_CASE("progress line: nothing to erase when nothing was drawn", "[experiment
   line.finish();
   CHECK(out.str().empty());
 }
+
+TEST_CASE("progress line: a caller's own text, built only when drawn, under the same throttle",
+          "[experiments][progress]") {
+  Clock::time_point now{};
+  std::ostringstream out;
+  int built = 0;
+  const auto text = [&built](double elapsed) {
+    ++built;
+    return "grid point after " + std::to_string(static_cast<int>(elapsed)) + " s";
+  };
+  ProgressLine line(out, [&now] { return now; });
+  line.update_text(text);
+  CHECK(built == 0);  // quiet for the first 2 s
+  now += std::chrono::milliseconds(2000);
+  line.update_text(text);
+  CHECK(out.str() == "\rgrid point after 2 s\x1b[K");
+  now += std::chrono::milliseconds(100);
+  line.update_text(text);
+  CHECK(built == 1);  // throttled: not even built
+  line.finish();
+  CHECK(out.str().ends_with("\r\x1b[K"));
+}

@@ -790,7 +790,9 @@ std::vector<FileCommand> file_commands(const fs::path& dir) {
       {"--out", fmt::format("fit '{}' --out '{{}}'", times.string())},
       {"--csv", R"(codes --workers 4 --code '{{"kind": "frc", "d": 2}}' --csv '{}')"},
       {"--csv", fmt::format("theory '{}' --measure 2 --csv '{{}}'", theory_cfg.string())},
-      {"--write", fmt::format("advise '{}' --repetitions 2 --write '{{}}'", advise_cfg.string())},
+      // --fixed-step: the tuning's estimate of its time would precede the error on stderr.
+      {"--write",
+       fmt::format("advise '{}' --repetitions 2 --fixed-step --write '{{}}'", advise_cfg.string())},
       {"--out",
        fmt::format("trace import '{}' --format csv --iteration step --worker rank --seconds t "
                    "--out '{{}}'",

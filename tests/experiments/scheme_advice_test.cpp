@@ -248,6 +248,7 @@ TEST_CASE("advise: a baseline's time to target is simulated directly", "[advise]
   // (--measure, another stream) must agree within 4 standard errors of the difference.
   const auto config = small_config(60);
   AdviceOptions o;
+  o.fixed_step = true;  // the listed candidates at the config's step
   o.suboptimality = 0.05;
   o.repetitions = 20;
   o.measure = 40;
@@ -295,6 +296,7 @@ TEST_CASE("advise: a baseline's time to target is simulated directly", "[advise]
 TEST_CASE("advise: the written config keeps the target the ranking was for", "[advise]") {
   const auto config = small_config(30);
   AdviceOptions o;
+  o.fixed_step = true;  // the listed candidates at the config's step
   o.suboptimality = 0.05;
   o.repetitions = 2;
   const Advice a = advise(config, "advise_persistent.json", kExamples, o);
@@ -321,6 +323,7 @@ TEST_CASE("advise: the recommendation holds against seeded runs (given delay)", 
                      {"tail", "load"},
                      {"factors", factors}};
   AdviceOptions o;
+  o.fixed_step = true;  // the listed candidates at the config's step
   o.measure = 20;
   const Advice a = advise(config, "advise_persistent.json", kExamples, o);
   CHECK(a.target_loss == 0.11);
@@ -359,6 +362,7 @@ TEST_CASE("advise: the README example, fitted to the trace, holds against seeded
           "[advise][heavy]") {
   const auto config = read_json_file(kExamples / "advise_persistent.json");
   AdviceOptions o;
+  o.fixed_step = true;  // the listed candidates at the config's step
   o.measure = 20;
   o.predicted_delay =
       best_delay_block(fit_trace_file((kExamples / "persistent_stragglers.csv").string(), false));
@@ -509,6 +513,7 @@ TEST_CASE("advise: a collective config ranks both families and names each row's 
   config["data"]["rows"] = 400;
   config["optimizer"]["iterations"] = 40;
   AdviceOptions o;
+  o.fixed_step = true;  // the listed candidates at the config's step
   o.suboptimality = 0.2;
   o.repetitions = 2;
   const Advice a = advise(config, "ring_uncoded.json", kExamples / "collectives", o);

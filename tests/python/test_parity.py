@@ -136,14 +136,17 @@ def test_advise_is_what_advise_json_prints(tmp_path, times):
     result = cli("advise", path, "--json", "--repetitions", 2)
     assert result.returncode == 0, result.stderr
     assert stragglersim.advise(path, repetitions=2) == json.loads(result.stdout)
-    # With a fitted delay: the same advice, or the same refusal.
-    fitted = cli("advise", path, "--json", "--repetitions", 2, "--fit", times)
+    assert "tuning" in json.loads(result.stdout)  # tuned by default, as the command line
+    # With a fitted delay: the same advice, or the same refusal (at the config's step).
+    fitted = cli("advise", path, "--json", "--repetitions", 2, "--fit", times, "--fixed-step")
     if fitted.returncode == 0:
-        assert stragglersim.advise(path, repetitions=2, fit=times) == json.loads(fitted.stdout)
+        assert "tuning" not in json.loads(fitted.stdout)
+        assert stragglersim.advise(path, repetitions=2, fit=times, fixed_step=True) == json.loads(
+            fitted.stdout)
     else:
         assert fitted.returncode == 2, fitted.stderr
         with pytest.raises(stragglersim.ConfigError) as e:
-            stragglersim.advise(path, repetitions=2, fit=times)
+            stragglersim.advise(path, repetitions=2, fit=times, fixed_step=True)
         assert "error: " + str(e.value) == fitted.stderr.splitlines()[0]
     with pytest.raises(stragglersim.ConfigError, match="advise needs data"):
         stragglersim.advise(delay_only())

@@ -337,7 +337,7 @@ def _delay_block(row):
     return block
 
 
-def advise(config, suboptimality=None, repetitions=10, measure=0, fit=None):
+def advise(config, suboptimality=None, repetitions=10, measure=0, fit=None, fixed_step=False):
     """Rank coding schemes by predicted time to a target loss: `stragglersim advise CONFIG --json`.
 
     Args:
@@ -347,6 +347,8 @@ def advise(config, suboptimality=None, repetitions=10, measure=0, fit=None):
         measure: also measure every scheme over this many seeded runs (0: no).
         fit: a CSV of measured times: predict with the delay model chosen on it by held-out
             error (as `advise --fit`; the result's model_choice says which and why).
+        fixed_step: every scheme at the config's step and listed K, r and deadline (as
+            `advise --fixed-step`); by default each at its own tuned step and parameters.
 
     Returns:
         The advice dict (docs/advise.md): predicted_delay, f_star, initial_gap, target_loss,
@@ -363,6 +365,7 @@ def advise(config, suboptimality=None, repetitions=10, measure=0, fit=None):
             int(repetitions),
             int(measure),
             _os.fsdecode(fit) if fit is not None else "",
+            bool(fixed_step),
         )
     )
 

@@ -70,7 +70,7 @@ TEST_CASE("cli: advise --fit on 16 heterogeneous workers simulates what theory c
   // A bounded amount of work: 2 simulated runs per scheme of 60 iterations.
   const auto r = testing::run_stragglersim(
       "advise " + cfg + " --fit " + trace +
-          " --fit-model family --suboptimality 0.1 --repetitions 2 --json",
+          " --fit-model family --suboptimality 0.1 --repetitions 2 --json --fixed-step",
       dir.path());
   INFO(r.err);
   REQUIRE(r.status == 0);
@@ -112,7 +112,7 @@ TEST_CASE("cli: advise --fit chooses by held-out error and predicts the real tra
       {"delay", {{"kind", "trace"}, {"path", trace}, {"mode", "cycle"}, {"start", "random"}}},
       {"optimizer", {{"kind", "gd"}, {"step", "auto"}, {"iterations", 100}}}};
   const std::string cfg = dir.write("cfg.json", config.dump(2));
-  const std::string common = " --suboptimality 0.1 --repetitions 2 --json";
+  const std::string common = " --suboptimality 0.1 --repetitions 2 --json --fixed-step";
   const auto fitted =
       testing::run_stragglersim("advise " + cfg + " --fit " + trace + common, dir.path());
   const auto replayed = testing::run_stragglersim("advise " + cfg + common, dir.path());

@@ -577,7 +577,7 @@ TEST_CASE("cli: advise shows no iteration time for a scheme that did not reach t
   c["delay"]["path"] = (examples / "persistent_stragglers.csv").string();
   const auto cfg = write_config(dir, c);
   const std::string line =
-      fmt::format("advise '{}' --suboptimality 0.05 --repetitions 2", cfg.string());
+      fmt::format("advise '{}' --suboptimality 0.05 --repetitions 2 --fixed-step", cfg.string());
   const Result table = run(line, dir);
   REQUIRE(table.status == 0);
   CHECK(table.out.find("0.0000 not reached") == std::string::npos);

@@ -83,7 +83,7 @@ TEST_CASE("cli: validate prints the time to target of every candidate on a small
   config["optimizer"]["iterations"] = 60;
   const std::string path = dir.write("cfg.json", config.dump());
   const auto r = run_stragglersim("validate " + path + " --trace " + dir.write("t.csv", csv) +
-                                      " --suboptimality 0.05 --repetitions 2",
+                                      " --suboptimality 0.05 --repetitions 2 --fixed-step",
                                   dir.path());
   REQUIRE(r.status == 0);
   CHECK(r.out.find("\ntime to target: loss ") != std::string::npos);
