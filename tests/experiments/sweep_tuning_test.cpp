@@ -417,3 +417,29 @@ TEST_CASE("tuning: a diverging tuning run ends early and counts as not reached",
 }
 
 }  // namespace stragglersim::experiments
+
+namespace stragglersim::experiments {
+
+TEST_CASE("tuning: a tuned sweep is refused with --shard and --merge, exit 2",
+          "[experiments][sweep][tuning]") {
+  const auto dir = sweep_scratch("tuning_shard");
+  const auto path = write_sweep(dir / "tuned.json", tune_sweep_with_base());
+  const auto spec = expand_sweep_file(path);
+  CHECK(needs_tuning(spec));
+  SweepOptions options;
+  options.shard = {0, 2};
+  CHECK_THROWS_WITH(run_sweep(spec, dir / "out", options),
+                    path.string() +
+                        ":/tune: a tuned sweep runs its tuning before its evaluation; got --shard; "
+                        "expected the sweep without --shard (or --jobs N)");
+  CHECK_THROWS_WITH(merge_sweep(spec, dir / "out"),
+                    path.string() +
+                        ":/tune: a tuned sweep runs its tuning before its evaluation; got --merge; "
+                        "expected the sweep without --shard and --merge (or --jobs N)");
+  CHECK(run_binary(fmt::format(
+            "sweep '{}' --out '{}' --shard 0/2", path.string(), (dir / "cli").string())) == 2);
+  CHECK_FALSE(fs::exists(dir / "out"));
+  CHECK_FALSE(fs::exists(dir / "cli"));
+}
+
+}  // namespace stragglersim::experiments
