@@ -81,8 +81,8 @@ struct TuneKey {
 /// What tuning minimises: the time to the runs' target_loss, the time to a relative
 /// suboptimality S·(f(x0) − f*), or the loss at a simulated time budget.
 struct TuneObjective {
-  enum class Kind { target_loss, suboptimality, time_budget };
-  Kind kind = Kind::target_loss;
+  enum class Kind { kTargetLoss, kSuboptimality, kTimeBudget };
+  Kind kind = Kind::kTargetLoss;
   /// S or the time budget (unused for target_loss).
   double value = 0.0;
 };
@@ -99,8 +99,8 @@ struct SweepTuning {
   std::vector<std::string> pointers;
   /// unresolved: the sweep file's runs, without chosen values (run_sweep tunes first); tuning:
   /// the tuning runs (DIR/tuning); evaluation: the runs at the chosen values.
-  enum class Stage { unresolved, tuning, evaluation };
-  Stage stage = Stage::unresolved;
+  enum class Stage { kUnresolved, kTuning, kEvaluation };
+  Stage stage = Stage::kUnresolved;
 };
 
 /// A sweep file, read and expanded (not yet validated run by run).
@@ -129,7 +129,7 @@ struct SweepSpec {
 
 /// Whether `spec` is a tuned sweep whose choice is not made yet: its runs cannot run as they are.
 [[nodiscard]] inline bool needs_tuning(const SweepSpec& spec) {
-  return spec.tuning && spec.tuning->stage == SweepTuning::Stage::unresolved;
+  return spec.tuning && spec.tuning->stage == SweepTuning::Stage::kUnresolved;
 }
 
 /// Reads and expands a sweep; ConfigError for a bad sweep file ("<file>:/grid/<key>: ...").

@@ -283,7 +283,7 @@ void append_trace(const SweepSpec& spec,
 
 std::string sweep_summary_csv(const SweepSpec& spec, const std::vector<nlohmann::json>& summaries) {
   const std::vector<Metric> metrics = metrics_of(summaries);
-  const bool evaluation = spec.tuning && spec.tuning->stage == SweepTuning::Stage::evaluation;
+  const bool evaluation = spec.tuning && spec.tuning->stage == SweepTuning::Stage::kEvaluation;
   std::string csv = point_header(spec);
   // A tuned sweep's evaluation names the tuned pointers chosen at an end of their grids.
   csv += evaluation ? ",edge" : "";

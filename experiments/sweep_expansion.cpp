@@ -324,14 +324,14 @@ TuneObjective read_objective(const nlohmann::json& raw, const std::string& file)
         raw.dump()));
   }
   if (suboptimality) {
-    objective.kind = TuneObjective::Kind::suboptimality;
+    objective.kind = TuneObjective::Kind::kSuboptimality;
     objective.value = reader.number("suboptimality", std::nullopt);
     if (!(objective.value > 0.0 && objective.value < 1.0)) {
       reader.fail_value(
           "suboptimality", "out of range", objective.value, "a number with 0 < S < 1");
     }
   } else {
-    objective.kind = TuneObjective::Kind::time_budget;
+    objective.kind = TuneObjective::Kind::kTimeBudget;
     objective.value = reader.positive("time_budget", std::nullopt);
   }
   reader.finish();
@@ -499,7 +499,7 @@ void read_tuning(JsonReader& root,
 
 /// The target_loss objective needs a target in every tuned run.
 void check_tuning_target(const SweepSpec& spec) {
-  if (!spec.tuning || spec.tuning->objective.kind != TuneObjective::Kind::target_loss) {
+  if (!spec.tuning || spec.tuning->objective.kind != TuneObjective::Kind::kTargetLoss) {
     return;
   }
   for (const auto& run : spec.runs) {

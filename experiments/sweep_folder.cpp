@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -86,15 +87,13 @@ std::vector<std::string> check_sweep_folder(const SweepSpec& spec,
     // A tuned sweep's evaluation starts in a folder that holds its tuning only (and the f* cache
     // its tuning runs filled).
     const auto tuning_only = [&] {
-      for (const auto& entry : fs::directory_iterator(out_dir, ec)) {
-        const std::string name = entry.path().filename().string();
-        if (name != "tuning" && name != "tuning.csv" && name != "f_star_cache") {
-          return false;
-        }
-      }
-      return true;
+      return std::ranges::all_of(
+          fs::directory_iterator(out_dir, ec), [](const fs::directory_entry& entry) {
+            const std::string name = entry.path().filename().string();
+            return name == "tuning" || name == "tuning.csv" || name == "f_star_cache";
+          });
     };
-    const bool evaluation = spec.tuning && spec.tuning->stage == SweepTuning::Stage::evaluation;
+    const bool evaluation = spec.tuning && spec.tuning->stage == SweepTuning::Stage::kEvaluation;
     if (fs::is_directory(out_dir, ec) && !fs::is_empty(out_dir, ec) &&
         !(evaluation && tuning_only())) {
       refuse_folder(spec, out_dir, fmt::format("not empty and holds no {}", kIdentityFile));

@@ -247,7 +247,7 @@ std::vector<PointTuning> choose_points(const SweepSpec& spec,
 
 /// tuning.csv: one row per point and tune combination (docs/sweeps.md "Tuning").
 std::string tuning_csv(const SweepSpec& spec, const std::vector<PointTuning>& points) {
-  const SweepSpec columns = with_tuned_columns(spec, SweepTuning::Stage::tuning);
+  const SweepSpec columns = with_tuned_columns(spec, SweepTuning::Stage::kTuning);
   std::vector<std::string> header;
   if (!spec.schemes.empty()) {
     header.emplace_back("scheme");
@@ -255,7 +255,7 @@ std::string tuning_csv(const SweepSpec& spec, const std::vector<PointTuning>& po
   for (const auto& p : columns.parameters) {
     header.push_back(csv_field(plain_name(p)));
   }
-  const bool budget = spec.tuning->objective.kind == TuneObjective::Kind::time_budget;
+  const bool budget = spec.tuning->objective.kind == TuneObjective::Kind::kTimeBudget;
   std::string csv = fmt::format("{},runs,reached,{},mean_final_loss,chosen,edge\n",
                                 fmt::join(header, ","),
                                 budget ? "mean_loss_at_budget" : "mean_time");
@@ -292,7 +292,7 @@ std::string tuning_csv(const SweepSpec& spec, const std::vector<PointTuning>& po
 /// The sweep's runs at the chosen values: their configs, folders (the chosen values in the
 /// name) and edges.
 SweepSpec evaluation_sweep(const SweepSpec& spec, const std::vector<PointTuning>& points) {
-  SweepSpec out = with_tuned_columns(spec, SweepTuning::Stage::evaluation);
+  SweepSpec out = with_tuned_columns(spec, SweepTuning::Stage::kEvaluation);
   out.repetitions = spec.repetitions;
   out.has_baseline = spec.has_baseline;
   const auto reps = static_cast<std::size_t>(spec.repetitions);
@@ -317,7 +317,7 @@ SweepSpec evaluation_sweep(const SweepSpec& spec, const std::vector<PointTuning>
 }  // namespace
 
 SweepSpec tuning_sweep(const SweepSpec& spec) {
-  SweepSpec out = with_tuned_columns(spec, SweepTuning::Stage::tuning);
+  SweepSpec out = with_tuned_columns(spec, SweepTuning::Stage::kTuning);
   out.name = spec.name + "/tuning";
   out.repetitions = spec.tuning->repetitions;
   const auto reps = static_cast<std::size_t>(spec.repetitions);
@@ -343,7 +343,7 @@ TuneRunResult tune_run_result(const nlohmann::json& summary,
   if (!ok) {
     return r;  // failed (diverged, non-finite) or interrupted: not reached
   }
-  if (objective.kind == TuneObjective::Kind::target_loss) {
+  if (objective.kind == TuneObjective::Kind::kTargetLoss) {
     if (const auto t = number("time_to_target")) {
       r = {true, *t, r.final_loss};
     }
@@ -353,7 +353,7 @@ TuneRunResult tune_run_result(const nlohmann::json& summary,
   if (rows.empty()) {
     return r;
   }
-  if (objective.kind == TuneObjective::Kind::time_budget) {
+  if (objective.kind == TuneObjective::Kind::kTimeBudget) {
     double loss = rows.front().second;
     for (const auto& [t, f] : rows) {
       if (t <= objective.value) {

@@ -258,10 +258,10 @@ TEST_CASE("tuning: a failed run is not reached under every objective",
   failed["final_loss"] = 0.25;  // the last good row's loss: still not a result
   const TuneObjective target;
   TuneObjective suboptimality;
-  suboptimality.kind = TuneObjective::Kind::suboptimality;
+  suboptimality.kind = TuneObjective::Kind::kSuboptimality;
   suboptimality.value = 0.125;  // f* + 0.125 · (1 − 0.2) = 0.3: reached at time 4
   TuneObjective budget;
-  budget.kind = TuneObjective::Kind::time_budget;
+  budget.kind = TuneObjective::Kind::kTimeBudget;
   budget.value = 5.0;  // the loss of the last row at or before time 5: 0.3
   for (const auto& objective : {target, suboptimality, budget}) {
     const TuneRunResult bad = tune_run_result(failed, trace, objective);
