@@ -6,7 +6,12 @@
 // Sweep file: {"base": {...} | "base_file": "...", "grid": {"/code/d": [2, 3, 5], ...},
 //              "schemes": [{"name": "uncoded", "/code": {...}, ...}, ...],
 //              "repetitions": 1, "name": "...", "baseline": {"/code": {"kind": "uncoded"}}
-//              | "<scheme name>", "vary_data_seed": false}
+//              | "<scheme name>", "vary_data_seed": false,
+//              "tune": {"/optimizer/step": [...]}, "tune_objective": {...},
+//              "tuning_repetitions": 2}
+// - "tune" (optional; also per scheme): each scheme × grid point is tuned on tuning seeds of its
+//   own (DIR/tuning, DIR/tuning.csv) and its runs run at the chosen values (docs/sweeps.md
+//   "Tuning"; sweep_tuning.cpp).
 // - "schemes" (optional): named tuples of pointer values, zipped (each is one point of a
 //   `scheme` axis, the slowest) and crossed with the grid.
 // - "baseline" (optional) names grid keys and one of each key's values: the baseline of a run is
