@@ -50,6 +50,27 @@ RunSetUp set_up(const RunPlan& plan) {
   return out;
 }
 
+/// Ends a run whose loss rose above divergence_bound × f(x₀) after this row (numerical trouble:
+/// status failed); `first_loss` is f(x₀), taken from row 0.
+void check_divergence(const RunPlan& plan, const sim::TraceRow& row, double& first_loss) {
+  if (!plan.divergence_bound) {
+    return;
+  }
+  if (row.iteration == 0) {
+    first_loss = row.loss;
+    return;
+  }
+  const double bound = *plan.divergence_bound * std::abs(first_loss);
+  if (row.loss > bound) {
+    throw sim::NumericalError(fmt::format(
+        "iteration {}: diverged: loss {} above divergence_bound × f(x0) = {} (the step is "
+        "probably too large)",
+        row.iteration,
+        row.loss,
+        bound));
+  }
+}
+
 /// Ends the run after this row when the stop hook asks (Interrupted is caught by end_of_rows).
 void stop_after_row(const StopHook& should_stop) {
   if (should_stop && should_stop()) {
@@ -200,6 +221,7 @@ RunOutcome run_training(const RunPlan& plan,
   tally.seconds_per_unit = backend->seconds_per_unit();
   tally.workers.resize(plan.workers);
   TrainingDiagnostics diagnostics(plan, setup.optimum);
+  double first_loss = 0.0;  // f(x₀), for divergence_bound
   end_of_rows(
       [&] {
         const auto on_row = [&](const sim::TraceRow& row) {
@@ -210,6 +232,7 @@ RunOutcome run_training(const RunPlan& plan,
             progress({row.iteration, plan.iterations, row.time, row.loss});
           }
           stop_after_row(should_stop);
+          check_divergence(plan, row, first_loss);
         };
         const sim::TrainingOptions options{plan.iterations, &pool, plan.time_budget};
         if (plan.update) {

@@ -352,6 +352,9 @@ bool execute_sweep_run(const SweepSpec& spec,
 SweepResult run_sweep(const SweepSpec& spec,
                       const std::filesystem::path& out_dir,
                       const SweepOptions& options) {
+  if (needs_tuning(spec)) {
+    return run_tuned_sweep(spec, out_dir, options);
+  }
   SweepResult result;
   FolderLock lock = lock_existing_sweep_folder(out_dir, options.shard.count == 1);
   result.stale = check_sweep_folder(spec, out_dir);

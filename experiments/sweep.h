@@ -6,7 +6,12 @@
 // Sweep file: {"base": {...} | "base_file": "...", "grid": {"/code/d": [2, 3, 5], ...},
 //              "schemes": [{"name": "uncoded", "/code": {...}, ...}, ...],
 //              "repetitions": 1, "name": "...", "baseline": {"/code": {"kind": "uncoded"}}
-//              | "<scheme name>", "vary_data_seed": false}
+//              | "<scheme name>", "vary_data_seed": false,
+//              "tune": {"/optimizer/step": [...]}, "tune_objective": {...},
+//              "tuning_repetitions": 2}
+// - "tune" (optional; also per scheme): each scheme × grid point is tuned on tuning seeds of its
+//   own (DIR/tuning, DIR/tuning.csv) and its runs run at the chosen values (docs/sweeps.md
+//   "Tuning"; sweep_tuning.cpp).
 // - "schemes" (optional): named tuples of pointer values, zipped (each is one point of a
 //   `scheme` axis, the slowest) and crossed with the grid.
 // - "baseline" (optional) names grid keys and one of each key's values: the baseline of a run is
@@ -39,6 +44,7 @@
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +71,41 @@ struct SweepRun {
   /// Expected cost (arbitrary units: iterations × workers × data entries): MPI sweeps hand out
   /// the most expensive runs first.
   double cost = 1.0;
+  /// A tuned sweep's evaluation run: the tuned pointers at the ends of their grids (the summary's
+  /// `edge` column, pointers separated by spaces; "" when none).
+  std::string edge;
+};
+
+/// One pointer a sweep tunes and its candidate values (docs/sweeps.md "Tuning").
+struct TuneKey {
+  std::string pointer;
+  std::vector<nlohmann::json> values;
+  bool operator==(const TuneKey&) const = default;
+};
+
+/// What tuning minimises: the time to the runs' target_loss, the time to a relative
+/// suboptimality S·(f(x0) − f*), or the loss at a simulated time budget.
+struct TuneObjective {
+  enum class Kind { kTargetLoss, kSuboptimality, kTimeBudget };
+  Kind kind = Kind::kTargetLoss;
+  /// S or the time budget (unused for target_loss).
+  double value = 0.0;
+};
+
+/// The "tune" keys of a sweep file: per scheme its tune grid, the objective and the tuning seeds.
+struct SweepTuning {
+  /// Per scheme (one entry without schemes): its tune keys, sorted by pointer (a scheme's own
+  /// "tune" replaces the sweep's); empty: the scheme is not tuned.
+  std::vector<std::vector<TuneKey>> keys;
+  TuneObjective objective;
+  /// Runs per tune combination, on seeds of their own (never an evaluation seed).
+  int repetitions = 2;
+  /// Every pointer some scheme tunes, sorted: summary.csv's columns of the chosen values.
+  std::vector<std::string> pointers;
+  /// unresolved: the sweep file's runs, without chosen values (run_sweep tunes first); tuning:
+  /// the tuning runs (DIR/tuning); evaluation: the runs at the chosen values.
+  enum class Stage { kUnresolved, kTuning, kEvaluation };
+  Stage stage = Stage::kUnresolved;
 };
 
 /// A sweep file, read and expanded (not yet validated run by run).
@@ -82,8 +123,19 @@ struct SweepSpec {
   std::vector<std::string> schemes;
   /// "vary_data_seed": repetitions derive the data seed too (a new data set and split each).
   bool vary_data_seed = false;
+  /// "tune": each scheme is tuned on tuning seeds before its runs (the evaluation) are run at the
+  /// chosen values. Until resolve_tuned_sweep, the runs hold no chosen values.
+  std::optional<SweepTuning> tuning;
+  /// The grid keys among `parameters`: those after them are tuned pointers (a resolved tuned
+  /// sweep), whose cells are empty where a scheme does not tune them.
+  std::size_t grid_parameters = 0;
   std::vector<SweepRun> runs;
 };
+
+/// Whether `spec` is a tuned sweep whose choice is not made yet: its runs cannot run as they are.
+[[nodiscard]] inline bool needs_tuning(const SweepSpec& spec) {
+  return spec.tuning && spec.tuning->stage == SweepTuning::Stage::kUnresolved;
+}
 
 /// Reads and expands a sweep; ConfigError for a bad sweep file ("<file>:/grid/<key>: ...").
 SweepSpec expand_sweep(const nlohmann::json& sweep,
@@ -126,6 +178,9 @@ struct SweepResult {
   /// Run folders of an earlier sweep into the same folder that are not part of this one (kept
   /// on disk, not in index.csv), relative to the output folder.
   std::vector<std::string> stale;
+  /// A tuned sweep: the tuning runs (all of them, and those run now).
+  std::size_t tuning_total = 0;
+  std::size_t tuning_ran = 0;
   /// The warnings of the runs run now, one entry per code (the CLI prints them once each; the
   /// Python module leaves them in the summaries).
   std::vector<WarningCount> warnings;
@@ -189,10 +244,63 @@ bool execute_sweep_run(const SweepSpec& spec,
                        const std::filesystem::path& out_dir,
                        const std::filesystem::path& f_star_cache = {});
 
+// Tuning (docs/sweeps.md "Tuning"; sweep_tuning.cpp).
+
+/// The tuning runs of a tuned sweep (to run into DIR/tuning): per point (scheme × grid values)
+/// of a tuned scheme, every tune combination (the last pointer fastest) on
+/// `tuning.repetitions` seeds derive_seed(derive_seed(s₀, kTuningStream), k) & (2⁶³ − 1), the
+/// data seed kept at the point's.
+SweepSpec tuning_sweep(const SweepSpec& spec);
+/// The stream of the tuning seeds ("tune" in ASCII).
+inline constexpr std::uint64_t kTuningStream = 0x74756e65U;
+
+/// One tuning run's result under the objective.
+struct TuneRunResult {
+  /// The run reached the target (ok, not diverged; for a time budget: ok and a finite loss).
+  bool reached = false;
+  /// The time to the target, or the loss at the time budget (when reached).
+  double value = 0.0;
+  /// The final loss of an ok run, +inf otherwise.
+  double final_loss = 0.0;
+};
+/// A run's result from its summary.json and trace.csv text.
+TuneRunResult tune_run_result(const nlohmann::json& summary,
+                              const std::string& trace_csv,
+                              const TuneObjective& objective);
+
+/// One tune combination's tuning runs.
+struct TuneCombination {
+  std::size_t runs = 0;
+  std::size_t reached = 0;
+  /// Mean value over the runs that reached the target (NaN when none did).
+  double mean_value = 0.0;
+  /// Mean final loss over all its runs (+inf when one failed).
+  double mean_final_loss = 0.0;
+};
+TuneCombination combine_tuning_runs(const std::vector<TuneRunResult>& runs);
+/// The choice rule: among the combinations whose every run reached the target, the least mean
+/// value; when none, the most runs reaching it, then the least mean final loss; ties to the
+/// first combination.
+std::size_t choose_combination(const std::vector<TuneCombination>& combinations);
+/// The pointers (space-separated, "" when none) whose chosen value is at an end of its grid
+/// (the least or greatest of numbers; else the first or last value), for grids of two values
+/// or more.
+std::string edge_pointers(const std::vector<TuneKey>& keys, const std::vector<std::size_t>& digits);
+
+/// Tunes a sweep (spec.tuning unresolved): runs tuning_sweep(spec) into out_dir/tuning, chooses
+/// each point's values from those runs alone, writes out_dir/tuning.csv, then runs the
+/// evaluation (the sweep's runs at the chosen values) into out_dir. ConfigError with a shard.
+SweepResult run_tuned_sweep(const SweepSpec& spec,
+                            const std::filesystem::path& out_dir,
+                            const SweepOptions& options);
+
 /// "/stopping/r" → "stopping.r": a grid key as a plain column name (summary.csv, traces.csv).
 std::string plain_name(const std::string& pointer);
 /// A value as a CSV cell's text: a string's characters, otherwise its JSON.
 std::string value_text(const nlohmann::json& v);
+/// A point's value as a CSV cell of `spec`: value_text, but empty for a tuned pointer that the
+/// run's scheme does not tune (null in a tuned sweep).
+std::string point_text(const SweepSpec& spec, const nlohmann::json& v);
 /// `text` as one CSV field (quoted when it holds a comma, quote or line break).
 std::string csv_field(const std::string& text);
 

@@ -149,7 +149,7 @@ std::string point_cells(const SweepSpec& spec, const SweepRun& run) {
     cells.push_back(csv_field(run.scheme));
   }
   for (const auto& v : run.values) {
-    cells.push_back(csv_field(value_text(v)));
+    cells.push_back(csv_field(point_text(spec, v)));
   }
   return fmt::format("{}", fmt::join(cells, ","));
 }
@@ -283,7 +283,10 @@ void append_trace(const SweepSpec& spec,
 
 std::string sweep_summary_csv(const SweepSpec& spec, const std::vector<nlohmann::json>& summaries) {
   const std::vector<Metric> metrics = metrics_of(summaries);
+  const bool evaluation = spec.tuning && spec.tuning->stage == SweepTuning::Stage::kEvaluation;
   std::string csv = point_header(spec);
+  // A tuned sweep's evaluation names the tuned pointers chosen at an end of their grids.
+  csv += evaluation ? ",edge" : "";
   csv += csv.empty() ? "runs,failed" : ",runs,failed";
   for (const auto& m : metrics) {
     csv += fmt::format(",{0}_n,{0}_mean,{0}_se,{0}_ci_low,{0}_ci_high", m.name);
@@ -299,6 +302,10 @@ std::string sweep_summary_csv(const SweepSpec& spec, const std::vector<nlohmann:
   const auto reps = static_cast<std::size_t>(spec.repetitions);
   for (std::size_t first = 0; first < spec.runs.size(); first += reps) {
     csv += point_cells(spec, spec.runs[first]);
+    if (evaluation) {
+      csv += ',';
+      csv += csv_field(spec.runs[first].edge);
+    }
     csv += has_point_columns(spec) ? "," : "";
     csv += point_row(spec, summaries, metrics, first);
     csv += '\n';

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "experiments/config/config_error.h"
 #include "experiments/config/json_reader.h"
 #include "experiments/config/run_plan.h"
 #include "experiments/sweep.h"
@@ -51,41 +53,9 @@ std::string clean_text(std::string_view text, std::size_t limit) {
   return out;
 }
 
-/// The folder name of a grid point and repetition: independent of the point's index, so
-/// extending the grid or the repetitions keeps every earlier run's folder.
-std::string slug_of(const SweepSpec& spec,
-                    const std::string& scheme,
-                    const std::vector<nlohmann::json>& values,
-                    int repetition) {
-  std::string slug;
-  bool lossy = false;
-  if (!spec.schemes.empty()) {
-    const std::string name = clean_text(scheme, kMaxSlugValue);
-    lossy = name != scheme;
-    slug += fmt::format("scheme={}_", name);
-  }
-  for (std::size_t p = 0; p < spec.parameters.size(); ++p) {
-    const std::string key = plain_name(spec.parameters[p]);
-    const std::string text = value_text(values[p]);
-    const std::string value = clean_text(text, kMaxSlugValue);
-    // The string "2" and the number 2 share a text: strings that read as JSON are lossy too.
-    lossy = lossy || clean_text(key, 64) != key || value != text ||
-            (values[p].is_string() && nlohmann::json::accept(text));
-    slug += fmt::format("{}={}_", clean_text(key, 64), value);
-  }
-  slug += fmt::format("rep{}", repetition);
-  if (lossy) {
-    nlohmann::json point(values);
-    if (!spec.schemes.empty()) {
-      point.insert(point.begin(), scheme);
-    }
-    slug += "-h" + hash_hex(point.dump()).substr(0, 8);
-  }
-  return slug;
-}
+}  // namespace
 
-/// Expected cost of a run from its config alone (before planning): iterations × workers ×
-/// data entries (rows × features of a synthetic source; 1 for delay-only runs).
+// Expected cost (sweep_folder.h): rows × features of a synthetic source, 1 for delay-only runs.
 double expected_cost(const nlohmann::json& config) {
   auto number = [](const nlohmann::json& v, const char* key, double fallback) {
     return v.is_object() && v.contains(key) && v[key].is_number() ? v[key].get<double>() : fallback;
@@ -96,6 +66,49 @@ double expected_cost(const nlohmann::json& config) {
   const double iterations = number(
       config.contains("optimizer") ? config["optimizer"] : nlohmann::json(), "iterations", 100.0);
   return iterations * number(config, "workers", 1.0) * entries;
+}
+
+std::string run_slug(bool with_scheme,
+                     const std::vector<std::string>& parameters,
+                     const std::string& scheme,
+                     const std::vector<nlohmann::json>& values,
+                     int repetition) {
+  std::string slug;
+  bool lossy = false;
+  if (with_scheme) {
+    const std::string name = clean_text(scheme, kMaxSlugValue);
+    lossy = name != scheme;
+    slug += fmt::format("scheme={}_", name);
+  }
+  for (std::size_t p = 0; p < parameters.size(); ++p) {
+    const std::string key = plain_name(parameters[p]);
+    const std::string text = value_text(values[p]);
+    const std::string value = clean_text(text, kMaxSlugValue);
+    // The string "2" and the number 2 share a text: strings that read as JSON are lossy too.
+    lossy = lossy || clean_text(key, 64) != key || value != text ||
+            (values[p].is_string() && nlohmann::json::accept(text));
+    slug += fmt::format("{}={}_", clean_text(key, 64), value);
+  }
+  slug += fmt::format("rep{}", repetition);
+  if (lossy) {
+    nlohmann::json point(values);
+    if (with_scheme) {
+      point.insert(point.begin(), scheme);
+    }
+    slug += "-h" + hash_hex(point.dump()).substr(0, 8);
+  }
+  return slug;
+}
+
+namespace {
+
+/// The folder name of a grid point and repetition: independent of the point's index, so
+/// extending the grid or the repetitions keeps every earlier run's folder.
+std::string slug_of(const SweepSpec& spec,
+                    const std::string& scheme,
+                    const std::vector<nlohmann::json>& values,
+                    int repetition) {
+  return run_slug(!spec.schemes.empty(), spec.parameters, scheme, values, repetition);
 }
 
 /// Checks that `key` is a JSON pointer to a value of the base config or to a new key of one of
@@ -197,7 +210,133 @@ struct Grid {
   std::vector<std::vector<std::pair<nlohmann::json::json_pointer, nlohmann::json>>> schemes;
   /// The baseline scheme ("baseline": "<scheme name>").
   std::optional<std::size_t> baseline_scheme;
+  /// Per scheme, its own "tune" grid (nullopt: the sweep's).
+  std::vector<std::optional<std::vector<TuneKey>>> scheme_tune;
 };
+
+constexpr std::size_t kMaxTuneCombinations = 10'000;
+constexpr std::int64_t kMaxLogRangePoints = 1'000;
+constexpr const char* kTuneValuesExpected =
+    "a non-empty array of values, such as [0.5, 1, 2], or {\"log_range\": [lo, hi], \"points\": "
+    "N} with 0 < lo < hi and N >= 2";
+
+/// A tune key's values: its array, or N points spaced evenly in log between lo and hi (both
+/// included exactly).
+std::vector<nlohmann::json> tune_values(const JsonReader& reader,
+                                        const std::string& key,
+                                        const nlohmann::json& value) {
+  if (value.is_array() && !value.empty()) {
+    return {value.begin(), value.end()};
+  }
+  if (!value.is_object()) {
+    reader.fail_value(key, "wrong type", value, kTuneValuesExpected);
+  }
+  JsonReader range(value, reader.file(), reader.pointer_of(key));
+  if (!range.has("log_range")) {
+    range.fail("log_range", "missing required key; expected [lo, hi] with 0 < lo < hi");
+  }
+  const nlohmann::json& bounds = range.raw("log_range");
+  const auto points = range.integer("points", std::nullopt, 2, kMaxLogRangePoints);
+  range.finish();
+  const bool numbers =
+      bounds.is_array() && bounds.size() == 2 && bounds[0].is_number() && bounds[1].is_number();
+  const double lo = numbers ? bounds[0].get<double>() : 0.0;
+  const double hi = numbers ? bounds[1].get<double>() : 0.0;
+  if (!numbers || !(lo > 0.0 && hi > lo && std::isfinite(hi))) {
+    range.fail_value("log_range", "not a range", bounds, "[lo, hi] with 0 < lo < hi");
+  }
+  std::vector<nlohmann::json> values;
+  const double step = (std::log(hi) - std::log(lo)) / static_cast<double>(points - 1);
+  for (std::int64_t i = 0; i < points; ++i) {
+    // Inner points rounded to 12 significant digits: 4, not 3.999999999999999.
+    const double v = std::exp(std::log(lo) + step * static_cast<double>(i));
+    values.emplace_back(i == 0            ? lo
+                        : i == points - 1 ? hi
+                                          : std::stod(fmt::format("{:.12g}", v)));
+  }
+  return values;
+}
+
+/// A tune key nested with a grid key (one replaces the value the other points into).
+void refuse_tune_in_grid(const JsonReader& reader,
+                         const std::string& key,
+                         const std::vector<std::string>& grid_keys) {
+  for (const auto& g : grid_keys) {
+    const auto inside = [](const std::string& inner, const std::string& outer) {
+      return inner.size() > outer.size() && inner.starts_with(outer) && inner[outer.size()] == '/';
+    };
+    if (g == key || inside(key, g) || inside(g, key)) {
+      reader.fail_value(key,
+                        g == key ? "also a grid key" : fmt::format("nested with grid key {}", g),
+                        key,
+                        "a pointer the grid does not vary");
+    }
+  }
+}
+
+/// A "tune" object at `at`: {"<pointer>": values, ...}, each pointer checked against `config`
+/// (the base, or a scheme's config), none a grid key, none nested in another.
+std::vector<TuneKey> read_tune_keys(const nlohmann::json& tune,
+                                    const std::string& file,
+                                    const std::string& at,
+                                    const nlohmann::json& config,
+                                    const SweepSpec& spec) {
+  const JsonReader reader(tune, file, at);
+  if (tune.empty()) {
+    throw ConfigError(fmt::format(
+        "{}:{}: empty tune grid; got {{}}; expected an object such as {{\"/optimizer/step\": "
+        "[0.5, 1, 2]}}",
+        file,
+        at));
+  }
+  std::vector<TuneKey> keys;
+  std::vector<std::string> pointers;
+  std::size_t combinations = 1;
+  // nlohmann::json keeps object keys sorted bytewise: the tune keys' order.
+  for (const auto& [key, value] : tune.items()) {
+    (void)check_pointer(reader, key, config);
+    refuse_tune_in_grid(reader, key, spec.parameters);
+    keys.push_back({key, tune_values(reader, key, value)});
+    pointers.push_back(key);
+    combinations *= keys.back().values.size();
+    if (combinations > kMaxTuneCombinations) {
+      reader.fail_value(key,
+                        "too many tune combinations",
+                        combinations,
+                        fmt::format("at most {} per scheme", kMaxTuneCombinations));
+    }
+  }
+  refuse_nested_keys(reader, pointers);
+  return keys;
+}
+
+/// "tune_objective": {"suboptimality": S} or {"time_budget": T}.
+TuneObjective read_objective(const nlohmann::json& raw, const std::string& file) {
+  JsonReader reader(raw, file, "/tune_objective");
+  TuneObjective objective;
+  const bool suboptimality = reader.has("suboptimality");
+  if (suboptimality == reader.has("time_budget")) {
+    throw ConfigError(fmt::format(
+        "{}:/tune_objective: {}; got {}; expected {{\"suboptimality\": S}} with 0 < S < 1 or "
+        "{{\"time_budget\": T}} with T > 0 (none: the runs' target_loss)",
+        file,
+        suboptimality ? "two objectives" : "no objective",
+        raw.dump()));
+  }
+  if (suboptimality) {
+    objective.kind = TuneObjective::Kind::kSuboptimality;
+    objective.value = reader.number("suboptimality", std::nullopt);
+    if (!(objective.value > 0.0 && objective.value < 1.0)) {
+      reader.fail_value(
+          "suboptimality", "out of range", objective.value, "a number with 0 < S < 1");
+    }
+  } else {
+    objective.kind = TuneObjective::Kind::kTimeBudget;
+    objective.value = reader.positive("time_budget", std::nullopt);
+  }
+  reader.finish();
+  return objective;
+}
 
 /// "schemes": [{"name": "...", "<pointer>": <value>, ...}, ...]: named tuples of values, one
 /// point each along a `scheme` axis that is crossed with the grid (docs/sweeps.md).
@@ -228,7 +367,7 @@ void read_schemes(JsonReader& root,
     }
     std::vector<std::pair<nlohmann::json::json_pointer, nlohmann::json>> sets;
     for (const auto& [key, value] : schemes[i].items()) {
-      if (key == "name") {
+      if (key == "name" || key == "tune") {
         continue;
       }
       if (std::find(spec.parameters.begin(), spec.parameters.end(), key) != spec.parameters.end()) {
@@ -236,8 +375,20 @@ void read_schemes(JsonReader& root,
       }
       sets.emplace_back(check_pointer(reader, key, base), value);
     }
+    std::optional<std::vector<TuneKey>> tune;
+    if (schemes[i].contains("tune")) {
+      nlohmann::json config = base;
+      for (const auto& [pointer, value] : sets) {
+        config[pointer] = value;
+      }
+      // {} leaves the scheme untuned (the sweep's "tune" does not apply to it).
+      const nlohmann::json& own = schemes[i]["tune"];
+      tune = own.is_object() && own.empty() ? std::vector<TuneKey>()
+                                            : read_tune_keys(own, file, at + "/tune", config, spec);
+    }
     spec.schemes.push_back(name);
     grid.schemes.push_back(std::move(sets));
+    grid.scheme_tune.push_back(std::move(tune));
   }
 }
 
@@ -300,6 +451,72 @@ void read_baseline(JsonReader& root, const std::string& file, Grid& grid, const 
   }
 }
 
+/// "tune", "tune_objective", "tuning_repetitions" (docs/sweeps.md "Tuning").
+void read_tuning(JsonReader& root,
+                 const std::string& file,
+                 const nlohmann::json& base,
+                 const Grid& grid,
+                 SweepSpec& spec) {
+  const bool scheme_tune = std::any_of(grid.scheme_tune.begin(),
+                                       grid.scheme_tune.end(),
+                                       [](const auto& t) { return t.has_value(); });
+  if (!root.has("tune") && !scheme_tune) {
+    for (const char* key : {"tune_objective", "tuning_repetitions"}) {
+      if (root.has(key)) {
+        root.fail_value(key, "given without a tune grid", root.raw(key), "a \"tune\" object too");
+      }
+    }
+    for (const char* key : {"tune", "tune_objective", "tuning_repetitions"}) {
+      root.allow(key);
+    }
+    return;
+  }
+  SweepTuning tuning;
+  std::vector<TuneKey> shared;
+  if (root.has("tune")) {
+    shared = read_tune_keys(root.raw("tune"), file, "/tune", base, spec);
+  }
+  root.allow("tune");
+  const std::size_t schemes = std::max<std::size_t>(1, grid.schemes.size());
+  for (std::size_t s = 0; s < schemes; ++s) {
+    const bool own = s < grid.scheme_tune.size() && grid.scheme_tune[s].has_value();
+    tuning.keys.push_back(own ? *grid.scheme_tune[s] : shared);
+    for (const auto& key : tuning.keys.back()) {
+      if (std::find(tuning.pointers.begin(), tuning.pointers.end(), key.pointer) ==
+          tuning.pointers.end()) {
+        tuning.pointers.push_back(key.pointer);
+      }
+    }
+  }
+  std::sort(tuning.pointers.begin(), tuning.pointers.end());
+  tuning.repetitions = static_cast<int>(root.integer("tuning_repetitions", 2, 1, 1000));
+  if (root.has("tune_objective")) {
+    tuning.objective = read_objective(root.raw("tune_objective"), file);
+  }
+  root.allow("tune_objective");
+  spec.tuning = std::move(tuning);
+}
+
+/// The target_loss objective needs a target in every tuned run.
+void check_tuning_target(const SweepSpec& spec) {
+  if (!spec.tuning || spec.tuning->objective.kind != TuneObjective::Kind::kTargetLoss) {
+    return;
+  }
+  for (const auto& run : spec.runs) {
+    const auto s = static_cast<std::size_t>(
+        std::find(spec.schemes.begin(), spec.schemes.end(), run.scheme) - spec.schemes.begin());
+    const bool tuned = !spec.tuning->keys[spec.schemes.empty() ? 0 : s].empty();
+    if (tuned && !run.config.contains("target_loss")) {
+      throw ConfigError(fmt::format(
+          "{}:/tune_objective: missing required key; got a run without target_loss ({}); "
+          "expected {{\"suboptimality\": S}} or {{\"time_budget\": T}}, or a target_loss in the "
+          "base config",
+          spec.file,
+          run.folder));
+    }
+  }
+}
+
 Grid read_grid(JsonReader& root,
                const nlohmann::json& grid_json,
                const std::string& file,
@@ -323,6 +540,7 @@ Grid read_grid(JsonReader& root,
   refuse_nested_keys(reader, spec.parameters);
   read_schemes(root, file, base, grid, spec);
   read_baseline(root, file, grid, spec);
+  read_tuning(root, file, base, grid, spec);
   spec.has_baseline = grid.baseline_scheme.has_value() ||
                       std::any_of(grid.baseline.begin(), grid.baseline.end(), [](const auto& b) {
                         return b.has_value();
@@ -447,6 +665,8 @@ SweepSpec expand_sweep(const nlohmann::json& sweep,
   for (std::size_t c = 0; c < combinations; ++c) {
     add_combination(grid, base, c, spec);
   }
+  spec.grid_parameters = spec.parameters.size();
+  check_tuning_target(spec);
   return spec;
 }
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -83,7 +84,18 @@ std::vector<std::string> check_sweep_folder(const SweepSpec& spec,
   const fs::path marker = out_dir / kIdentityFile;
   std::error_code ec;
   if (!fs::exists(marker, ec)) {
-    if (fs::is_directory(out_dir, ec) && !fs::is_empty(out_dir, ec)) {
+    // A tuned sweep's evaluation starts in a folder that holds its tuning only (and the f* cache
+    // its tuning runs filled).
+    const auto tuning_only = [&] {
+      return std::ranges::all_of(
+          fs::directory_iterator(out_dir, ec), [](const fs::directory_entry& entry) {
+            const std::string name = entry.path().filename().string();
+            return name == "tuning" || name == "tuning.csv" || name == "f_star_cache";
+          });
+    };
+    const bool evaluation = spec.tuning && spec.tuning->stage == SweepTuning::Stage::kEvaluation;
+    if (fs::is_directory(out_dir, ec) && !fs::is_empty(out_dir, ec) &&
+        !(evaluation && tuning_only())) {
       refuse_folder(spec, out_dir, fmt::format("not empty and holds no {}", kIdentityFile));
     }
     return {};
@@ -184,6 +196,12 @@ std::vector<std::size_t> pending_runs(const SweepSpec& spec,
 }
 
 SweepResult merge_sweep(const SweepSpec& spec, const std::filesystem::path& out_dir) {
+  if (needs_tuning(spec)) {
+    throw ConfigError(fmt::format(
+        "{}:/tune: a tuned sweep runs its tuning before its evaluation; got --merge; expected the "
+        "sweep without --shard and --merge (or --jobs N)",
+        spec.file));
+  }
   SweepResult result;
   result.total = spec.runs.size();
   if (!fs::exists(out_dir / kIdentityFile)) {

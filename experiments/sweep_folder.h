@@ -6,10 +6,21 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "experiments/sweep.h"
 
 namespace stragglersim::experiments {
+
+/// A run's folder name (docs/sweeps.md "Folder names") from its scheme (when `with_scheme`), the
+/// values of `parameters` and its repetition.
+std::string run_slug(bool with_scheme,
+                     const std::vector<std::string>& parameters,
+                     const std::string& scheme,
+                     const std::vector<nlohmann::json>& values,
+                     int repetition);
+/// Expected cost of a run from its config alone: iterations × workers × data entries.
+double expected_cost(const nlohmann::json& config);
 
 /// FNV-1a of `text` as 16 hex digits (models/base/fnv1a.h): run folder names and the folder's
 /// identity.

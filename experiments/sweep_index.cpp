@@ -27,6 +27,10 @@ std::string value_text(const nlohmann::json& v) {
   return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
+std::string point_text(const SweepSpec& spec, const nlohmann::json& v) {
+  return spec.tuning && v.is_null() ? std::string() : value_text(v);
+}
+
 std::string csv_field(const std::string& text) {
   if (text.find_first_of(",\"\n\r") == std::string::npos) {
     return text;
@@ -158,7 +162,7 @@ std::string index_row(const SweepSpec& spec,
   }
   for (const auto& v : run.values) {
     csv += ',';
-    csv += csv_field(value_text(v));
+    csv += csv_field(point_text(spec, v));
   }
   for (const auto& c : layout.columns) {
     csv += ',';

@@ -2,6 +2,10 @@
 """A scheme comparison where every scheme runs at its own tuned step, chosen on tuning seeds and
 reported on fresh evaluation seeds.
 
+`stragglersim sweep` does this natively now: a sweep file's "tune" key (docs/sweeps.md "Tuning")
+tunes any pointer per scheme with the same choice rule, in C++, resumably and with tuning.csv and
+the chosen values in summary.csv. This script remains for the experiment folders that call it.
+
 usage: tuned_comparison.py SWEEP.json --out DIR [--multipliers 0.25,0.5,1,2]
                            [--multipliers-for SCHEME=LIST ...] [--tuning-repetitions 2]
                            [--jobs 2] [--binary PATH]

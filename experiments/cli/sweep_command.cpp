@@ -227,6 +227,14 @@ int report(const SweepSpec& spec,
       result.failed,
       seconds,
       how);
+  if (spec.tuning) {
+    std::cout << fmt::format(
+        "tuned on {} tuning runs ({} run now): wrote {}/tuning.csv and {}/tuning/\n",
+        result.tuning_total,
+        result.tuning_ran,
+        args.out,
+        args.out);
+  }
   if (args.shard.empty()) {
     std::cout << fmt::format("wrote {0}/index.csv, {0}/summary.csv, {0}/traces.csv and {0}/runs/\n",
                              args.out);
@@ -273,6 +281,13 @@ int command_sweep_mpi(const SweepArgs& args) {
   int status = 0;
   try {
     const SweepSpec spec = expand_sweep_file(args.sweep);
+    if (needs_tuning(spec)) {
+      // Every rank read the same file and stops here; rank 0 says why.
+      throw ConfigError(fmt::format(
+          "{}:/tune: a tuned sweep runs its tuning before its evaluation; got an MPI launch; "
+          "expected the sweep without mpirun (--jobs N)",
+          spec.file));
+    }
     Progress progress(args.quiet);
     SweepOptions options;
     options.stop = &g_interrupted;

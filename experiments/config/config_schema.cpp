@@ -160,6 +160,7 @@ json properties() {
       {"sampler", enum_of({"auto", "order_statistics", "workers"})},
       {"optimizer", optimizer_schema()},
       {"target_loss", {{"type", "number"}}},
+      {"divergence_bound", {{"type", "number"}, {"exclusiveMinimum", 1}}},
       {"network", network_schema()},
       {"backend", backend_schema()},
       {"aggregation", aggregation_schema()},

@@ -624,6 +624,16 @@ void read_optimizer(JsonReader& root,
   if (root.has("target_loss")) {
     plan.target_loss = root.number("target_loss", std::nullopt);
   }
+  root.allow("divergence_bound");
+  if (root.has("divergence_bound")) {
+    plan.divergence_bound = root.number("divergence_bound", std::nullopt);
+    if (!(*plan.divergence_bound > 1.0)) {
+      root.fail_value("divergence_bound",
+                      "out of range",
+                      *plan.divergence_bound,
+                      "a number > 1 (the loss may rise to that multiple of f(x0))");
+    }
+  }
 }
 
 /// The optional "network" block (docs/model.md §3 "Communication"): latency (0), bandwidth

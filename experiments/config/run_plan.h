@@ -75,6 +75,9 @@ struct RunPlan {
   /// reaches it (+∞ when absent).
   double time_budget = std::numeric_limits<double>::infinity();
   std::optional<double> target_loss;
+  /// "divergence_bound" B > 1: a training run whose loss rises above B·f(x₀) ends there as
+  /// failed (diverged); nullopt: only a non-finite loss ends it.
+  std::optional<double> divergence_bound;
   /// The "network" block (free when absent): latency, bandwidth, message size, serial link.
   sim::NetworkOptions network;
   /// The "aggregation" block's row ("parameter_server" when the config has none).

@@ -385,7 +385,8 @@ TEST_CASE("cli: the unknown-key list names target_loss and backend", "[experimen
   CHECK(r.err == fmt::format("error: {}:/targetloss: unknown key 'targetloss'; did you mean "
                              "'target_loss'? valid keys are: aggregation, backend, code, data, "
                              "data_seed, "
-                             "delay, loss, name, network, optimizer, partitions, rescale, "
+                             "delay, divergence_bound, loss, name, network, optimizer, "
+                             "partitions, rescale, "
                              "sampler, seed, stopping, stragglers, target_loss, threads, workers\n",
                              cfg.string()));
 }

@@ -68,12 +68,12 @@ TEST_CASE("json reader: unknown keys and kinds name the nearest valid one",
   c.erase("loss");
   c["optimizer"] = {{"iterations", 5}};  // a delay-only run reads only the iteration count
   c["seeds"] = 3;
-  CHECK(
-      stragglersim::testing::plan_error(c, ".") ==
-      "cfg.json:/seeds: unknown key 'seeds'; did you mean 'seed'? valid keys are: aggregation, "
-      "backend, "
-      "code, data, data_seed, delay, name, network, optimizer, partitions, rescale, sampler, seed, "
-      "stopping, stragglers, target_loss, threads, workers");
+  CHECK(stragglersim::testing::plan_error(c, ".") ==
+        "cfg.json:/seeds: unknown key 'seeds'; did you mean 'seed'? valid keys are: aggregation, "
+        "backend, "
+        "code, data, data_seed, delay, divergence_bound, name, network, optimizer, partitions, "
+        "rescale, sampler, seed, "
+        "stopping, stragglers, target_loss, threads, workers");
   c.erase("seeds");
   c["delay"]["kind"] = "paretto";
   CHECK(stragglersim::testing::plan_error(c, ".") ==

@@ -87,6 +87,9 @@ TEST_CASE("experiments: bad configs name the file and JSON pointer and the accep
         "workers = 6");
   CHECK(with([](auto& c) { c["stopping"]["r"] = 40; }) ==
         "cfg.json:/stopping/r: out of range; got 40; expected an integer in [1, 6]");
+  CHECK(with([](auto& c) { c["divergence_bound"] = 1; }) ==
+        "cfg.json:/divergence_bound: out of range; got 1.0; expected a number > 1 (the loss may "
+        "rise to that multiple of f(x0))");
   CHECK(with([](auto& c) { c["delay"]["rate"] = -1.0; }) ==
         "cfg.json:/delay/rate: out of range; got -1.0; expected a number > 0");
   CHECK(with([](auto& c) { c["workers"] = "30"; }) ==
