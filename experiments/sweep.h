@@ -248,11 +248,11 @@ bool execute_sweep_run(const SweepSpec& spec,
 
 /// The tuning runs of a tuned sweep (to run into DIR/tuning): per point (scheme × grid values)
 /// of a tuned scheme, every tune combination (the last pointer fastest) on
-/// `tuning.repetitions` seeds derive_seed(derive_seed(s₀, kTuningStream), k) & (2⁶³ − 1), the
+/// `tuning.repetitions` seeds derive_seed(derive_seed(s₀, kSweepTuningStream), k) & (2⁶³ − 1), the
 /// data seed kept at the point's.
 SweepSpec tuning_sweep(const SweepSpec& spec);
 /// The stream of the tuning seeds ("tune" in ASCII).
-inline constexpr std::uint64_t kTuningStream = 0x74756e65U;
+inline constexpr std::uint64_t kSweepTuningStream = 0x74756e65U;
 
 /// One tuning run's result under the objective.
 struct TuneRunResult {

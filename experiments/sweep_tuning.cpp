@@ -124,7 +124,7 @@ void add_tuning_runs(const SweepSpec& spec, const SweepRun& point, SweepSpec& ou
   }
   const auto s0 = seed.get<std::uint64_t>();
   const nlohmann::json data_seed = point.config.value("data_seed", nlohmann::json(s0));
-  const std::uint64_t stream = derive_seed(s0, kTuningStream);
+  const std::uint64_t stream = derive_seed(s0, kSweepTuningStream);
   for (std::size_t c = 0; c < combination_count(keys); ++c) {
     const std::vector<std::size_t> digits = combination_digits(keys, c);
     const std::vector<nlohmann::json> tuned = tuned_values(*spec.tuning, keys, digits);

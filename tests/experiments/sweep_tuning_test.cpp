@@ -111,7 +111,7 @@ TEST_CASE("tuning: tune grids per scheme, log ranges and the tuning runs with th
   // uncoded 5 steps, frc 3 steps × 3 r, fixed 5 steps; 2 tuning seeds each.
   REQUIRE(runs.runs.size() == (5 + 9 + 5) * 2);
   CHECK(runs.parameters == std::vector<std::string>{"/optimizer/step", "/stopping/r"});
-  const std::uint64_t stream = derive_seed(5, kTuningStream);
+  const std::uint64_t stream = derive_seed(5, kSweepTuningStream);
   std::set<std::uint64_t> tuning_seeds;
   for (const auto& run : runs.runs) {
     CHECK(run.seed == (derive_seed(stream, static_cast<std::uint64_t>(run.repetition)) &
