@@ -14,6 +14,7 @@
 #include "experiments/config/json_reader.h"
 #include "experiments/predict/convergence_predictions.h"
 #include "experiments/predict/predictions.h"
+#include "experiments/predict/simulation_budget.h"
 #include "models/optimum.h"
 #include "sim/asynchronous_cluster.h"
 #include "sim/collectives/collective.h"
@@ -112,7 +113,7 @@ void predict_collective_iteration_time(const RunPlan& plan,
   c.iteration_time = s["expected_iteration_time"].get<double>();
   c.iteration_time_method = fmt::format(
       "simulation ({} draws, s.e. {:.2g}{})",
-      kIterationDraws,
+      s["draws"].get<std::uint64_t>(),
       s["iteration_time_se"].get<double>(),
       p ? fmt::format("; theory bounds [{:.4g}, {:.4g}]", p->lower, p->upper) : std::string());
 }
@@ -175,8 +176,9 @@ void predict_iteration_time(const RunPlan& plan, bool theory_applies, SchemeCand
   }
   const nlohmann::json s = simulated_iteration_time(plan, kIterationDraws);
   c.iteration_time = s["expected_iteration_time"].get<double>();
-  c.iteration_time_method = fmt::format(
-      "simulation ({} draws, s.e. {:.2g})", kIterationDraws, s["iteration_time_se"].get<double>());
+  c.iteration_time_method = fmt::format("simulation ({} draws, s.e. {:.2g})",
+                                        s["draws"].get<std::uint64_t>(),
+                                        s["iteration_time_se"].get<double>());
 }
 
 /// The first row within ε of `repetitions` seeded training runs (delay seeds from the advice
@@ -306,13 +308,26 @@ void measure(const RunPlan& plan, int runs, double target_loss, SchemeCandidate&
                       : 0.0;
 }
 
-/// Plans, predicts and (optionally) measures one candidate, with the predicted delay.
+/// Whether `plan`'s iterations to ε are uncoded's (`full`, evaluated): under gradient descent a
+/// `decodable` rule updates with the exact full gradient every iteration, as uncoded does, so the
+/// iterates agree to rounding. Taken for linear-algebra codes only, whose simulated training pays
+/// a factorisation per iteration (simulation_budget.h); the other exact schemes are simulated.
+bool shares_full_gradient_iterations(const RunPlan& plan, const SchemeCandidate* full) {
+  const auto shape = plan.scheme.rule->shape();
+  return full != nullptr && full->iterations && plan.optimizer == OptimizerKind::kGd && shape &&
+         shape->kind == sim::RuleKind::kDecodable &&
+         simulation_cost(plan, 1).operations_per_decode > 0.0;
+}
+
+/// Plans, predicts and (optionally) measures one candidate, with the predicted delay; `full` is
+/// the evaluated uncoded candidate (null before it is evaluated).
 void evaluate(const nlohmann::json& config,
               const std::string& file,
               const std::filesystem::path& base_dir,
               const Advice& advice,
               const AdviceOptions& options,
-              SchemeCandidate& c) {
+              SchemeCandidate& c,
+              const SchemeCandidate* full = nullptr) {
   nlohmann::json predicted = config;
   predicted["delay"] = advice.predicted_delay;
   RunPlan plan;
@@ -328,8 +343,13 @@ void evaluate(const nlohmann::json& config,
   } else {
     const bool theory_applies = theory_applies_to(plan);
     predict_iteration_time(plan, theory_applies, c);
-    predict_iterations(
-        plan, theory_applies, advice.f_star, advice.target_gap, options.repetitions, c);
+    if (shares_full_gradient_iterations(plan, full)) {
+      c.iterations = full->iterations;
+      c.iterations_method = "as uncoded (an exact decode updates with the full gradient)";
+    } else {
+      predict_iterations(
+          plan, theory_applies, advice.f_star, advice.target_gap, options.repetitions, c);
+    }
     c.total = c.iterations ? *c.iterations * c.iteration_time : kInf;
   }
   check_coverage(plan, c);
@@ -834,8 +854,12 @@ Advice advise(const nlohmann::json& config,
       candidates.push_back(std::move(c));
     }
   }
+  const SchemeCandidate* full = nullptr;
   for (auto& c : candidates) {
-    evaluate(config, file, base_dir, advice, options, c);
+    evaluate(config, file, base_dir, advice, options, c, full);
+    if (c.label == "uncoded" && c.problem.empty()) {
+      full = &c;
+    }
   }
   for (auto& extra : deadline_candidates(candidates, base.workers, aggregation, advice)) {
     evaluate(config, file, base_dir, advice, options, extra);
