@@ -1,6 +1,5 @@
 // codes/decode_memo.h against the decoder it memoises: every heard set of small codes, each in
-// several orders, gives the outcome of decode_optimal on the set in ascending order, and
-// DecodableStopping (which uses the memo) stops exactly where the direct decode says.
+// several orders, gives the outcome of decode_optimal on the set in ascending order.
 
 #include "codes/decode_memo.h"
 
@@ -13,8 +12,6 @@
 
 #include "codes/bernoulli_gradient_code.h"
 #include "codes/cyclic_repetition_code.h"
-#include "codes/fractional_repetition_code.h"
-#include "sim/stopping_rule.h"
 
 namespace stragglersim::codes {
 namespace {
@@ -72,30 +69,6 @@ TEST_CASE("decode memo: past its word limit it decodes every time and keeps noth
     CHECK(memo(heard).exact == code->decode_exact(heard).exact);
   }
   CHECK(memo.decodes() == 3);
-}
-
-TEST_CASE("decode memo: DecodableStopping stops where the direct decode says, every set",
-          "[codes][decode_memo][stopping]") {
-  for (const auto& code : memo_test_codes()) {
-    const int n = code->workers();
-    const sim::DecodableStopping rule(code);
-    const int minimum = rule.minimum_arrivals();
-    for (unsigned mask = 1; mask < (1U << static_cast<unsigned>(n)); ++mask) {
-      const std::vector<int> heard = memo_test_subset(n, mask);
-      const auto size = static_cast<int>(heard.size());
-      // The rule before the memo: a count, then decodable() and the exact decode.
-      const bool direct =
-          size >= minimum &&
-          (size >= n || (code->decodable(heard) && code->decode_exact(heard).exact));
-      INFO(code->name() << " mask " << mask);
-      CHECK(rule.stop_after(heard) == direct);
-    }
-  }
-  // A combinatorial decoder keeps its direct path (and needs no memo).
-  const auto frc = std::make_shared<const FractionalRepetitionCode>(6, 2);
-  const sim::DecodableStopping frc_rule(frc);
-  CHECK(frc_rule.stop_after(std::vector<int>{0, 2, 4}));
-  CHECK_FALSE(frc_rule.stop_after(std::vector<int>{0, 1, 2}));
 }
 
 }  // namespace stragglersim::codes
