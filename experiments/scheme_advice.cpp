@@ -311,10 +311,13 @@ void measure(const RunPlan& plan, int runs, double target_loss, SchemeCandidate&
 /// Whether `plan`'s iterations to ε are uncoded's (`full`, evaluated): under gradient descent a
 /// `decodable` rule updates with the exact full gradient every iteration, as uncoded does, so the
 /// iterates agree to rounding. Taken for linear-algebra codes only, whose simulated training pays
-/// a factorisation per iteration (simulation_budget.h); the other exact schemes are simulated.
+/// a factorisation per iteration (simulation_budget.h), and not for least squares (its exact
+/// curve); the other exact schemes are simulated.
 bool shares_full_gradient_iterations(const RunPlan& plan, const SchemeCandidate* full) {
   const auto shape = plan.scheme.rule->shape();
-  return full != nullptr && full->iterations && plan.optimizer == OptimizerKind::kGd && shape &&
+  // Least squares has the exact curve of predict_iterations (theory, no runs) instead.
+  return full != nullptr && full->iterations && plan.optimizer == OptimizerKind::kGd &&
+         plan.objective->loss().name() != "least_squares" && shape &&
          shape->kind == sim::RuleKind::kDecodable &&
          simulation_cost(plan, 1).operations_per_decode > 0.0;
 }
