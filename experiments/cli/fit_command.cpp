@@ -137,10 +137,11 @@ void print_text(const TraceFit& fit) {
 /// delay-only config of the trace's workers; `model` other than "auto" as --fit-model), the
 /// trace's path relative to the directory of `out`.
 FittedDelay written_model(const TraceFit& fit,
+                          const nlohmann::json& best,
                           const std::string& path,
                           const std::string& out,
                           const std::string& model) {
-  const nlohmann::json config = {{"workers", fit.report.workers}, {"delay", best_delay_block(fit)}};
+  const nlohmann::json config = {{"workers", fit.report.workers}, {"delay", best}};
   return fitted_delay(config, "--out", std::filesystem::path(out).parent_path(), path, model);
 }
 
@@ -186,9 +187,11 @@ int command_fit(const std::string& path,
     out_file.emplace(out, "--out");
   }
   const TraceFit fit = fit_trace_file(path, per_worker);
+  // No family at all (or every one flagged): refused naming the file, --out or not.
+  const nlohmann::json best = best_delay_block(fit);
   std::optional<FittedDelay> written;
   if (out_file) {
-    written = written_model(fit, path, out, model);
+    written = written_model(fit, best, path, out, model);
     out_file->commit(written->block.dump(2) + "\n");
   }
   if (json) {
