@@ -15,6 +15,7 @@
 #include "experiments/config/json_reader.h"
 #include "experiments/predict/convergence_predictions.h"
 #include "experiments/predict/predictions.h"
+#include "experiments/predict/simulation_budget.h"
 #include "models/optimum.h"
 #include "sim/asynchronous_cluster.h"
 #include "sim/collectives/collective.h"
@@ -111,7 +112,7 @@ void predict_collective_iteration_time(const RunPlan& plan,
   c.iteration_time = s["expected_iteration_time"].get<double>();
   c.iteration_time_method = fmt::format(
       "simulation ({} draws, s.e. {:.2g}{})",
-      kIterationDraws,
+      s["draws"].get<std::uint64_t>(),
       s["iteration_time_se"].get<double>(),
       p ? fmt::format("; theory bounds [{:.4g}, {:.4g}]", p->lower, p->upper) : std::string());
 }
@@ -174,8 +175,9 @@ void predict_iteration_time(const RunPlan& plan, bool theory_applies, SchemeCand
   }
   const nlohmann::json s = simulated_iteration_time(plan, kIterationDraws);
   c.iteration_time = s["expected_iteration_time"].get<double>();
-  c.iteration_time_method = fmt::format(
-      "simulation ({} draws, s.e. {:.2g})", kIterationDraws, s["iteration_time_se"].get<double>());
+  c.iteration_time_method = fmt::format("simulation ({} draws, s.e. {:.2g})",
+                                        s["draws"].get<std::uint64_t>(),
+                                        s["iteration_time_se"].get<double>());
 }
 
 /// The first row within ε of `repetitions` seeded training runs (delay seeds from the advice
@@ -325,14 +327,31 @@ void measure(const RunPlan& plan, int runs, double target_loss, SchemeCandidate&
                       : 0.0;
 }
 
-/// Plans, predicts and (optionally) measures one candidate, with the predicted delay.
+/// Whether `plan`'s iterations to ε are uncoded's (`full`, evaluated): under gradient descent a
+/// `decodable` rule updates with the exact full gradient every iteration, as uncoded does, so the
+/// iterates agree to rounding. Taken for linear-algebra codes only, whose simulated training pays
+/// a factorisation per iteration (simulation_budget.h), and not for least squares (its exact
+/// curve); the other exact schemes are simulated.
+bool shares_full_gradient_iterations(const RunPlan& plan, const SchemeCandidate* full) {
+  const auto shape = plan.scheme.rule->shape();
+  // Least squares has the exact curve of predict_iterations (theory, no runs) instead.
+  return full != nullptr && full->iterations && plan.optimizer == OptimizerKind::kGd &&
+         plan.objective->loss().name() != "least_squares" && shape &&
+         shape->kind == sim::RuleKind::kDecodable &&
+         simulation_cost(plan, 1).operations_per_decode > 0.0;
+}
+
+/// Plans, predicts and (optionally) measures one candidate, with the predicted delay; `full` is
+/// the evaluated uncoded candidate at the same step (null before it is evaluated, and when
+/// tuning gives every candidate a step of its own).
 void evaluate(const std::string& file,
               const std::filesystem::path& base_dir,
               const Advice& advice,
               const AdviceOptions& options,
-              SchemeCandidate& c) {
+              SchemeCandidate& c,
+              const SchemeCandidate* full = nullptr) {
   const auto plan = estimate_candidate(
-      advice, file, base_dir, options.repetitions, kAdviceStream, advice.tuned, c);
+      advice, file, base_dir, options.repetitions, kAdviceStream, advice.tuned, c, nullptr, full);
   if (!plan) {
     return;
   }
@@ -846,11 +865,15 @@ Advice advise(const nlohmann::json& config,
   if (advice.tuned) {
     tuner.prepare(candidates, static_cast<bool>(base.collective));
   }
+  const SchemeCandidate* full = nullptr;  // uncoded at the config's step (--fixed-step only)
   for (auto& c : candidates) {
     if (advice.tuned) {
       tuner.tune(c);
     }
-    evaluate(file, base_dir, advice, options, c);
+    evaluate(file, base_dir, advice, options, c, full);
+    if (!advice.tuned && c.label == "uncoded" && c.problem.empty()) {
+      full = &c;
+    }
   }
   for (auto& extra : deadline_candidates(candidates, base.workers, aggregation, advice)) {
     if (advice.tuned) {
@@ -904,7 +927,8 @@ std::optional<RunPlan> estimate_candidate(const Advice& advice,
                                           std::uint64_t stream,
                                           bool divergence_not_reached,
                                           SchemeCandidate& c,
-                                          IterationTimeCache* cache) {
+                                          IterationTimeCache* cache,
+                                          const SchemeCandidate* full) {
   nlohmann::json predicted = advice.config;
   predicted["delay"] = advice.predicted_delay;
   const SchemeCandidate fresh;  // a candidate estimated again starts from no estimate
@@ -940,8 +964,13 @@ std::optional<RunPlan> estimate_candidate(const Advice& advice,
         (*cache)[key] = {c.iteration_time, c.iteration_time_method, c.stop_time};
       }
     }
-    predict_iterations(
-        plan, theory_applies, advice.f_star, advice.target_gap, repetitions, runs, c);
+    if (shares_full_gradient_iterations(plan, full)) {
+      c.iterations = full->iterations;
+      c.iterations_method = "as uncoded (an exact decode updates with the full gradient)";
+    } else {
+      predict_iterations(
+          plan, theory_applies, advice.f_star, advice.target_gap, repetitions, runs, c);
+    }
     c.total = c.iterations ? *c.iterations * c.iteration_time : kInf;
   }
   return plan;

@@ -221,7 +221,9 @@ void check_coverage(const RunPlan& plan, SchemeCandidate& c);
 /// that stops with a NumericalError (a non-finite loss) counts as not reaching the target.
 /// Returns the plan (nullopt, and `candidate.problem` set, when it does not plan).
 /// `cache` (optional) keeps the iteration time of each block without its step: the step does
-/// not change it, and the tuning estimates a block at every step of its grid.
+/// not change it, and the tuning estimates a block at every step of its grid. `full` (optional):
+/// the uncoded candidate estimated at the same step, whose iterations an exact linear-algebra
+/// decode under GD takes instead of simulating a factorisation per iteration.
 struct CachedIterationTime {
   double iteration_time = 0.0;
   std::string method;
@@ -235,7 +237,8 @@ std::optional<RunPlan> estimate_candidate(const Advice& advice,
                                           std::uint64_t stream,
                                           bool divergence_not_reached,
                                           SchemeCandidate& candidate,
-                                          IterationTimeCache* cache = nullptr);
+                                          IterationTimeCache* cache = nullptr,
+                                          const SchemeCandidate* full = nullptr);
 
 /// The delay-seed stream of advise's simulated runs (the fixed-step estimates and a tuned
 /// candidate's reported estimate; distinct from the tuning stream and --measure's).

@@ -161,6 +161,12 @@ void fill_row(ValidationRow& row,
               std::size_t rows) {
   row.predicted = model.prediction.mean;
   row.method = model.prediction.method;
+  if (row.method == "simulation") {  // its size and error: draws may be cut by the decode cost
+    row.method = fmt::format("simulation ({} draws{}, s.e. {:.2g})",
+                             model.prediction.draws,
+                             model.prediction.draws < kFittedModelDraws ? ", decode cost" : "",
+                             model.prediction.standard_error);
+  }
   row.replayed = replay.prediction.mean;
   row.replayed_se = replay.prediction.sd / std::sqrt(static_cast<double>(rows));
   row.relative_error = relative(row.predicted, row.replayed);

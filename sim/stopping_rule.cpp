@@ -97,7 +97,11 @@ int minimum_decodable(const codes::GradientCode& code) {
 }  // namespace
 
 DecodableStopping::DecodableStopping(std::shared_ptr<const codes::GradientCode> code)
-    : code_(std::move(code)), minimum_(minimum_decodable(*code_)) {}
+    : code_(std::move(code)), minimum_(minimum_decodable(*code_)) {
+  if (!code_->compact() && code_->structure().decoder == codes::DecoderFamily::kLinearAlgebra) {
+    memo_ = std::make_shared<const codes::DecodeMemo>(code_);
+  }
+}
 
 bool DecodableStopping::stop_after(std::span<const int> heard) const {
   if (static_cast<int>(heard.size()) < minimum_) {
@@ -109,7 +113,14 @@ bool DecodableStopping::stop_after(std::span<const int> heard) const {
   // decodable() may be a cheap count (cyclic codes: any n − s workers); confirm with the exact
   // decoder, so an ill-conditioned set makes the master wait for one more worker instead of
   // stopping on a decode that will be refused.
-  return code_->decodable(heard) && code_->decode_exact(heard).exact;
+  if (memo_ == nullptr) {
+    return code_->decodable(heard) && code_->decode_exact(heard).exact;
+  }
+  // A linear-algebra code's decodable() is that decode itself unless it is a count.
+  if (code_->decodes_from_any_count() && !code_->decodable(heard)) {
+    return false;
+  }
+  return (*memo_)(heard).exact;
 }
 
 FirstROrDecodableStopping::FirstROrDecodableStopping(

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "codes/decode_memo.h"
 #include "codes/gradient_code.h"
 #include "models/base/options_check.h"
 #include "sim/adaptive_deadline.h"
@@ -212,7 +213,9 @@ class DeadlineStopping final : public StoppingRule {
 };
 
 /// Stops at the first moment the received set decodes exactly (residual and condition number
-/// within codes::kExactTolerance and codes::kConditionLimit), or when every worker is in.
+/// within codes::kExactTolerance and codes::kConditionLimit), or when every worker is in. A
+/// linear-algebra code's decode is computed once per distinct heard set (codes::DecodeMemo, on
+/// the set in ascending order): a simulation meets the same stopping sets again and again.
 class DecodableStopping final : public StoppingRule {
  public:
   struct Options {
@@ -233,6 +236,7 @@ class DecodableStopping final : public StoppingRule {
  private:
   std::shared_ptr<const codes::GradientCode> code_;
   int minimum_;
+  std::shared_ptr<const codes::DecodeMemo> memo_;  ///< null for combinatorial decoders
 };
 
 /// Whichever of the r-th arrival and exact decodability comes first (the reference ErasureHead

@@ -4,13 +4,18 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "experiments/cli/commands.h"
+#include "experiments/config/config_error.h"
+#include "experiments/entry_points.h"
 #include "experiments/fit_report.h"
 #include "experiments/run_output.h"
+#include "experiments/trace_validation.h"
 
 namespace stragglersim::experiments {
 namespace {
@@ -127,20 +132,80 @@ void print_text(const TraceFit& fit) {
   }
 }
 
-int command_fit(const std::string& path, bool json, bool per_worker, const std::string& out) {
+/// The block --out writes: `advise --fit`'s model (entry_points.h fitted_delay: the held-out
+/// choice among the AIC family, the trace replayed in blocks and its empirical marginals, on a
+/// delay-only config of the trace's workers; `model` other than "auto" as --fit-model), the
+/// trace's path relative to the directory of `out`.
+FittedDelay written_model(const TraceFit& fit,
+                          const nlohmann::json& best,
+                          const std::string& path,
+                          const std::string& out,
+                          const std::string& model) {
+  const nlohmann::json config = {{"workers", fit.report.workers}, {"delay", best}};
+  return fitted_delay(config, "--out", std::filesystem::path(out).parent_path(), path, model);
+}
+
+/// One line on what --out wrote, and when it is the trace itself, that no family describes it.
+void print_written(const FittedDelay& written, const std::string& out) {
+  const auto& c = written.choice;
+  std::string scores;
+  for (const auto& m : c.value("scores", nlohmann::json::array())) {
+    scores += fmt::format("{}{} {}",
+                          scores.empty() ? "" : ", ",
+                          m["model"].get<std::string>(),
+                          m["score"].is_number()
+                              ? fmt::format("{:.2f}%", 100.0 * m["score"].get<double>())
+                              : std::string("-"));
+  }
+  const std::string chosen = c["chosen"].get<std::string>();
+  std::cout << fmt::format("model written to {}: {} ({}{})\n",
+                           out,
+                           chosen,
+                           c["reason"].get<std::string>(),
+                           scores.empty() ? "" : fmt::format("; held-out error: {}", scores));
+  if (chosen == kBlockReplayModel || chosen == kEmpiricalModel) {
+    std::cout << fmt::format(
+        "no fitted family describes this trace as well as the trace itself: {} wrote the trace "
+        "replayed in {} mode (--model family writes the AIC family)\n",
+        out,
+        written.block["mode"].get<std::string>());
+  }
+}
+
+int command_fit(const std::string& path,
+                bool json,
+                bool per_worker,
+                const std::string& out,
+                const std::string& model) {
+  if (model != "auto" && model != "family" && model != "block" && model != "empirical") {
+    throw ConfigError(fmt::format(
+        "--model: unknown model; got \"{}\"; expected one of: auto, block, empirical, family",
+        model));
+  }
   std::optional<OutputFile> out_file;  // reserved before the work
   if (!out.empty()) {
     out_file.emplace(out, "--out");
   }
   const TraceFit fit = fit_trace_file(path, per_worker);
-  const nlohmann::json block = best_delay_block(fit);
+  // No family at all (or every one flagged): refused naming the file, --out or not.
+  const nlohmann::json best = best_delay_block(fit);
+  std::optional<FittedDelay> written;
   if (out_file) {
-    out_file->commit(block.dump(2) + "\n");
+    written = written_model(fit, best, path, out, model);
+    out_file->commit(written->block.dump(2) + "\n");
   }
   if (json) {
-    std::cout << fit_json(fit).dump(2) << '\n';
+    nlohmann::json j = fit_json(fit);
+    if (written) {
+      j["written"] = written->block;
+      j["model_choice"] = written->choice;
+    }
+    std::cout << j.dump(2) << '\n';
   } else {
     print_text(fit);
+    if (written) {
+      print_written(*written, out);
+    }
   }
   return 0;
 }
@@ -152,16 +217,27 @@ Subcommand add_fit_command(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   auto per_worker = std::make_shared<bool>(false);
   auto out = std::make_shared<std::string>();
+  auto model = std::make_shared<std::string>("auto");
   // fit prints no notes: --quiet is accepted so that every command that computes takes it.
   auto quiet = std::make_shared<bool>(false);
   auto* cmd = app.add_subcommand("fit", "fit delay models to measured times (CSV)");
   cmd->add_option("times", *path, "CSV: iteration,worker,seconds or worker,seconds")->required();
   cmd->add_flag("--json", *json, "print JSON");
   cmd->add_flag("--per-worker", *per_worker, "also fit every worker alone");
-  add_output_option(*cmd, "-o,--out", *out, "write the best delay block (JSON) here", false);
+  add_output_option(*cmd,
+                    "-o,--out",
+                    *out,
+                    "write the delay block (JSON) validate would choose here (--model)",
+                    false);
+  cmd->add_option("--model",
+                  *model,
+                  "the model --out writes: auto (held-out choice, as advise --fit), family (AIC), "
+                  "block, empirical")
+      ->default_str("auto");
   add_quiet_flag(*cmd, *quiet);
-  return {cmd,
-          [path, json, per_worker, out] { return command_fit(*path, *json, *per_worker, *out); }};
+  return {cmd, [path, json, per_worker, out, model] {
+            return command_fit(*path, *json, *per_worker, *out, *model);
+          }};
 }
 
 }  // namespace stragglersim::experiments

@@ -13,6 +13,7 @@
 #include "experiments/predict/measured_convergence.h"
 #include "experiments/predict/plan_optimum.h"
 #include "experiments/predict/predictions.h"
+#include "experiments/predict/simulation_budget.h"
 #include "models/base/random_stream.h"
 #include "models/optimum.h"
 #include "sim/backends/simulated_backend.h"
@@ -776,7 +777,9 @@ nlohmann::json convergence_predictions(const RunPlan& plan,
   return out;
 }
 
-nlohmann::json simulated_iteration_time(const RunPlan& plan, std::uint64_t draws) {
+nlohmann::json simulated_iteration_time(const RunPlan& plan, std::uint64_t asked) {
+  // A linear-algebra decode per new stopping set: fewer draws past the decode budget.
+  const std::uint64_t draws = simulation_cost(plan, asked).draws;
   sim::DelayOnlySimulator s(plan.make_delays(),
                             plan.scheme.rule,
                             plan.scheme.code,
@@ -785,12 +788,14 @@ nlohmann::json simulated_iteration_time(const RunPlan& plan, std::uint64_t draws
                             plan.network,
                             sim::Sampler::kWorkers,
                             plan.collective);
+  s.count_coverage(false);  // only the times are read (and a group code's erasures, kept)
   double wall = 0.0;
   const sim::DelayOnlyStatistics stats =
       s.run(draws, [&](const sim::DelayOnlyIteration& it) { wall += it.wall_time; });
   // Under finish/drain the cancel-policy q does not apply: report the simulated erased fraction.
   return {{"method", "simulation"},
           {"draws", draws},
+          {"draws_asked", asked},
           {"group_erasure_probability",
            stats.groups > 0 ? nlohmann::json(stats.erasure_fraction()) : nlohmann::json()},
           {"q2", nullptr},
@@ -808,7 +813,7 @@ sim::IterationTimeSimulation iteration_time_simulation(const RunPlan& plan, std:
                                        s["iteration_time_sd"].get<double>(),
                                        s["iteration_time_se"].get<double>(),
                                        q.is_number() ? q.get<double>() : std::nan(""),
-                                       draws};
+                                       s["draws"].get<std::uint64_t>()};
   };
 }
 

@@ -102,7 +102,16 @@ DelayOnlySimulator::DelayOnlySimulator(std::unique_ptr<DelayModel> delays,
 
 int DelayOnlySimulator::groups_heard(const std::vector<int>& heard) {
   if (!has_groups_) {
-    return code_->decode_optimal(heard).partitions_covered;
+    if (!count_coverage_) {
+      return 0;
+    }
+    if (code_->structure().decoder != codes::DecoderFamily::kLinearAlgebra) {
+      return code_->decode_optimal(heard).partitions_covered;
+    }
+    if (!coverage_memo_) {
+      coverage_memo_ = std::make_unique<codes::DecodeMemo>(code_);
+    }
+    return (*coverage_memo_)(heard).partitions_covered;
   }
   // Group codes (possibly compact, which do not decode): group g = workers [g·d, (g+1)·d).
   covered_.assign(static_cast<std::size_t>(code_->workers() / d_), 0);

@@ -23,6 +23,7 @@
 #include <optional>
 #include <vector>
 
+#include "codes/decode_memo.h"
 #include "codes/gradient_code.h"
 #include "sim/fastpath/order_statistics.h"
 #include "sim/network.h"
@@ -82,6 +83,10 @@ class DelayOnlySimulator {
   DelayOnlyStatistics run(std::uint64_t iterations,
                           const std::function<void(const DelayOnlyIteration&)>& on_iteration = {},
                           double time_budget = std::numeric_limits<double>::infinity());
+  /// Whether each iteration's `groups_covered` is computed where the code has no groups (the
+  /// optimal decode's coverage, a linear solve per iteration for a linear-algebra code; memoised
+  /// by heard set). Default true; a caller that reads only the times turns it off (then 0).
+  void count_coverage(bool on) { count_coverage_ = on; }
   /// Whether selection is used (false: the event engine fallback).
   [[nodiscard]] bool uses_selection() const { return fallback_ == nullptr; }
   /// The sampler drawing the iterations.
@@ -126,6 +131,8 @@ class DelayOnlySimulator {
   std::vector<double> delivered_;  // arrivals through a network that is not free
   std::unique_ptr<SimulatedCluster> fallback_;
   std::vector<char> covered_;  // per group, the fallback's coverage count
+  bool count_coverage_ = true;
+  std::unique_ptr<codes::DecodeMemo> coverage_memo_;  // linear-algebra codes without groups
   std::optional<OrderStatisticSampler> order_statistics_;
 };
 

@@ -5,7 +5,9 @@
 #include <numeric>
 #include <vector>
 
+#include "codes/bernoulli_gradient_code.h"
 #include "codes/cyclic_mds_code.h"
+#include "codes/cyclic_repetition_code.h"
 #include "codes/fractional_repetition_code.h"
 
 namespace stragglersim::sim {
@@ -50,6 +52,40 @@ TEST_CASE("sim: decodable waits past a set the exact decoder refuses", "[sim][st
   std::vector<int> all(64);
   std::iota(all.begin(), all.end(), 0);
   CHECK(rule.stop_after(all));
+}
+
+TEST_CASE("decodable: with its decode memo it stops where the direct decode says, every set",
+          "[sim][stopping][decode_memo]") {
+  const std::vector<std::shared_ptr<const codes::GradientCode>> codes = {
+      std::make_shared<const codes::CyclicRepetitionCode>(7, 2, 3),
+      std::make_shared<const codes::CyclicRepetitionCode>(6, 1, 5),
+      std::make_shared<const codes::BernoulliGradientCode>(6, 6, 2.0, 11)};
+  for (const auto& code : codes) {
+    const int n = code->workers();
+    const DecodableStopping rule(code);
+    const int minimum = rule.minimum_arrivals();
+    for (unsigned mask = 1; mask < (1U << static_cast<unsigned>(n)); ++mask) {
+      std::vector<int> heard;
+      for (int w = 0; w < n; ++w) {
+        if (((mask >> static_cast<unsigned>(w)) & 1U) != 0) heard.push_back(w);
+      }
+      const auto size = static_cast<int>(heard.size());
+      // The rule without the memo: a count, then decodable() and the exact decode.
+      const bool direct =
+          size >= minimum &&
+          (size >= n || (code->decodable(heard) && code->decode_exact(heard).exact));
+      INFO(code->name() << " mask " << mask);
+      CHECK(rule.stop_after(heard) == direct);
+      // Heard in another order: the same answer (the memo decodes the set sorted).
+      std::vector<int> reversed(heard.rbegin(), heard.rend());
+      CHECK(rule.stop_after(reversed) == direct);
+    }
+  }
+  // A combinatorial decoder keeps its direct path.
+  const auto frc = std::make_shared<const codes::FractionalRepetitionCode>(6, 2);
+  const DecodableStopping frc_rule(frc);
+  CHECK(frc_rule.stop_after(std::vector<int>{0, 2, 4}));
+  CHECK_FALSE(frc_rule.stop_after(std::vector<int>{0, 1, 2}));
 }
 
 }  // namespace stragglersim::sim

@@ -14,7 +14,7 @@ namespace {
 using testing::run_stragglersim;
 using testing::TempDir;
 
-const std::string kExamples =
+const std::string kValidateExamples =
     std::string(stragglersim::testing::source_dir()) + "/experiments/examples/";
 
 TEST_CASE("cli: validate prints the table of the persistent-stragglers example",
@@ -23,11 +23,11 @@ TEST_CASE("cli: validate prints the table of the persistent-stragglers example",
   // The example's config without its target: the iteration-time table alone (the time to target
   // of its 31 candidates takes minutes; the test below checks it on a small config).
   nlohmann::json config =
-      nlohmann::json::parse(testing::slurp(kExamples + "advise_persistent.json"));
+      nlohmann::json::parse(testing::slurp(kValidateExamples + "advise_persistent.json"));
   config.erase("target_loss");
-  config["delay"]["path"] = kExamples + "persistent_stragglers.csv";
+  config["delay"]["path"] = kValidateExamples + "persistent_stragglers.csv";
   const std::string untargeted = dir.write("untargeted.json", config.dump());
-  const std::string args = untargeted + " --trace " + kExamples + "persistent_stragglers.csv";
+  const std::string args = untargeted + " --trace " + kValidateExamples + "persistent_stragglers.csv";
   const auto r = run_stragglersim("validate " + args, dir.path());
   REQUIRE(r.status == 0);
   CHECK(r.out.find("fit on the first 250 iterations, replay of the last 250") != std::string::npos);
@@ -97,8 +97,8 @@ TEST_CASE("cli: validate prints the time to target of every candidate on a small
 
 TEST_CASE("cli: validate refuses bad options with exit 2", "[validate][cli]") {
   const TempDir dir("validate_cli_bad");
-  const std::string config = kExamples + "advise_persistent.json";
-  const std::string trace = kExamples + "persistent_stragglers.csv";
+  const std::string config = kValidateExamples + "advise_persistent.json";
+  const std::string trace = kValidateExamples + "persistent_stragglers.csv";
   const auto r =
       run_stragglersim("validate " + config + " --trace " + trace + " --holdout 1.5", dir.path());
   CHECK(r.status == 2);
