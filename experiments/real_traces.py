@@ -26,7 +26,6 @@ tables print), prints the tables as Markdown, and draws DIR/real_traces.png
 import argparse
 import glob
 import json
-import math
 import os
 import subprocess
 import sys

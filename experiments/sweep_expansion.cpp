@@ -250,9 +250,7 @@ std::vector<nlohmann::json> tune_values(const JsonReader& reader,
   for (std::int64_t i = 0; i < points; ++i) {
     // Inner points rounded to 12 significant digits: 4, not 3.999999999999999.
     const double v = std::exp(std::log(lo) + step * static_cast<double>(i));
-    values.emplace_back(i == 0            ? lo
-                        : i == points - 1 ? hi
-                                          : std::stod(fmt::format("{:.12g}", v)));
+    values.emplace_back(i == 0 ? lo : i == points - 1 ? hi : std::stod(fmt::format("{:.12g}", v)));
   }
   return values;
 }

@@ -27,7 +27,8 @@ TEST_CASE("cli: validate prints the table of the persistent-stragglers example",
   config.erase("target_loss");
   config["delay"]["path"] = kValidateExamples + "persistent_stragglers.csv";
   const std::string untargeted = dir.write("untargeted.json", config.dump());
-  const std::string args = untargeted + " --trace " + kValidateExamples + "persistent_stragglers.csv";
+  const std::string args =
+      untargeted + " --trace " + kValidateExamples + "persistent_stragglers.csv";
   const auto r = run_stragglersim("validate " + args, dir.path());
   REQUIRE(r.status == 0);
   CHECK(r.out.find("fit on the first 250 iterations, replay of the last 250") != std::string::npos);
