@@ -15,7 +15,8 @@ for rounds in 10 30; do
     if [ "$command" = validate ]; then
       args=(validate "$work/config.json" --trace "$work/lambda_$rounds.csv")
     else
-      args=(advise "$work/config.json" --fit "$work/lambda_$rounds.csv" --suboptimality 0.01)
+      args=(advise "$work/config.json" --fit "$work/lambda_$rounds.csv" --suboptimality 0.01
+        --fixed-step)
     fi
     /usr/bin/time -f "$command, $rounds rounds: %e s wall, %U s user, %S s system" \
       timeout 900 "$bin" "${args[@]}" > "$work/$command-$rounds.txt"
