@@ -27,9 +27,9 @@ nlohmann::json convergence_predictions(const RunPlan& plan,
 /// Monte Carlo iteration time of the plan's delay model, rule and straggler policy on the
 /// delay-only path: {method: "simulation", expected_iteration_time, iteration_time_se,
 /// iteration_time_sd, expected_wall_time, group_erasure_probability (erased fraction; null
-/// without groups), q2 (null), draws, draws_asked}: `draws` is the draws run, fewer than asked
+/// without groups), q2 (null), draws, draws_asked}: `draws` is the draws run, fewer than `asked`
 /// when the decodes would pass the budget of simulation_budget.h.
-nlohmann::json simulated_iteration_time(const RunPlan& plan, std::uint64_t draws);
+nlohmann::json simulated_iteration_time(const RunPlan& plan, std::uint64_t asked);
 
 /// simulated_iteration_time(plan, draws) as the fallback of sim::predict_iteration_time (`plan`
 /// must outlive the returned function).
