@@ -75,7 +75,7 @@ const nlohmann::json kFrc2 = {{"kind", "frc"}, {"d", 2}};
 const nlohmann::json kFirst6 = {{"rule", "first_r"}, {"r", 6}};
 const nlohmann::json kDecodable = {{"rule", "decodable"}};
 const nlohmann::json kUncoded = {{"kind", "uncoded"}};
-const nlohmann::json kAll = {{"rule", "all"}};
+const nlohmann::json kRuleAll = {{"rule", "all"}};
 
 /// The stopping rule of a test, written out by hand over the arrival order.
 struct HandRule {
@@ -427,7 +427,7 @@ TEST_CASE("threads: the same seed gives the hand-computed times and the losses w
       {"erasurehead", kFrc2, kFirst6, kHandFirst6},
       {"exact frc", kFrc2, kDecodable, kHandFrc2},
       {"crc", {{"kind", "crc"}, {"s", 2}}, kDecodable, {HandRule::kAnyNMinusS, 2}},
-      {"uncoded", kUncoded, kAll, kHandAll}};
+      {"uncoded", kUncoded, kRuleAll, kHandAll}};
   for (const auto& c : cases) {
     INFO(c.name);
     const auto plan = plan_of(threads_config(c.code, c.stopping, 0.002, 30));
@@ -469,7 +469,7 @@ TEST_CASE("threads: the same config twice gives the simulated backend's loss col
           "[threads]") {
   // Uncoded under `all` hears every worker in every iteration, in an arrival order that differs
   // between runs: only a combine in worker order gives the same bytes each time.
-  const auto plan = plan_of(threads_config(kUncoded, kAll, 0.001, 25));
+  const auto plan = plan_of(threads_config(kUncoded, kRuleAll, 0.001, 25));
   const std::vector<TraceRow> reference = train_simulated(plan);
   for (int run = 0; run < 2; ++run) {
     INFO("run " << run);
@@ -729,7 +729,7 @@ TEST_CASE("threads: exact codes tolerate up to s faulty workers with the exact l
 
 TEST_CASE("threads: uncoded stops with a timeout error and shuts down cleanly",
           "[threads][faults]") {
-  auto config = threads_config(kUncoded, kAll, 0.001, 10);
+  auto config = threads_config(kUncoded, kRuleAll, 0.001, 10);
   config["backend"]["timeout"] = 0.25;
   config["backend"]["faults"] = {{{"worker", 4}, {"kind", "crash"}, {"from_iteration", 3}},
                                  {{"worker", 9}, {"kind", "hang"}, {"from_iteration", 3}}};
