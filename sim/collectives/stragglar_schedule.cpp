@@ -33,6 +33,26 @@ namespace stragglersim::sim::collectives::detail {
 
 namespace {
 
+struct ChunkMove {
+  int from = 0;  ///< position
+  int to = 0;    ///< position
+  int chunk = 0;
+};
+
+/// Appends, in `round`, chunk `move.chunk` of the rank_of.size() − 1 chunks from position
+/// `move.from` to `move.to` (rank_of: position → rank).
+void send_chunk(
+    Schedule& schedule, const std::vector<int>& rank_of, int round, ChunkMove move, bool reduce) {
+  add_chunks(schedule,
+             round,
+             rank_of[static_cast<std::size_t>(move.from)],
+             rank_of[static_cast<std::size_t>(move.to)],
+             move.chunk,
+             move.chunk + 1,
+             static_cast<Eigen::Index>(rank_of.size()) - 1,
+             reduce);
+}
+
 class StragglarPhaseTwo {
  public:
   StragglarPhaseTwo(Schedule& schedule, std::vector<int> rank_of, int first_round)
@@ -70,14 +90,7 @@ class StragglarPhaseTwo {
   [[nodiscard]] int holds(int p) const { return holds_[static_cast<std::size_t>(p)]; }
 
   void send(int r, int from, int to, int chunk, bool reduce) {
-    add_chunks(schedule_,
-               first_round_ + r,
-               rank_of_[static_cast<std::size_t>(from)],
-               rank_of_[static_cast<std::size_t>(to)],
-               chunk,
-               chunk + 1,
-               m_,
-               reduce);
+    send_chunk(schedule_, rank_of_, first_round_ + r, {from, to, chunk}, reduce);
   }
 
   void copy(int r, int from, int to, int chunk, std::vector<int>& next) {
@@ -207,14 +220,7 @@ class StragglarGreedyPhaseTwo {
   }
 
   void send(int r, int from, int to, int chunk, bool reduce) {
-    add_chunks(schedule_,
-               first_round_ + r,
-               rank_of_[static_cast<std::size_t>(from)],
-               rank_of_[static_cast<std::size_t>(to)],
-               chunk,
-               chunk + 1,
-               m_,
-               reduce);
+    send_chunk(schedule_, rank_of_, first_round_ + r, {from, to, chunk}, reduce);
   }
 
   // Kuhn's augmenting path from receiver q over the senders not yet visited.
