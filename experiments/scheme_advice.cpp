@@ -827,22 +827,37 @@ std::vector<SchemeCandidate> proportional_candidates(int workers, const nlohmann
   return out;
 }
 
-Advice advise(const nlohmann::json& config,
-              const std::string& file,
-              const std::filesystem::path& base_dir,
-              const AdviceOptions& options) {
+namespace {
+
+/// The start of a ranking: the config, the predicted delay and the horizon in `advice`; returns
+/// the config planned with the predicted delay.
+RunPlan start_advice(const nlohmann::json& config,
+                     const std::string& file,
+                     const std::filesystem::path& base_dir,
+                     const AdviceOptions& options,
+                     Advice& advice) {
   (void)JsonReader(config, file, "");  // a config that is not an object: "<file>:/: wrong type"
-  Advice advice;
   advice.config = config;
   advice.predicted_delay =
       options.predicted_delay ? *options.predicted_delay : config.value("delay", nlohmann::json());
   nlohmann::json predicted = config;
   predicted["delay"] = advice.predicted_delay;
-  const RunPlan base = plan_run(predicted, file, base_dir);
+  RunPlan base = plan_run(predicted, file, base_dir);
+  advice.horizon = base.iterations;
+  return base;
+}
+
+}  // namespace
+
+Advice advise(const nlohmann::json& config,
+              const std::string& file,
+              const std::filesystem::path& base_dir,
+              const AdviceOptions& options) {
+  Advice advice;
+  const RunPlan base = start_advice(config, file, base_dir, options, advice);
   if (options.predicted_delay) {
     (void)plan_run(config, file, base_dir);  // the config's own delay must plan too
   }
-  advice.horizon = base.iterations;
   set_target(base, config, options, file, advice);
   // A collective config: the parameter-server candidates on its links, beside the candidates
   // over its collective.
@@ -897,15 +912,8 @@ Advice advise_candidates(const nlohmann::json& config,
                          const std::filesystem::path& base_dir,
                          const AdviceOptions& options,
                          std::vector<SchemeCandidate> candidates) {
-  (void)JsonReader(config, file, "");
   Advice advice;
-  advice.config = config;
-  advice.predicted_delay =
-      options.predicted_delay ? *options.predicted_delay : config.value("delay", nlohmann::json());
-  nlohmann::json predicted = config;
-  predicted["delay"] = advice.predicted_delay;
-  const RunPlan base = plan_run(predicted, file, base_dir);
-  advice.horizon = base.iterations;
+  const RunPlan base = start_advice(config, file, base_dir, options, advice);
   set_target(base, config, options, file, advice);
   for (auto& c : candidates) {
     // Each block as given (a tuned step in its optimizer block included); a run that diverges
