@@ -23,6 +23,10 @@ struct Kernels {
   void (*update4)(const double*, Eigen::Index, const double*, double*);
   void (*update)(const double*, Eigen::Index, double, double*);
   void (*gram)(const double*, Eigen::Index, Eigen::Index, Eigen::Index, Eigen::Index, double*);
+  void (*dot4_many)(
+      const double*, Eigen::Index, const double*, Eigen::Index, Eigen::Index, double*);
+  void (*update4_many)(
+      const double*, Eigen::Index, const double*, Eigen::Index, double*, Eigen::Index);
   std::string_view isa;
 };
 
@@ -42,6 +46,22 @@ void baseline_gram(const double* packed,
                    Eigen::Index j_last,
                    double* h) {
   body::gram_columns(packed, m, ld, j_first, j_last, h);
+}
+void baseline_dot4_many(const double* rows,
+                        Eigen::Index p,
+                        const double* x,
+                        Eigen::Index ldx,
+                        Eigen::Index columns,
+                        double* z) {
+  body::dot4_many<body::kManyColumns>(rows, p, x, ldx, columns, z);
+}
+void baseline_update4_many(const double* rows,
+                           Eigen::Index p,
+                           const double* w,
+                           Eigen::Index columns,
+                           double* sum,
+                           Eigen::Index lds) {
+  body::update4_many<body::kManyColumns>(rows, p, w, columns, sum, lds);
 }
 
 #if STRAGGLERSIM_HAVE_AVX_VERSION
@@ -65,16 +85,38 @@ STRAGGLERSIM_AVX void avx_gram(const double* packed,
                                double* h) {
   body::gram_columns(packed, m, ld, j_first, j_last, h);
 }
+STRAGGLERSIM_AVX void avx_dot4_many(const double* rows,
+                                    Eigen::Index p,
+                                    const double* x,
+                                    Eigen::Index ldx,
+                                    Eigen::Index columns,
+                                    double* z) {
+  body::dot4_many<body::kManyColumns>(rows, p, x, ldx, columns, z);
+}
+STRAGGLERSIM_AVX void avx_update4_many(const double* rows,
+                                       Eigen::Index p,
+                                       const double* w,
+                                       Eigen::Index columns,
+                                       double* sum,
+                                       Eigen::Index lds) {
+  body::update4_many<body::kManyColumns>(rows, p, w, columns, sum, lds);
+}
 #endif
 
 Kernels choose() {
 #if STRAGGLERSIM_HAVE_AVX_VERSION
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx")) {
-    return {avx_dot, avx_update4, avx_update, avx_gram, "avx"};
+    return {avx_dot, avx_update4, avx_update, avx_gram, avx_dot4_many, avx_update4_many, "avx"};
   }
 #endif
-  return {baseline_dot, baseline_update4, baseline_update, baseline_gram, "baseline"};
+  return {baseline_dot,
+          baseline_update4,
+          baseline_update,
+          baseline_gram,
+          baseline_dot4_many,
+          baseline_update4_many,
+          "baseline"};
 }
 
 const Kernels& kernels() {
@@ -107,6 +149,24 @@ void dense_gram_columns(const double* packed,
                           j_last <= ld,
                       "dense_gram_columns needs ld, j_first and j_last multiples of 8 in order");
   kernels().gram(packed, m, ld, j_first, j_last, h);
+}
+
+void dense_dot4_many(const double* rows,
+                     Eigen::Index p,
+                     const double* x,
+                     Eigen::Index ldx,
+                     Eigen::Index columns,
+                     double* z) {
+  kernels().dot4_many(rows, p, x, ldx, columns, z);
+}
+
+void dense_update4_many(const double* rows,
+                        Eigen::Index p,
+                        const double* w,
+                        Eigen::Index columns,
+                        double* sum,
+                        Eigen::Index lds) {
+  kernels().update4_many(rows, p, w, columns, sum, lds);
 }
 
 std::string_view dense_kernel_isa() { return kernels().isa; }

@@ -22,6 +22,25 @@ void dense_update4(const double* rows, Eigen::Index p, const double* w, double* 
 /// sum_j += w·a_j for one row.
 void dense_update(const double* row, Eigen::Index p, double w, double* sum);
 
+/// z[r + 4s] = dense_dot(rows + r·p, p, x + s·ldx) for the four rows r < 4 and the columns
+/// s < `columns`: the same bytes as dense_dot (the same eight running sums, the same reduction),
+/// each chunk of the four rows loaded once for a tile of columns.
+void dense_dot4_many(const double* rows,
+                     Eigen::Index p,
+                     const double* x,
+                     Eigen::Index ldx,
+                     Eigen::Index columns,
+                     double* z);
+
+/// dense_update4(rows, p, w + 4s, sum + s·lds) for every column s < `columns`: the same bytes,
+/// each chunk of the four rows loaded once for a tile of columns.
+void dense_update4_many(const double* rows,
+                        Eigen::Index p,
+                        const double* w,
+                        Eigen::Index columns,
+                        double* sum,
+                        Eigen::Index lds);
+
 /// Columns per call of dense_gram_columns, and the multiple the leading dimension must be.
 inline constexpr Eigen::Index kGramBlock = 8;
 

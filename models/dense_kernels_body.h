@@ -100,6 +100,116 @@ inline constexpr Eigen::Index kStep = 2 * kLanes;  // two running vectors: eight
   }
 }
 
+/// Columns one tile of dot4_many / update4_many serves per read of the rows (templated so an
+/// instruction set with more registers may take wider tiles; the bytes do not depend on it).
+inline constexpr Eigen::Index kManyColumns = 2;
+
+/// z[r + 4c] = dot(rows + r·p, p, x + c·ldx) for the four rows r and the kColumns columns c: each
+/// entry the same operations in the same order as dot. The running sums s₀ … s₃ of every entry
+/// are taken first over the whole row, then s₄ … s₇, so that the 4·kColumns vectors of one half
+/// stay in registers; each row chunk is loaded once for every column of the tile.
+template <Eigen::Index kColumns>
+[[gnu::always_inline]] inline void dot4_tile(
+    const double* rows, Eigen::Index p, const double* x, Eigen::Index ldx, double* z) {
+  constexpr auto kTile = static_cast<std::size_t>(4 * kColumns);
+  const Eigen::Index body = p - p % kStep;
+  std::array<std::array<Vec4, kTile>, 2> halves;
+  for (std::size_t half = 0; half < 2; ++half) {
+    std::array<Vec4, kTile> acc;
+    for (Vec4& v : acc) v = Vec4{0.0, 0.0, 0.0, 0.0};
+    const Eigen::Index offset = static_cast<Eigen::Index>(half) * kLanes;
+    std::array<Vec4, 4> a;
+    Vec4 b;
+    for (Eigen::Index j = offset; j < body; j += kStep) {
+      for (std::size_t r = 0; r < 4; ++r) load(a[r], rows + static_cast<Eigen::Index>(r) * p + j);
+      for (Eigen::Index c = 0; c < kColumns; ++c) {
+        load(b, x + c * ldx + j);
+        for (std::size_t r = 0; r < 4; ++r) {
+          acc[static_cast<std::size_t>(4 * c) + r] += a[r] * b;
+        }
+      }
+    }
+    halves[half] = acc;
+  }
+  for (Eigen::Index c = 0; c < kColumns; ++c) {
+    for (Eigen::Index r = 0; r < 4; ++r) {
+      const auto k = static_cast<std::size_t>(4 * c + r);
+      const Vec4 pair = halves[0][k] + halves[1][k];
+      double sum = (pair[0] + pair[1]) + (pair[2] + pair[3]);
+      const double* row = rows + r * p;
+      const double* column = x + c * ldx;
+      for (Eigen::Index j = body; j < p; ++j) {
+        sum += row[j] * column[j];
+      }
+      z[4 * c + r] = sum;
+    }
+  }
+}
+
+/// dot4_tile over `columns` columns: tiles of kWide, then one column at a time.
+template <Eigen::Index kWide>
+[[gnu::always_inline]] inline void dot4_many(const double* rows,
+                                             Eigen::Index p,
+                                             const double* x,
+                                             Eigen::Index ldx,
+                                             Eigen::Index columns,
+                                             double* z) {
+  Eigen::Index c = 0;
+  for (; c + kWide <= columns; c += kWide) {
+    dot4_tile<kWide>(rows, p, x + c * ldx, ldx, z + 4 * c);
+  }
+  for (; c < columns; ++c) {
+    dot4_tile<1>(rows, p, x + c * ldx, ldx, z + 4 * c);
+  }
+}
+
+/// update4(rows, p, w + 4c, sum + c·lds) for the kColumns columns c: each chunk of the four rows
+/// loaded once for every column of the tile, each column's sum the same bytes as update4's.
+template <Eigen::Index kColumns>
+[[gnu::always_inline]] inline void update4_tile(
+    const double* rows, Eigen::Index p, const double* w, double* sum, Eigen::Index lds) {
+  constexpr auto kTile = static_cast<std::size_t>(4 * kColumns);
+  std::array<Vec4, kTile> weight;
+  for (std::size_t k = 0; k < kTile; ++k) weight[k] = Vec4{w[k], w[k], w[k], w[k]};
+  std::array<Vec4, 4> a;
+  Vec4 s;
+  const Eigen::Index body = p - p % kLanes;
+  for (Eigen::Index j = 0; j < body; j += kLanes) {
+    for (std::size_t r = 0; r < 4; ++r) load(a[r], rows + static_cast<Eigen::Index>(r) * p + j);
+    for (Eigen::Index c = 0; c < kColumns; ++c) {
+      const auto k = static_cast<std::size_t>(4 * c);
+      load(s, sum + c * lds + j);
+      s +=
+          ((weight[k] * a[0] + weight[k + 1] * a[1]) + weight[k + 2] * a[2]) + weight[k + 3] * a[3];
+      store(sum + c * lds + j, s);
+    }
+  }
+  for (Eigen::Index j = body; j < p; ++j) {
+    for (Eigen::Index c = 0; c < kColumns; ++c) {
+      const double* v = w + 4 * c;
+      sum[c * lds + j] +=
+          ((v[0] * rows[j] + v[1] * rows[p + j]) + v[2] * rows[2 * p + j]) + v[3] * rows[3 * p + j];
+    }
+  }
+}
+
+/// update4_tile over `columns` columns: tiles of kWide, then one column at a time.
+template <Eigen::Index kWide>
+[[gnu::always_inline]] inline void update4_many(const double* rows,
+                                                Eigen::Index p,
+                                                const double* w,
+                                                Eigen::Index columns,
+                                                double* sum,
+                                                Eigen::Index lds) {
+  Eigen::Index c = 0;
+  for (; c + kWide <= columns; c += kWide) {
+    update4_tile<kWide>(rows, p, w + 4 * c, sum + c * lds, lds);
+  }
+  for (; c < columns; ++c) {
+    update4_tile<1>(rows, p, w + 4 * c, sum + c * lds, lds);
+  }
+}
+
 /// Columns of H one gram_columns call fills: two vectors.
 inline constexpr Eigen::Index kGramColumns = 2 * kLanes;
 /// Rows of H one tile of gram_columns keeps in registers while it walks down s.

@@ -15,6 +15,21 @@ double LossModel::accumulate_value(const Dataset& data,
   return accumulate(data, rows, x, scratch);
 }
 
+void LossModel::accumulate_many(const Dataset& data,
+                                RowRange rows,
+                                const Eigen::MatrixXd& x,
+                                Eigen::Ref<Eigen::MatrixXd> gradient_sums,
+                                Eigen::Ref<Eigen::VectorXd> losses) const {
+  STRAGGLERSIM_ASSERT(gradient_sums.rows() == x.rows() && gradient_sums.cols() == x.cols() &&
+                          losses.size() == x.cols(),
+                      "one gradient sum and one loss per column of x");
+  Eigen::VectorXd column;
+  for (Eigen::Index s = 0; s < x.cols(); ++s) {
+    column = x.col(s);
+    losses[s] = accumulate(data, rows, column, gradient_sums.col(s));
+  }
+}
+
 namespace {
 
 void check_arguments(const Dataset& data, RowRange rows, const Eigen::VectorXd& x) {
@@ -58,6 +73,21 @@ class RowwiseLoss : public LossModel {
     check_arguments(data, rows, x);
     STRAGGLERSIM_ASSERT(gradient_sum.size() == x.size(), "gradient_sum has the wrong dimension");
     return internal::fused_pass(data, rows, x, gradient_sum, block_kernel());
+  }
+
+  void accumulate_many(const Dataset& data,
+                       RowRange rows,
+                       const Eigen::MatrixXd& x,
+                       Eigen::Ref<Eigen::MatrixXd> gradient_sums,
+                       Eigen::Ref<Eigen::VectorXd> losses) const final {
+    STRAGGLERSIM_ASSERT(x.rows() == data.dimension(), "x has the wrong dimension");
+    STRAGGLERSIM_ASSERT(data.labels.size() == data.rows(), "one label per row");
+    STRAGGLERSIM_ASSERT(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= data.rows(),
+                        "row range outside the data");
+    STRAGGLERSIM_ASSERT(gradient_sums.rows() == x.rows() && gradient_sums.cols() == x.cols() &&
+                            losses.size() == x.cols(),
+                        "one gradient sum and one loss per column of x");
+    internal::fused_pass_many(data, rows, x, gradient_sums, losses, block_kernel());
   }
 
   [[nodiscard]] double accumulate_value(const Dataset& data,

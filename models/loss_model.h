@@ -49,6 +49,16 @@ class LossModel {
                             RowRange rows,
                             const Eigen::VectorXd& x,
                             Eigen::Ref<Eigen::VectorXd> gradient_sum) const = 0;
+  /// `accumulate` for the S columns of x (p × S) at once: losses[s] = Σ ℓ(a_iᵀx_s; b_i) and
+  /// column s of `gradient_sums` (p × S) gets Σ ℓ'(a_iᵀx_s; b_i)·a_i added, each the same bytes
+  /// as accumulate(data, rows, x.col(s), gradient_sums.col(s)). The linear losses make one pass
+  /// over the rows for every column (one pass of data traffic); the default calls `accumulate`
+  /// once per column (S passes).
+  virtual void accumulate_many(const Dataset& data,
+                               RowRange rows,
+                               const Eigen::MatrixXd& x,
+                               Eigen::Ref<Eigen::MatrixXd> gradient_sums,
+                               Eigen::Ref<Eigen::VectorXd> losses) const;
   /// Σ ℓ(a_iᵀx; b_i) over `rows` without the gradient work (the default calls `accumulate`).
   [[nodiscard]] virtual double accumulate_value(const Dataset& data,
                                                 RowRange rows,

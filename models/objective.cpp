@@ -237,6 +237,55 @@ double Objective::evaluate(const Eigen::VectorXd& x,
   return loss_sum / m + 0.5 * l2_ * x.squaredNorm();
 }
 
+std::vector<double> Objective::evaluate_many(
+    const std::vector<const Eigen::VectorXd*>& xs,
+    const std::vector<Eigen::MatrixXd*>& partition_gradients,
+    WorkerPool* pool) const {
+  STRAGGLERSIM_ASSERT(!xs.empty() && xs.size() == partition_gradients.size(),
+                      "one gradient matrix per x");
+  for (std::size_t s = 0; s < xs.size(); ++s) {
+    STRAGGLERSIM_ASSERT(xs[s] != nullptr && partition_gradients[s] != nullptr,
+                        "evaluate_many needs every x and gradient matrix");
+  }
+  if (xs.size() == 1) {
+    return {evaluate(*xs[0], partition_gradients[0], pool)};
+  }
+  STRAGGLERSIM_ASSERT(!partial_, "f needs the whole training set");
+  const auto columns = static_cast<Eigen::Index>(xs.size());
+  const Eigen::Index p = dimension();
+  Eigen::MatrixXd x(p, columns);
+  for (Eigen::Index s = 0; s < columns; ++s) {
+    const Eigen::VectorXd& column = *xs[static_cast<std::size_t>(s)];
+    STRAGGLERSIM_ASSERT(column.size() == p, "x has the wrong dimension");
+    x.col(s) = column;
+    partition_gradients[static_cast<std::size_t>(s)]->setZero(p, partitions_);
+  }
+  const auto m = static_cast<double>(rows());
+  // Column s of losses is x_s's loss per partition, summed below in partition order.
+  Eigen::MatrixXd losses(partitions_, columns);
+  run_tasks(pool, partitions_, [&](int j) {
+    Eigen::MatrixXd sums = Eigen::MatrixXd::Zero(p, columns);
+    Eigen::VectorXd partition_losses(columns);
+    loss_->accumulate_many(*data_, partition(j), x, sums, partition_losses);
+    losses.row(j) = partition_losses.transpose();
+    for (Eigen::Index s = 0; s < columns; ++s) {
+      auto out = partition_gradients[static_cast<std::size_t>(s)]->col(j);
+      out = sums.col(s);
+      out /= m;
+    }
+  });
+  std::vector<double> values(xs.size());
+  for (Eigen::Index s = 0; s < columns; ++s) {
+    double loss_sum = 0.0;
+    for (int j = 0; j < partitions_; ++j) {
+      loss_sum += losses(j, s);
+    }
+    values[static_cast<std::size_t>(s)] =
+        loss_sum / m + 0.5 * l2_ * xs[static_cast<std::size_t>(s)]->squaredNorm();
+  }
+  return values;
+}
+
 void Objective::partition_gradients(const std::vector<int>& which,
                                     const Eigen::VectorXd& x,
                                     Eigen::MatrixXd& out,

@@ -58,6 +58,14 @@ class Objective {
   double evaluate(const Eigen::VectorXd& x,
                   Eigen::MatrixXd* partition_gradients,
                   WorkerPool* pool = nullptr) const;
+  /// f(x_s) and every ∇F_j(x_s) for each s, in one pass over the data for all of them:
+  /// losses[s] and *partition_gradients[s] (resized p × k) are the same bytes as
+  /// evaluate(*xs[s], partition_gradients[s], pool) — for every S, thread count and data kind.
+  /// Each partition's rows are read once for every x_s (LossModel::accumulate_many; the
+  /// softmax models fall back to one pass per x_s). Illegal: no x, a null or missing matrix.
+  std::vector<double> evaluate_many(const std::vector<const Eigen::VectorXd*>& xs,
+                                    const std::vector<Eigen::MatrixXd*>& partition_gradients,
+                                    WorkerPool* pool = nullptr) const;
   /// ∇F_j(x) for every j in `which`, written to column s of `out` (p × which.size()) for
   /// which[s]; in parallel on `pool` when given (each column is the same bytes as
   /// partition_gradient).

@@ -147,6 +147,149 @@ double fused_pass(const Dataset& data,
       data.features);
 }
 
+// The multi-vector pass: fused_pass for the S columns of x (p × S) in one pass over the rows.
+// For each block of rows the S margins are computed while the rows are in cache, the kernel runs
+// on each column's block as fused_pass runs it, then the S updates. Column s of `sums` gets the
+// same bytes as fused_pass(…, x.col(s), sums.col(s), kernel) and totals[s] its return value:
+// every column sees the same operations in the same order, only the loops across columns are
+// nested differently.
+
+/// Dense rows: the kernels of dense_kernels.h that read a block of four rows once for all columns.
+template <class Kernel>
+void fused_pass_many(const DenseRows& a,
+                     const Eigen::VectorXd& labels,
+                     RowRange rows,
+                     const Eigen::MatrixXd& x,
+                     Eigen::Ref<Eigen::MatrixXd> sums,
+                     double* totals,
+                     Kernel kernel) {
+  const Eigen::Index p = a.cols();
+  const Eigen::Index columns = x.cols();
+  using Rows = Block<kDenseBlock>;
+  static_assert(kDenseBlock == 4, "the dense kernels are written out for four rows");
+  Eigen::Array<double, kDenseBlock, Eigen::Dynamic> z(kDenseBlock, columns);
+  Eigen::Array<double, kDenseBlock, Eigen::Dynamic> w(kDenseBlock, columns);
+  Rows column_z;
+  Rows b;
+  Rows loss;
+  Rows column_w;
+  for (Eigen::Index begin = rows.begin; begin < rows.end; begin += kDenseBlock) {
+    const Eigen::Index n = std::min(kDenseBlock, rows.end - begin);
+    const double* first = a.data() + begin * p;
+    if (n == kDenseBlock) {
+      dense_dot4_many(first, p, x.data(), x.outerStride(), columns, z.data());
+    } else {
+      z.setZero();
+      for (Eigen::Index s = 0; s < columns; ++s) {
+        for (Eigen::Index r = 0; r < n; ++r) {
+          z(r, s) = dense_dot(first + r * p, p, x.col(s).data());
+        }
+      }
+    }
+    load_labels(labels, begin, n, b);
+    for (Eigen::Index s = 0; s < columns; ++s) {
+      column_z = z.col(s);
+      kernel(static_cast<const Rows&>(column_z), static_cast<const Rows&>(b), loss, column_w);
+      for (Eigen::Index r = 0; r < n; ++r) totals[s] += loss[r];
+      w.col(s) = column_w;
+    }
+    if (n == kDenseBlock) {
+      dense_update4_many(first, p, w.data(), columns, sums.data(), sums.outerStride());
+    } else {
+      for (Eigen::Index s = 0; s < columns; ++s) {
+        for (Eigen::Index r = 0; r < n; ++r) {
+          dense_update(first + r * p, p, w(r, s), sums.col(s).data());
+        }
+      }
+    }
+  }
+}
+
+/// Sparse rows, x and the sums interleaved: entry k of column s at k·S + s, so that each
+/// non-zero is read once and meets the S values of its column in one contiguous stretch.
+/// `dots` (S values) is scratch.
+template <class Kernel>
+void sparse_pass_many(const SparseRows& a,
+                      const Eigen::VectorXd& labels,
+                      RowRange rows,
+                      const double* x,
+                      Eigen::Index columns,
+                      double* sums,
+                      double* totals,
+                      Kernel kernel) {
+  using Rows = Block<kSparseBlock>;
+  Eigen::Array<double, kSparseBlock, Eigen::Dynamic> z(kSparseBlock, columns);
+  // Row-major weights: the S weights of row r at r·S.
+  Eigen::Array<double, Eigen::Dynamic, kSparseBlock> w(columns, kSparseBlock);
+  Eigen::ArrayXd dots(columns);
+  Rows column_z;
+  Rows b;
+  Rows loss;
+  Rows column_w;
+  for (Eigen::Index begin = rows.begin; begin < rows.end; begin += kSparseBlock) {
+    const Eigen::Index n = std::min(kSparseBlock, rows.end - begin);
+    z.setZero();
+    for (Eigen::Index r = 0; r < n; ++r) {
+      dots.setZero();
+      double* dot = dots.data();
+      for (SparseRows::InnerIterator it(a, begin + r); it; ++it) {
+        const double value = it.value();
+        const double* at = x + it.index() * columns;
+        for (Eigen::Index s = 0; s < columns; ++s) dot[s] += value * at[s];
+      }
+      z.row(r) = dots.transpose();
+    }
+    load_labels(labels, begin, n, b);
+    for (Eigen::Index s = 0; s < columns; ++s) {
+      column_z = z.col(s);
+      kernel(static_cast<const Rows&>(column_z), static_cast<const Rows&>(b), loss, column_w);
+      for (Eigen::Index r = 0; r < n; ++r) totals[s] += loss[r];
+      w.row(s) = column_w.transpose();
+    }
+    for (Eigen::Index r = 0; r < n; ++r) {
+      const double* weight = w.data() + r * columns;
+      for (SparseRows::InnerIterator it(a, begin + r); it; ++it) {
+        const double value = it.value();
+        double* at = sums + it.index() * columns;
+        // fused_pass skips a zero weight (adding its ±0 products could turn −0 into +0).
+        for (Eigen::Index s = 0; s < columns; ++s) {
+          at[s] = weight[s] == 0.0 ? at[s] : at[s] + weight[s] * value;
+        }
+      }
+    }
+  }
+}
+
+template <class Kernel>
+void fused_pass_many(const SparseRows& a,
+                     const Eigen::VectorXd& labels,
+                     RowRange rows,
+                     const Eigen::MatrixXd& x,
+                     Eigen::Ref<Eigen::MatrixXd> sums,
+                     double* totals,
+                     Kernel kernel) {
+  const Eigen::MatrixXd interleaved_x = x.transpose();
+  Eigen::MatrixXd interleaved_sums = sums.transpose();
+  sparse_pass_many(
+      a, labels, rows, interleaved_x.data(), x.cols(), interleaved_sums.data(), totals, kernel);
+  sums = interleaved_sums.transpose();
+}
+
+/// One pass over `rows` for the columns of x; the data's bytes are counted once.
+template <class Kernel>
+void fused_pass_many(const Dataset& data,
+                     RowRange rows,
+                     const Eigen::MatrixXd& x,
+                     Eigen::Ref<Eigen::MatrixXd> sums,
+                     Eigen::Ref<Eigen::VectorXd> totals,
+                     Kernel kernel) {
+  count_data_bytes(data.stored_bytes(rows));
+  totals.setZero();
+  std::visit(
+      [&](const auto& a) { fused_pass_many(a, data.labels, rows, x, sums, totals.data(), kernel); },
+      data.features);
+}
+
 /// Σ_i ℓ_i over `rows` alone (w_i is computed and dropped).
 template <class Kernel>
 double value_pass(const Dataset& data, RowRange rows, const Eigen::VectorXd& x, Kernel kernel) {

@@ -14,10 +14,12 @@
 namespace {
 
 using stragglersim::models::internal::dense_dot;
+using stragglersim::models::internal::dense_dot4_many;
 using stragglersim::models::internal::dense_gram_columns;
 using stragglersim::models::internal::dense_kernel_isa;
 using stragglersim::models::internal::dense_update;
 using stragglersim::models::internal::dense_update4;
+using stragglersim::models::internal::dense_update4_many;
 using stragglersim::models::internal::gram_packed_index;
 namespace body = stragglersim::models::internal::body;
 
@@ -92,6 +94,59 @@ TEST_CASE("dense kernels: the updates add w·a in the documented order, bit for 
       CHECK(same_bits(four[j], start[j] + terms));
       CHECK(same_bits(four_body[j], four[j]));
       CHECK(same_bits(one[j], start[j] + w[1] * rows[size + j]));
+    }
+  }
+}
+
+TEST_CASE("dense kernels: the multi-column dot is the one-column dot's bytes, column by column",
+          "[dense]") {
+  // Column counts with and without a partial tile; x with a leading dimension past p.
+  for (const long p : kShapes) {
+    for (const long columns : {1L, 2L, 3L, 4L, 5L, 16L, 17L}) {
+      const long ldx = p + 3;
+      const auto rows = random_values(static_cast<std::size_t>(4 * p), 7);
+      const auto x = random_values(static_cast<std::size_t>(ldx * columns), 8);
+      std::vector<double> z(static_cast<std::size_t>(4 * columns));
+      std::vector<double> z_body(z.size());
+      dense_dot4_many(rows.data(), p, x.data(), ldx, columns, z.data());
+      body::dot4_many<body::kManyColumns>(rows.data(), p, x.data(), ldx, columns, z_body.data());
+      INFO("p = " << p << ", columns " << columns << ", version " << dense_kernel_isa());
+      bool all_same = true;
+      for (long c = 0; c < columns; ++c) {
+        for (long r = 0; r < 4; ++r) {
+          const auto at = static_cast<std::size_t>(4 * c + r);
+          const double one = dense_dot(rows.data() + r * p, p, x.data() + c * ldx);
+          all_same = all_same && same_bits(z[at], one) && same_bits(z_body[at], one) &&
+                     same_bits(one, reference_dot(rows.data() + r * p, p, x.data() + c * ldx));
+        }
+      }
+      CHECK(all_same);
+    }
+  }
+}
+
+TEST_CASE("dense kernels: the multi-column update is the one-column update's bytes", "[dense]") {
+  for (const long p : kShapes) {
+    for (const long columns : {1L, 2L, 3L, 4L, 5L, 16L, 17L}) {
+      const long lds = p + 1;
+      const auto size = static_cast<std::size_t>(lds * columns);
+      const auto rows = random_values(static_cast<std::size_t>(4 * p), 9);
+      const auto w = random_values(static_cast<std::size_t>(4 * columns), 10);
+      const auto start = random_values(size, 11);
+      std::vector<double> many = start;
+      std::vector<double> many_body = start;
+      std::vector<double> one = start;
+      dense_update4_many(rows.data(), p, w.data(), columns, many.data(), lds);
+      body::update4_many<body::kManyColumns>(
+          rows.data(), p, w.data(), columns, many_body.data(), lds);
+      for (long c = 0; c < columns; ++c) {
+        dense_update4(rows.data(), p, w.data() + 4 * c, one.data() + c * lds);
+      }
+      INFO("p = " << p << ", columns " << columns << ", version " << dense_kernel_isa());
+      // The padding between columns (entry p of each) is left alone too.
+      CHECK(std::memcmp(many.data(), one.data(), size * sizeof(double)) == 0);
+      CHECK(std::memcmp(many_body.data(), one.data(), size * sizeof(double)) == 0);
+      CHECK(std::memcmp(one.data(), start.data(), size * sizeof(double)) != 0);
     }
   }
 }

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 
@@ -132,6 +133,54 @@ TEST_CASE("models: accumulate sums losses and adds slope-weighted rows", "[model
               Approx(expected_value).epsilon(1e-14).margin(1e-15));
         CHECK((sparse_gradient - expected_gradient).norm() <=
               1e-14 * (1.0 + expected_gradient.norm()));
+      }
+    }
+  }
+}
+
+TEST_CASE("models: accumulate_many adds accumulate's bytes to every column", "[models][loss]") {
+  // 70 rows of 13 features (a third zero), ranges starting on and off the dense block of four
+  // and the sparse block of 32 and ending everywhere. Rows 0 … 9 have label 0 and the zero
+  // column x₀ gives them margin 0: least squares weights of exactly zero, which the sparse pass
+  // skips, so the sums start at −0 there to see that it still does.
+  const Eigen::Index m = 70;
+  const Eigen::Index p = 13;
+  DenseRows a(m, p);
+  Eigen::VectorXd b(m);
+  for (Eigen::Index i = 0; i < m; ++i) {
+    for (Eigen::Index k = 0; k < p; ++k) {
+      a(i, k) = (i + k) % 3 == 0 ? 0.0 : std::sin(static_cast<double>(1 + i * p + k));
+    }
+    b[i] = i < 10 ? 0.0 : (std::cos(static_cast<double>(i)) >= 0.0 ? 1.0 : -1.0);
+  }
+  const Dataset dense{a, b};
+  const Dataset sparse{SparseRows(a.sparseView()), b};
+  for (const Eigen::Index columns : {1, 3, 5}) {
+    Eigen::MatrixXd x(p, columns);
+    for (Eigen::Index s = 0; s < columns; ++s) {
+      for (Eigen::Index k = 0; k < p; ++k) {
+        x(k, s) = s == 0 ? 0.0 : 0.3 * std::cos(static_cast<double>(7 * s + k));
+      }
+    }
+    const Eigen::MatrixXd start = Eigen::MatrixXd::Constant(p, columns, -0.0);
+    for (const auto& loss : {make_logistic_loss(), make_least_squares_loss()}) {
+      for (const Dataset* data : {&dense, &sparse}) {
+        bool all_same = true;
+        for (const Eigen::Index begin : {0, 1, 3, 4, 31, 32, 33}) {
+          for (Eigen::Index end = begin; end <= m; ++end) {
+            Eigen::MatrixXd sums = start;
+            Eigen::VectorXd losses(columns);
+            loss->accumulate_many(*data, RowRange{begin, end}, x, sums, losses);
+            for (Eigen::Index s = 0; s < columns; ++s) {
+              Eigen::VectorXd sum = start.col(s);
+              const double value = loss->accumulate(*data, RowRange{begin, end}, x.col(s), sum);
+              all_same = all_same && std::memcmp(&value, &losses[s], sizeof value) == 0 &&
+                         std::memcmp(sum.data(), sums.col(s).data(), sizeof(double) * p) == 0;
+            }
+          }
+        }
+        INFO(loss->name() << (data->is_sparse() ? ", sparse" : ", dense") << ", S = " << columns);
+        CHECK(all_same);
       }
     }
   }

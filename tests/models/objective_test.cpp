@@ -6,13 +6,16 @@
 #include <boost/random/normal_distribution.hpp>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
 #include <string>
 
 #include "models/base/data_traffic.h"
+#include "models/softmax_network.h"
 #include "models/synthetic_data.h"
+#include "models/worker_pool.h"
 
 namespace {
 
@@ -24,6 +27,7 @@ using stragglersim::models::make_least_squares_loss;
 using stragglersim::models::make_logistic_loss;
 using stragglersim::models::Objective;
 using stragglersim::models::SparseRows;
+using stragglersim::models::WorkerPool;
 
 std::shared_ptr<const LossModel> objective_loss(const std::string& name) {
   return name == "logistic" ? std::shared_ptr<const LossModel>(make_logistic_loss())
@@ -75,6 +79,50 @@ double finite_difference_error(const Objective& f,
 double relative_difference(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
   return (a - b).norm() / std::max(1.0, b.norm());
 }
+
+// The losses evaluate_many is checked on: the two scalar-margin losses (their own multi-vector
+// pass) and the softmax models (the default, one accumulate per column).
+const char* const kManyLosses[] = {"least_squares", "logistic", "softmax", "mlp"};
+
+std::shared_ptr<const LossModel> many_loss(const std::string& name) {
+  if (name == "softmax") return stragglersim::models::make_softmax_loss(3);
+  if (name == "mlp") {
+    stragglersim::models::SoftmaxNetworkOptions o;
+    o.classes = 3;
+    o.hidden = {5};
+    o.bias = true;
+    o.activation = stragglersim::models::Activation::kTanh;
+    return stragglersim::models::make_softmax_network(o);
+  }
+  return objective_loss(name);
+}
+
+// m rows of p features, about half of them zero, and labels the loss accepts: real (least
+// squares), ±1 (logistic), classes 0 … 2 (softmax, mlp). Dense or its sparse copy.
+std::shared_ptr<const Dataset> many_data(
+    Eigen::Index m, Eigen::Index p, const std::string& loss, bool sparse, std::uint64_t seed) {
+  const Eigen::VectorXd values = gaussian_vector(m * p + m, seed);
+  DenseRows a(m, p);
+  Eigen::VectorXd b(m);
+  for (Eigen::Index i = 0; i < m; ++i) {
+    for (Eigen::Index k = 0; k < p; ++k) {
+      a(i, k) = (i + 2 * k) % 7 < 3 ? 0.0 : values[i * p + k];
+    }
+    const double label = values[m * p + i];
+    b[i] = loss == "least_squares" ? label
+           : loss == "logistic"    ? (label >= 0.0 ? 1.0 : -1.0)
+                                   : static_cast<double>(i % 3);
+  }
+  if (sparse) return std::make_shared<const Dataset>(Dataset{SparseRows(a.sparseView()), b});
+  return std::make_shared<const Dataset>(Dataset{a, b});
+}
+
+bool same_bytes(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
+  return a.rows() == b.rows() && a.cols() == b.cols() &&
+         std::memcmp(a.data(), b.data(), sizeof(double) * static_cast<std::size_t>(a.size())) == 0;
+}
+
+bool same_bytes(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 }  // namespace
 
@@ -397,4 +445,95 @@ TEST_CASE("models: minibatch gradients sample every subset of a partition equall
   f.partition_minibatch_gradient(1, x, 2, 12345, g);
   f.partition_minibatch_gradient(1, x, 2, 12345, again);
   CHECK(g == again);
+}
+
+TEST_CASE("models: evaluate_many is evaluate's bytes for every column, loss, data kind and pool",
+          "[models][objective][many]") {
+  // Every S the kernels treat differently (1: evaluate itself; odd: a one-column tile; 16, 17:
+  // many tiles), p below, at and past the eight-wide vectors, rows that end in partial blocks of
+  // four (dense) and of 32 (sparse), partitions that split the blocks unevenly.
+  WorkerPool one(1);
+  WorkerPool two(2);
+  const Eigen::Index m = 103;
+  int cases = 0;
+  for (const std::string loss_name : kManyLosses) {
+    const auto loss = many_loss(loss_name);
+    for (const Eigen::Index p : {1, 7, 13, 54}) {
+      for (const bool sparse : {false, true}) {
+        const auto data = many_data(m, p, loss_name, sparse, 100 + static_cast<std::uint64_t>(p));
+        const Eigen::Index n = loss->parameter_count(p);
+        std::vector<Eigen::VectorXd> points;
+        for (int s = 0; s < 17; ++s) {
+          // Column 0 is zero (the logistic weights and margins at a tie), the rest generic.
+          points.push_back(s == 0 ? Eigen::VectorXd::Zero(n)
+                                  : gaussian_vector(n, 1000 + static_cast<std::uint64_t>(s), 0.6));
+        }
+        for (const int k : {1, 3, 7}) {
+          const Objective f(data, loss, 0.03, k);
+          std::vector<double> single;
+          std::vector<Eigen::MatrixXd> single_gradients(points.size());
+          for (std::size_t s = 0; s < points.size(); ++s) {
+            single.push_back(f.evaluate(points[s], &single_gradients[s]));
+          }
+          for (WorkerPool* pool : {static_cast<WorkerPool*>(nullptr), &one, &two}) {
+            for (const std::size_t columns : {1, 2, 3, 4, 5, 8, 16, 17}) {
+              INFO(loss_name << ", p = " << p << (sparse ? ", sparse" : ", dense") << ", k = " << k
+                             << ", threads " << (pool == nullptr ? 0 : pool->threads())
+                             << ", S = " << columns);
+              std::vector<const Eigen::VectorXd*> xs;
+              std::vector<Eigen::MatrixXd> gradients(columns);
+              std::vector<Eigen::MatrixXd*> outs;
+              // Columns taken from the end for odd S, so every point is met at several s.
+              for (std::size_t s = 0; s < columns; ++s) {
+                xs.push_back(&points[columns % 2 == 1 ? points.size() - 1 - s : s]);
+                outs.push_back(&gradients[s]);
+              }
+              const std::vector<double> values = f.evaluate_many(xs, outs, pool);
+              REQUIRE(values.size() == columns);
+              bool all_same = true;
+              for (std::size_t s = 0; s < columns; ++s) {
+                const std::size_t at = columns % 2 == 1 ? points.size() - 1 - s : s;
+                all_same = all_same && same_bytes(values[s], single[at]) &&
+                           same_bytes(gradients[s], single_gradients[at]);
+              }
+              CHECK(all_same);
+              ++cases;
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(cases == 4 * 4 * 2 * 3 * 3 * 8);
+}
+
+TEST_CASE("models: evaluate_many reads the data once for the linear losses, once per x otherwise",
+          "[models][objective][many]") {
+  using stragglersim::models::data_bytes_read;
+  for (const std::string loss_name : kManyLosses) {
+    for (const bool sparse : {false, true}) {
+      const auto data = many_data(61, 9, loss_name, sparse, 5);
+      const auto loss = many_loss(loss_name);
+      const Objective f(data, loss, 0.01, 5);
+      std::int64_t pass = 0;
+      for (int j = 0; j < 5; ++j) pass += data->stored_bytes(f.partition(j));
+      const Eigen::Index n = loss->parameter_count(9);
+      for (const std::size_t columns : {1, 4, 16}) {
+        INFO(loss_name << (sparse ? ", sparse" : ", dense") << ", S = " << columns);
+        std::vector<Eigen::VectorXd> points(columns, gaussian_vector(n, 3));
+        std::vector<Eigen::MatrixXd> gradients(columns);
+        std::vector<const Eigen::VectorXd*> xs;
+        std::vector<Eigen::MatrixXd*> outs;
+        for (std::size_t s = 0; s < columns; ++s) {
+          xs.push_back(&points[s]);
+          outs.push_back(&gradients[s]);
+        }
+        const std::int64_t before = data_bytes_read();
+        (void)f.evaluate_many(xs, outs);
+        const std::int64_t passes =
+            loss->traits().scalar_margin ? 1 : static_cast<std::int64_t>(columns);
+        CHECK(data_bytes_read() - before == passes * pass);
+      }
+    }
+  }
 }
