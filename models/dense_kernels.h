@@ -66,4 +66,8 @@ void dense_gram_columns(const double* packed,
 /// The version this CPU runs: "avx" or "baseline".
 std::string_view dense_kernel_isa();
 
+/// The version of dense_dot4_many and dense_update4_many this CPU runs: "avx512" (256-bit
+/// arithmetic with 32 registers, wider tiles; the same bytes), "avx" or "baseline".
+std::string_view dense_many_kernel_isa();
+
 }  // namespace stragglersim::models::internal

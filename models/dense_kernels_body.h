@@ -100,15 +100,28 @@ inline constexpr Eigen::Index kStep = 2 * kLanes;  // two running vectors: eight
   }
 }
 
-/// Columns one tile of dot4_many / update4_many serves per read of the rows (templated so an
-/// instruction set with more registers may take wider tiles; the bytes do not depend on it).
+/// Columns one tile of dot4_many / update4_many serves per read of the rows: two where the CPU
+/// has 16 vector registers (baseline, AVX), four with AVX-512's 32 (still 256-bit vectors). The
+/// bytes do not depend on it.
 inline constexpr Eigen::Index kManyColumns = 2;
+inline constexpr Eigen::Index kManyColumnsAvx512 = 4;
 
 /// z[r + 4c] = dot(rows + r·p, p, x + c·ldx) for the four rows r and the kColumns columns c: each
 /// entry the same operations in the same order as dot. The running sums s₀ … s₃ of every entry
 /// are taken first over the whole row, then s₄ … s₇, so that the 4·kColumns vectors of one half
 /// stay in registers; each row chunk is loaded once for every column of the tile.
-template <Eigen::Index kColumns>
+/// Keeps v in a vector register where kPin (the AVX versions: one register holds a Vec4), so
+/// that the compiler loads a row chunk once rather than folding it into every product (the
+/// dot's loads then limit it less: 4 + kColumns loads per 4·kColumns products). Changes no
+/// arithmetic.
+template <bool kPin>
+[[gnu::always_inline]] inline void pin(Vec4& v) {
+  if constexpr (kPin) {
+    asm("" : "+v"(v));
+  }
+}
+
+template <Eigen::Index kColumns, bool kPin = false>
 [[gnu::always_inline]] inline void dot4_tile(
     const double* rows, Eigen::Index p, const double* x, Eigen::Index ldx, double* z) {
   constexpr auto kTile = static_cast<std::size_t>(4 * kColumns);
@@ -118,15 +131,29 @@ template <Eigen::Index kColumns>
     std::array<Vec4, kTile> acc;
     for (Vec4& v : acc) v = Vec4{0.0, 0.0, 0.0, 0.0};
     const Eigen::Index offset = static_cast<Eigen::Index>(half) * kLanes;
-    std::array<Vec4, 4> a;
+    // The four rows in named vectors (a loop over an array of them is copied through memory).
+    Vec4 a0;
+    Vec4 a1;
+    Vec4 a2;
+    Vec4 a3;
     Vec4 b;
     for (Eigen::Index j = offset; j < body; j += kStep) {
-      for (std::size_t r = 0; r < 4; ++r) load(a[r], rows + static_cast<Eigen::Index>(r) * p + j);
+      load(a0, rows + j);
+      load(a1, rows + p + j);
+      load(a2, rows + 2 * p + j);
+      load(a3, rows + 3 * p + j);
+      pin<kPin>(a0);
+      pin<kPin>(a1);
+      pin<kPin>(a2);
+      pin<kPin>(a3);
+#pragma GCC unroll 16
       for (Eigen::Index c = 0; c < kColumns; ++c) {
         load(b, x + c * ldx + j);
-        for (std::size_t r = 0; r < 4; ++r) {
-          acc[static_cast<std::size_t>(4 * c) + r] += a[r] * b;
-        }
+        const auto k = static_cast<std::size_t>(4 * c);
+        acc[k] += a0 * b;
+        acc[k + 1] += a1 * b;
+        acc[k + 2] += a2 * b;
+        acc[k + 3] += a3 * b;
       }
     }
     halves[half] = acc;
@@ -147,7 +174,7 @@ template <Eigen::Index kColumns>
 }
 
 /// dot4_tile over `columns` columns: tiles of kWide, then one column at a time.
-template <Eigen::Index kWide>
+template <Eigen::Index kWide, bool kPin = false>
 [[gnu::always_inline]] inline void dot4_many(const double* rows,
                                              Eigen::Index p,
                                              const double* x,
@@ -156,10 +183,13 @@ template <Eigen::Index kWide>
                                              double* z) {
   Eigen::Index c = 0;
   for (; c + kWide <= columns; c += kWide) {
-    dot4_tile<kWide>(rows, p, x + c * ldx, ldx, z + 4 * c);
+    dot4_tile<kWide, kPin>(rows, p, x + c * ldx, ldx, z + 4 * c);
   }
+  // A last column alone: row by row, as the one-column pass runs it.
   for (; c < columns; ++c) {
-    dot4_tile<1>(rows, p, x + c * ldx, ldx, z + 4 * c);
+    for (Eigen::Index r = 0; r < 4; ++r) {
+      z[4 * c + r] = dot(rows + r * p, p, x + c * ldx);
+    }
   }
 }
 
@@ -171,16 +201,22 @@ template <Eigen::Index kColumns>
   constexpr auto kTile = static_cast<std::size_t>(4 * kColumns);
   std::array<Vec4, kTile> weight;
   for (std::size_t k = 0; k < kTile; ++k) weight[k] = Vec4{w[k], w[k], w[k], w[k]};
-  std::array<Vec4, 4> a;
+  Vec4 a0;
+  Vec4 a1;
+  Vec4 a2;
+  Vec4 a3;
   Vec4 s;
   const Eigen::Index body = p - p % kLanes;
   for (Eigen::Index j = 0; j < body; j += kLanes) {
-    for (std::size_t r = 0; r < 4; ++r) load(a[r], rows + static_cast<Eigen::Index>(r) * p + j);
+    load(a0, rows + j);
+    load(a1, rows + p + j);
+    load(a2, rows + 2 * p + j);
+    load(a3, rows + 3 * p + j);
+#pragma GCC unroll 16
     for (Eigen::Index c = 0; c < kColumns; ++c) {
       const auto k = static_cast<std::size_t>(4 * c);
       load(s, sum + c * lds + j);
-      s +=
-          ((weight[k] * a[0] + weight[k + 1] * a[1]) + weight[k + 2] * a[2]) + weight[k + 3] * a[3];
+      s += ((weight[k] * a0 + weight[k + 1] * a1) + weight[k + 2] * a2) + weight[k + 3] * a3;
       store(sum + c * lds + j, s);
     }
   }

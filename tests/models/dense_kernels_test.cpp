@@ -17,6 +17,7 @@ using stragglersim::models::internal::dense_dot;
 using stragglersim::models::internal::dense_dot4_many;
 using stragglersim::models::internal::dense_gram_columns;
 using stragglersim::models::internal::dense_kernel_isa;
+using stragglersim::models::internal::dense_many_kernel_isa;
 using stragglersim::models::internal::dense_update;
 using stragglersim::models::internal::dense_update4;
 using stragglersim::models::internal::dense_update4_many;
@@ -44,14 +45,18 @@ double reference_dot(const double* row, long p, const double* x) {
 
 bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
-bool cpu_has_avx() {
+bool cpu_has(const std::string& flag) {
   std::ifstream cpuinfo("/proc/cpuinfo");
   std::string line;
   while (std::getline(cpuinfo, line)) {
-    if (line.rfind("flags", 0) == 0) return (line + " ").find(" avx ") != std::string::npos;
+    if (line.rfind("flags", 0) == 0) {
+      return (line + " ").find(" " + flag + " ") != std::string::npos;
+    }
   }
   return false;
 }
+
+bool cpu_has_avx() { return cpu_has("avx"); }
 
 const long kShapes[] = {1, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 200, 203};
 
@@ -102,21 +107,26 @@ TEST_CASE("dense kernels: the multi-column dot is the one-column dot's bytes, co
           "[dense]") {
   // Column counts with and without a partial tile; x with a leading dimension past p.
   for (const long p : kShapes) {
-    for (const long columns : {1L, 2L, 3L, 4L, 5L, 16L, 17L}) {
+    for (const long columns : {1L, 2L, 3L, 4L, 5L, 6L, 7L, 16L, 17L}) {
       const long ldx = p + 3;
       const auto rows = random_values(static_cast<std::size_t>(4 * p), 7);
       const auto x = random_values(static_cast<std::size_t>(ldx * columns), 8);
       std::vector<double> z(static_cast<std::size_t>(4 * columns));
       std::vector<double> z_body(z.size());
+      std::vector<double> z_wide(z.size());
       dense_dot4_many(rows.data(), p, x.data(), ldx, columns, z.data());
+      // The baseline compilation of both tile widths.
       body::dot4_many<body::kManyColumns>(rows.data(), p, x.data(), ldx, columns, z_body.data());
-      INFO("p = " << p << ", columns " << columns << ", version " << dense_kernel_isa());
+      body::dot4_many<body::kManyColumnsAvx512>(
+          rows.data(), p, x.data(), ldx, columns, z_wide.data());
+      INFO("p = " << p << ", columns " << columns << ", version " << dense_many_kernel_isa());
       bool all_same = true;
       for (long c = 0; c < columns; ++c) {
         for (long r = 0; r < 4; ++r) {
           const auto at = static_cast<std::size_t>(4 * c + r);
           const double one = dense_dot(rows.data() + r * p, p, x.data() + c * ldx);
           all_same = all_same && same_bits(z[at], one) && same_bits(z_body[at], one) &&
+                     same_bits(z_wide[at], one) &&
                      same_bits(one, reference_dot(rows.data() + r * p, p, x.data() + c * ldx));
         }
       }
@@ -127,7 +137,7 @@ TEST_CASE("dense kernels: the multi-column dot is the one-column dot's bytes, co
 
 TEST_CASE("dense kernels: the multi-column update is the one-column update's bytes", "[dense]") {
   for (const long p : kShapes) {
-    for (const long columns : {1L, 2L, 3L, 4L, 5L, 16L, 17L}) {
+    for (const long columns : {1L, 2L, 3L, 4L, 5L, 6L, 7L, 16L, 17L}) {
       const long lds = p + 1;
       const auto size = static_cast<std::size_t>(lds * columns);
       const auto rows = random_values(static_cast<std::size_t>(4 * p), 9);
@@ -137,15 +147,19 @@ TEST_CASE("dense kernels: the multi-column update is the one-column update's byt
       std::vector<double> many_body = start;
       std::vector<double> one = start;
       dense_update4_many(rows.data(), p, w.data(), columns, many.data(), lds);
+      std::vector<double> many_wide = start;
       body::update4_many<body::kManyColumns>(
           rows.data(), p, w.data(), columns, many_body.data(), lds);
+      body::update4_many<body::kManyColumnsAvx512>(
+          rows.data(), p, w.data(), columns, many_wide.data(), lds);
       for (long c = 0; c < columns; ++c) {
         dense_update4(rows.data(), p, w.data() + 4 * c, one.data() + c * lds);
       }
-      INFO("p = " << p << ", columns " << columns << ", version " << dense_kernel_isa());
+      INFO("p = " << p << ", columns " << columns << ", version " << dense_many_kernel_isa());
       // The padding between columns (entry p of each) is left alone too.
       CHECK(std::memcmp(many.data(), one.data(), size * sizeof(double)) == 0);
       CHECK(std::memcmp(many_body.data(), one.data(), size * sizeof(double)) == 0);
+      CHECK(std::memcmp(many_wide.data(), one.data(), size * sizeof(double)) == 0);
       CHECK(std::memcmp(one.data(), start.data(), size * sizeof(double)) != 0);
     }
   }
@@ -194,7 +208,10 @@ TEST_CASE("dense kernels: the Gram columns are plain in-order sums, bit for bit"
 TEST_CASE("dense kernels: the version run matches the CPU's instruction set", "[dense]") {
 #if defined(__x86_64__) || defined(__i386__)
   CHECK(dense_kernel_isa() == (cpu_has_avx() ? "avx" : "baseline"));
+  const bool avx512 = cpu_has_avx() && cpu_has("avx512f") && cpu_has("avx512vl");
+  CHECK(dense_many_kernel_isa() == (avx512 ? "avx512" : cpu_has_avx() ? "avx" : "baseline"));
 #else
   CHECK(dense_kernel_isa() == "baseline");
+  CHECK(dense_many_kernel_isa() == "baseline");
 #endif
 }
