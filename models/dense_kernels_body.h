@@ -106,10 +106,6 @@ inline constexpr Eigen::Index kStep = 2 * kLanes;  // two running vectors: eight
 inline constexpr Eigen::Index kManyColumns = 2;
 inline constexpr Eigen::Index kManyColumnsAvx512 = 4;
 
-/// z[r + 4c] = dot(rows + r·p, p, x + c·ldx) for the four rows r and the kColumns columns c: each
-/// entry the same operations in the same order as dot. The running sums s₀ … s₃ of every entry
-/// are taken first over the whole row, then s₄ … s₇, so that the 4·kColumns vectors of one half
-/// stay in registers; each row chunk is loaded once for every column of the tile.
 /// Keeps v in a vector register where kPin (the AVX versions: one register holds a Vec4), so
 /// that the compiler loads a row chunk once rather than folding it into every product (the
 /// dot's loads then limit it less: 4 + kColumns loads per 4·kColumns products). Changes no
@@ -121,23 +117,37 @@ template <bool kPin>
   }
 }
 
-template <Eigen::Index kColumns, bool kPin = false>
-[[gnu::always_inline]] inline void dot4_tile(
-    const double* rows, Eigen::Index p, const double* x, Eigen::Index ldx, double* z) {
+/// Doubles of each row one step of dot4_many and update4_many takes (a multiple of kStep): the
+/// four rows' 4 KB and a group's 16 columns of x, 16 KB, stay in L1 cache while every tile of
+/// columns uses them.
+inline constexpr Eigen::Index kManyChunk = 128;
+/// Columns dot4_many takes at once (their running sums wait in memory between chunks).
+inline constexpr Eigen::Index kManyGroup = 16;
+
+/// Entries [j0, j1) (multiples of kStep) of the dot products of the four rows with the kColumns
+/// columns of x, added to their running sums: acc[8c + 4h + r] holds s₀ … s₃ (h = 0) or
+/// s₄ … s₇ (h = 1) of row r and column c, as dot keeps them in `low` and `high`. The sums of
+/// one half stay in registers while it walks the chunk; each row chunk is loaded once for every
+/// column of the tile.
+template <Eigen::Index kColumns, bool kPin>
+[[gnu::always_inline]] inline void dot4_range(const double* rows,
+                                              Eigen::Index p,
+                                              const double* x,
+                                              Eigen::Index ldx,
+                                              Eigen::Index j0,
+                                              Eigen::Index j1,
+                                              Vec4* acc) {
   constexpr auto kTile = static_cast<std::size_t>(4 * kColumns);
-  const Eigen::Index body = p - p % kStep;
-  std::array<std::array<Vec4, kTile>, 2> halves;
-  for (std::size_t half = 0; half < 2; ++half) {
-    std::array<Vec4, kTile> acc;
-    for (Vec4& v : acc) v = Vec4{0.0, 0.0, 0.0, 0.0};
-    const Eigen::Index offset = static_cast<Eigen::Index>(half) * kLanes;
+  for (Eigen::Index half = 0; half < 2; ++half) {
+    std::array<Vec4, kTile> sums;
+    for (std::size_t k = 0; k < kTile; ++k) sums[k] = acc[8 * (k / 4) + 4 * half + k % 4];
     // The four rows in named vectors (a loop over an array of them is copied through memory).
     Vec4 a0;
     Vec4 a1;
     Vec4 a2;
     Vec4 a3;
     Vec4 b;
-    for (Eigen::Index j = offset; j < body; j += kStep) {
+    for (Eigen::Index j = j0 + half * kLanes; j < j1; j += kStep) {
       load(a0, rows + j);
       load(a1, rows + p + j);
       load(a2, rows + 2 * p + j);
@@ -150,30 +160,20 @@ template <Eigen::Index kColumns, bool kPin = false>
       for (Eigen::Index c = 0; c < kColumns; ++c) {
         load(b, x + c * ldx + j);
         const auto k = static_cast<std::size_t>(4 * c);
-        acc[k] += a0 * b;
-        acc[k + 1] += a1 * b;
-        acc[k + 2] += a2 * b;
-        acc[k + 3] += a3 * b;
+        sums[k] += a0 * b;
+        sums[k + 1] += a1 * b;
+        sums[k + 2] += a2 * b;
+        sums[k + 3] += a3 * b;
       }
     }
-    halves[half] = acc;
-  }
-  for (Eigen::Index c = 0; c < kColumns; ++c) {
-    for (Eigen::Index r = 0; r < 4; ++r) {
-      const auto k = static_cast<std::size_t>(4 * c + r);
-      const Vec4 pair = halves[0][k] + halves[1][k];
-      double sum = (pair[0] + pair[1]) + (pair[2] + pair[3]);
-      const double* row = rows + r * p;
-      const double* column = x + c * ldx;
-      for (Eigen::Index j = body; j < p; ++j) {
-        sum += row[j] * column[j];
-      }
-      z[4 * c + r] = sum;
-    }
+    for (std::size_t k = 0; k < kTile; ++k) acc[8 * (k / 4) + 4 * half + k % 4] = sums[k];
   }
 }
 
-/// dot4_tile over `columns` columns: tiles of kWide, then one column at a time.
+/// z[r + 4c] = dot(rows + r·p, p, x + c·ldx) for the four rows r and the `columns` columns c:
+/// each entry the same operations in the same order as dot (each running sum takes its entries
+/// in order, the chunks and tiles only interleave different sums). Groups of kManyGroup columns,
+/// each walked in chunks of kManyChunk entries, each chunk by tiles of kWide columns.
 template <Eigen::Index kWide, bool kPin = false>
 [[gnu::always_inline]] inline void dot4_many(const double* rows,
                                              Eigen::Index p,
@@ -181,23 +181,50 @@ template <Eigen::Index kWide, bool kPin = false>
                                              Eigen::Index ldx,
                                              Eigen::Index columns,
                                              double* z) {
-  Eigen::Index c = 0;
-  for (; c + kWide <= columns; c += kWide) {
-    dot4_tile<kWide, kPin>(rows, p, x + c * ldx, ldx, z + 4 * c);
-  }
-  // A last column alone: row by row, as the one-column pass runs it.
-  for (; c < columns; ++c) {
-    for (Eigen::Index r = 0; r < 4; ++r) {
-      z[4 * c + r] = dot(rows + r * p, p, x + c * ldx);
+  const Eigen::Index body = p - p % kStep;
+  std::array<Vec4, static_cast<std::size_t>(8 * kManyGroup)> acc;
+  for (Eigen::Index g0 = 0; g0 < columns; g0 += kManyGroup) {
+    const Eigen::Index g1 = std::min(columns, g0 + kManyGroup);
+    for (Eigen::Index k = 0; k < 8 * (g1 - g0); ++k) {
+      acc[static_cast<std::size_t>(k)] = Vec4{0.0, 0.0, 0.0, 0.0};
+    }
+    for (Eigen::Index j0 = 0; j0 < body; j0 += kManyChunk) {
+      const Eigen::Index j1 = std::min(body, j0 + kManyChunk);
+      Eigen::Index c = g0;
+      for (; c + kWide <= g1; c += kWide) {
+        dot4_range<kWide, kPin>(rows, p, x + c * ldx, ldx, j0, j1, acc.data() + 8 * (c - g0));
+      }
+      for (; c < g1; ++c) {
+        dot4_range<1, kPin>(rows, p, x + c * ldx, ldx, j0, j1, acc.data() + 8 * (c - g0));
+      }
+    }
+    for (Eigen::Index c = g0; c < g1; ++c) {
+      for (Eigen::Index r = 0; r < 4; ++r) {
+        // ((s₀ + s₄) + (s₁ + s₅)) + ((s₂ + s₆) + (s₃ + s₇)), then the tail, as in dot.
+        const auto k = static_cast<std::size_t>(8 * (c - g0) + r);
+        const Vec4 pair = acc[k] + acc[k + 4];
+        double sum = (pair[0] + pair[1]) + (pair[2] + pair[3]);
+        const double* row = rows + r * p;
+        const double* column = x + c * ldx;
+        for (Eigen::Index j = body; j < p; ++j) {
+          sum += row[j] * column[j];
+        }
+        z[4 * c + r] = sum;
+      }
     }
   }
 }
 
-/// update4(rows, p, w + 4c, sum + c·lds) for the kColumns columns c: each chunk of the four rows
-/// loaded once for every column of the tile, each column's sum the same bytes as update4's.
+/// Entries [j0, j1) (multiples of kLanes) of update4(rows, p, w + 4c, sum + c·lds) for the
+/// kColumns columns c: each chunk of the four rows loaded once for every column of the tile.
 template <Eigen::Index kColumns>
-[[gnu::always_inline]] inline void update4_tile(
-    const double* rows, Eigen::Index p, const double* w, double* sum, Eigen::Index lds) {
+[[gnu::always_inline]] inline void update4_range(const double* rows,
+                                                 Eigen::Index p,
+                                                 const double* w,
+                                                 double* sum,
+                                                 Eigen::Index lds,
+                                                 Eigen::Index j0,
+                                                 Eigen::Index j1) {
   constexpr auto kTile = static_cast<std::size_t>(4 * kColumns);
   std::array<Vec4, kTile> weight;
   for (std::size_t k = 0; k < kTile; ++k) weight[k] = Vec4{w[k], w[k], w[k], w[k]};
@@ -206,8 +233,7 @@ template <Eigen::Index kColumns>
   Vec4 a2;
   Vec4 a3;
   Vec4 s;
-  const Eigen::Index body = p - p % kLanes;
-  for (Eigen::Index j = 0; j < body; j += kLanes) {
+  for (Eigen::Index j = j0; j < j1; j += kLanes) {
     load(a0, rows + j);
     load(a1, rows + p + j);
     load(a2, rows + 2 * p + j);
@@ -220,16 +246,11 @@ template <Eigen::Index kColumns>
       store(sum + c * lds + j, s);
     }
   }
-  for (Eigen::Index j = body; j < p; ++j) {
-    for (Eigen::Index c = 0; c < kColumns; ++c) {
-      const double* v = w + 4 * c;
-      sum[c * lds + j] +=
-          ((v[0] * rows[j] + v[1] * rows[p + j]) + v[2] * rows[2 * p + j]) + v[3] * rows[3 * p + j];
-    }
-  }
 }
 
-/// update4_tile over `columns` columns: tiles of kWide, then one column at a time.
+/// update4(rows, p, w + 4c, sum + c·lds) for the `columns` columns c, each the same bytes as
+/// update4's: chunks of kManyChunk entries, each by tiles of kWide columns, then the last
+/// p mod 4 entries one by one.
 template <Eigen::Index kWide>
 [[gnu::always_inline]] inline void update4_many(const double* rows,
                                                 Eigen::Index p,
@@ -237,12 +258,23 @@ template <Eigen::Index kWide>
                                                 Eigen::Index columns,
                                                 double* sum,
                                                 Eigen::Index lds) {
-  Eigen::Index c = 0;
-  for (; c + kWide <= columns; c += kWide) {
-    update4_tile<kWide>(rows, p, w + 4 * c, sum + c * lds, lds);
+  const Eigen::Index body = p - p % kLanes;
+  for (Eigen::Index j0 = 0; j0 < body; j0 += kManyChunk) {
+    const Eigen::Index j1 = std::min(body, j0 + kManyChunk);
+    Eigen::Index c = 0;
+    for (; c + kWide <= columns; c += kWide) {
+      update4_range<kWide>(rows, p, w + 4 * c, sum + c * lds, lds, j0, j1);
+    }
+    for (; c < columns; ++c) {
+      update4_range<1>(rows, p, w + 4 * c, sum + c * lds, lds, j0, j1);
+    }
   }
-  for (; c < columns; ++c) {
-    update4_tile<1>(rows, p, w + 4 * c, sum + c * lds, lds);
+  for (Eigen::Index j = body; j < p; ++j) {
+    for (Eigen::Index c = 0; c < columns; ++c) {
+      const double* v = w + 4 * c;
+      sum[c * lds + j] +=
+          ((v[0] * rows[j] + v[1] * rows[p + j]) + v[2] * rows[2 * p + j]) + v[3] * rows[3 * p + j];
+    }
   }
 }
 

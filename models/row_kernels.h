@@ -154,6 +154,9 @@ double fused_pass(const Dataset& data,
 // every column sees the same operations in the same order, only the loops across columns are
 // nested differently.
 
+/// Doubles per 64-byte cache line.
+inline constexpr Eigen::Index kLineDoubles = 8;
+
 /// Dense rows: the kernels of dense_kernels.h that read a block of four rows once for all columns.
 template <class Kernel>
 void fused_pass_many(const DenseRows& a,
@@ -176,6 +179,14 @@ void fused_pass_many(const DenseRows& a,
   for (Eigen::Index begin = rows.begin; begin < rows.end; begin += kDenseBlock) {
     const Eigen::Index n = std::min(kDenseBlock, rows.end - begin);
     const double* first = a.data() + begin * p;
+    // The next block's rows are requested now, a line at a time, so that they arrive while
+    // this block is computed (its S dot products and updates outlast one block's memory read).
+    if (begin + 2 * kDenseBlock <= rows.end) {
+      const double* next = first + kDenseBlock * p;
+      for (Eigen::Index at = 0; at < kDenseBlock * p; at += kLineDoubles) {
+        __builtin_prefetch(next + at);
+      }
+    }
     if (n == kDenseBlock) {
       dense_dot4_many(first, p, x.data(), x.outerStride(), columns, z.data());
     } else {
@@ -283,6 +294,11 @@ void fused_pass_many(const Dataset& data,
                      Eigen::Ref<Eigen::MatrixXd> sums,
                      Eigen::Ref<Eigen::VectorXd> totals,
                      Kernel kernel) {
+  if (x.cols() == 1) {  // the one-column pass itself (it counts the bytes)
+    const Eigen::VectorXd column = x.col(0);
+    totals[0] = fused_pass(data, rows, column, sums.col(0), kernel);
+    return;
+  }
   count_data_bytes(data.stored_bytes(rows));
   totals.setZero();
   std::visit(

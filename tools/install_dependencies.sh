@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache git
   libeigen3-dev libboost-dev nlohmann-json3-dev libfmt-dev catch2 libcli11-dev
-  libbenchmark-dev zlib1g-dev libboost-math-dev
+  libbenchmark-dev libopenblas-dev zlib1g-dev libboost-math-dev
   libopenmpi-dev openmpi-bin
   pybind11-dev python3-pybind11 python3-dev python3-pytest python3-pytest-xdist
   clang clang-format clang-tidy-22 libclang-rt-14-dev
