@@ -181,10 +181,10 @@ void fused_pass_many(const DenseRows& a,
     const double* first = a.data() + begin * p;
     // The next block's rows are requested now, a line at a time, so that they arrive while
     // this block is computed (its S dot products and updates outlast one block's memory read).
-    if (begin + 2 * kDenseBlock <= rows.end) {
-      const double* next = first + kDenseBlock * p;
+    if (begin + 3 * kDenseBlock <= rows.end) {
+      const double* next = first + 2 * kDenseBlock * p;
       for (Eigen::Index at = 0; at < kDenseBlock * p; at += kLineDoubles) {
-        __builtin_prefetch(next + at);
+        __builtin_prefetch(next + at, 0, 2);
       }
     }
     if (n == kDenseBlock) {
