@@ -7,6 +7,7 @@
 #include <Eigen/Core>
 #include <Eigen/SparseCore>
 #include <algorithm>
+#include <cstring>
 #include <variant>
 
 #include "models/base/data_traffic.h"
@@ -216,9 +217,130 @@ void fused_pass_many(const DenseRows& a,
   }
 }
 
+/// Columns the sparse multi-vector loops keep in registers at once (one cache line of x).
+inline constexpr Eigen::Index kSparseColumns = 8;
+
+/// kWidth doubles handled as one value: lane-wise IEEE operations, so each lane is the scalar
+/// loop's arithmetic. Passed by reference only.
+// (Spelled out per width: GCC ignores vector_size on an alias template with a dependent size.)
+template <Eigen::Index kWidth>
+struct LanesOf;
+template <>
+struct LanesOf<1> {
+  using Type = double __attribute__((vector_size(8)));
+};
+template <>
+struct LanesOf<2> {
+  using Type = double __attribute__((vector_size(16)));
+};
+template <>
+struct LanesOf<4> {
+  using Type = double __attribute__((vector_size(32)));
+};
+template <>
+struct LanesOf<8> {
+  using Type = double __attribute__((vector_size(64)));
+};
+template <Eigen::Index kWidth>
+using Lanes = typename LanesOf<kWidth>::Type;
+static_assert(sizeof(Lanes<8>) == 8 * sizeof(double));
+
+/// Row r's margins for the kWidth columns of x (interleaved, S = `stride`) starting at `first`:
+/// z_s = Σ value·x_s[index] over the row's non-zeros in order, as fused_pass sums them.
+template <Eigen::Index kWidth>
+[[gnu::always_inline]] inline void sparse_dots(
+    const SparseRows& a, Eigen::Index r, const double* x, Eigen::Index stride, Lanes<kWidth>& dot) {
+  dot = Lanes<kWidth>{};
+  Lanes<kWidth> column;
+  for (SparseRows::InnerIterator it(a, r); it; ++it) {
+    const double value = it.value();
+    std::memcpy(&column, x + it.index() * stride, sizeof column);
+    dot += value * column;
+  }
+}
+
+/// sums_s[index] += w_s·value over row r's non-zeros in order for the kWidth columns whose
+/// weights are w; a zero weight adds nothing, as fused_pass skips it (its ±0 products could turn
+/// −0 into +0).
+template <Eigen::Index kWidth>
+[[gnu::always_inline]] inline void sparse_updates(
+    const SparseRows& a, Eigen::Index r, const double* w, double* sums, Eigen::Index stride) {
+  bool any_zero = false;
+  for (Eigen::Index s = 0; s < kWidth; ++s) any_zero = any_zero || w[s] == 0.0;
+  if (any_zero) {
+    for (SparseRows::InnerIterator it(a, r); it; ++it) {
+      double* at = sums + it.index() * stride;
+      for (Eigen::Index s = 0; s < kWidth; ++s) {
+        if (w[s] != 0.0) at[s] += w[s] * it.value();
+      }
+    }
+    return;
+  }
+  Lanes<kWidth> weight;
+  std::memcpy(&weight, w, sizeof weight);
+  Lanes<kWidth> sum;
+  for (SparseRows::InnerIterator it(a, r); it; ++it) {
+    double* at = sums + it.index() * stride;
+    std::memcpy(&sum, at, sizeof sum);
+    sum += weight * it.value();
+    std::memcpy(at, &sum, sizeof sum);
+  }
+}
+
+/// Columns [first, first + kWidth) of the sparse multi-vector pass for the rows of one block:
+/// their margins into z (column-major, ld kSparseBlock), or their updates from w (the S weights
+/// of row r at r·S).
+template <Eigen::Index kWidth>
+void sparse_columns(const SparseRows& a,
+                    Eigen::Index begin,
+                    Eigen::Index n,
+                    Eigen::Index first,
+                    Eigen::Index stride,
+                    const double* x,
+                    double* z) {
+  for (Eigen::Index r = 0; r < n; ++r) {
+    Lanes<kWidth> dot;  // (by reference: vectors by value change the calling convention)
+    sparse_dots<kWidth>(a, begin + r, x + first, stride, dot);
+    for (Eigen::Index s = 0; s < kWidth; ++s) z[(first + s) * kSparseBlock + r] = dot[s];
+  }
+}
+
+template <Eigen::Index kWidth>
+void sparse_column_updates(const SparseRows& a,
+                           Eigen::Index begin,
+                           Eigen::Index n,
+                           Eigen::Index first,
+                           Eigen::Index stride,
+                           const double* w,
+                           double* sums) {
+  for (Eigen::Index r = 0; r < n; ++r) {
+    sparse_updates<kWidth>(a, begin + r, w + r * stride + first, sums + first, stride);
+  }
+}
+
+/// Runs `step.template operator()<width>(first)` over the columns: groups of kSparseColumns,
+/// then groups of 4, 2 and 1 for the rest.
+template <class Step>
+void for_column_groups(Eigen::Index columns, Step step) {
+  Eigen::Index first = 0;
+  for (; first + kSparseColumns <= columns; first += kSparseColumns) {
+    step.template operator()<kSparseColumns>(first);
+  }
+  if ((columns - first) >= 4) {
+    step.template operator()<4>(first);
+    first += 4;
+  }
+  if ((columns - first) >= 2) {
+    step.template operator()<2>(first);
+    first += 2;
+  }
+  if (columns - first == 1) step.template operator()<1>(first);
+}
+
 /// Sparse rows, x and the sums interleaved: entry k of column s at k·S + s, so that each
-/// non-zero is read once and meets the S values of its column in one contiguous stretch.
-/// `dots` (S values) is scratch.
+/// non-zero meets the S values of its column in one contiguous stretch. Each column's margins
+/// and updates are fused_pass's operations in fused_pass's order (rows in order, each row's
+/// non-zeros in order); groups of up to eight columns are summed in registers.
 template <class Kernel>
 void sparse_pass_many(const SparseRows& a,
                       const Eigen::VectorXd& labels,
@@ -232,7 +354,6 @@ void sparse_pass_many(const SparseRows& a,
   Eigen::Array<double, kSparseBlock, Eigen::Dynamic> z(kSparseBlock, columns);
   // Row-major weights: the S weights of row r at r·S.
   Eigen::Array<double, Eigen::Dynamic, kSparseBlock> w(columns, kSparseBlock);
-  Eigen::ArrayXd dots(columns);
   Rows column_z;
   Rows b;
   Rows loss;
@@ -240,16 +361,9 @@ void sparse_pass_many(const SparseRows& a,
   for (Eigen::Index begin = rows.begin; begin < rows.end; begin += kSparseBlock) {
     const Eigen::Index n = std::min(kSparseBlock, rows.end - begin);
     z.setZero();
-    for (Eigen::Index r = 0; r < n; ++r) {
-      dots.setZero();
-      double* dot = dots.data();
-      for (SparseRows::InnerIterator it(a, begin + r); it; ++it) {
-        const double value = it.value();
-        const double* at = x + it.index() * columns;
-        for (Eigen::Index s = 0; s < columns; ++s) dot[s] += value * at[s];
-      }
-      z.row(r) = dots.transpose();
-    }
+    for_column_groups(columns, [&]<Eigen::Index kWidth>(Eigen::Index first) {
+      sparse_columns<kWidth>(a, begin, n, first, columns, x, z.data());
+    });
     load_labels(labels, begin, n, b);
     for (Eigen::Index s = 0; s < columns; ++s) {
       column_z = z.col(s);
@@ -257,17 +371,9 @@ void sparse_pass_many(const SparseRows& a,
       for (Eigen::Index r = 0; r < n; ++r) totals[s] += loss[r];
       w.row(s) = column_w.transpose();
     }
-    for (Eigen::Index r = 0; r < n; ++r) {
-      const double* weight = w.data() + r * columns;
-      for (SparseRows::InnerIterator it(a, begin + r); it; ++it) {
-        const double value = it.value();
-        double* at = sums + it.index() * columns;
-        // fused_pass skips a zero weight (adding its ±0 products could turn −0 into +0).
-        for (Eigen::Index s = 0; s < columns; ++s) {
-          at[s] = weight[s] == 0.0 ? at[s] : at[s] + weight[s] * value;
-        }
-      }
-    }
+    for_column_groups(columns, [&]<Eigen::Index kWidth>(Eigen::Index first) {
+      sparse_column_updates<kWidth>(a, begin, n, first, columns, w.data(), sums);
+    });
   }
 }
 
