@@ -87,7 +87,7 @@ void dense_counters(benchmark::State& state, const Dataset& data, Eigen::Index c
 }
 
 /// The multi-vector pass: range(0) = p, range(1) = S.
-void bm_dense_many(benchmark::State& state) {
+void bm_mv_dense_many(benchmark::State& state) {
   const Dataset& data = dense_data(state.range(0));
   const auto loss = make_least_squares_loss();
   const Eigen::MatrixXd x = iterates(data.dimension(), state.range(1), 0.1);
@@ -102,7 +102,7 @@ void bm_dense_many(benchmark::State& state) {
 }
 
 /// The one-vector pass S times.
-void bm_dense_single(benchmark::State& state) {
+void bm_mv_dense_single(benchmark::State& state) {
   const Dataset& data = dense_data(state.range(0));
   const auto loss = make_least_squares_loss();
   const Eigen::MatrixXd x = iterates(data.dimension(), state.range(1), 0.1);
@@ -120,7 +120,7 @@ void bm_dense_single(benchmark::State& state) {
 
 #if STRAGGLERSIM_HAVE_OPENBLAS
 /// Z = A·X (m × S), then G = Aᵀ·(Z − b) (p × S): two DGEMMs, the same flops, the rows read twice.
-void bm_dense_dgemm(benchmark::State& state) {
+void bm_mv_dense_dgemm(benchmark::State& state) {
   openblas_set_num_threads(1);
   const Dataset& data = dense_data(state.range(0));
   const auto& a = std::get<DenseRows>(data.features);
@@ -175,7 +175,7 @@ void sparse_counters(benchmark::State& state, Eigen::Index columns) {
 
 /// Logistic on the covtype shape: range(0) = S, range(1) = 1 for the multi-vector pass, 0 for
 /// the one-vector pass S times.
-void bm_sparse(benchmark::State& state) {
+void bm_mv_sparse(benchmark::State& state) {
   const Dataset& data = sparse_data();
   const auto loss = make_logistic_loss();
   const Eigen::MatrixXd x = iterates(kSparseColumns, state.range(0), 0.05);
@@ -203,12 +203,12 @@ void dense_shapes(benchmark::internal::Benchmark* b) {
   }
 }
 
-BENCHMARK(bm_dense_many)->Apply(dense_shapes)->Unit(benchmark::kMillisecond);
-BENCHMARK(bm_dense_single)->Apply(dense_shapes)->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_mv_dense_many)->Apply(dense_shapes)->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_mv_dense_single)->Apply(dense_shapes)->Unit(benchmark::kMillisecond);
 #if STRAGGLERSIM_HAVE_OPENBLAS
-BENCHMARK(bm_dense_dgemm)->Apply(dense_shapes)->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_mv_dense_dgemm)->Apply(dense_shapes)->Unit(benchmark::kMillisecond);
 #endif
-BENCHMARK(bm_sparse)->Args({1, 0})->Args({1, 1})->Args({16, 0})->Args({16, 1})->Unit(
+BENCHMARK(bm_mv_sparse)->Args({1, 0})->Args({1, 1})->Args({16, 0})->Args({16, 1})->Unit(
     benchmark::kMillisecond);
 
 }  // namespace
