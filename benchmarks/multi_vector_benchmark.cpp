@@ -208,8 +208,12 @@ BENCHMARK(bm_mv_dense_single)->Apply(dense_shapes)->Unit(benchmark::kMillisecond
 #if STRAGGLERSIM_HAVE_OPENBLAS
 BENCHMARK(bm_mv_dense_dgemm)->Apply(dense_shapes)->Unit(benchmark::kMillisecond);
 #endif
-BENCHMARK(bm_mv_sparse)->Args({1, 0})->Args({1, 1})->Args({16, 0})->Args({16, 1})->Unit(
-    benchmark::kMillisecond);
+BENCHMARK(bm_mv_sparse)
+    ->Args({1, 0})
+    ->Args({1, 1})
+    ->Args({16, 0})
+    ->Args({16, 1})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace stragglersim::models
