@@ -111,9 +111,10 @@ def loaded_blas():
             kind = key
             break
     else:
-        # Debian's reference implementations: blas/libblas.so.3, lapack/liblapack.so.3 (the
-        # alternatives' targets of priority 10).
-        if any(q.endswith(("/blas/libblas.so.3", "/lapack/liblapack.so.3")) for q in paths):
+        # Debian's reference implementations, blas/libblas.so.3 and lapack/liblapack.so.3 (the
+        # alternatives' targets of priority 10; mapped under their real names, such as
+        # blas/libblas.so.3.11.0).
+        if any(("/blas/libblas.so" in q or "/lapack/liblapack.so" in q) for q in paths):
             kind = "reference"
     config, threads = None, None
     if kind == "openblas":
