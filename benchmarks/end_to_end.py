@@ -4,10 +4,21 @@ same data file and the same measured delays.
     bash tools/build.sh release stragglersim
     /usr/bin/python3 benchmarks/end_to_end.py [--repetitions 5] [--job default|covtype|all]
                                               [--table benchmarks/end_to_end.md]
+    /usr/bin/python3 benchmarks/end_to_end.py --job covtype-sweep [--rows R --features P]
+                                              [--jobs N] [--sweep-flags="--no-batch"]
     /usr/bin/python3 benchmarks/end_to_end.py --check-only --rows 600 --features 200
                                               # equality only, small (tests/python)
 
-Two jobs, each written once to files both sides read:
+The peer runs at its best: numpy on an optimised BLAS, as a pip-installed numpy (OpenBLAS) runs.
+Before anything is timed a fresh numpy-side interpreter reports the BLAS and LAPACK libraries
+its process mapped (/proc/self/maps; numpy.show_config reports the build, not what the loader
+resolved libblas.so.3 to), and every numpy-side process records its own; the table names
+them. The reference BLAS is refused (exit 2) unless --allow-reference-blas (--check-only, which
+times nothing, runs on any BLAS). OPENBLAS_NUM_THREADS (and OMP_NUM_THREADS) are set to
+os.cpu_count(): the cores a `stragglersim run` computes on by default (`threads`: every core,
+std::thread::hardware_concurrency()) and the cores a `stragglersim sweep` divides among its jobs.
+
+Three jobs, each written once to files both sides read:
 
 - `default`: the default experiment's three configs, one seed each (uncoded `all`; exact FRC
   d = 2, `decodable`; ErasureHead FRC d = 2, `first_r` r = 15, no rescale), logistic regression with
@@ -28,6 +39,18 @@ Two jobs, each written once to files both sides read:
   columns, then 78 one-hot groups of equal width; labels from a planted logistic model) and
   written as LIBSVM train/test files; the delays are a trace of shift + Exp(rate) times replayed
   with `tail: "none"` (load l: the measured time plus (l - 1) times the worker's smallest time).
+- `covtype-sweep` (run on its own, not by `all`): the sweep make_figures.sh runs for the injected
+  covtype-like regime, experiments/paper/regime_injected_covtype_like.json's 7 schemes (uncoded,
+  exact FRC, ErasureHead, ignore stragglers, K-sync with empirical rescaling, K-async, Anytime)
+  x its 10 repetitions (seeds 7 and derive_seed(7, k), docs/sweeps.md), on the covtype job's
+  data and delays with a trace of 4000 rows replayed from a random row per seed (`"start":
+  "random"`). stragglersim runs it as one `stragglersim sweep --jobs N` process (N = the cores
+  unless --jobs; --sweep-flags adds flags, recorded in the table) into a fresh folder, so f* is
+  solved once; the numpy side is one process that reads the data and computes f* and beta once,
+  then loops over the 70 runs in the sweep's index order. Each seed's start row and the Anytime
+  rule's row samples are drawn as stragglersim draws them (mt19937_64 and Boost's
+  uniform_int_distribution, replayed in Python; the samples' time is reported apart), and
+  K-async is an event loop over the workers' pushes (docs/model.md section 4).
 
 The numpy side (`numpy_side` below, run as a fresh /usr/bin/python3 process per scheme) is the
 experiment as a researcher writes it from docs/model.md: np.loadtxt (CSV) or
@@ -41,15 +64,18 @@ loss, accuracy and AUC as stragglersim's trace does. Partition j is rows floor(j
 floor((j + 1) m / k) - 1; FRC group g is workers d g ... d g + d - 1, holding partitions
 d g ... d g + d - 1, load d.
 
-Checks (every run of the script, also under --check-only): per scheme, the iteration times of
+Checks (every run of the script, also under --check-only): per scheme (the sweep: per run, after
+its seed), the iteration times of
 the two traces equal to 1e-9 relative (the same rows, counts and stops), f(x_t), the gradient
 norm and the test loss to `LOSS_RTOL` relative, the test accuracy exactly, the test AUC to
-1e-12, f* to 1e-10 relative. The script fails (exit 1) on any difference.
+1e-12, f* to 1e-10 relative, and every numpy-side process mapped the probe's BLAS. The script
+fails (exit 1) on any difference.
 
 Timing: per repetition, load average printed first, then stragglersim (`stragglersim run
 CFG --out DIR` once per scheme, one process each) and numpy (one fresh /usr/bin/python3
 process per scheme), alternating; the same work on both sides: every process reads the data and
-the trace, computes f* and beta, runs one scheme and writes its trace. Min and median of
+the trace, computes f* and beta, runs one scheme and writes its trace (the sweep: one process a
+side, each reading the data and computing f* once). Min and median of
 `--repetitions` are printed and the ratio uses the medians. stragglersim's own breakdown comes
 from summary.json's `phase_seconds` (docs/model.md section 7); what is left of the process's wall
 time is process start, exit and the summary's own write. Writes the table to
@@ -978,7 +1004,8 @@ def floors(folder, job, runs, start):
 def machine():
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from peers import machine as describe
-    return describe()
+    # peers.py names the BLAS numpy was built against; the one it loads is printed apart.
+    return describe().replace("(BLAS library:", "(built against BLAS:")
 
 
 def table_head(intro, columns, text_columns=1):
@@ -1120,9 +1147,10 @@ def sweep_lines(sweeps):
         lines.append(f"| numpy/scipy | {t['process']:.3f} | "
                      + " | ".join(f"{t[k]:.3f}" for k in keys) + f" | {rest:.3f} (imports "
                      f"{t['imports']:.3f}) |")
-        lines.append(f"| stragglersim, summed over the runs (they run {sw['jobs']} at once) | "
+        lines.append(f"| stragglersim (phases summed over the runs, {sw['jobs']} at once) | "
                      f"{o['process']:.3f} | - | {o['f_star']:.3f} | - | - | "
-                     f"{o['iterations']:.3f} | - | {o['writing']:.3f} | - |")
+                     f"{o['iterations']:.3f} | - | {o['writing']:.3f} | predictions "
+                     f"{o['predictions']:.3f} |")
         lines += ["", "numpy's anytime row samples replay stragglersim's generator (mt19937_64 "
                   "and Boost's uniform_int in Python) so that the traces can be compared; a "
                   "script of its own would draw them with numpy, so that column is work the "
