@@ -443,8 +443,9 @@ def derive_seed(seed, stream):
     return z ^ (z >> 31)
 
 
-def mt19937_64(np, seed, count):
-    """The first `count` outputs of mt19937_64 seeded with `seed`, as Python ints."""
+def mt19937_64(np, seed, count, as_array=False):
+    """The first `count` outputs (or more, whole blocks of 312) of mt19937_64 seeded with
+    `seed`, as Python ints (a uint64 array with as_array)."""
     mt = [seed & MASK64]
     for i in range(1, 312):
         prev = mt[-1]
@@ -453,7 +454,7 @@ def mt19937_64(np, seed, count):
     upper, lower = np.uint64(0xFFFFFFFF80000000), np.uint64(0x7FFFFFFF)
     matrix = np.uint64(0xB5026F5AA96619E9)
     one, out = np.uint64(1), []
-    while len(out) < count:
+    while count > 0:
         # The twist in three vectorised pieces: i < 156 reads old words only, 156 <= i < 311
         # reads the words the first piece rewrote, i = 311 wraps to word 0.
         for lo, hi in ((0, 156), (156, 311), (311, 312)):
@@ -466,8 +467,9 @@ def mt19937_64(np, seed, count):
         y ^= (y << np.uint64(17)) & np.uint64(0x71D67FFFEDA60000)
         y ^= (y << np.uint64(37)) & np.uint64(0xFFF7EEE000000000)
         y ^= y >> np.uint64(43)
-        out.extend(y.tolist())
-    return out
+        out.append(y)
+        count -= 312
+    return np.concatenate(out) if as_array else np.concatenate(out).tolist()
 
 
 def boost_uniform_int(draws, at, top):
@@ -487,7 +489,29 @@ def boost_uniform_int(draws, at, top):
 
 def selection_sample(np, seed, size, c):
     """models/objective.cpp's selection sampling (Knuth's algorithm S): the c of `size` rows,
-    ascending, that stragglersim's partition_minibatch_gradient sums."""
+    ascending, that stragglersim's partition_minibatch_gradient sums. Row r (< size - 1) takes
+    draw r when no draw is rejected (Boost rejects one with probability below size / 2^64), so
+    the picks are one vectorised division; a rejection falls back to the draw-by-draw loop."""
+    if size > 1:
+        draws = mt19937_64(np, seed, size - 1, as_array=True)[: size - 1]
+        tops = np.arange(size - 1, 0, -1, dtype=np.uint64)
+        mask = np.uint64(MASK64)
+        buckets = mask // (tops + np.uint64(1)) + (mask % (tops + np.uint64(1)) == tops)
+        values = draws // buckets.astype(np.uint64)
+        if not (values > tops).any():
+            kept, needed = [], c
+            for r, value in enumerate(values.tolist()):
+                if needed == 0:
+                    break
+                if value < needed:
+                    kept.append(r)
+                    needed -= 1
+            return kept + [size - 1] * needed  # the last row's range is 0: kept if still needed
+    return selection_sample_by_draw(np, seed, size, c)
+
+
+def selection_sample_by_draw(np, seed, size, c):
+    """selection_sample one Boost draw at a time (rejections included)."""
     draws = mt19937_64(np, seed, size + 8)
     kept, at, needed = [], 0, c
     for r in range(size):
