@@ -683,7 +683,7 @@ def write_sweep_job(folder, rows, features):
     job = write_covtype_job(folder, rows, features, trace_rows=4000)
     job["name"] = "covtype-sweep"
     assert (base["workers"], base["loss"]["l2"], base["delay"]["tail"]) == (
-        job["workers"], job["l2"], job["tail"]), "the regime's base changed: update write_covtype_job"
+        job["workers"], job["l2"], job["tail"]), "the regime's base changed: update this job"
     assert (base["optimizer"]["iterations"], base["optimizer"]["time_budget"]) == (
         job["iterations"], job["time_budget"]), "the regime's optimizer changed"
     schemes = {}
@@ -880,7 +880,8 @@ def check_sweep(folder, job):
     ours, extra = sweep_runs(folder)
     report, failures = [], []
     if len(ours) != len(extra["runs"]):
-        failures.append(f"{len(ours)} runs in stragglersim's sweep, {len(extra['runs'])} in numpy's")
+        failures.append(f"{len(ours)} runs in stragglersim's sweep, "
+                        f"{len(extra['runs'])} in numpy's")
     by_scheme = {}
     for o, t in zip(ours, extra["runs"]):
         name = f"{t['scheme']} (seed {t['seed']})"
@@ -1175,11 +1176,12 @@ def sweep_lines(sweeps):
                      f"{o['process']:.3f} | - | {o['f_star']:.3f} | - | - | "
                      f"{o['iterations']:.3f} | - | {o['writing']:.3f} | predictions "
                      f"{o['predictions']:.3f} |")
+        without = (statistics.median(r["numpy"]) - t["sampling"]) / statistics.median(r["ours"])
         lines += ["", "numpy's anytime row samples replay stragglersim's generator (mt19937_64 "
                   "and Boost's uniform_int in Python) so that the traces can be compared; a "
                   "script of its own would draw them with numpy, so that column is work the "
                   "race adds to the peer, and `numpy / stragglersim` without it is "
-                  f"{(statistics.median(r['numpy']) - t['sampling']) / statistics.median(r['ours']):.2f}."]
+                  f"{without:.2f}."]
     return lines
 
 
