@@ -4,10 +4,21 @@ same data file and the same measured delays.
     bash tools/build.sh release stragglersim
     /usr/bin/python3 benchmarks/end_to_end.py [--repetitions 5] [--job default|covtype|all]
                                               [--table benchmarks/end_to_end.md]
+    /usr/bin/python3 benchmarks/end_to_end.py --job covtype-sweep [--rows R --features P]
+                                              [--jobs N] [--sweep-flags="--no-batch"]
     /usr/bin/python3 benchmarks/end_to_end.py --check-only --rows 600 --features 200
                                               # equality only, small (tests/python)
 
-Two jobs, each written once to files both sides read:
+The peer runs at its best: numpy on an optimised BLAS, as a pip-installed numpy (OpenBLAS) runs.
+Before anything is timed a fresh numpy-side interpreter reports the BLAS and LAPACK libraries
+its process mapped (/proc/self/maps; numpy.show_config reports the build, not what the loader
+resolved libblas.so.3 to), and every numpy-side process records its own; the table names
+them. The reference BLAS is refused (exit 2) unless --allow-reference-blas (--check-only, which
+times nothing, runs on any BLAS). OPENBLAS_NUM_THREADS (and OMP_NUM_THREADS) are set to
+os.cpu_count(): the cores a `stragglersim run` computes on by default (`threads`: every core,
+std::thread::hardware_concurrency()) and the cores a `stragglersim sweep` divides among its jobs.
+
+Three jobs, each written once to files both sides read:
 
 - `default`: the default experiment's three configs, one seed each (uncoded `all`; exact FRC
   d = 2, `decodable`; ErasureHead FRC d = 2, `first_r` r = 15, no rescale), logistic regression with
@@ -28,6 +39,18 @@ Two jobs, each written once to files both sides read:
   columns, then 78 one-hot groups of equal width; labels from a planted logistic model) and
   written as LIBSVM train/test files; the delays are a trace of shift + Exp(rate) times replayed
   with `tail: "none"` (load l: the measured time plus (l - 1) times the worker's smallest time).
+- `covtype-sweep` (run on its own, not by `all`): the sweep make_figures.sh runs for the injected
+  covtype-like regime, experiments/paper/regime_injected_covtype_like.json's 7 schemes (uncoded,
+  exact FRC, ErasureHead, ignore stragglers, K-sync with empirical rescaling, K-async, Anytime)
+  x its 10 repetitions (seeds 7 and derive_seed(7, k), docs/sweeps.md), on the covtype job's
+  data and delays with a trace of 4000 rows replayed from a random row per seed (`"start":
+  "random"`). stragglersim runs it as one `stragglersim sweep --jobs N` process (N = the cores
+  unless --jobs; --sweep-flags adds flags, recorded in the table) into a fresh folder, so f* is
+  solved once; the numpy side is one process that reads the data and computes f* and beta once,
+  then loops over the 70 runs in the sweep's index order. Each seed's start row and the Anytime
+  rule's row samples are drawn as stragglersim draws them (mt19937_64 and Boost's
+  uniform_int_distribution, replayed in Python; the samples' time is reported apart), and
+  K-async is an event loop over the workers' pushes (docs/model.md section 4).
 
 The numpy side (`numpy_side` below, run as a fresh /usr/bin/python3 process per scheme) is the
 experiment as a researcher writes it from docs/model.md: np.loadtxt (CSV) or
@@ -41,15 +64,18 @@ loss, accuracy and AUC as stragglersim's trace does. Partition j is rows floor(j
 floor((j + 1) m / k) - 1; FRC group g is workers d g ... d g + d - 1, holding partitions
 d g ... d g + d - 1, load d.
 
-Checks (every run of the script, also under --check-only): per scheme, the iteration times of
+Checks (every run of the script, also under --check-only): per scheme (the sweep: per run, after
+its seed), the iteration times of
 the two traces equal to 1e-9 relative (the same rows, counts and stops), f(x_t), the gradient
 norm and the test loss to `LOSS_RTOL` relative, the test accuracy exactly, the test AUC to
-1e-12, f* to 1e-10 relative. The script fails (exit 1) on any difference.
+1e-12, f* to 1e-10 relative, and every numpy-side process mapped the probe's BLAS. The script
+fails (exit 1) on any difference.
 
 Timing: per repetition, load average printed first, then stragglersim (`stragglersim run
 CFG --out DIR` once per scheme, one process each) and numpy (one fresh /usr/bin/python3
 process per scheme), alternating; the same work on both sides: every process reads the data and
-the trace, computes f* and beta, runs one scheme and writes its trace. Min and median of
+the trace, computes f* and beta, runs one scheme and writes its trace (the sweep: one process a
+side, each reading the data and computing f* once). Min and median of
 `--repetitions` are printed and the ratio uses the medians. stragglersim's own breakdown comes
 from summary.json's `phase_seconds` (docs/model.md section 7); what is left of the process's wall
 time is process start, exit and the summary's own write. Writes the table to
@@ -60,6 +86,7 @@ import argparse
 import csv
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -82,11 +109,102 @@ FSTAR_RTOL = 1e-10
 
 
 # ----------------------------------------------------------------------------------------------
+# Which BLAS the numpy side runs on: what its process mapped, not what numpy was built against.
+# ----------------------------------------------------------------------------------------------
+
+def loaded_blas():
+    """The BLAS and LAPACK libraries this process has mapped (/proc/self/maps), as
+    {"kind": "openblas" | "reference" | "mkl" | "blis" | "atlas" | "unknown", "paths": [...],
+    "config": OpenBLAS's own description, "threads": OpenBLAS's thread count}. Call it after
+    importing numpy and scipy.linalg: numpy maps libblas.so.3 and scipy liblapack.so.3, each
+    resolved by the dynamic loader (on Debian through update-alternatives), so only the mapped
+    paths say which implementation runs (numpy.show_config reports the build's)."""
+    paths = set()
+    try:
+        for line in Path("/proc/self/maps").read_text().splitlines():
+            fields = line.split()
+            if len(fields) >= 6 and fields[5].startswith("/"):
+                name = os.path.basename(fields[5])
+                if any(k in name for k in ("blas", "lapack", "mkl", "blis", "atlas")) and \
+                        ".cpython-" not in name:
+                    paths.add(fields[5])
+    except OSError:
+        return {"kind": "unknown", "paths": [], "config": None, "threads": None}
+    text = " ".join(sorted(paths))
+    kind = "unknown"
+    for key in ("openblas", "mkl", "blis", "atlas"):
+        if key in text:
+            kind = key
+            break
+    else:
+        # Debian's reference implementations, blas/libblas.so.3 and lapack/liblapack.so.3 (the
+        # alternatives' targets of priority 10; mapped under their real names, such as
+        # blas/libblas.so.3.11.0).
+        if any(("/blas/libblas.so" in q or "/lapack/liblapack.so" in q) for q in paths):
+            kind = "reference"
+    config, threads = None, None
+    if kind == "openblas":
+        import ctypes
+        for q in sorted(paths):
+            try:
+                lib = ctypes.CDLL(q)
+                lib.openblas_get_config.restype = ctypes.c_char_p
+                config = lib.openblas_get_config().decode()
+                threads = int(lib.openblas_get_num_threads())
+                break
+            except (OSError, AttributeError):
+                continue
+    return {"kind": kind, "paths": sorted(paths), "config": config, "threads": threads}
+
+
+def blas_probe():
+    """loaded_blas() of a fresh numpy-side interpreter, under the environment the race gives it."""
+    code = ("import json, sys, numpy, scipy.linalg; sys.path.insert(0, sys.argv[1]); "
+            "from end_to_end import loaded_blas; print(json.dumps(loaded_blas()))")
+    out = subprocess.run([PYTHON, "-c", code, str(Path(__file__).resolve().parent)],
+                         check=True, capture_output=True, text=True, env=numpy_env()).stdout
+    return json.loads(out)
+
+
+def blas_text(blas):
+    """One line for the tables: the implementation numpy's process loaded, and its threads."""
+    if blas["kind"] == "openblas":
+        return (f"OpenBLAS, {blas['threads']} threads (OPENBLAS_NUM_THREADS={BLAS_THREADS}; "
+                f"{blas['config'] or 'version unknown'}; mapped: {', '.join(blas['paths'])})")
+    names = ", ".join(blas["paths"]) or "none mapped"
+    label = {"reference": "the reference BLAS and LAPACK (netlib)"}.get(blas["kind"], blas["kind"])
+    return f"{label}: {names}"
+
+
+# The numpy side's BLAS threads: the cores a `stragglersim run` computes on by default (its
+# `threads` key defaults to every core, std::thread::hardware_concurrency(), which is
+# os.cpu_count() here), and the cores a `stragglersim sweep` process divides among its jobs.
+BLAS_THREADS = os.cpu_count() or 1
+# The covtype-sweep job's `stragglersim sweep --jobs` and extra flags (main sets them).
+SWEEP_JOBS = os.cpu_count() or 1
+SWEEP_FLAGS = []
+# What the probe found (main); every numpy-side process must have loaded the same libraries.
+EXPECTED_BLAS = None
+
+
+def numpy_env():
+    """The environment of every numpy-side process: OpenBLAS (and any OpenMP BLAS) on the same
+    cores as stragglersim's process."""
+    env = dict(os.environ)
+    env["OPENBLAS_NUM_THREADS"] = str(BLAS_THREADS)
+    env["OMP_NUM_THREADS"] = str(BLAS_THREADS)
+    return env
+
+
+# ----------------------------------------------------------------------------------------------
 # The numpy / scipy side: everything it needs is in this function, run in a fresh process.
 # ----------------------------------------------------------------------------------------------
 
-def numpy_side(job_path, scheme_name, out_csv):
-    clock = [("start", time.perf_counter())]
+def numpy_setup(job_path, clock):
+    """What a researcher's script does once per process: the imports, the data, f*, beta and the
+    measured times. `clock` receives the phases; returns everything the runs need."""
+    import types
+
     import numpy as np
     import scipy.optimize
     import scipy.sparse
@@ -97,7 +215,6 @@ def numpy_side(job_path, scheme_name, out_csv):
     clock.append(("imports", time.perf_counter()))
     job = json.loads(Path(job_path).read_text())
     folder = Path(job_path).parent
-    scheme = job["schemes"][scheme_name]
 
     def read(path):
         if job["format"] == "csv":
@@ -117,12 +234,9 @@ def numpy_side(job_path, scheme_name, out_csv):
     l2 = job["l2"]
     clock.append(("data", time.perf_counter()))
 
-    def margins_loss(z, y):
-        return np.logaddexp(0.0, -y * z)
-
     def objective(x):
         z = a @ x
-        value = margins_loss(z, b).mean() + 0.5 * l2 * (x @ x)
+        value = np.logaddexp(0.0, -b * z).mean() + 0.5 * l2 * (x @ x)
         s = -b * scipy.special.expit(-b * z)
         return value, a.T @ s / m + l2 * x
 
@@ -130,7 +244,6 @@ def numpy_side(job_path, scheme_name, out_csv):
     res = scipy.optimize.minimize(objective, np.zeros(p), jac=True, method="L-BFGS-B",
                                   options={"maxiter": 20000, "maxcor": 20, "gtol": 1e-13,
                                            "ftol": 1e-17})
-    f_star = float(res.fun)
     clock.append(("f_star", time.perf_counter()))
 
     # beta = lambda_max(A^T A / m) / 4 + l2 (the logistic loss's curvature is at most 1/4).
@@ -142,25 +255,41 @@ def numpy_side(job_path, scheme_name, out_csv):
     else:
         lam = float(np.linalg.eigvalsh(a.T @ a / m)[-1])
     beta = lam / 4.0 + l2
-    step = 1.0 / beta
     clock.append(("beta", time.perf_counter()))
 
     # The measured times: T iterations x n workers, in iteration order.
     raw = np.loadtxt(folder / job["times"], delimiter=",", skiprows=1)
     order = np.lexsort((raw[:, 1], raw[:, 0]))
+    times = raw[order, 2].reshape(-1, job["workers"])
+    clock.append(("trace", time.perf_counter()))
+    return types.SimpleNamespace(np=np, sp=scipy, job=job, a=a, b=b, a_test=a_test,
+                                 b_test=b_test, m=m, p=p, l2=l2, res=res, f_star=float(res.fun),
+                                 beta=beta, step=1.0 / beta, times=times, parts=None)
+
+
+def numpy_run(ctx, scheme, start=0, seed=None, sampling=None):
+    """One run of `scheme` (code, stopping rule, rescaling) from x = 0: the trace rows
+    (iteration, time, iteration_time, loss, ||grad f||, test loss, accuracy, AUC). The measured
+    times replay from row `start`; `seed` is the run's (the anytime rule's row samples);
+    `sampling` (a one-element list) receives the seconds spent drawing those samples."""
+    np, scipy, job, a, b, m, l2 = ctx.np, ctx.sp, ctx.job, ctx.a, ctx.b, ctx.m, ctx.l2
+    step = ctx.step
     n = job["workers"]
-    times = raw[order, 2].reshape(-1, n)
     d = scheme.get("d", 1)
     k = n  # one partition per worker (FRC: groups of d workers share d partitions)
     load = float(d)
+    times = ctx.times
     if job["tail"] == "load":
         worker_times = load * times
     else:  # "none": the measured time plus (load - 1) times the worker's smallest time
         worker_times = times + (load - 1.0) * times.min(axis=0)
     groups = n // d
-    clock.append(("trace", time.perf_counter()))
     bounds = [j * m // k for j in range(k + 1)]
     row_partition = np.repeat(np.arange(k), np.diff(bounds))
+    rule = scheme["rule"]
+
+    def margins_loss(z, y):
+        return np.logaddexp(0.0, -y * z)
 
     def auc(z, y):
         ranks = scipy.stats.rankdata(z)
@@ -172,54 +301,284 @@ def numpy_side(job_path, scheme_name, out_csv):
         s = -b * scipy.special.expit(-b * z)
         loss = margins_loss(z, b).mean() + 0.5 * l2 * (x @ x)
         grad = a.T @ s / m + l2 * x
-        zt = a_test @ x
-        test_loss = margins_loss(zt, b_test).mean()
-        accuracy = np.mean(np.where(zt >= 0.0, 1.0, -1.0) == b_test)
+        zt = ctx.a_test @ x
+        test_loss = margins_loss(zt, ctx.b_test).mean()
+        accuracy = np.mean(np.where(zt >= 0.0, 1.0, -1.0) == ctx.b_test)
         rows.append((t, now, dt, loss, np.linalg.norm(grad), test_loss, accuracy,
-                     auc(zt, b_test)))
+                     auc(zt, ctx.b_test)))
         return s, grad
 
+    def partition(j):  # rows bounds[j] ... bounds[j + 1] - 1 of A
+        if ctx.parts is None:
+            ctx.parts = [a[bounds[i]:bounds[i + 1]] for i in range(k)]
+        return ctx.parts[j]
+
     rows = []
-    x = np.zeros(p)
-    z = a @ x
-    s, grad = row(0, 0.0, 0.0, x, z)
+    x = np.zeros(ctx.p)
+    s, grad = row(0, 0.0, 0.0, x, a @ x)
+    if rule == "k_async":
+        return k_async_rows(ctx, scheme, start, worker_times, partition, bounds, row, s, rows)
     elapsed = 0.0
     for t in range(1, job["iterations"] + 1):
-        w = worker_times[(t - 1) % len(worker_times)]
-        if scheme["rule"] == "all":
+        w = worker_times[(start + t - 1) % len(worker_times)]
+        scale = 1.0
+        if rule == "all":
             dt = w.max()
             covered = np.ones(groups, dtype=bool)
-        elif scheme["rule"] == "decodable":  # every group heard: the latest group's first arrival
+        elif rule == "decodable":  # every group heard: the latest group's first arrival
             dt = w.reshape(groups, d).min(axis=1).max()
             covered = np.ones(groups, dtype=bool)
-        else:  # first_r: the r earliest workers; a group is covered when one of them is heard
+        elif rule == "first_r":  # the r earliest workers; a group is covered if one is heard
             heard = np.argsort(w, kind="stable")[: scheme["r"]]
             dt = w[heard].max()
             covered = np.zeros(groups, dtype=bool)
             covered[heard // d] = True
-        if covered.all():
-            g = grad
-        else:  # the sum of the covered partitions' gradients, no rescaling
-            alpha = np.repeat(covered, d)[row_partition]
-            g = a.T @ (s * alpha) / m + l2 * x
+        else:  # anytime: every worker sends at min(T, X_i) what it finished
+            window = scheme["window"]
+            dt = np.minimum(window, w).max()
+            clock = time.perf_counter()
+            weights = anytime_row_weights(np, w, window, bounds, m, seed, t)
+            sampling[0] += time.perf_counter() - clock
+            g = a.T @ (s * weights) + l2 * x
+            covered = None
+        if covered is not None:
+            if covered.all():
+                g = grad
+            else:  # the sum of the covered partitions' gradients
+                alpha = np.repeat(covered, d)[row_partition]
+                if scheme.get("rescale", "none") == "empirical":  # times k / partitions covered
+                    scale = k / float(np.repeat(covered, d).sum())
+                g = scale * (a.T @ (s * alpha) / m) + l2 * x
         x = x - step * g
         elapsed += dt
-        z = a @ x
-        s, grad = row(t, elapsed, dt, x, z)
+        s, grad = row(t, elapsed, dt, x, a @ x)
         if elapsed >= job["time_budget"]:
             break
-    clock.append(("iterations", time.perf_counter()))
+    return rows
 
-    with open(out_csv, "w") as f:
+
+def anytime_row_weights(np, w, window, bounds, m, seed, t):
+    """The anytime estimate (1/sum c) sum of the finished rows' gradients as one weight per row:
+    worker i finished c_i = |P_i| rows if X_i <= T, floor(|P_i| T / X_i) otherwise, a uniform
+    sample of its partition drawn as stragglersim draws it (docs/model.md section 2: selection
+    sampling on mt19937_64 seeded by the SplitMix64 mix of (seed, stream 6, draw t, i))."""
+    n = len(w)
+    done = []
+    for i in range(n):
+        size = bounds[i + 1] - bounds[i]
+        c = size if w[i] <= window else int(np.floor(float(size) * (window / w[i])))
+        done.append(min(c, size))
+    total = sum(done)
+    weights = np.zeros(m)
+    if total == 0:
+        return weights
+    for i in range(n):
+        size, c = bounds[i + 1] - bounds[i], done[i]
+        if c == size:
+            weights[bounds[i]:bounds[i + 1]] = 1.0 / total
+        elif c > 0:
+            seed_i = derive_seed(derive_seed(derive_seed(seed, 6), t), i)
+            weights[bounds[i] + np.array(selection_sample(np, seed_i, size, c))] = 1.0 / total
+    return weights
+
+
+def k_async_rows(ctx, scheme, start, worker_times, partition, bounds, row, s, rows):
+    """K-async (docs/model.md section 4): every worker computes at the x it last received,
+    pushes and waits; each update uses the first K pushes, x_t = x_{t-1} - step (n/K sum of
+    their partition gradients, each at the x its worker had, + l2 x_{t-1}), and sends x_t to
+    those K workers. Worker i's c-th computation takes row start + c - 1 of the measured times."""
+    import heapq
+
+    np, a, m, l2, job = ctx.np, ctx.a, ctx.m, ctx.l2, ctx.job
+    n, kk = job["workers"], scheme["k"]
+    computations, version_of = [0] * n, [0] * n
+    events, pushed = [], [0]
+    s_of = {0: s}  # the version's s = -b sigma(-b z), for the partition gradients
+    version = 0
+    x = np.zeros(ctx.p)
+
+    def begin(i, now):
+        computations[i] += 1
+        version_of[i] = version
+        delay = worker_times[(start + computations[i] - 1) % len(worker_times)][i]
+        heapq.heappush(events, (now + delay, pushed[0], i))
+        pushed[0] += 1
+
+    for i in range(n):
+        begin(i, 0.0)
+    last = 0.0
+    for t in range(1, job["iterations"] + 1):
+        used = []
+        while len(used) < kk:
+            now, _, i = heapq.heappop(events)
+            used.append((i, computations[i], version_of[i]))
+        g = np.zeros(ctx.p)
+        for i, _, v in sorted(used):
+            lo, hi = bounds[i], bounds[i + 1]
+            g += partition(i).T @ s_of[v][lo:hi] / m
+        x = x - ctx.step * ((n / kk) * g + l2 * x)
+        version += 1
+        for i, _, _ in used:
+            begin(i, now)
+        s_of[version], _ = row(t, now, now - last, x, a @ x)
+        in_use = set(version_of)
+        for v in [v for v in s_of if v not in in_use]:
+            del s_of[v]
+        last = now
+        if now >= job["time_budget"]:
+            break
+    return rows
+
+
+# mt19937_64 (Boost.Random's, the standard's) and Boost's uniform_int_distribution, so that the
+# numpy side draws the rows and trace start rows stragglersim draws (outputs compared exactly).
+MASK64 = (1 << 64) - 1
+
+
+def derive_seed(seed, stream):
+    """models/base/random_stream.h: the SplitMix64 mix of (seed, stream)."""
+    z = (seed + 0x9E3779B97F4A7C15 * (stream + 1)) & MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return z ^ (z >> 31)
+
+
+def mt19937_64(np, seed, count, as_array=False):
+    """The first `count` outputs (or more, whole blocks of 312) of mt19937_64 seeded with
+    `seed`, as Python ints (a uint64 array with as_array)."""
+    mt = [seed & MASK64]
+    for i in range(1, 312):
+        prev = mt[-1]
+        mt.append((6364136223846793005 * (prev ^ (prev >> 62)) + i) & MASK64)
+    state = np.array(mt, dtype=np.uint64)
+    upper, lower = np.uint64(0xFFFFFFFF80000000), np.uint64(0x7FFFFFFF)
+    matrix = np.uint64(0xB5026F5AA96619E9)
+    one, out = np.uint64(1), []
+    while count > 0:
+        # The twist in three vectorised pieces: i < 156 reads old words only, 156 <= i < 311
+        # reads the words the first piece rewrote, i = 311 wraps to word 0.
+        for lo, hi in ((0, 156), (156, 311), (311, 312)):
+            idx = np.arange(lo, hi)
+            y = (state[idx] & upper) | (state[(idx + 1) % 312] & lower)
+            state[idx] = state[(idx + 156) % 312] ^ (y >> one) ^ np.where(
+                (y & one) == one, matrix, np.uint64(0))
+        y = state.copy()
+        y ^= (y >> np.uint64(29)) & np.uint64(0x5555555555555555)
+        y ^= (y << np.uint64(17)) & np.uint64(0x71D67FFFEDA60000)
+        y ^= (y << np.uint64(37)) & np.uint64(0xFFF7EEE000000000)
+        y ^= y >> np.uint64(43)
+        out.append(y)
+        count -= 312
+    return np.concatenate(out) if as_array else np.concatenate(out).tolist()
+
+
+def boost_uniform_int(draws, at, top):
+    """Boost's uniform_int_distribution(0, top) on mt19937_64 outputs `draws` from index `at`:
+    (value, next index). top = 0 takes no draw."""
+    if top == 0:
+        return 0, at
+    bucket = MASK64 // (top + 1)
+    if MASK64 % (top + 1) == top:
+        bucket += 1
+    while True:
+        value = draws[at] // bucket
+        at += 1
+        if value <= top:
+            return value, at
+
+
+def selection_sample(np, seed, size, c):
+    """models/objective.cpp's selection sampling (Knuth's algorithm S): the c of `size` rows,
+    ascending, that stragglersim's partition_minibatch_gradient sums. Row r (< size - 1) takes
+    draw r when no draw is rejected (Boost rejects one with probability below size / 2^64), so
+    the picks are one vectorised division; a rejection falls back to the draw-by-draw loop."""
+    if size > 1:
+        draws = mt19937_64(np, seed, size - 1, as_array=True)[: size - 1]
+        tops = np.arange(size - 1, 0, -1, dtype=np.uint64)
+        mask = np.uint64(MASK64)
+        buckets = mask // (tops + np.uint64(1)) + (mask % (tops + np.uint64(1)) == tops)
+        values = draws // buckets.astype(np.uint64)
+        if not (values > tops).any():
+            kept, needed = [], c
+            for r, value in enumerate(values.tolist()):
+                if needed == 0:
+                    break
+                if value < needed:
+                    kept.append(r)
+                    needed -= 1
+            return kept + [size - 1] * needed  # the last row's range is 0: kept if still needed
+    return selection_sample_by_draw(np, seed, size, c)
+
+
+def selection_sample_by_draw(np, seed, size, c):
+    """selection_sample one Boost draw at a time (rejections included)."""
+    draws = mt19937_64(np, seed, size + 8)
+    kept, at, needed = [], 0, c
+    for r in range(size):
+        if needed == 0:
+            break
+        if at + 2 > len(draws):
+            draws = mt19937_64(np, seed, 2 * len(draws))
+        value, at = boost_uniform_int(draws, at, size - r - 1)
+        if value < needed:
+            kept.append(r)
+            needed -= 1
+    return kept
+
+
+def write_rows(path, rows):
+    with open(path, "w") as f:
         f.write("iteration,time,iteration_time,loss,grad_norm,test_loss,test_metric,test_auc\n")
         for r in rows:
             f.write(",".join(repr(float(v)) if i else str(v) for i, v in enumerate(r)) + "\n")
+
+
+def numpy_side(job_path, scheme_name, out_csv):
+    """One scheme of a job, one process: everything it needs is read and computed here."""
+    clock = [("start", time.perf_counter())]
+    ctx = numpy_setup(job_path, clock)
+    rows = numpy_run(ctx, ctx.job["schemes"][scheme_name])
+    clock.append(("iterations", time.perf_counter()))
+    write_rows(out_csv, rows)
     clock.append(("writing", time.perf_counter()))
     phases = {name: clock[i][1] - clock[i - 1][1] for i, (name, _) in enumerate(clock) if i}
-    Path(out_csv).with_suffix(".json").write_text(
-        json.dumps({"f_star": f_star, "f_star_grad_norm": float(np.linalg.norm(res.jac)),
-                    "f_star_iterations": int(res.nit), "smoothness": beta, "step": step,
-                    "phase_seconds": phases}))
+    Path(out_csv).with_suffix(".json").write_text(json.dumps(
+        {"f_star": ctx.f_star, "f_star_grad_norm": float(ctx.np.linalg.norm(ctx.res.jac)),
+         "f_star_iterations": int(ctx.res.nit), "smoothness": ctx.beta, "step": ctx.step,
+         "phase_seconds": phases, "blas": loaded_blas()}))
+
+
+def numpy_sweep(job_path, out_folder):
+    """The sweep job's numpy side, one process: the data, f*, beta and the measured times once,
+    then every run in the sweep's index order (scheme, then repetition), each replaying the
+    measured times from the row its seed draws (`"start": "random"`: one uniform row from the
+    run's delay stream, mt19937_64 seeded derive_seed(seed, 1))."""
+    clock = [("start", time.perf_counter())]
+    ctx = numpy_setup(job_path, clock)
+    sweep = ctx.job["sweep"]
+    out_folder = Path(out_folder)
+    out_folder.mkdir(parents=True, exist_ok=True)
+    sampling, writing, runs = [0.0], 0.0, []
+    for index, (scheme_name, rep) in enumerate(
+            (s, r) for s in ctx.job["schemes"] for r in range(sweep["repetitions"])):
+        seed = sweep["seed"] if rep == 0 else derive_seed(sweep["seed"], rep) & ((1 << 63) - 1)
+        start, _ = boost_uniform_int(mt19937_64(ctx.np, derive_seed(seed, 1), 4), 0,
+                                     len(ctx.times) - 1)
+        rows = numpy_run(ctx, ctx.job["schemes"][scheme_name], start, seed, sampling)
+        clock_write = time.perf_counter()
+        write_rows(out_folder / f"{index}.csv", rows)
+        writing += time.perf_counter() - clock_write
+        runs.append({"index": index, "scheme": scheme_name, "repetition": rep, "seed": seed,
+                     "start": start})
+    clock.append(("runs", time.perf_counter()))
+    phases = {name: clock[i][1] - clock[i - 1][1] for i, (name, _) in enumerate(clock) if i}
+    phases["iterations"] = phases.pop("runs") - writing - sampling[0]
+    phases["sampling"] = sampling[0]
+    phases["writing"] = writing
+    (out_folder / "numpy.json").write_text(json.dumps(
+        {"f_star": ctx.f_star, "f_star_grad_norm": float(ctx.np.linalg.norm(ctx.res.jac)),
+         "f_star_iterations": int(ctx.res.nit), "smoothness": ctx.beta, "step": ctx.step,
+         "phase_seconds": phases, "blas": loaded_blas(), "runs": runs}))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -272,7 +631,7 @@ def write_libsvm(path, a, labels):
             f.write(f"{int(labels[r]):+d} {cells}\n")
 
 
-def write_covtype_job(folder, rows, features=2000):
+def write_covtype_job(folder, rows, features=2000, trace_rows=400):
     import numpy as np
     import scipy.sparse
 
@@ -295,7 +654,7 @@ def write_covtype_job(folder, rows, features=2000):
     write_libsvm(folder / "train.svm", a[:train], labels[:train])
     write_libsvm(folder / "test.svm", a[train:], labels[train:])
     # The paper's Model B shift at 396 112 rows, scaled to these rows as make_figures.sh --quick.
-    write_times(folder / "times.csv", rng, 400, 30, 0.0018591 * rows / 396112, 2.0)
+    write_times(folder / "times.csv", rng, trace_rows, 30, 0.0018591 * rows / 396112, 2.0)
     job = {
         "name": "covtype", "format": "libsvm", "train": "train.svm", "test": "test.svm",
         "rows": m, "features": p, "l2": 1e-4, "workers": 30, "times": "times.csv", "tail": "none",
@@ -311,6 +670,53 @@ def write_covtype_job(folder, rows, features=2000):
     return job
 
 
+REGIME = ROOT / "experiments" / "paper" / "regime_injected_covtype_like.json"
+
+
+def write_sweep_job(folder, rows, features):
+    """The covtype job's data and Model B delays, with the schemes and repetitions of
+    experiments/paper/regime_injected_covtype_like.json (the sweep make_figures.sh runs for the
+    injected covtype-like regime). Each repetition's seed replays the measured times from its own
+    random row (`"start": "random"`), so the trace has 4000 rows, ten runs' worth."""
+    regime = json.loads(REGIME.read_text())
+    base = regime["base"]
+    job = write_covtype_job(folder, rows, features, trace_rows=4000)
+    job["name"] = "covtype-sweep"
+    assert (base["workers"], base["loss"]["l2"], base["delay"]["tail"]) == (
+        job["workers"], job["l2"], job["tail"]), "the regime's base changed: update this job"
+    assert (base["optimizer"]["iterations"], base["optimizer"]["time_budget"]) == (
+        job["iterations"], job["time_budget"]), "the regime's optimizer changed"
+    schemes = {}
+    for entry in regime["schemes"]:
+        code = entry.get("/code", base["code"])
+        stopping = entry.get("/stopping", base["stopping"])
+        scheme = {"code": code, "rule": stopping["rule"],
+                  "rescale": entry.get("/rescale", base["rescale"])}
+        if code["kind"] == "frc":
+            scheme["d"] = code["d"]
+        for key in ("r", "k", "window"):
+            if key in stopping:
+                scheme[key] = stopping[key]
+        schemes[entry["name"]] = scheme
+    job["schemes"] = schemes
+    job["sweep"] = {"seed": base["seed"], "repetitions": regime["repetitions"],
+                    "baseline": regime["baseline"], "entries": regime["schemes"],
+                    "regime": str(REGIME.relative_to(ROOT))}
+    (folder / "job.json").write_text(json.dumps(job, indent=1))
+    return job
+
+
+def sweep_config(job):
+    """The sweep file: the regime's schemes and repetitions over our_config's base (the data and
+    measured times as files, each seed starting the replay at its own random row)."""
+    base = our_config(job, next(iter(job["schemes"])))
+    base["name"] = "covtype_sweep"
+    base["code"], base["stopping"] = {"kind": "frc", "d": 2}, {"rule": "first_r", "r": 15}
+    base["delay"]["start"] = "random"
+    return {"name": "covtype_sweep", "base": base, "schemes": job["sweep"]["entries"],
+            "baseline": job["sweep"]["baseline"], "repetitions": job["sweep"]["repetitions"]}
+
+
 def our_config(job, name):
     scheme = job["schemes"][name]
     if job["format"] == "csv":
@@ -320,13 +726,14 @@ def our_config(job, name):
         data = {"source": "libsvm", "path": job["train"], "test_path": job["test"],
                 "features": job["features"], "storage": "sparse"}
     stopping = {"rule": scheme["rule"]}
-    if "r" in scheme:
-        stopping["r"] = scheme["r"]
+    for key in ("r", "k", "window"):
+        if key in scheme:
+            stopping[key] = scheme[key]
     return {
         "name": f"{job['name']}-{name}", "seed": 7, "workers": job["workers"],
         "partitions": job["workers"], "data": data,
         "loss": {"kind": "logistic", "l2": job["l2"]},
-        "code": scheme["code"], "stopping": stopping, "rescale": "none",
+        "code": scheme["code"], "stopping": stopping, "rescale": scheme.get("rescale", "none"),
         "delay": {"kind": "trace", "path": job["times"], "mode": "cycle", "tail": job["tail"]},
         "stragglers": "cancel",
         "optimizer": {"kind": "gd", "step": "auto", "iterations": job["iterations"],
@@ -339,6 +746,10 @@ def prepare(folder, job_name, rows, features):
     folder.mkdir(parents=True, exist_ok=True)
     if job_name == "default":
         job = write_default_job(folder, rows)
+    elif job_name == "covtype-sweep":
+        job = write_sweep_job(folder, rows, features)
+        (folder / "sweep.json").write_text(json.dumps(sweep_config(job), indent=1))
+        return job
     else:
         job = write_covtype_job(folder, rows, features)
     for name in job["schemes"]:
@@ -352,6 +763,8 @@ def prepare(folder, job_name, rows, features):
 
 def run_ours(folder, job):
     """Runs every scheme, one process each; returns each process's wall time (s)."""
+    if "sweep" in job:
+        return {"sweep": timed(lambda: run_ours_sweep(folder, job))}
     seconds = {}
     for name in job["schemes"]:
         seconds[name] = timed(lambda: subprocess.run(
@@ -360,11 +773,27 @@ def run_ours(folder, job):
     return seconds
 
 
+def run_ours_sweep(folder, job):
+    """The whole sweep, one `stragglersim sweep` process, into a fresh folder (so that its f*
+    cache starts empty and f* is solved once, as the numpy side solves it once)."""
+    shutil.rmtree(folder / "ours", ignore_errors=True)
+    done = subprocess.run([str(EXE), "sweep", str(folder / "sweep.json"), "--out",
+                           str(folder / "ours"), "--jobs", str(SWEEP_JOBS), *SWEEP_FLAGS],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0:  # its progress and warnings only when it fails
+        sys.exit(f"error: stragglersim sweep exited {done.returncode}:\n{done.stderr}")
+
+
 def run_numpy(folder, job):
+    if "sweep" in job:
+        shutil.rmtree(folder / "numpy", ignore_errors=True)
+        subprocess.run([PYTHON, __file__, "--numpy-sweep", str(folder / "job.json"),
+                        str(folder / "numpy")], check=True, env=numpy_env())
+        return
     (folder / "numpy").mkdir(exist_ok=True)
     for name in job["schemes"]:
         subprocess.run([PYTHON, __file__, "--numpy-side", str(folder / "job.json"), name,
-                        str(folder / "numpy" / f"{name}.csv")], check=True)
+                        str(folder / "numpy" / f"{name}.csv")], check=True, env=numpy_env())
 
 
 def read_trace(path):
@@ -376,44 +805,103 @@ def relative(x, y):
     return abs(x - y) / max(abs(x), abs(y), 1e-300)
 
 
-def check(folder, job):
-    """Compares the two sides' outputs; returns lines describing the largest differences."""
-    report, failures = [], []
-    for name in job["schemes"]:
-        ours = read_trace(folder / "ours" / name / "trace.csv")
-        theirs = read_trace(folder / "numpy" / f"{name}.csv")
-        summary = json.loads((folder / "ours" / name / "summary.json").read_text())
-        extra = json.loads((folder / "numpy" / f"{name}.json").read_text())
-        if len(ours) != len(theirs):
-            failures.append(f"{name}: {len(ours)} rows in stragglersim's trace, "
-                            f"{len(theirs)} in numpy's")
-        worst = {}
-        for o, t in zip(ours, theirs):
-            for col, ocol in (("iteration_time", "iteration_time"), ("time", "time"),
-                              ("loss", "loss"), ("grad_norm", "grad_norm"),
-                              ("test_loss", "test_loss"), ("test_metric", "test_metric"),
-                              ("test_auc", "test_auc")):
-                worst[col] = max(worst.get(col, 0.0), relative(float(o[ocol]), float(t[col])))
-        worst["f_star"] = relative(summary["f_star"], extra["f_star"])
-        worst["smoothness"] = relative(summary["smoothness"], extra["smoothness"])
-        limits = {"iteration_time": TIME_RTOL, "time": TIME_RTOL, "loss": LOSS_RTOL,
-                  "grad_norm": LOSS_RTOL, "test_loss": LOSS_RTOL, "test_metric": 0.0,
-                  "test_auc": 1e-12, "f_star": FSTAR_RTOL, "smoothness": 1e-9}
-        for col, value in worst.items():
-            if value > limits[col]:
-                failures.append(f"{name}: {col} differs by {value:.3g} relative "
-                                f"(limit {limits[col]:.0e})")
-        report.append(f"{name}: {len(ours) - 1} iterations on both sides; largest relative "
-                      "differences " + ", ".join(f"{c} {v:.2g}" for c, v in worst.items())
-                      + f"; f* by {summary['f_star_method']} ({summary['f_star_iterations']} "
-                      f"iterations, ||grad f|| {summary['f_star_gradient_norm']:.1e}) and by "
-                      f"L-BFGS-B ({extra['f_star_iterations']} iterations, ||grad f|| "
-                      f"{extra['f_star_grad_norm']:.1e})")
+LIMITS = {"iteration_time": TIME_RTOL, "time": TIME_RTOL, "loss": LOSS_RTOL,
+          "grad_norm": LOSS_RTOL, "test_loss": LOSS_RTOL, "test_metric": 0.0, "test_auc": 1e-12,
+          "f_star": FSTAR_RTOL, "smoothness": 1e-9}
+
+
+def compare(name, ours_trace, numpy_trace, summary, extra, failures, worst=None):
+    """The largest relative differences of one run's two traces (and f*, beta), into `worst`;
+    differences above LIMITS and a different row count go to `failures`. Returns the rows."""
+    ours, theirs = read_trace(ours_trace), read_trace(numpy_trace)
+    worst = {} if worst is None else worst
+    if len(ours) != len(theirs):
+        failures.append(f"{name}: {len(ours)} rows in stragglersim's trace, "
+                        f"{len(theirs)} in numpy's")
+    for o, t in zip(ours, theirs):
+        for col in ("iteration_time", "time", "loss", "grad_norm", "test_loss", "test_metric",
+                    "test_auc"):
+            worst[col] = max(worst.get(col, 0.0), relative(float(o[col]), float(t[col])))
+    if EXPECTED_BLAS is not None and extra["blas"]["paths"] != EXPECTED_BLAS["paths"]:
+        failures.append(f"{name}: the numpy process loaded {extra['blas']['paths']}, the "
+                        f"probe {EXPECTED_BLAS['paths']}")
+    for key in ("f_star", "smoothness"):
+        worst[key] = max(worst.get(key, 0.0), relative(summary[key], extra[key]))
+    for col, value in worst.items():
+        if value > LIMITS[col]:
+            failures.append(f"{name}: {col} differs by {value:.3g} relative "
+                            f"(limit {LIMITS[col]:.0e})")
+    return len(ours)
+
+
+def f_star_text(summary, extra):
+    return (f"f* by {summary['f_star_method']} ({summary['f_star_iterations']} iterations, "
+            f"||grad f|| {summary['f_star_gradient_norm']:.1e}) and by L-BFGS-B "
+            f"({extra['f_star_iterations']} iterations, ||grad f|| "
+            f"{extra['f_star_grad_norm']:.1e})")
+
+
+def finish_check(report, failures):
     for line in report:
         print("  " + line)
     if failures:
-        sys.exit("error: the two sides differ:\n  " + "\n  ".join(failures))
+        sys.exit("error: the two sides differ:\n  " + "\n  ".join(sorted(set(failures))))
     return report
+
+
+def check(folder, job):
+    """Compares the two sides' outputs; returns lines describing the largest differences."""
+    if "sweep" in job:
+        return check_sweep(folder, job)
+    report, failures = [], []
+    for name in job["schemes"]:
+        summary = json.loads((folder / "ours" / name / "summary.json").read_text())
+        extra = json.loads((folder / "numpy" / f"{name}.json").read_text())
+        worst = {}
+        rows = compare(name, folder / "ours" / name / "trace.csv",
+                       folder / "numpy" / f"{name}.csv", summary, extra, failures, worst)
+        report.append(f"{name}: {rows - 1} iterations on both sides; largest relative "
+                      "differences " + ", ".join(f"{c} {v:.2g}" for c, v in worst.items())
+                      + "; " + f_star_text(summary, extra))
+    return finish_check(report, failures)
+
+
+def sweep_runs(folder):
+    """stragglersim's index.csv rows, each with the numpy side's run of the same index."""
+    with open(folder / "ours" / "index.csv") as f:
+        ours = list(csv.DictReader(f))
+    extra = json.loads((folder / "numpy" / "numpy.json").read_text())
+    return ours, extra
+
+
+def check_sweep(folder, job):
+    """Run by run, as check(): the same seeds and replay starts, then the traces; one line per
+    scheme with its largest differences over the repetitions."""
+    ours, extra = sweep_runs(folder)
+    report, failures = [], []
+    if len(ours) != len(extra["runs"]):
+        failures.append(f"{len(ours)} runs in stragglersim's sweep, "
+                        f"{len(extra['runs'])} in numpy's")
+    by_scheme = {}
+    for o, t in zip(ours, extra["runs"]):
+        name = f"{t['scheme']} (seed {t['seed']})"
+        if (o["scheme"], int(o["seed"]), o["status"]) != (t["scheme"], t["seed"], "ok"):
+            failures.append(f"run {o['index']}: stragglersim's {o['scheme']} seed {o['seed']} "
+                            f"({o['status']}), numpy's {t['scheme']} seed {t['seed']}")
+            continue
+        summary = json.loads((folder / "ours" / o["folder"] / "summary.json").read_text())
+        worst, counts, _ = by_scheme.setdefault(t["scheme"], ({}, [], summary))
+        counts.append(compare(name, folder / "ours" / o["folder"] / "trace.csv",
+                              folder / "numpy" / f"{t['index']}.csv", summary, extra, failures,
+                              worst) - 1)
+    for scheme, (worst, counts, summary) in by_scheme.items():
+        report.append(f"{scheme}: {len(counts)} seeds, {min(counts)}-{max(counts)} iterations on "
+                      "both sides; largest relative differences "
+                      + ", ".join(f"{c} {v:.2g}" for c, v in worst.items()))
+    if by_scheme:
+        summary = next(iter(by_scheme.values()))[2]
+        report.append(f"f* once per process on both sides: {f_star_text(summary, extra)}")
+    return finish_check(report, failures)
 
 
 def f_star_methods(folder, job):
@@ -442,6 +930,13 @@ OUR_PHASES = {"plan": "plan_seconds", "f_star": "f_star_seconds",
 def phases(folder, job):
     """The measured phases of both sides, each summed over the job's runs (seconds)."""
     ours, theirs = {}, {}
+    if "sweep" in job:
+        index, extra = sweep_runs(folder)
+        for row in index:
+            summary = json.loads((folder / "ours" / row["folder"] / "summary.json").read_text())
+            for key, field in OUR_PHASES.items():
+                ours[key] = ours.get(key, 0.0) + (summary.get(field) or 0.0)
+        return ours, dict(extra["phase_seconds"])
     for name in job["schemes"]:
         summary = json.loads((folder / "ours" / name / "summary.json").read_text())
         for key, field in OUR_PHASES.items():
@@ -534,7 +1029,8 @@ def floors(folder, job, runs, start):
 def machine():
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from peers import machine as describe
-    return describe()
+    # peers.py names the BLAS numpy was built against; the one it loads is printed apart.
+    return describe().replace("(BLAS library:", "(built against BLAS:")
 
 
 def table_head(intro, columns, text_columns=1):
@@ -551,6 +1047,9 @@ def write_table(path, results, reps, loads, command):
         f"{reps} repetitions each, alternating).",
         "",
         f"Machine: {machine()}.",
+        "",
+        f"numpy's BLAS, as mapped by its processes (/proc/self/maps): "
+        f"{blas_text(EXPECTED_BLAS)}.",
         "",
         f"Load average (1 min) before each job: {', '.join(f'{v:.2f}' for v in loads)} "
         "(the machine is shared; ratios are of medians measured in this one run).",
@@ -569,6 +1068,12 @@ def write_table(path, results, reps, loads, command):
               "script fails above 1e-9 for times, losses and gradient norms, 1e-10 for f*):", ""]
     for name, r in results.items():
         lines += [f"- {r['title']}:"] + [f"  - {line}" for line in r["check"]]
+    sweeps = {name: r for name, r in results.items() if "sweep" in r}
+    lines += sweep_lines(sweeps)
+    results = {name: r for name, r in results.items() if "sweep" not in r}
+    if not results:
+        path.write_text("\n".join(lines) + "\n")
+        return
     lines += ["", "stragglersim's time by phase (medians over the repetitions, each summed over "
               "the job's processes; summary.json's `plan_seconds`, `f_star_seconds`, "
               "`predictions_seconds`, `iterations_seconds`, `writing_seconds`; the rest is the "
@@ -648,11 +1153,46 @@ def write_table(path, results, reps, loads, command):
     path.write_text("\n".join(lines) + "\n")
 
 
-DEFAULT_ROWS = {"default": 6000, "covtype": 8000}
+def sweep_lines(sweeps):
+    """The sweep job's own tables: how each side ran, and the numpy process's phases."""
+    lines = []
+    for name, r in sweeps.items():
+        sw, o, t = r["sweep"], r["breakdown"], r["numpy_breakdown"]
+        flags = " ".join(sw["flags"]) or "none"
+        lines += ["", f"{name}: stragglersim is one `stragglersim sweep sweep.json --out DIR "
+                  f"--jobs {sw['jobs']}` process (extra sweep flags: {flags}), the sweep file "
+                  f"being {sw['regime']}'s schemes and {sw['repetitions']} repetitions over the "
+                  "data and measured times written here; numpy is one /usr/bin/python3 process "
+                  "that reads the data, computes f* and beta once and loops over the same runs "
+                  "in the sweep's index order. Medians over the repetitions (s):", "",
+                  "| side | process | data | f* | beta | trace | iterations | anytime row samples "
+                  "| writing | rest |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        keys = ("data", "f_star", "beta", "trace", "iterations", "sampling", "writing")
+        rest = t["process"] - sum(t[k] for k in keys)
+        lines.append(f"| numpy/scipy | {t['process']:.3f} | "
+                     + " | ".join(f"{t[k]:.3f}" for k in keys) + f" | {rest:.3f} (imports "
+                     f"{t['imports']:.3f}) |")
+        lines.append(f"| stragglersim (phases summed over the runs, {sw['jobs']} at once) | "
+                     f"{o['process']:.3f} | - | {o['f_star']:.3f} | - | - | "
+                     f"{o['iterations']:.3f} | - | {o['writing']:.3f} | predictions "
+                     f"{o['predictions']:.3f} |")
+        without = (statistics.median(r["numpy"]) - t["sampling"]) / statistics.median(r["ours"])
+        lines += ["", "numpy's anytime row samples replay stragglersim's generator (mt19937_64 "
+                  "and Boost's uniform_int in Python) so that the traces can be compared; a "
+                  "script of its own would draw them with numpy, so that column is work the "
+                  "race adds to the peer, and `numpy / stragglersim` without it is "
+                  f"{without:.2f}."]
+    return lines
+
+
+DEFAULT_ROWS = {"default": 6000, "covtype": 8000, "covtype-sweep": 8000}
 
 
 def title(name, job):
     rows = job["rows"]
+    if "sweep" in job:
+        return (f"injected covtype-like regime sweep ({len(job['schemes'])} schemes x "
+                f"{job['sweep']['repetitions']} seeds), {rows} x {job['features']} LIBSVM")
     if name == "default":
         return (f"default experiment (3 runs: uncoded, exact FRC, ErasureHead), {rows} x "
                 f"{job['features']} CSV")
@@ -663,12 +1203,22 @@ def title(name, job):
 
 def main():
     global EXE
+    global SWEEP_JOBS, SWEEP_FLAGS
     if len(sys.argv) == 5 and sys.argv[1] == "--numpy-side":
         numpy_side(sys.argv[2], sys.argv[3], sys.argv[4])
         return
+    if len(sys.argv) == 4 and sys.argv[1] == "--numpy-sweep":
+        numpy_sweep(sys.argv[2], sys.argv[3])
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repetitions", type=int, default=5)
-    parser.add_argument("--job", choices=["default", "covtype", "all"], default="all")
+    parser.add_argument("--job", choices=["default", "covtype", "covtype-sweep", "all"],
+                        default="all", help="all: default and covtype (the sweep on its own)")
+    parser.add_argument("--jobs", type=int, default=SWEEP_JOBS,
+                        help="covtype-sweep: stragglersim sweep --jobs (default: the cores)")
+    parser.add_argument("--sweep-flags", default="",
+                        help="covtype-sweep: more stragglersim sweep flags, one string "
+                             "(e.g. --sweep-flags=\"--no-batch\"); recorded in the table")
     parser.add_argument("--rows", type=int, default=None,
                         help="rows of the data set (default: 6000 default, 8000 covtype)")
     parser.add_argument("--features", type=int, default=2000,
@@ -680,11 +1230,25 @@ def main():
                         help="the stragglersim executable (default: build/release's)")
     parser.add_argument("--keep", type=Path, default=None,
                         help="folder for the inputs and outputs (default: a temporary one)")
+    parser.add_argument("--allow-reference-blas", action="store_true",
+                        help="time numpy even when it runs on the reference BLAS (an unfair "
+                             "peer: a pip-installed numpy runs on OpenBLAS)")
     args = parser.parse_args()
     EXE = args.exe.resolve()
     if not EXE.exists():
         sys.exit(f"error: {EXE} is missing; build it with "
                  "bash tools/build.sh release stragglersim")
+    SWEEP_JOBS, SWEEP_FLAGS = args.jobs, shlex.split(args.sweep_flags)
+    global EXPECTED_BLAS
+    EXPECTED_BLAS = blas_probe()
+    print(f"numpy's BLAS (mapped by its process): {blas_text(EXPECTED_BLAS)}")
+    if EXPECTED_BLAS["kind"] == "reference" and not args.check_only \
+            and not args.allow_reference_blas:
+        print("error: numpy runs on the reference BLAS, so the race would time an unoptimised "
+              "peer; install an optimised one (Debian: apt-get install libopenblas0-pthread, "
+              "which update-alternatives makes libblas.so.3 and liblapack.so.3), or pass "
+              "--allow-reference-blas to time it anyway", file=sys.stderr)
+        sys.exit(2)
     jobs = ["default", "covtype"] if args.job == "all" else [args.job]
     work = args.keep or Path(tempfile.mkdtemp(prefix="end_to_end_"))
     results, loads = {}, []
@@ -702,11 +1266,19 @@ def main():
             runs = {}
             ours, theirs, breakdown, numpy_breakdown = race(folder, job, args.repetitions, loads,
                                                             runs)
-            floor = floors(folder, job, runs, start)
             results[name] = {"title": title(name, job), "runs": len(job["schemes"]),
                              "ours": ours, "numpy": theirs, "breakdown": breakdown,
-                             "numpy_breakdown": numpy_breakdown, "check": report,
-                             "f_star": f_star_methods(folder, job), "floor": floor}
+                             "numpy_breakdown": numpy_breakdown, "check": report}
+            if "sweep" in job:
+                results[name]["runs"] = len(job["schemes"]) * job["sweep"]["repetitions"]
+                results[name]["sweep"] = {"jobs": SWEEP_JOBS, "flags": SWEEP_FLAGS,
+                                          "repetitions": job["sweep"]["repetitions"],
+                                          "regime": job["sweep"]["regime"]}
+                floor = {"runs": []}
+            else:
+                floor = floors(folder, job, runs, start)
+                results[name]["floor"] = floor
+                results[name]["f_star"] = f_star_methods(folder, job)
             for r in floor["runs"]:
                 print(f"  {r['run']}: {r['process']:.3f} s, floor {r['floor']:.3f} s "
                       f"({r['read'] / 1e6:.1f} MB read at {floor['rate'] / 1e9:.1f} GB/s), "

@@ -11,6 +11,7 @@ packages=(
   clang clang-format clang-tidy-22 libclang-rt-14-dev
   python3 python3-matplotlib python3-numpy python3-scipy python3-sklearn python3-pandas
   python3-jsonschema
+  libopenblas0-pthread  # numpy's libblas.so.3 and liblapack.so.3 (alternatives): end_to_end.py's peer
   dataset-fashion-mnist
 )
 missing=()
