@@ -211,8 +211,10 @@ BENCHMARK(bm_mv_dense_dgemm)->Apply(dense_shapes)->Unit(benchmark::kMillisecond)
 BENCHMARK(bm_mv_sparse)
     ->Args({1, 0})
     ->Args({1, 1})
+    ->Args({4, 1})
     ->Args({16, 0})
     ->Args({16, 1})
+    ->Args({32, 1})
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

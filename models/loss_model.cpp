@@ -30,6 +30,21 @@ void LossModel::accumulate_many(const Dataset& data,
   }
 }
 
+void LossModel::score_rows_many(const Dataset& data,
+                                RowRange rows,
+                                const Eigen::MatrixXd& x,
+                                Eigen::Ref<Eigen::MatrixXd> z,
+                                Eigen::Ref<Eigen::MatrixXd> losses) const {
+  Eigen::VectorXd column_z(rows.size());
+  Eigen::VectorXd column_losses(rows.size());
+  for (Eigen::Index s = 0; s < x.cols(); ++s) {
+    const Eigen::VectorXd column = x.col(s);
+    score_rows(data, rows, column, column_z, column_losses);
+    z.col(s) = column_z;
+    losses.col(s) = column_losses;
+  }
+}
+
 namespace {
 
 void check_arguments(const Dataset& data, RowRange rows, const Eigen::VectorXd& x) {
@@ -122,6 +137,20 @@ class RowwiseLoss : public LossModel {
     STRAGGLERSIM_ASSERT(z.size() == rows.size() && losses.size() == rows.size(),
                         "one margin and one loss per row");
     internal::margin_pass(data, rows, x, z, losses, block_kernel());
+  }
+
+  void score_rows_many(const Dataset& data,
+                       RowRange rows,
+                       const Eigen::MatrixXd& x,
+                       Eigen::Ref<Eigen::MatrixXd> z,
+                       Eigen::Ref<Eigen::MatrixXd> losses) const final {
+    STRAGGLERSIM_ASSERT(x.rows() == data.dimension(), "x has the wrong dimension");
+    STRAGGLERSIM_ASSERT(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= data.rows(),
+                        "row range outside the data");
+    STRAGGLERSIM_ASSERT(z.rows() == rows.size() && losses.rows() == rows.size() &&
+                            z.cols() == x.cols() && losses.cols() == x.cols(),
+                        "one margin and one loss per row and column");
+    internal::margin_pass_many(data, rows, x, z, losses, block_kernel());
   }
 
   [[nodiscard]] double metric_of_margins(const Eigen::VectorXd& z,

@@ -74,6 +74,14 @@ class LossModel {
                           const Eigen::VectorXd& x,
                           Eigen::Ref<Eigen::VectorXd> z,
                           Eigen::Ref<Eigen::VectorXd> losses) const = 0;
+  /// score_rows for the S columns of x (p × S): column s of z and losses (rows × S) the same
+  /// bytes as score_rows(data, rows, x.col(s), …), from one pass over the rows for every column
+  /// (the default calls score_rows once per column).
+  virtual void score_rows_many(const Dataset& data,
+                               RowRange rows,
+                               const Eigen::MatrixXd& x,
+                               Eigen::Ref<Eigen::MatrixXd> z,
+                               Eigen::Ref<Eigen::MatrixXd> losses) const;
   /// Scalar-margin losses only: `metric` of the rows whose margins are z and labels `labels`.
   [[nodiscard]] virtual double metric_of_margins(const Eigen::VectorXd& z,
                                                  const Eigen::VectorXd& labels) const = 0;

@@ -65,6 +65,32 @@ static_assert(kScoreChunkRows % internal::kSparseBlock == 0 &&
                   kScoreChunkRows % internal::kDenseBlock == 0,
               "a score chunk starts a block of every row pass");
 
+namespace {
+
+/// The scores of one column of margins and losses (score_test_set's summary of its pass).
+std::optional<TestScores> scores_of(const LossModel& loss,
+                                    const Dataset& data,
+                                    const Eigen::VectorXd& z,
+                                    const Eigen::VectorXd& losses) {
+  const Eigen::Index m = data.rows();
+  if (!z.allFinite()) {
+    return std::nullopt;
+  }
+  double sum = 0.0;
+  for (Eigen::Index i = 0; i < m; ++i) {
+    sum += losses[i];
+  }
+  TestScores scores;
+  scores.loss = sum / static_cast<double>(m);
+  scores.metric = loss.metric_of_margins(z, data.labels);
+  if (reports_auc(loss)) {
+    scores.auc = roc_auc(z, data.labels);
+  }
+  return scores;
+}
+
+}  // namespace
+
 std::optional<TestScores> score_test_set(const Objective& objective,
                                          const Eigen::VectorXd& x,
                                          WorkerPool* pool) {
@@ -84,20 +110,41 @@ std::optional<TestScores> score_test_set(const Objective& objective,
                     z.segment(begin, size),
                     losses.segment(begin, size));
   });
-  if (!z.allFinite()) {
-    return std::nullopt;
+  return scores_of(loss, data, z, losses);
+}
+
+std::vector<std::optional<TestScores>> score_test_set_many(
+    const Objective& objective, const std::vector<const Eigen::VectorXd*>& xs, WorkerPool* pool) {
+  if (xs.size() == 1) {
+    return {score_test_set(objective, *xs.front(), pool)};
   }
-  double sum = 0.0;
-  for (Eigen::Index i = 0; i < m; ++i) {
-    sum += losses[i];
+  const LossModel& loss = objective.loss();
+  STRAGGLERSIM_ASSERT(loss.traits().scalar_margin, "score_test_set: a scalar-margin loss");
+  const Dataset& data = objective.data();
+  const Eigen::Index m = data.rows();
+  const auto columns = static_cast<Eigen::Index>(xs.size());
+  Eigen::MatrixXd x(objective.dimension(), columns);
+  for (Eigen::Index s = 0; s < columns; ++s) {
+    x.col(s) = *xs[static_cast<std::size_t>(s)];
   }
-  TestScores scores;
-  scores.loss = sum / static_cast<double>(m);
-  scores.metric = loss.metric_of_margins(z, data.labels);
-  if (reports_auc(loss)) {
-    scores.auc = roc_auc(z, data.labels);
+  Eigen::MatrixXd z(m, columns);
+  Eigen::MatrixXd losses(m, columns);
+  const auto chunks = static_cast<int>((m + kScoreChunkRows - 1) / kScoreChunkRows);
+  run_tasks(pool, chunks, [&](int c) {
+    const Eigen::Index begin = c * kScoreChunkRows;
+    const Eigen::Index size = std::min(kScoreChunkRows, m - begin);
+    loss.score_rows_many(data,
+                         RowRange{begin, begin + size},
+                         x,
+                         z.middleRows(begin, size),
+                         losses.middleRows(begin, size));
+  });
+  std::vector<std::optional<TestScores>> out;
+  out.reserve(xs.size());
+  for (Eigen::Index s = 0; s < columns; ++s) {
+    out.push_back(scores_of(loss, data, z.col(s), losses.col(s)));
   }
-  return scores;
+  return out;
 }
 
 }  // namespace stragglersim::models

@@ -4,6 +4,7 @@
 
 #include <Eigen/Core>
 #include <optional>
+#include <vector>
 
 #include "models/dataset.h"
 #include "models/loss_model.h"
@@ -44,5 +45,13 @@ inline constexpr Eigen::Index kScoreChunkRows = 8192;
 std::optional<TestScores> score_test_set(const Objective& objective,
                                          const Eigen::VectorXd& x,
                                          WorkerPool* pool = nullptr);
+
+/// score_test_set for every x in `xs`, from one pass over the rows for all of them
+/// (LossModel::score_rows_many): entry s the same bytes as score_test_set(objective, *xs[s],
+/// pool), for every thread count.
+std::vector<std::optional<TestScores>> score_test_set_many(
+    const Objective& objective,
+    const std::vector<const Eigen::VectorXd*>& xs,
+    WorkerPool* pool = nullptr);
 
 }  // namespace stragglersim::models

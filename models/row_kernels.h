@@ -8,6 +8,7 @@
 #include <Eigen/SparseCore>
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <variant>
 
 #include "models/base/data_traffic.h"
@@ -377,6 +378,24 @@ void sparse_pass_many(const SparseRows& a,
   }
 }
 
+/// Bytes of interleaved x (and as many of sums) one sparse walk of the rows keeps: the columns
+/// are taken in slices whose x and sums stay in a core's L2 cache (1 MiB or more on the CPUs we
+/// measured), so each non-zero's gather and scatter hits L2, not L3 (benchmarks/multi_vector.md).
+inline constexpr Eigen::Index kSparseSliceBytes = Eigen::Index{1024} << 10;
+
+/// The columns of one slice of the sparse multi-vector pass on p features: a power of two (one
+/// group of for_column_groups, so one walk of each row's non-zeros) of at most kSparseColumns
+/// whose x fits in kSparseSliceBytes; at least one.
+inline Eigen::Index sparse_slice_columns(Eigen::Index p) {
+  const Eigen::Index fit = kSparseSliceBytes / (static_cast<Eigen::Index>(sizeof(double)) *
+                                                std::max<Eigen::Index>(1, p));
+  Eigen::Index slice = 1;
+  while (slice * 2 <= std::min(fit, kSparseColumns)) {
+    slice *= 2;
+  }
+  return slice;
+}
+
 template <class Kernel>
 void fused_pass_many(const SparseRows& a,
                      const Eigen::VectorXd& labels,
@@ -385,11 +404,28 @@ void fused_pass_many(const SparseRows& a,
                      Eigen::Ref<Eigen::MatrixXd> sums,
                      double* totals,
                      Kernel kernel) {
-  const Eigen::MatrixXd interleaved_x = x.transpose();
-  Eigen::MatrixXd interleaved_sums = sums.transpose();
-  sparse_pass_many(
-      a, labels, rows, interleaved_x.data(), x.cols(), interleaved_sums.data(), totals, kernel);
-  sums = interleaved_sums.transpose();
+  // Each slice of columns walks the rows once: the rows are re-read per slice (they stream from
+  // memory at a fraction of the gathers' cost), each column's bytes are the same.
+  const Eigen::Index slice = sparse_slice_columns(x.rows());
+  for (Eigen::Index first = 0; first < x.cols(); first += slice) {
+    const Eigen::Index count = std::min(slice, x.cols() - first);
+    if (count == 1) {
+      const Eigen::VectorXd column = x.col(first);
+      totals[first] = fused_pass(a, labels, rows, column, sums.col(first), kernel);
+      continue;
+    }
+    const Eigen::MatrixXd interleaved_x = x.middleCols(first, count).transpose();
+    Eigen::MatrixXd interleaved_sums = sums.middleCols(first, count).transpose();
+    sparse_pass_many(a,
+                     labels,
+                     rows,
+                     interleaved_x.data(),
+                     count,
+                     interleaved_sums.data(),
+                     totals + first,
+                     kernel);
+    sums.middleCols(first, count) = interleaved_sums.transpose();
+  }
 }
 
 /// One pass over `rows` for the columns of x; the data's bytes are counted once.
@@ -405,11 +441,93 @@ void fused_pass_many(const Dataset& data,
     totals[0] = fused_pass(data, rows, column, sums.col(0), kernel);
     return;
   }
-  count_data_bytes(data.stored_bytes(rows));
+  // Sparse rows are walked once per slice of columns (sparse_slice_columns).
+  const Eigen::Index walks =
+      std::holds_alternative<SparseRows>(data.features)
+          ? (x.cols() + sparse_slice_columns(x.rows()) - 1) / sparse_slice_columns(x.rows())
+          : 1;
+  count_data_bytes(walks * data.stored_bytes(rows));
   totals.setZero();
   std::visit(
       [&](const auto& a) { fused_pass_many(a, data.labels, rows, x, sums, totals.data(), kernel); },
       data.features);
+}
+
+/// margin_pass for the S columns of x (p × S): z(i, s) and loss(i, s) for the rows (indexed
+/// from rows.begin), each the same bytes as margin_pass(data, rows, x.col(s), …): the same
+/// margins (dense_dot4_many, the sparse dots of sparse_columns) and the same kernel on the same
+/// blocks of rows. The data's bytes are counted once per walk of the rows.
+template <class Kernel>
+void margin_pass_many(const Dataset& data,
+                      RowRange rows,
+                      const Eigen::MatrixXd& x,
+                      Eigen::Ref<Eigen::MatrixXd> z,
+                      Eigen::Ref<Eigen::MatrixXd> loss,
+                      Kernel kernel) {
+  const Eigen::Index columns = x.cols();
+  // One column's block through the kernel, its margins and losses stored.
+  const auto finish_block = [&](const auto& block_z,
+                                const Eigen::VectorXd& labels,
+                                Eigen::Index begin,
+                                Eigen::Index n,
+                                Eigen::Index s) {
+    using Rows = std::decay_t<decltype(block_z)>;
+    Rows b;
+    Rows block_loss;
+    Rows unused;
+    load_labels(labels, begin, n, b);
+    kernel(block_z, static_cast<const Rows&>(b), block_loss, unused);
+    z.col(s).segment(begin - rows.begin, n) = block_z.head(n).matrix();
+    loss.col(s).segment(begin - rows.begin, n) = block_loss.head(n).matrix();
+  };
+  if (const auto* dense = std::get_if<DenseRows>(&data.features)) {
+    count_data_bytes(data.stored_bytes(rows));
+    const Eigen::Index p = dense->cols();
+    using Rows = Block<kDenseBlock>;
+    Eigen::Array<double, kDenseBlock, Eigen::Dynamic> block(kDenseBlock, columns);
+    Rows column_z;
+    for (Eigen::Index begin = rows.begin; begin < rows.end; begin += kDenseBlock) {
+      const Eigen::Index n = std::min(kDenseBlock, rows.end - begin);
+      const double* first = dense->data() + begin * p;
+      if (n == kDenseBlock) {
+        dense_dot4_many(first, p, x.data(), x.outerStride(), columns, block.data());
+      } else {
+        block.setZero();
+        for (Eigen::Index s = 0; s < columns; ++s) {
+          for (Eigen::Index r = 0; r < n; ++r) {
+            block(r, s) = dense_dot(first + r * p, p, x.col(s).data());
+          }
+        }
+      }
+      for (Eigen::Index s = 0; s < columns; ++s) {
+        column_z = block.col(s);
+        finish_block(static_cast<const Rows&>(column_z), data.labels, begin, n, s);
+      }
+    }
+    return;
+  }
+  const auto& a = std::get<SparseRows>(data.features);
+  using Rows = Block<kSparseBlock>;
+  Eigen::Array<double, kSparseBlock, Eigen::Dynamic> block;
+  Rows column_z;
+  const Eigen::Index slice = sparse_slice_columns(x.rows());
+  for (Eigen::Index first_column = 0; first_column < columns; first_column += slice) {
+    const Eigen::Index count = std::min(slice, columns - first_column);
+    count_data_bytes(data.stored_bytes(rows));
+    const Eigen::MatrixXd interleaved = x.middleCols(first_column, count).transpose();
+    block.resize(kSparseBlock, count);
+    for (Eigen::Index begin = rows.begin; begin < rows.end; begin += kSparseBlock) {
+      const Eigen::Index n = std::min(kSparseBlock, rows.end - begin);
+      block.setZero();
+      for_column_groups(count, [&]<Eigen::Index kWidth>(Eigen::Index first) {
+        sparse_columns<kWidth>(a, begin, n, first, count, interleaved.data(), block.data());
+      });
+      for (Eigen::Index s = 0; s < count; ++s) {
+        column_z = block.col(s);
+        finish_block(static_cast<const Rows&>(column_z), data.labels, begin, n, first_column + s);
+      }
+    }
+  }
 }
 
 /// Σ_i ℓ_i over `rows` alone (w_i is computed and dropped).

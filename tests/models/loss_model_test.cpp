@@ -186,6 +186,58 @@ TEST_CASE("models: accumulate_many adds accumulate's bytes to every column", "[m
   }
 }
 
+TEST_CASE("models: score_rows_many gives score_rows' margins and losses for every column",
+          "[models][loss]") {
+  // 75 rows of 11 features (a third zero); ranges on and off the dense block of four and the
+  // sparse block of 32; S across the sparse slices of eight columns (1 … 17).
+  const Eigen::Index m = 75;
+  const Eigen::Index p = 11;
+  DenseRows a(m, p);
+  Eigen::VectorXd b(m);
+  for (Eigen::Index i = 0; i < m; ++i) {
+    for (Eigen::Index k = 0; k < p; ++k) {
+      a(i, k) = (i + 2 * k) % 3 == 0 ? 0.0 : std::cos(static_cast<double>(3 + i * p + k));
+    }
+    b[i] = std::sin(static_cast<double>(i)) >= 0.0 ? 1.0 : -1.0;
+  }
+  const Dataset dense{a, b};
+  const Dataset sparse{SparseRows(a.sparseView()), b};
+  for (const Eigen::Index columns : {1, 2, 3, 5, 8, 9, 17}) {
+    Eigen::MatrixXd x(p, columns);
+    for (Eigen::Index s = 0; s < columns; ++s) {
+      for (Eigen::Index k = 0; k < p; ++k) {
+        x(k, s) = 0.4 * std::sin(static_cast<double>(5 * s + k + 1));
+      }
+    }
+    for (const auto& loss : {make_logistic_loss(), make_least_squares_loss()}) {
+      for (const Dataset* data : {&dense, &sparse}) {
+        bool all_same = true;
+        for (const Eigen::Index begin : {0, 1, 4, 31, 32, 33}) {
+          for (const Eigen::Index end : {begin, begin + 1, begin + 4, begin + 33, m}) {
+            if (end > m) {
+              continue;
+            }
+            const RowRange rows{begin, end};
+            Eigen::MatrixXd z(rows.size(), columns);
+            Eigen::MatrixXd losses(rows.size(), columns);
+            loss->score_rows_many(*data, rows, x, z, losses);
+            for (Eigen::Index s = 0; s < columns; ++s) {
+              Eigen::VectorXd one_z(rows.size());
+              Eigen::VectorXd one_losses(rows.size());
+              loss->score_rows(*data, rows, x.col(s), one_z, one_losses);
+              const auto bytes = sizeof(double) * static_cast<std::size_t>(rows.size());
+              all_same = all_same && std::memcmp(one_z.data(), z.col(s).data(), bytes) == 0 &&
+                         std::memcmp(one_losses.data(), losses.col(s).data(), bytes) == 0;
+            }
+          }
+        }
+        INFO(loss->name() << (data->is_sparse() ? ", sparse" : ", dense") << ", S = " << columns);
+        CHECK(all_same);
+      }
+    }
+  }
+}
+
 TEST_CASE("models: accumulate rejects a wrong dimension or row range", "[models][loss]") {
   const Dataset data = small_dataset();
   const auto loss = make_logistic_loss();

@@ -4,8 +4,11 @@
 #include <boost/random/uniform_int_distribution.hpp>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <optional>
+#include <variant>
+#include <vector>
 
 #include "models/loss_model.h"
 #include "models/objective.h"
@@ -133,6 +136,66 @@ TEST_CASE("models: a test set's scores from one pass equal value, metric and auc
       }
       // A margin that overflows is reported, not scored.
       CHECK_FALSE(score_test_set(f, Eigen::VectorXd::Constant(p, 1e308)).has_value());
+    }
+  }
+}
+
+TEST_CASE("metrics: score_test_set_many gives score_test_set's bytes for every x and thread count",
+          "[models][metrics]") {
+  using stragglersim::models::make_gaussian_mixture;
+  using stragglersim::models::score_test_set;
+  using stragglersim::models::score_test_set_many;
+  using stragglersim::models::SparseRows;
+  using stragglersim::models::WorkerPool;
+  // 8 300 rows: two score chunks, the second partial; a third of the features zeroed for the
+  // sparse copy's sake.
+  stragglersim::models::GaussianMixtureOptions options;
+  options.rows = 8300;
+  options.features = 7;
+  options.seed = 12;
+  Dataset dense_data = make_gaussian_mixture(options);
+  auto& a = std::get<DenseRows>(dense_data.features);
+  for (Eigen::Index i = 0; i < a.rows(); ++i) {
+    a(i, i % 7) = 0.0;
+  }
+  const auto dense = std::make_shared<Dataset>(dense_data);
+  const auto sparse =
+      std::make_shared<Dataset>(Dataset{SparseRows(a.sparseView()), dense_data.labels});
+  for (const auto& make :
+       {stragglersim::models::make_logistic_loss, stragglersim::models::make_least_squares_loss}) {
+    const std::shared_ptr<const stragglersim::models::LossModel> loss = make();
+    for (const auto& data : {dense, sparse}) {
+      const Objective f(data, loss, 0.0, 3);
+      for (const int threads : {1, 2}) {
+        WorkerPool pool(threads);
+        for (const std::size_t columns : {1, 2, 9}) {
+          std::vector<Eigen::VectorXd> points;
+          std::vector<const Eigen::VectorXd*> xs;
+          for (std::size_t s = 0; s < columns; ++s) {
+            points.push_back(Eigen::VectorXd::LinSpaced(7, -0.2 * static_cast<double>(s), 0.3));
+          }
+          for (const auto& x : points) {
+            xs.push_back(&x);
+          }
+          // One x of the batch overflows its margins: nullopt for it alone.
+          if (columns > 2) {
+            points[1] = Eigen::VectorXd::Constant(7, 1e308);
+          }
+          const auto many = score_test_set_many(f, xs, &pool);
+          REQUIRE(many.size() == columns);
+          for (std::size_t s = 0; s < columns; ++s) {
+            INFO(loss->name() << (data->is_sparse() ? ", sparse" : ", dense") << ", threads "
+                              << threads << ", S = " << columns << ", x " << s);
+            const auto one = score_test_set(f, points[s]);
+            REQUIRE(one.has_value() == many[s].has_value());
+            if (one) {
+              CHECK(std::memcmp(&one->loss, &many[s]->loss, sizeof(double)) == 0);
+              CHECK(std::memcmp(&one->metric, &many[s]->metric, sizeof(double)) == 0);
+              CHECK(one->auc == many[s]->auc);
+            }
+          }
+        }
+      }
     }
   }
 }
