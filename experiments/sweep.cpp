@@ -22,11 +22,13 @@
 
 #include "experiments/config/backend_registry.h"
 #include "experiments/config/config_error.h"
+#include "experiments/config/memory_budget.h"
 #include "experiments/config/run_plan.h"
 #include "experiments/output_file.h"
 #include "experiments/run_diagnostics.h"
 #include "experiments/run_output.h"
 #include "experiments/sweep_folder.h"
+#include "experiments/sweep_lockstep.h"
 
 namespace stragglersim::experiments {
 
@@ -58,12 +60,7 @@ class ObjectiveCache {
     if (plan.delay_only()) {
       return true;
     }
-    const std::string key = nlohmann::json{plan.resolved.value("data", nlohmann::json()),
-                                           plan.resolved.value("loss", nlohmann::json()),
-                                           plan.data_seed,
-                                           plan.partitions,
-                                           base_dir.string()}
-                                .dump();
+    const std::string key = objective_key(plan, base_dir);
     const std::lock_guard lock(mutex_);
     Entry& entry = entries_[key];
     if (auto train = entry.train.lock()) {
@@ -181,7 +178,8 @@ void validate_runs(const SweepSpec& spec,
                    const std::vector<std::size_t>& todo,
                    const SweepOptions& options,
                    ObjectiveCache& cache,
-                   std::vector<std::unique_ptr<RunPlan>>& plans) {
+                   std::vector<std::unique_ptr<RunPlan>>& plans,
+                   std::vector<LockstepInfo>& infos) {
   const int threads = threads_per_run(options.jobs, todo.size());
   std::vector<std::string> errors(todo.size());
   std::vector<char> config_error(todo.size(), 0);
@@ -198,6 +196,7 @@ void validate_runs(const SweepSpec& spec,
       auto plan = std::make_unique<RunPlan>(
           plan_run(run.config, run_label(spec, run), spec.base_dir, {threads, &cache.setup}));
       refuse_in_sweep(spec, run, plan->backend, 1);
+      infos[run.index] = lockstep_info(*plan, spec.base_dir);
       if (cache.share(*plan, spec.base_dir)) {
         plans[run.index] = std::move(plan);
       }
@@ -225,26 +224,37 @@ struct RunContext {
   int threads;
   const SweepOptions& options;
   ObjectiveCache& cache;
-  /// Held exclusively by a run whose backend does not share the cores, shared by the others.
+  /// Held exclusively by a run whose backend does not share the cores and by a lock-step group
+  /// (its passes run on every core), shared by the others.
   std::shared_mutex& cores;
 };
 
-/// Writes `run`'s folder `dir` and config, plans it again if its plan was not kept (validated,
-/// not kept: the same config gives the same plan), executes it, and lets the plan go.
+/// Writes `run`'s folder `dir` and config, and plans it again on `threads` threads if its plan
+/// was not kept (validated, not kept: the same config gives the same plan).
+void prepare_run(const SweepSpec& spec,
+                 const SweepRun& run,
+                 const fs::path& dir,
+                 const RunContext& context,
+                 int threads,
+                 std::unique_ptr<RunPlan>& plan) {
+  fs::create_directories(dir);
+  remove_stale_temporaries(dir);
+  write_file_atomically(dir / "config.json", config_text(run));
+  if (!plan) {
+    plan = std::make_unique<RunPlan>(
+        plan_run(run.config, run_label(spec, run), spec.base_dir, {threads, &context.cache.setup}));
+    (void)context.cache.share(*plan, spec.base_dir);
+  }
+  plan->f_star_cache = context.options.f_star_cache;
+}
+
+/// Prepares `run`, executes it alone, and lets the plan go.
 RunOutcome plan_and_execute(const SweepSpec& spec,
                             const SweepRun& run,
                             const fs::path& dir,
                             const RunContext& context,
                             std::unique_ptr<RunPlan>& plan) {
-  fs::create_directories(dir);
-  remove_stale_temporaries(dir);
-  write_file_atomically(dir / "config.json", config_text(run));
-  if (!plan) {
-    plan = std::make_unique<RunPlan>(plan_run(
-        run.config, run_label(spec, run), spec.base_dir, {context.threads, &context.cache.setup}));
-    (void)context.cache.share(*plan, spec.base_dir);
-  }
-  plan->f_star_cache = context.options.f_star_cache;
+  prepare_run(spec, run, dir, context, context.threads, plan);
   RunOutcome outcome;
   if (!plan->backend.traits.shares_cores) {
     const std::unique_lock alone(context.cores);
@@ -257,62 +267,186 @@ RunOutcome plan_and_execute(const SweepSpec& spec,
   return outcome;
 }
 
-/// Runs `todo` on `jobs` threads; returns how many ran. Threads-backend runs take the lock
-/// exclusively: they are timed on real cores and must not share them with other runs.
+/// The finished runs of execute_runs: counted, reported, and the first failure kept.
+class RunTally {
+ public:
+  RunTally(const SweepOptions& options,
+           std::size_t skipped,
+           std::size_t total,
+           std::vector<WarningCount>& warnings)
+      : options_(options), skipped_(skipped), total_(total), warnings_(warnings) {}
+
+  void done(const SweepRun& run, const RunOutcome& outcome) {
+    const std::lock_guard lock(mutex_);
+    count_warnings(outcome.summary, run.folder, warnings_);
+    ++ran_;
+    if (options_.progress) {
+      options_.progress(skipped_ + ran_, skipped_, total_);
+    }
+  }
+  void fail(const fs::path& dir, const std::exception& e) {
+    const std::lock_guard lock(mutex_);
+    if (!failure_) {
+      failure_ = fmt::format("{}: {}", dir.string(), e.what());
+      status_ = exit_status_of(e);
+    }
+  }
+  [[nodiscard]] bool failed() {
+    const std::lock_guard lock(mutex_);
+    return failure_.has_value();
+  }
+  void log(const std::string& line) {
+    const std::lock_guard lock(mutex_);
+    if (options_.log) {
+      options_.log(line);
+    }
+  }
+  /// How many ran; throws the first failure.
+  std::size_t finish() const {
+    if (failure_) {
+      // The run's own status (a failed write is 2, docs/reliability.md): only a bug is 1.
+      if (status_ != 1) {
+        throw Error(*failure_, status_);
+      }
+      throw std::runtime_error(*failure_);
+    }
+    return ran_;
+  }
+
+ private:
+  const SweepOptions& options_;
+  std::size_t skipped_;
+  std::size_t total_;
+  std::vector<WarningCount>& warnings_;
+  std::mutex mutex_;
+  std::size_t ran_ = 0;
+  std::optional<std::string> failure_;
+  int status_ = 1;
+};
+
+/// Executes the runs of one lock-step group (docs/sweeps.md "Lock-step groups"), each on a
+/// thread of its own, their passes shared; a run whose thread cannot start runs alone after.
+/// Holds the cores exclusively: the passes run on all of them.
+void execute_group(const SweepSpec& spec,
+                   const fs::path& out_dir,
+                   const SweepUnit& unit,
+                   std::size_t number,
+                   const RunContext& context,
+                   std::vector<std::unique_ptr<RunPlan>>& plans,
+                   RunTally& tally) {
+  const std::unique_lock alone(context.cores);
+  std::vector<std::unique_ptr<RunPlan>*> members;
+  for (const std::size_t index : unit.runs) {
+    const SweepRun& run = spec.runs[index];
+    try {
+      prepare_run(spec, run, out_dir / run.folder, context, 1, plans[index]);
+      members.push_back(&plans[index]);
+    } catch (const std::exception& e) {
+      tally.fail(out_dir / run.folder, e);
+      return;
+    }
+  }
+  const RunPlan& first = **members.front();
+  models::WorkerPool pool(hardware_cores());
+  sim::LockstepGroup group(first.objective, first.test_objective, &pool);
+  std::vector<char> together(members.size(), 0);
+  for (std::size_t m = 0; m < members.size(); ++m) {
+    RunPlan& plan = **members[m];
+    // Planned runs of one key share the objective the cache holds; only those share passes.
+    together[m] = plan.objective == first.objective ? 1 : 0;
+    if (together[m] != 0) {
+      plan.threads = 1;  // results never depend on it; the group's passes use the pool
+      plan.lockstep = &group;
+      group.join();
+    }
+  }
+  const auto execute = [&](std::size_t m) {
+    const SweepRun& run = spec.runs[unit.runs[m]];
+    try {
+      const RunOutcome outcome = execute_run(**members[m], out_dir / run.folder);
+      tally.done(run, outcome);
+    } catch (const std::exception& e) {
+      tally.fail(out_dir / run.folder, e);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t m = 0; m < members.size(); ++m) {
+    if (together[m] == 0) {
+      continue;
+    }
+    try {
+      threads.emplace_back([&, m] {
+        execute(m);
+        group.leave();
+      });
+    } catch (const std::system_error&) {
+      // The system starts no more threads: this run runs alone, after the group.
+      (**members[m]).lockstep = nullptr;
+      together[m] = 0;
+      group.leave();
+    }
+  }
+  for (auto& thread : threads) {
+    thread.join();
+  }
+  for (std::size_t m = 0; m < members.size(); ++m) {
+    if (together[m] == 0) {
+      execute(m);
+    }
+  }
+  tally.log(describe_group_passes(
+      number,
+      threads.size(),
+      group.statistics(),
+      static_cast<double>(first.objective->data().stored_bytes()),
+      first.test_objective ? static_cast<double>(first.test_objective->data().stored_bytes())
+                           : 0.0));
+  for (auto* member : members) {
+    member->reset();
+  }
+}
+
+/// Runs the units on `jobs` threads; returns how many runs ran. Threads-backend runs and
+/// lock-step groups take the cores exclusively.
 std::size_t execute_runs(const SweepSpec& spec,
                          const fs::path& out_dir,
-                         const std::vector<std::size_t>& todo,
+                         const std::vector<SweepUnit>& units,
                          const SweepOptions& options,
                          ObjectiveCache& cache,
                          std::vector<std::unique_ptr<RunPlan>>& plans,
                          std::size_t skipped,
                          std::size_t total,
                          std::vector<WarningCount>& warnings) {
-  const int threads = threads_per_run(options.jobs, todo.size());
-  std::mutex mutex;
+  const int threads = threads_per_run(options.jobs, units.size());
   std::shared_mutex cores;
-  std::size_t ran = 0;
-  std::optional<std::string> failure;
-  int failure_status = 1;
-  parallel_for(todo.size(), options.jobs, [&](std::size_t t) {
-    if (options.stop != nullptr && options.stop->load()) {
+  const RunContext context{threads, options, cache, cores};
+  RunTally tally(options, skipped, total, warnings);
+  // Groups are numbered in unit order, as the log's list of them is.
+  std::vector<std::size_t> numbers(units.size(), 0);
+  std::size_t groups = 0;
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    numbers[u] = units[u].group ? ++groups : 0;
+  }
+  parallel_for(units.size(), options.jobs, [&](std::size_t u) {
+    if ((options.stop != nullptr && options.stop->load()) || tally.failed()) {
       return false;
     }
-    {
-      const std::lock_guard lock(mutex);
-      if (failure) {
-        return false;
-      }
+    const SweepUnit& unit = units[u];
+    if (unit.group) {
+      execute_group(spec, out_dir, unit, numbers[u], context, plans, tally);
+      return !tally.failed();
     }
-    const SweepRun& run = spec.runs[todo[t]];
+    const SweepRun& run = spec.runs[unit.runs.front()];
     const fs::path dir = out_dir / run.folder;
     try {
-      const RunOutcome outcome =
-          plan_and_execute(spec, run, dir, {threads, options, cache, cores}, plans[run.index]);
-      const std::lock_guard lock(mutex);
-      count_warnings(outcome.summary, run.folder, warnings);
-      ++ran;
-      if (options.progress) {
-        options.progress(skipped + ran, skipped, total);
-      }
+      tally.done(run, plan_and_execute(spec, run, dir, context, plans[run.index]));
     } catch (const std::exception& e) {
-      const std::lock_guard lock(mutex);
-      if (!failure) {
-        failure = fmt::format("{}: {}", dir.string(), e.what());
-        failure_status = exit_status_of(e);
-      }
+      tally.fail(dir, e);
       return false;
     }
     return true;
   });
-  if (failure) {
-    // The run's own status (a failed write is 2, docs/reliability.md): only a bug is 1.
-    if (failure_status != 1) {
-      throw Error(*failure, failure_status);
-    }
-    throw std::runtime_error(*failure);
-  }
-  return ran;
+  return tally.finish();
 }
 
 }  // namespace
@@ -365,7 +499,8 @@ SweepResult run_sweep(const SweepSpec& spec,
   // Validate every remaining run before anything is written; report the first bad run.
   std::vector<std::unique_ptr<RunPlan>> plans(spec.runs.size());
   ObjectiveCache cache(static_cast<std::size_t>(std::max(2, options.jobs)));
-  validate_runs(spec, todo, options, cache, plans);
+  std::vector<LockstepInfo> infos(spec.runs.size());
+  validate_runs(spec, todo, options, cache, plans, infos);
   if (options.stop != nullptr && options.stop->load()) {
     result.interrupted = true;
     return result;
@@ -375,8 +510,14 @@ SweepResult run_sweep(const SweepSpec& spec,
   if (options.progress) {
     options.progress(result.skipped, result.skipped, share);
   }
+  const std::vector<SweepUnit> units = form_units(todo, infos, options.batch, memory_limit());
+  if (options.log) {
+    for (const std::string& line : describe_units(units, infos, options.batch, memory_limit())) {
+      options.log(line);
+    }
+  }
   result.ran = execute_runs(
-      spec, out_dir, todo, options, cache, plans, result.skipped, share, result.warnings);
+      spec, out_dir, units, options, cache, plans, result.skipped, share, result.warnings);
   if (result.ran + result.skipped < share) {
     result.interrupted = true;
     return result;

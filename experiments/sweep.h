@@ -151,6 +151,9 @@ struct SweepShard {
   [[nodiscard]] bool owns(std::size_t index) const { return index % count == shard; }
 };
 
+/// Runs per lock-step group unless SweepOptions::batch says otherwise.
+inline constexpr int kDefaultBatch = 64;
+
 struct SweepOptions {
   /// Parallel runs. Runs on the threads backend are timed on real cores: they run alone, one
   /// at a time, while no other run of this process runs.
@@ -165,6 +168,13 @@ struct SweepOptions {
   /// Folder of the f* cache the runs share (experiments/predict/plan_optimum.h; empty: none).
   /// The CLI uses <out>/f_star_cache unless --no-cache.
   std::filesystem::path f_star_cache;
+  /// Runs per lock-step group (docs/sweeps.md "Lock-step groups"): the runs that share a data
+  /// set, loss and partitions advance together, one pass over the data for all of them; ≤ 1
+  /// (--no-batch) runs one run at a time. The same bytes either way.
+  int batch = kDefaultBatch;
+  /// Called with each line of the sweep's log (the groups, the runs alone and why, each group's
+  /// passes); from worker threads, one call at a time. Null: no log.
+  std::function<void(const std::string& line)> log;
 };
 
 struct SweepResult {

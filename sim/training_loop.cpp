@@ -20,7 +20,7 @@ namespace {
 
 void fill_test(const models::Objective* test,
                const Eigen::VectorXd& x,
-               models::WorkerPool* pool,
+               const TrainingOptions& options,
                TraceRow& row) {
   if (test == nullptr) {
     return;
@@ -34,7 +34,9 @@ void fill_test(const models::Objective* test,
   };
   if (loss.traits().scalar_margin) {
     // One pass over the test rows gives the loss, the metric and the AUC.
-    const auto scores = models::score_test_set(*test, x, pool);
+    const auto scores = options.lockstep != nullptr
+                            ? options.lockstep->score(x)
+                            : models::score_test_set(*test, x, options.pool);
     if (!scores) {
       throw nonfinite();
     }
@@ -63,6 +65,17 @@ void fill_test(const models::Objective* test,
   row.test_metric = test->rows() > 0
                         ? static_cast<double>(right) / static_cast<double>(test->rows())
                         : std::numeric_limits<double>::quiet_NaN();
+}
+
+/// f(x) and every ∇F_j(x) in one pass: the run's own, or one shared with its lock-step group.
+double evaluate(const models::Objective& objective,
+                const Eigen::VectorXd& x,
+                Eigen::MatrixXd& partition_gradients,
+                const TrainingOptions& options) {
+  if (options.lockstep != nullptr) {
+    return options.lockstep->evaluate(x, &partition_gradients);
+  }
+  return objective.evaluate(x, &partition_gradients, options.pool);
 }
 
 void check_finite(const TraceRow& row) {
@@ -256,11 +269,11 @@ void train_asynchronous(const models::Objective& objective,
   Eigen::VectorXd full_gradient;
   auto record = [&](TraceRow& row) {
     const Eigen::VectorXd& x = optimizer.iterate();
-    row.loss = objective.evaluate(x, &partition_gradients, options.run.pool);
+    row.loss = evaluate(objective, x, partition_gradients, options.run);
     full_gradient = partition_gradients.rowwise().sum() + objective.l2() * x;
     row.grad_norm = full_gradient.norm();
     check_finite(row);
-    fill_test(test_objective, x, options.run.pool, row);
+    fill_test(test_objective, x, options.run, row);
     on_row(row);
   };
   // The iterates some worker may still compute at, by version.
@@ -309,11 +322,11 @@ void train(const models::Objective& objective,
     const Eigen::VectorXd& x = optimizer.iterate();
     // One pass gives f(x_t) and every ∇F_j(x_t): the trace's gradient norm, and for GD the
     // next iteration's partition gradients too.
-    row.loss = objective.evaluate(x, &partition_gradients, options.pool);
+    row.loss = evaluate(objective, x, partition_gradients, options);
     full_gradient = partition_gradients.rowwise().sum() + objective.l2() * x;
     row.grad_norm = full_gradient.norm();
     check_finite(row);
-    fill_test(test_objective, x, options.pool, row);
+    fill_test(test_objective, x, options, row);
     on_row(row);
   };
 

@@ -14,6 +14,7 @@
 #include "models/objective.h"
 #include "sim/asynchronous_cluster.h"
 #include "sim/backend.h"
+#include "sim/lockstep_group.h"
 #include "sim/optimizer.h"
 
 namespace stragglersim::sim {
@@ -67,6 +68,9 @@ struct TrainingOptions {
   models::WorkerPool* pool = nullptr;
   /// Stop after the first iteration whose cumulative simulated time reaches it (seconds).
   double time_budget = std::numeric_limits<double>::infinity();
+  /// The lock-step group the run is a member of (sim/lockstep_group.h): its passes over the
+  /// training and test sets are shared with the other members, the same bytes. Null: its own.
+  LockstepGroup* lockstep = nullptr;
 };
 
 /// Runs the loop for options.iterations iterations or until the clock reaches options.time_budget,

@@ -274,9 +274,13 @@ std::string code(int workers,
 }
 
 /// `stragglersim sweep`: runs the sweep into out_dir; returns the number of failed runs.
-std::size_t sweep(const Input& input, const std::string& out_dir, int jobs) {
+std::size_t sweep(const Input& input, const std::string& out_dir, int jobs, int batch) {
   if (jobs < 1) {
     throw ConfigError("jobs must be at least 1; got " + std::to_string(jobs));
+  }
+  if (batch < 1) {
+    throw ConfigError("batch must be at least 1 (1: one run at a time); got " +
+                      std::to_string(batch));
   }
   const auto result = call_interruptible<SweepResult>([&](const std::atomic<bool>& stop) {
     const SweepSpec spec = [&] {
@@ -288,6 +292,7 @@ std::size_t sweep(const Input& input, const std::string& out_dir, int jobs) {
     }();
     SweepOptions options;
     options.jobs = jobs;
+    options.batch = batch;
     options.stop = &stop;
     return run_sweep(spec, out_dir, options);
   });
@@ -466,11 +471,14 @@ PYBIND11_MODULE(_stragglersim, m) {
       [](const std::optional<std::string>& text,
          const std::optional<std::string>& path,
          const std::string& out,
-         int jobs) { return ex::sweep(ex::input_of(text, path), out, jobs); },
+         int jobs,
+         int batch) { return ex::sweep(ex::input_of(text, path), out, jobs, batch); },
       py::arg("text"),
       py::arg("path"),
       py::arg("out"),
-      py::arg("jobs"));
+      py::arg("jobs"),
+      py::arg("batch"));
+  m.attr("DEFAULT_BATCH") = ex::kDefaultBatch;
   m.def(
       "iteration_times",
       [](const std::optional<std::string>& text,

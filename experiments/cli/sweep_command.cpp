@@ -119,6 +119,8 @@ struct SweepArgs {
   bool quiet = false;
   bool no_cache = false;
   std::string cache;  ///< --f-star-cache
+  int batch = kDefaultBatch;
+  bool no_batch = false;
   /// --f-star-cache, else <out>/f_star_cache; empty with --no-cache.
   [[nodiscard]] std::filesystem::path f_star_cache() const {
     if (no_cache) {
@@ -370,6 +372,13 @@ int command_sweep(const SweepArgs& args) {
   options.progress = [&progress](std::size_t done, std::size_t skipped, std::size_t total) {
     progress.update(done, skipped, total);
   };
+  options.batch = args.no_batch ? 1 : args.batch;
+  if (!args.quiet) {
+    options.log = [&progress](const std::string& line) {
+      progress.finish_line();
+      std::cerr << "sweep: " << line << '\n';
+    };
+  }
   const SigintGuard sigint;
   const auto start = std::chrono::steady_clock::now();
   // Validation loads every run's data before the first run starts: say so on a terminal, it can
@@ -414,6 +423,14 @@ Subcommand add_sweep_command(CLI::App& app) {
   cmd->add_option("--f-star-cache",
                   args->cache,
                   "folder of the f* cache, shared with other sweeps (default: <out>/f_star_cache)");
+  cmd->add_option("--batch",
+                  args->batch,
+                  fmt::format("runs per lock-step group: runs sharing a data set, loss and "
+                              "partitions advance together, one pass over the data for all "
+                              "(default {}; the same bytes as one at a time)",
+                              kDefaultBatch))
+      ->check(CLI::Range(1, 4096));
+  cmd->add_flag("--no-batch", args->no_batch, "run one run at a time (no lock-step groups)");
   add_max_memory_option(*cmd);
   return {cmd, [args] { return command_sweep(*args); }};
 }

@@ -926,6 +926,7 @@ RunPlan plan_run(const nlohmann::json& config,
   }
   LoadedData data =
       read_header_and_data(root, plan, file, base_dir, cached, mpi_worker, backend_is_mpi(config));
+  plan.data_memory = memory_planned();
   plan.f_star_cache = options.f_star_cache;
   if (options.max_threads > 0) {
     plan.threads = std::min(plan.threads, options.max_threads);
@@ -959,6 +960,7 @@ RunPlan plan_run(const nlohmann::json& config,
   root.finish();
   check_combinations(config, file, plan, std::move(declared), aggregation);
   build_collective(root, plan);
+  plan.memory = memory_planned();
   plan.resolved = root.resolved();
   plan.resolved.erase("threads");
   if (!root.has("data_seed")) {

@@ -18,6 +18,7 @@
 #include "models/objective.h"
 #include "sim/delays/delay_model.h"
 #include "sim/fastpath/order_statistics.h"
+#include "sim/lockstep_group.h"
 #include "sim/network.h"
 #include "sim/optimizer.h"
 #include "sim/scheme.h"
@@ -102,6 +103,15 @@ struct RunPlan {
   /// plan_seconds): summary.json's `data_bytes_read` is the difference at the run's end. Not in
   /// `resolved`: it counts the process's passes, which a cached f* skips.
   std::optional<std::int64_t> data_bytes_before_plan;
+
+  /// The memory plan_run estimated for the whole run, and for its data sets alone (bytes;
+  /// experiments/config/memory_budget.h): what a lock-step group shares and what each run adds.
+  double memory = 0.0;
+  double data_memory = 0.0;
+  /// The lock-step group this run's passes are shared with (a sweep's, docs/sweeps.md
+  /// "Lock-step groups"); null: the run makes its own. Not in `resolved`: the same bytes either
+  /// way.
+  sim::LockstepGroup* lockstep = nullptr;
 
   [[nodiscard]] bool delay_only() const { return objective == nullptr; }
   /// x₀ of the loss (LossModel::initial_point, from the run's init stream); empty: zero.

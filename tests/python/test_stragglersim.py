@@ -290,6 +290,35 @@ def test_code_is_what_codes_json_prints():
     assert str(e.value) == cli_error(bad).replace("<command line>", "<dict>", 1)
 
 
+def test_sweep_batches_by_default_and_writes_the_bytes_of_one_run_at_a_time(tmp_path):
+    spec = {
+        "name": "batched",
+        "base": training(),
+        "grid": {"/stopping/r": [2, 4, 6]},
+        "repetitions": 3,
+    }
+    path = write_json(tmp_path / "sweep.json", spec)
+    batched = cli("sweep", path, "--out", tmp_path / "cli")
+    assert batched.returncode == 0
+    # Nine runs over one data set: one group, whose passes serve all nine.
+    assert "lock-step group 1 of 1: 9 runs (0 ... 8)" in batched.stderr
+    assert "lock-step group 1: 9 runs in 31 passes over the training set" in batched.stderr
+    stragglersim.sweep(path, tmp_path / "module")
+    stragglersim.sweep(path, tmp_path / "alone", batch=1)
+    alone = cli("sweep", path, "--out", tmp_path / "cli_alone", "--no-batch")
+    assert "lock-step group" not in alone.stderr
+    assert "alone: 9 runs (0 ... 8): --no-batch" in alone.stderr
+    runs = sorted(os.listdir(tmp_path / "alone" / "runs"))
+    assert len(runs) == 9
+    for folder in ("cli", "module", "cli_alone"):
+        for run in runs:
+            for name in ("trace.csv", "workers.csv", "config.json"):
+                a = tmp_path / "alone" / "runs" / run / name
+                assert (tmp_path / folder / "runs" / run / name).read_bytes() == a.read_bytes()
+    with pytest.raises(stragglersim.ConfigError, match="batch must be at least 1"):
+        stragglersim.sweep(path, tmp_path / "bad", batch=0)
+
+
 def test_sweep_writes_the_cli_folder_and_returns_index_rows(tmp_path):
     spec = {"name": "s", "base": delay_only(), "grid": {"/stopping/r": [2, 4, 6]}, "repetitions": 2}
     path = write_json(tmp_path / "sweep.json", spec)

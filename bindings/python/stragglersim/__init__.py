@@ -265,21 +265,27 @@ def _typed(value):
     return value
 
 
-def sweep(spec, out, jobs=1):
-    """Run a sweep, exactly as `stragglersim sweep SWEEP --out OUT --jobs JOBS`.
+def sweep(spec, out, jobs=1, batch=None):
+    """Run a sweep, exactly as `stragglersim sweep SWEEP --out OUT --jobs JOBS [--batch N]`.
 
     Args:
         spec: the sweep file as a dict ({"base": {...}, "grid": {"/code/d": [2, 3]},
             "repetitions": 1, "name": ...}) or its path.
         out: output folder (runs/<slug>/ and index.csv); a rerun resumes.
         jobs: parallel runs.
+        batch: runs per lock-step group (docs/sweeps.md "Lock-step groups"): runs sharing a
+            data set, loss and partitions advance together, one pass over the data for all of
+            them. None: the command's default; 1: one run at a time (`--no-batch`). The files
+            written are the same bytes either way.
 
     Returns:
         The rows of index.csv as dicts (numbers as int or float, other cells as str).
     """
     text, path = _input(spec, "sweep")
     out = _os.fsdecode(out)
-    _stragglersim.sweep(text, path, out, jobs)
+    if batch is None:
+        batch = _stragglersim.DEFAULT_BATCH
+    _stragglersim.sweep(text, path, out, jobs, batch)
     with open(_os.path.join(out, "index.csv"), newline="", encoding="utf-8") as f:
         return [{k: _typed(v) for k, v in row.items()} for row in _csv.DictReader(f)]
 

@@ -1,0 +1,283 @@
+// Lock-step groups: every run of a batched sweep writes the same bytes as when it runs alone, for
+// every code, rule, loss, optimiser and data kind a group takes, dense and sparse, 1 and 2 jobs;
+// the runs that cannot share a pass run alone and the log says why; groups are bounded by the
+// batch and the memory limit.
+
+#include "experiments/sweep_lockstep.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "experiments/config/memory_budget.h"
+#include "experiments/config/run_plan.h"
+#include "experiments/sweep.h"
+#include "tests/experiments/sweep_support.h"
+
+namespace stragglersim::experiments {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+/// One scheme of the byte-identity sweep: its name and pointer values.
+Json lockstep_scheme(const std::string& name, const Json& values) {
+  Json scheme = values;
+  scheme["name"] = name;
+  return scheme;
+}
+
+/// Every code, rule and optimiser a group takes, and two the groups leave alone (K-async and
+/// anytime): 15 iterations each on 6 workers.
+Json lockstep_schemes() {
+  const Json uncoded = {{"kind", "uncoded"}};
+  const Json frc = {{"kind", "frc"}, {"d", 2}};
+  return Json::array({
+      lockstep_scheme("uncoded all", {{"/code", uncoded}, {"/stopping", {{"rule", "all"}}}}),
+      lockstep_scheme("frc first_r",
+                      {{"/code", frc}, {"/stopping", {{"rule", "first_r"}, {"r", 3}}}}),
+      lockstep_scheme("frc decodable", {{"/code", frc}, {"/stopping", {{"rule", "decodable"}}}}),
+      lockstep_scheme("crc or-decodable",
+                      {{"/code", {{"kind", "crc"}, {"s", 1}}},
+                       {"/stopping", {{"rule", "first_r_or_decodable"}, {"r", 4}}}}),
+      lockstep_scheme(
+          "cyclic_mds decodable",
+          {{"/code", {{"kind", "cyclic_mds"}, {"s", 1}}}, {"/stopping", {{"rule", "decodable"}}}}),
+      lockstep_scheme(
+          "bgc first_r",
+          {{"/code", {{"kind", "bgc"}, {"d", 2}}}, {"/stopping", {{"rule", "first_r"}, {"r", 4}}}}),
+      lockstep_scheme(
+          "sgc first_r",
+          {{"/code", {{"kind", "sgc"}, {"d", 2}}}, {"/stopping", {{"rule", "first_r"}, {"r", 4}}}}),
+      lockstep_scheme("dynamic_frc first_r",
+                      {{"/code", {{"kind", "dynamic_frc"}, {"d", 2}, {"every", 4}}},
+                       {"/stopping", {{"rule", "first_r"}, {"r", 3}}}}),
+      lockstep_scheme("deadline",
+                      {{"/code", frc}, {"/stopping", {{"rule", "deadline"}, {"after", 1.5}}}}),
+      lockstep_scheme(
+          "adaptive_r",
+          {{"/code", frc}, {"/stopping", {{"rule", "adaptive_r"}, {"window", 3}, {"r_min", 2}}}}),
+      lockstep_scheme(
+          "adaptive_deadline",
+          {{"/code", uncoded},
+           {"/stopping", {{"rule", "adaptive_deadline"}, {"window", 3}, {"quantile", 0.7}}}}),
+      lockstep_scheme("multi_message",
+                      {{"/code", frc}, {"/stopping", {{"rule", "multi_message"}}}}),
+      lockstep_scheme(
+          "drop_compute",
+          {{"/code", uncoded}, {"/stopping", {{"rule", "drop_compute"}, {"threshold", 2.0}}}}),
+      lockstep_scheme("K-sync",
+                      {{"/code", uncoded},
+                       {"/stopping", {{"rule", "first_r"}, {"r", 3}}},
+                       {"/rescale", "empirical"}}),
+      lockstep_scheme("ring",
+                      {{"/code", frc},
+                       {"/stopping", {{"rule", "first_r"}, {"r", 3}}},
+                       {"/aggregation", {{"kind", "ring"}}}}),
+      lockstep_scheme("network",
+                      {{"/code", frc},
+                       {"/stopping", {{"rule", "first_r"}, {"r", 3}}},
+                       {"/network", {{"latency", 0.01}, {"serial", true}}}}),
+      lockstep_scheme(
+          "nesterov",
+          {{"/code", frc},
+           {"/stopping", {{"rule", "first_r"}, {"r", 3}}},
+           {"/optimizer", {{"kind", "nesterov"}, {"step", "auto"}, {"iterations", 15}}}}),
+      lockstep_scheme(
+          "erasurehead_agd",
+          {{"/code", frc},
+           {"/stopping", {{"rule", "first_r"}, {"r", 3}}},
+           {"/optimizer", {{"kind", "erasurehead_agd"}, {"step", "auto"}, {"iterations", 15}}}}),
+      lockstep_scheme("momentum schedule",
+                      {{"/code", frc},
+                       {"/stopping", {{"rule", "first_r"}, {"r", 3}}},
+                       {"/optimizer",
+                        {{"kind", "gd"},
+                         {"step", "auto"},
+                         {"iterations", 15},
+                         {"momentum", 0.5},
+                         {"schedule", {{"kind", "inverse_t"}, {"half_life", 5}}}}}}),
+      lockstep_scheme(
+          "minibatch",
+          {{"/code", frc},
+           {"/stopping", {{"rule", "first_r"}, {"r", 3}}},
+           {"/optimizer", {{"kind", "gd"}, {"step", "auto"}, {"iterations", 15}, {"batch", 8}}}}),
+      lockstep_scheme(
+          "time budget",
+          {{"/code", frc},
+           {"/stopping", {{"rule", "first_r"}, {"r", 3}}},
+           {"/optimizer",
+            {{"kind", "gd"}, {"step", "auto"}, {"iterations", 15}, {"time_budget", 9.0}}}}),
+      lockstep_scheme("K-async",
+                      {{"/code", uncoded}, {"/stopping", {{"rule", "k_async"}, {"k", 3}}}}),
+      lockstep_scheme("anytime",
+                      {{"/code", uncoded}, {"/stopping", {{"rule", "anytime"}, {"window", 2.0}}}}),
+  });
+}
+
+/// The schemes on logistic and least-squares losses, dense or sparse data with a test set.
+Json lockstep_sweep(bool sparse) {
+  Json base = gradient_base();
+  base["data"] = sparse ? Json{{"source", "synthetic"},
+                               {"generator", "amazon_like"},
+                               {"rows", 300},
+                               {"features", 120},
+                               {"test_fraction", 0.2}}
+                        : Json{{"source", "synthetic"},
+                               {"generator", "gaussian_mixture"},
+                               {"rows", 301},
+                               {"features", 13},
+                               {"test_fraction", 0.2}};
+  base.erase("target_loss");
+  return {{"name", sparse ? "lockstep_sparse" : "lockstep_dense"},
+          {"base", base},
+          {"schemes", lockstep_schemes()},
+          {"grid", {{"/loss/kind", {"least_squares", "logistic"}}}},
+          {"repetitions", 2}};
+}
+
+/// Runs `sweep` into `out` with `batch` runs per group on `jobs` jobs; the log's lines.
+std::vector<std::string> run_lockstep(const Json& sweep, const fs::path& out, int batch, int jobs) {
+  const SweepSpec spec = expand_sweep(sweep, "lockstep.json", out.parent_path());
+  SweepOptions options;
+  options.jobs = jobs;
+  options.batch = batch;
+  std::vector<std::string> log;
+  options.log = [&log](const std::string& line) { log.push_back(line); };
+  const SweepResult result = run_sweep(spec, out, options);
+  REQUIRE(result.ran == spec.runs.size());
+  return log;
+}
+
+}  // namespace
+
+TEST_CASE("lockstep: a batched sweep writes the bytes of one run at a time, dense and sparse",
+          "[experiments][sweep][lockstep]") {
+  for (const bool sparse : {false, true}) {
+    const auto dir = sweep_scratch(sparse ? "lockstep_sparse" : "lockstep_dense");
+    const Json sweep = lockstep_sweep(sparse);
+    run_lockstep(sweep, dir / "alone", 1, 1);
+    const auto alone = tree(dir / "alone");
+    for (const int jobs : {1, 2}) {
+      INFO("sparse " << sparse << ", jobs " << jobs);
+      const auto out = dir / fmt::format("batched{}", jobs);
+      const auto log = run_lockstep(sweep, out, 64, jobs);
+      const auto batched = tree(out);
+      REQUIRE(batched.size() == alone.size());
+      for (const auto& [file, bytes] : alone) {
+        INFO(file);
+        CHECK(batched.at(file) == bytes);
+      }
+      // Two losses × {gradient descent at its iterate, the optimisers with a query point of
+      // their own}: four groups; K-async and anytime (2 repetitions × 2 losses each) alone.
+      const auto count = [&log](const std::string& start) {
+        return std::count_if(log.begin(), log.end(), [&start](const std::string& line) {
+          return line.rfind(start, 0) == 0;
+        });
+      };
+      CHECK(count("lock-step group ") == 8);  // 4 groups, each listed and then its passes
+      CHECK(count("alone: 4 runs") == 2);
+    }
+  }
+}
+
+TEST_CASE("lockstep: a group reads the data about once per pass of its longest run",
+          "[experiments][sweep][lockstep]") {
+  const auto dir = sweep_scratch("lockstep_floor");
+  Json sweep = lockstep_sweep(false);
+  sweep["schemes"] =
+      Json::array({lockstep_schemes()[0], lockstep_schemes()[1], lockstep_schemes()[2]});
+  sweep["grid"] = Json::object();
+  sweep["repetitions"] = 4;
+  const auto log = run_lockstep(sweep, dir / "out", 64, 1);
+  // 12 runs of 15 iterations: 16 passes over the training set and 16 over the test set, each
+  // serving all 12 runs.
+  const auto passes = std::find_if(log.begin(), log.end(), [](const std::string& line) {
+    return line.rfind("lock-step group 1: ", 0) == 0;
+  });
+  REQUIRE(passes != log.end());
+  CHECK(passes->find("12 runs in 16 passes over the training set (192 evaluations, at most 12 per "
+                     "pass)") != std::string::npos);
+  CHECK(passes->find("1.00x its longest run's 16 passes") != std::string::npos);
+}
+
+TEST_CASE("lockstep: groups are cut by the batch and by the memory limit",
+          "[experiments][sweep][lockstep]") {
+  // Runs 0, 2, 4, 6 share key a, runs 1 and 5 key b; run 3 runs alone.
+  const std::vector<std::string> keys = {"a", "b", "a", "", "a", "b", "a"};
+  std::vector<LockstepInfo> infos(keys.size());
+  for (std::size_t i = 0; i < infos.size(); ++i) {
+    infos[i].key = keys[i];
+    if (keys[i].empty()) {
+      infos[i].alone = "asynchronous";
+    }
+    infos[i].member_bytes = 100.0;
+    infos[i].shared_bytes = 1000.0;
+  }
+  const std::vector<std::size_t> todo = {0, 1, 2, 3, 4, 5, 6};
+  struct Case {
+    int batch;
+    std::uint64_t memory;
+    std::vector<std::vector<std::size_t>> units;
+  };
+  const std::vector<Case> cases = {
+      {64, 1U << 30, {{0, 2, 4, 6}, {1, 5}, {3}}},
+      {3, 1U << 30, {{0, 2, 4}, {1, 5}, {3}, {6}}},
+      {1, 1U << 30, {{0}, {1}, {2}, {3}, {4}, {5}, {6}}},
+      // 1250 bytes hold the data and two members: groups of two.
+      {64, 1250, {{0, 2}, {1, 5}, {3}, {4, 6}}},
+      // Not even one member beside the data: every run alone (never refused here: plan_run
+      // refuses a run that cannot fit at all).
+      {64, 1000, {{0}, {1}, {2}, {3}, {4}, {5}, {6}}},
+  };
+  for (const Case& c : cases) {
+    INFO("batch " << c.batch << ", memory " << c.memory);
+    const auto units = form_units(todo, infos, c.batch, c.memory);
+    std::vector<std::vector<std::size_t>> got;
+    for (const SweepUnit& unit : units) {
+      got.push_back(unit.runs);
+      CHECK(unit.group == (unit.runs.size() > 1));
+    }
+    CHECK(got == c.units);
+  }
+}
+
+TEST_CASE("lockstep: a small memory limit splits the group, the same bytes",
+          "[experiments][sweep][lockstep]") {
+  const auto dir = sweep_scratch("lockstep_memory");
+  Json sweep = lockstep_sweep(false);
+  sweep["schemes"] = Json::array({lockstep_schemes()[1]});
+  sweep["grid"] = Json::object();
+  sweep["repetitions"] = 6;
+  run_lockstep(sweep, dir / "alone", 1, 1);
+  // The run's own estimate of its data and of what each run adds: room for two and a half runs
+  // beside the data.
+  const SweepSpec spec = expand_sweep(sweep, "lockstep.json", dir);
+  const LockstepInfo info = lockstep_info(plan_run(spec.runs[0].config, "lockstep.json", dir), dir);
+  REQUIRE(info.member_bytes > 0.0);
+  const std::uint64_t saved = memory_limit();
+  set_memory_limit(static_cast<std::uint64_t>(info.shared_bytes + 2.5 * info.member_bytes));
+  std::vector<std::string> log;
+  try {
+    log = run_lockstep(sweep, dir / "small", 64, 1);
+  } catch (...) {
+    set_memory_limit(saved);
+    throw;
+  }
+  set_memory_limit(saved);
+  CHECK(tree(dir / "small") == tree(dir / "alone"));
+  const auto groups = std::count_if(log.begin(), log.end(), [](const std::string& line) {
+    return line.rfind("lock-step group ", 0) == 0 &&
+           line.find(" of 3: 2 runs") != std::string::npos &&
+           line.find("--max-memory") != std::string::npos;
+  });
+  CHECK(groups == 3);
+}
+
+}  // namespace stragglersim::experiments
