@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <utility>
 
 #include "experiments/config/config_error.h"
@@ -307,7 +308,32 @@ nlohmann::json block_at(nlohmann::json block,
   return block;
 }
 
+/// The order the points are estimated in: the largest step first (a step that is too large
+/// diverges within a few iterations, and the best points of most schemes are at the larger
+/// steps, so that the bound that stops the other points' runs is low early), each step's
+/// points in grid order.
+std::vector<std::size_t> evaluation_order(const std::vector<GridPoint>& grid) {
+  std::vector<std::size_t> order(grid.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&grid](std::size_t a, std::size_t b) {
+    return grid[a].step > grid[b].step;
+  });
+  return order;
+}
+
 }  // namespace
+
+const SchemeCandidate* AdviceTuner::full_gradient_at(const SchemeCandidate& c) const {
+  if (!c.tuning) {
+    return nullptr;
+  }
+  for (std::size_t s = 0; s < kStepMultipliers.size(); ++s) {
+    if (kStepMultipliers[s] == c.tuning->step_multiplier && full_by_step_[s]) {
+      return &*full_by_step_[s];
+    }
+  }
+  return nullptr;
+}
 
 void AdviceTuner::announce(const std::vector<SchemeCandidate>& candidates,
                            const std::vector<SchemeCandidate>& more) {
@@ -364,10 +390,15 @@ void AdviceTuner::tune(SchemeCandidate& c) {
   TuningChoice choice;
   choice.grid_points = grid.size();
   choice.grid = grid_json(steps, params);
+  // Uncoded's estimates are kept whole (an exact decode takes its iterations at each step);
+  // every other candidate's points stop as soon as they cannot beat the best so far.
+  const bool reference = c.label == "uncoded";
   const GridPoint* best = nullptr;
-  for (const auto& g : grid) {
+  for (const std::size_t i : evaluation_order(grid)) {
+    const GridPoint& g = grid[i];
     SchemeCandidate point = c;
     point.block = block_at(c.block, g, steps, params);
+    const auto& full = full_by_step_[g.step];
     (void)estimate_candidate(advice_,
                              file_,
                              base_dir_,
@@ -375,10 +406,18 @@ void AdviceTuner::tune(SchemeCandidate& c) {
                              kTuningStream,
                              true,
                              point,
-                             &iteration_times_);
-    if (point.problem.empty() && point.total < choice.tuning_total) {
+                             &iteration_times_,
+                             full ? &*full : nullptr,
+                             reference ? kInf : choice.tuning_total);
+    // The least time, ties to the earlier point of the grid (the smaller step).
+    if (point.problem.empty() &&
+        (point.total < choice.tuning_total ||
+         (best != nullptr && point.total == choice.tuning_total && &g < best))) {
       choice.tuning_total = point.total;
       best = &g;
+    }
+    if (reference) {
+      full_by_step_[g.step] = std::move(point);
     }
     ++done_;
     if (options_.progress) {

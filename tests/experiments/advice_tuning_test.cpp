@@ -381,7 +381,8 @@ TEST_CASE("advise tuning: --fixed-step's JSON is the untuned advise's, byte for 
           "[advise][tuning]") {
   // pai_job1.expected.json was printed by `advise ... --repetitions 3 --json` before the tuning
   // existed; since then only the iterations method of the three exact linear-algebra decodes
-  // (crc s=1, s=2, proportional_crc) changed, to "as uncoded" (their iterations are the same).
+  // (crc s=1, s=2, proportional_crc) changed, to "as uncoded" (their iterations are the same),
+  // and Malenia's two methods, to "as uncoded" and its clock's (its numbers are the same).
   const auto dir = kTuningSource / "tests" / "experiments" / "advise_fixed_step";
   const nlohmann::json config = read_json_file(dir / "pai_job1.json");
   AdviceOptions o;
