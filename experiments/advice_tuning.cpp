@@ -18,6 +18,7 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 const std::string kStepPointer = "/optimizer/step";
+constexpr std::size_t kNoPoint = std::numeric_limits<std::size_t>::max();
 
 /// Distinct ⌈f·n⌉ over kCountFractions within [1, upper].
 std::vector<double> count_grid(int n, int upper) {
@@ -308,16 +309,16 @@ nlohmann::json block_at(nlohmann::json block,
   return block;
 }
 
-/// The order the points are estimated in: the largest step first (a step that is too large
-/// diverges within a few iterations, and the best points of most schemes are at the larger
-/// steps, so that the bound that stops the other points' runs is low early), each step's
-/// points in grid order.
-std::vector<std::size_t> evaluation_order(const std::vector<GridPoint>& grid) {
-  std::vector<std::size_t> order(grid.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&grid](std::size_t a, std::size_t b) {
-    return grid[a].step > grid[b].step;
-  });
+/// The points of step `s` in the order they are estimated: the point with the values of the
+/// best point so far (`best`, an index into the grid; none: grid.size()) first, whose time is
+/// likely near the best and so sets a low bound for the others, then the rest in grid order.
+std::vector<std::size_t> step_order(std::size_t s, std::size_t per_step, std::size_t best) {
+  std::vector<std::size_t> order(per_step);
+  std::iota(order.begin(), order.end(), s * per_step);
+  if (best != kNoPoint) {
+    const auto first = order.begin() + static_cast<std::ptrdiff_t>(best % per_step);
+    std::rotate(order.begin(), first, first + 1);
+  }
   return order;
 }
 
@@ -354,8 +355,9 @@ void AdviceTuner::announce(const std::vector<SchemeCandidate>& candidates,
       static_cast<double>(options_.measure) * static_cast<double>(schemes);
   options_.note(fmt::format(
       "advise: tuning {} schemes over {} grid points ({} step multipliers x their K, r or "
-      "deadline), {} simulated runs each: about {:.0f} s (one run of {} took {:.3g} s; "
-      "--fixed-step skips the tuning)",
+      "deadline), {} simulated runs each: at most about {:.0f} s (one run of {} took {:.3g} s; "
+      "a point's runs stop once it cannot beat the best so far; --fixed-step skips the "
+      "tuning)",
       schemes,
       total_,
       kStepMultipliers.size(),
@@ -394,8 +396,17 @@ void AdviceTuner::tune(SchemeCandidate& c) {
   // every other candidate's points stop as soon as they cannot beat the best so far.
   const bool reference = c.label == "uncoded";
   const GridPoint* best = nullptr;
-  for (const std::size_t i : evaluation_order(grid)) {
-    const GridPoint& g = grid[i];
+  // The largest step first: a step that is too large diverges within a few iterations, and
+  // most schemes' best points are at the larger steps, so the bound is low early.
+  const std::size_t per_step = grid.size() / kStepMultipliers.size();
+  std::vector<std::size_t> order;  // the current step's points
+  for (std::size_t next = 0; next < grid.size(); ++next) {
+    if (next % per_step == 0) {
+      const std::size_t s = kStepMultipliers.size() - 1 - next / per_step;
+      order = step_order(
+          s, per_step, best != nullptr ? static_cast<std::size_t>(best - grid.data()) : kNoPoint);
+    }
+    const GridPoint& g = grid[order[next % per_step]];
     SchemeCandidate point = c;
     point.block = block_at(c.block, g, steps, params);
     const auto& full = full_by_step_[g.step];
