@@ -322,6 +322,26 @@ std::vector<std::size_t> step_order(std::size_t s, std::size_t per_step, std::si
   return order;
 }
 
+/// Sets `c`'s block to the chosen point (`best`, or the listed point when no point reached the
+/// target) and `c.tuning` to `choice` completed with it.
+void apply_choice(SchemeCandidate& c,
+                  TuningChoice choice,
+                  const GridPoint* best,
+                  const std::vector<double>& steps,
+                  const std::vector<TunedParameter>& params) {
+  const GridPoint chosen = best != nullptr ? *best : listed_point(c, params);
+  if (best != nullptr) {
+    choice.at_edge = edges_of(chosen, steps, params);
+  }
+  c.block = block_at(c.block, chosen, steps, params);
+  choice.step = steps[chosen.step];
+  choice.step_multiplier = kStepMultipliers[chosen.step];
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    choice.parameters[params[i].pointer] = value_of(params[i], params[i].values[chosen.values[i]]);
+  }
+  c.tuning = std::move(choice);
+}
+
 }  // namespace
 
 const SchemeCandidate* AdviceTuner::full_gradient_at(const SchemeCandidate& c) const {
@@ -435,17 +455,7 @@ void AdviceTuner::tune(SchemeCandidate& c) {
       options_.progress(done_, total_);
     }
   }
-  const GridPoint chosen = best != nullptr ? *best : listed_point(c, params);
-  if (best != nullptr) {
-    choice.at_edge = edges_of(chosen, steps, params);
-  }
-  c.block = block_at(c.block, chosen, steps, params);
-  choice.step = steps[chosen.step];
-  choice.step_multiplier = kStepMultipliers[chosen.step];
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    choice.parameters[params[i].pointer] = value_of(params[i], params[i].values[chosen.values[i]]);
-  }
-  c.tuning = std::move(choice);
+  apply_choice(c, std::move(choice), best, steps, params);
 }
 
 }  // namespace stragglersim::experiments

@@ -469,7 +469,14 @@ void evaluate(const std::string& file,
   if (!plan) {
     return;
   }
-  check_coverage(*plan, c);
+  if (plan->update && plan->update->mode == sim::UpdateMode::kMalenia) {
+    // Every update waits for a gradient of every worker: each partition is in every update, as
+    // check_coverage would count (at the cost of every gradient of 2 000 updates).
+    c.least_covered_partition = 0;
+    c.least_covered_fraction = 1.0;
+  } else {
+    check_coverage(*plan, c);
+  }
   if (options.measure > 0) {
     measure(*plan, options.measure, advice.target_loss, c);
   }
@@ -832,13 +839,6 @@ std::vector<SchemeCandidate> deadline_candidates(const std::vector<SchemeCandida
 }  // namespace
 
 void check_coverage(const RunPlan& plan, SchemeCandidate& c) {
-  if (plan.update && plan.update->mode == sim::UpdateMode::kMalenia) {
-    // Every update waits for a gradient of every worker: each partition is in every update, as
-    // the count below would find (at the cost of every gradient of 2 000 updates).
-    c.least_covered_partition = 0;
-    c.least_covered_fraction = 1.0;
-    return;
-  }
   const codes::GradientCode& code = *plan.scheme.code;
   const auto next_heard = heard_sets(plan, derive_seed(plan.seed, kCoverageStream));
   const auto k = static_cast<std::size_t>(code.partitions());
