@@ -43,7 +43,8 @@ DecodeMemo::Outcome DecodeMemo::operator()(std::span<const int> heard) const {
       sorted.push_back(static_cast<int>(w));
     }
   }
-  const Decoding d = code_->decode_optimal(sorted);
+  // Only the outcome is kept: no condition number's value (an SVD) is needed to decide it.
+  const Decoding d = code_->decode_outcome(sorted);
   const Outcome out{.exact = d.exact, .partitions_covered = d.partitions_covered};
   const std::scoped_lock lock(mutex_);
   ++decodes_;

@@ -33,8 +33,9 @@ class DecodeMemo {
 
   explicit DecodeMemo(std::shared_ptr<const GradientCode> code,
                       std::size_t word_limit = kDefaultWordLimit);
-  /// decode_optimal(heard in ascending order) reduced to its outcome; repeated workers count
-  /// once. Thread-safe.
+  /// decode_optimal(heard in ascending order) reduced to its outcome, computed by
+  /// decode_outcome (the same exactness and coverage without the SVD that gives the condition
+  /// number's value); repeated workers count once. Thread-safe.
   [[nodiscard]] Outcome operator()(std::span<const int> heard) const;
   /// Decodes computed (sets not found in the memo).
   [[nodiscard]] std::uint64_t decodes() const;

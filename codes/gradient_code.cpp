@@ -6,6 +6,7 @@
 #include <Eigen/SVD>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "models/base/invariant.h"
 
@@ -150,6 +151,35 @@ Decoding GradientCode::finish(Eigen::VectorXd weights, double condition) const {
 }
 
 Decoding GradientCode::decode_optimal(std::span<const int> heard) const {
+  return least_squares_decode(heard, false);
+}
+
+Decoding GradientCode::decode_outcome(std::span<const int> heard) const {
+  return least_squares_decode(heard, true);
+}
+
+namespace {
+
+/// σ_max/σ_min of the upper triangle `t` (full rank): its singular values.
+double triangle_condition(const Eigen::MatrixXd& t) {
+  const Eigen::BDCSVD<Eigen::MatrixXd> svd(t);
+  const Eigen::VectorXd& sv = svd.singularValues();
+  return sv(0) / sv(sv.size() - 1);
+}
+
+/// An upper bound of σ_max/σ_min of the upper triangle `t` (full rank): σ_max ≤ ‖t‖_F and
+/// 1/σ_min = ‖t⁻¹‖₂ ≤ ‖t⁻¹‖_F (+∞ when the inverse overflows).
+double triangle_condition_bound(const Eigen::MatrixXd& t) {
+  const Eigen::MatrixXd inverse =
+      t.triangularView<Eigen::Upper>().solve(Eigen::MatrixXd::Identity(t.rows(), t.cols()));
+  const double bound = t.norm() * inverse.norm();
+  return std::isfinite(bound) ? bound : std::numeric_limits<double>::infinity();
+}
+
+}  // namespace
+
+Decoding GradientCode::least_squares_decode(std::span<const int> heard,
+                                            bool bound_condition) const {
   Eigen::VectorXd weights = Eigen::VectorXd::Zero(workers());
   if (heard.empty()) {
     return finish(std::move(weights), 1.0);
@@ -172,9 +202,10 @@ Decoding GradientCode::decode_optimal(std::span<const int> heard) const {
   if (rank > 0) {
     const Eigen::MatrixXd t =
         cod.matrixT().topLeftCorner(rank, rank).triangularView<Eigen::Upper>();
-    const Eigen::BDCSVD<Eigen::MatrixXd> svd(t);
-    const Eigen::VectorXd& sv = svd.singularValues();
-    condition = sv(0) / sv(rank - 1);
+    // The bound decides exactness when it is within the limit; the value is needed otherwise.
+    const double bound =
+        bound_condition ? triangle_condition_bound(t) : std::numeric_limits<double>::infinity();
+    condition = bound <= kConditionLimit ? bound : triangle_condition(t);
   }
   for (std::size_t c = 0; c < heard.size(); ++c) {
     weights(heard[c]) = a(static_cast<Eigen::Index>(c));

@@ -126,6 +126,13 @@ class GradientCode {
   /// argmin_a ‖B_Kᵀa − 1‖² over a supported on `heard`. Default: complete orthogonal
   /// decomposition of B_Kᵀ (rank-revealing, never normal equations), with its condition number.
   [[nodiscard]] virtual Decoding decode_optimal(std::span<const int> heard) const;
+  /// decode_optimal's weights, α and `exact` without the cost of its condition number's value
+  /// (an SVD of the decomposition's m × m triangle T): `condition` is the upper bound
+  /// ‖T‖_F·‖T⁻¹‖_F of σ_max/σ_min (a triangular inverse, m³/3 operations) wherever that bound
+  /// is within kConditionLimit, which decides `exact` as the value would; past it the value.
+  /// For callers that read the outcome alone (DecodeMemo). Codes with their own decode_optimal
+  /// return it.
+  [[nodiscard]] virtual Decoding decode_outcome(std::span<const int> heard) const;
   /// Exact decoding: the optimal decode, marked `exact` only when its residual and condition
   /// number are within limits; otherwise `problem` says why.
   [[nodiscard]] virtual Decoding decode_exact(std::span<const int> heard) const;
@@ -164,6 +171,10 @@ class GradientCode {
   [[nodiscard]] Decoding finish(Eigen::VectorXd weights, double condition) const;
 
  private:
+  /// The complete-orthogonal-decomposition decode of decode_optimal; with `bound_condition` the
+  /// condition as decode_outcome computes it.
+  [[nodiscard]] Decoding least_squares_decode(std::span<const int> heard,
+                                              bool bound_condition) const;
   int workers_ = 0;
   int partitions_ = 0;
   Eigen::MatrixXd b_;

@@ -42,6 +42,10 @@ class GroupCode : public GradientCode {
     return count == groups();
   }
 
+  [[nodiscard]] Decoding decode_outcome(std::span<const int> heard) const override {
+    return decode_optimal(heard);
+  }
+
   /// One message per covered group, the first heard (in the order given): the same estimate as
   /// the least-squares decode, condition 1.
   [[nodiscard]] Decoding decode_optimal(std::span<const int> heard) const override {

@@ -27,6 +27,9 @@ class UncodedCode final : public GradientCode {
   }
   [[nodiscard]] bool decodable(std::span<const int> heard) const override;
   [[nodiscard]] Decoding decode_optimal(std::span<const int> heard) const override;
+  [[nodiscard]] Decoding decode_outcome(std::span<const int> heard) const override {
+    return decode_optimal(heard);
+  }
 };
 
 }  // namespace stragglersim::codes

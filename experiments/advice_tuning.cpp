@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <utility>
 
 #include "experiments/config/config_error.h"
@@ -17,6 +18,7 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 const std::string kStepPointer = "/optimizer/step";
+constexpr std::size_t kNoPoint = std::numeric_limits<std::size_t>::max();
 
 /// Distinct ⌈f·n⌉ over kCountFractions within [1, upper].
 std::vector<double> count_grid(int n, int upper) {
@@ -307,7 +309,52 @@ nlohmann::json block_at(nlohmann::json block,
   return block;
 }
 
+/// The points of step `s` in the order they are estimated: the point with the values of the
+/// best point so far (`best`, an index into the grid; none: grid.size()) first, whose time is
+/// likely near the best and so sets a low bound for the others, then the rest in grid order.
+std::vector<std::size_t> step_order(std::size_t s, std::size_t per_step, std::size_t best) {
+  std::vector<std::size_t> order(per_step);
+  std::iota(order.begin(), order.end(), s * per_step);
+  if (best != kNoPoint) {
+    const auto first = order.begin() + static_cast<std::ptrdiff_t>(best % per_step);
+    std::rotate(order.begin(), first, first + 1);
+  }
+  return order;
+}
+
+/// Sets `c`'s block to the chosen point (`best`, or the listed point when no point reached the
+/// target) and `c.tuning` to `choice` completed with it.
+void apply_choice(SchemeCandidate& c,
+                  TuningChoice choice,
+                  const GridPoint* best,
+                  const std::vector<double>& steps,
+                  const std::vector<TunedParameter>& params) {
+  const GridPoint chosen = best != nullptr ? *best : listed_point(c, params);
+  if (best != nullptr) {
+    choice.at_edge = edges_of(chosen, steps, params);
+  }
+  c.block = block_at(c.block, chosen, steps, params);
+  choice.step = steps[chosen.step];
+  choice.step_multiplier = kStepMultipliers[chosen.step];
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    choice.parameters[params[i].pointer] = value_of(params[i], params[i].values[chosen.values[i]]);
+  }
+  c.tuning = std::move(choice);
+}
+
 }  // namespace
+
+const SchemeCandidate* AdviceTuner::full_gradient_at(const SchemeCandidate& c) const {
+  if (!c.tuning) {
+    return nullptr;
+  }
+  for (std::size_t s = 0; s < kStepMultipliers.size(); ++s) {
+    if (kStepMultipliers[s] == c.tuning->step_multiplier && full_by_step_[s]) {
+      return &*full_by_step_[s];
+    }
+  }
+  return nullptr;
+}
 
 void AdviceTuner::announce(const std::vector<SchemeCandidate>& candidates,
                            const std::vector<SchemeCandidate>& more) {
@@ -328,8 +375,9 @@ void AdviceTuner::announce(const std::vector<SchemeCandidate>& candidates,
       static_cast<double>(options_.measure) * static_cast<double>(schemes);
   options_.note(fmt::format(
       "advise: tuning {} schemes over {} grid points ({} step multipliers x their K, r or "
-      "deadline), {} simulated runs each: about {:.0f} s (one run of {} took {:.3g} s; "
-      "--fixed-step skips the tuning)",
+      "deadline), {} simulated runs each: at most about {:.0f} s (one run of {} took {:.3g} s; "
+      "a point's runs stop once it cannot beat the best so far; --fixed-step skips the "
+      "tuning)",
       schemes,
       total_,
       kStepMultipliers.size(),
@@ -364,10 +412,24 @@ void AdviceTuner::tune(SchemeCandidate& c) {
   TuningChoice choice;
   choice.grid_points = grid.size();
   choice.grid = grid_json(steps, params);
+  // Uncoded's estimates are kept whole (an exact decode takes its iterations at each step);
+  // every other candidate's points stop as soon as they cannot beat the best so far.
+  const bool reference = c.label == "uncoded";
   const GridPoint* best = nullptr;
-  for (const auto& g : grid) {
+  // The largest step first: a step that is too large diverges within a few iterations, and
+  // most schemes' best points are at the larger steps, so the bound is low early.
+  const std::size_t per_step = grid.size() / kStepMultipliers.size();
+  std::vector<std::size_t> order;  // the current step's points
+  for (std::size_t next = 0; next < grid.size(); ++next) {
+    if (next % per_step == 0) {
+      const std::size_t s = kStepMultipliers.size() - 1 - next / per_step;
+      order = step_order(
+          s, per_step, best != nullptr ? static_cast<std::size_t>(best - grid.data()) : kNoPoint);
+    }
+    const GridPoint& g = grid[order[next % per_step]];
     SchemeCandidate point = c;
     point.block = block_at(c.block, g, steps, params);
+    const auto& full = full_by_step_[g.step];
     (void)estimate_candidate(advice_,
                              file_,
                              base_dir_,
@@ -375,27 +437,25 @@ void AdviceTuner::tune(SchemeCandidate& c) {
                              kTuningStream,
                              true,
                              point,
-                             &iteration_times_);
-    if (point.problem.empty() && point.total < choice.tuning_total) {
+                             &iteration_times_,
+                             full ? &*full : nullptr,
+                             reference ? kInf : choice.tuning_total);
+    // The least time, ties to the earlier point of the grid (the smaller step).
+    if (point.problem.empty() &&
+        (point.total < choice.tuning_total ||
+         (best != nullptr && point.total == choice.tuning_total && &g < best))) {
       choice.tuning_total = point.total;
       best = &g;
+    }
+    if (reference) {
+      full_by_step_[g.step] = std::move(point);
     }
     ++done_;
     if (options_.progress) {
       options_.progress(done_, total_);
     }
   }
-  const GridPoint chosen = best != nullptr ? *best : listed_point(c, params);
-  if (best != nullptr) {
-    choice.at_edge = edges_of(chosen, steps, params);
-  }
-  c.block = block_at(c.block, chosen, steps, params);
-  choice.step = steps[chosen.step];
-  choice.step_multiplier = kStepMultipliers[chosen.step];
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    choice.parameters[params[i].pointer] = value_of(params[i], params[i].values[chosen.values[i]]);
-  }
-  c.tuning = std::move(choice);
+  apply_choice(c, std::move(choice), best, steps, params);
 }
 
 }  // namespace stragglersim::experiments

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,12 @@ class AdviceTuner {
   /// listed parameters when no point reaches the target). `c` is estimated afresh by the caller.
   void tune(SchemeCandidate& c);
 
+  /// The uncoded candidate as tuned at `c`'s chosen step (its tuning-run estimate; null before
+  /// uncoded is tuned, or when `c` is not tuned): whose iterations an exact linear-algebra decode
+  /// under GD takes (estimate_candidate's `full`). Uncoded's iterates do not depend on the delays,
+  /// so the tuning runs' estimate is the fresh runs' one.
+  [[nodiscard]] const SchemeCandidate* full_gradient_at(const SchemeCandidate& c) const;
+
  private:
   const Advice& advice_;
   std::string file_;
@@ -97,6 +104,9 @@ class AdviceTuner {
   const AdviceOptions& options_;
   int workers_;
   IterationTimeCache iteration_times_;
+  /// Uncoded's estimate at each step multiplier (by index), once it is tuned.
+  std::vector<std::optional<SchemeCandidate>> full_by_step_ =
+      std::vector<std::optional<SchemeCandidate>>(kStepMultipliers.size());
   std::size_t done_ = 0;
   std::size_t total_ = 0;
 };

@@ -200,11 +200,43 @@ struct RunsToTarget {
 struct RunStream {
   std::uint64_t stream = kAdviceStream;
   bool divergence_not_reached = false;
+  /// The tuning's best time so far: the runs stop once their mean time to target is sure to be
+  /// above it (+∞: never).
+  double prune_above = kInf;
+  /// An estimate T · E[Z] (its lower bound counts iterations), not a time simulated directly.
+  bool per_iteration = false;
+  double iteration_time = 0.0;  ///< E[Z] of an estimate T · E[Z]
 };
 
-RunsToTarget runs_to_target(
-    const RunPlan& plan, double f_star, double epsilon, int repetitions, const RunStream& runs) {
+/// Thrown from a run's row callback when the estimate is sure to exceed RunStream::prune_above.
+struct RunsPruned {};
+
+/// A lower bound of the estimate (the mean over `repetitions` runs of the time to target) when
+/// the runs so far sum to `sums` and the current run is at `row` without having reached the
+/// target: its hit comes at that row or later, and the runs to come add no less than 0.
+double estimate_lower_bound(const RunStream& runs,
+                            const RunsToTarget& sums,
+                            const sim::TraceRow& row,
+                            int repetitions) {
+  const auto n = static_cast<double>(repetitions);
+  // The same operations, in the same order, as the estimate's own (sums only grow).
+  return runs.per_iteration
+             ? (sums.iterations + static_cast<double>(row.iteration)) / n * runs.iteration_time
+             : (sums.time + row.time) / n;
+}
+
+/// A pruned estimate's method suffix (a tuning point that cannot be chosen; never reported).
+const std::string kPrunedMethod = ": pruned, above the best point so far";
+
+/// The runs of one estimate; `pruned` is set when they stopped early (RunStream::prune_above).
+RunsToTarget runs_to_target(const RunPlan& plan,
+                            double f_star,
+                            double epsilon,
+                            int repetitions,
+                            const RunStream& runs,
+                            bool* pruned = nullptr) {
   const std::uint64_t seed = derive_seed(plan.seed, runs.stream);
+  const bool pruning = std::isfinite(runs.prune_above);
   RunsToTarget out;
   for (int rep = 0; rep < repetitions; ++rep) {
     std::optional<sim::TraceRow> hit;
@@ -214,18 +246,29 @@ RunsToTarget runs_to_target(
             if (!hit && row.loss - f_star <= epsilon) {
               hit = row;
             }
+            if (pruning && !hit &&
+                estimate_lower_bound(runs, out, row, repetitions) > runs.prune_above) {
+              throw RunsPruned{};
+            }
           });
     } catch (const sim::NumericalError&) {
       if (!runs.divergence_not_reached) {
         throw;
       }
       hit.reset();  // a diverging run does not reach the target
+    } catch (const RunsPruned&) {
+      hit.reset();
+      *pruned = true;
+      return out;
     }
     if (hit) {
       ++out.reached;
       out.iterations += static_cast<double>(hit->iteration);
       out.time += hit->time;
       out.time_sq += hit->time * hit->time;
+    } else if (pruning) {
+      *pruned = true;  // one run short of the target: the estimate is not reached
+      return out;
     }
   }
   return out;
@@ -262,10 +305,13 @@ void predict_iterations(const RunPlan& plan,
   // The mean of each run's first iteration at the target, not the first crossing of the mean
   // gap: near a noise floor a few excursions hold the mean gap above ε long after most runs
   // got there, and the time to target is a sum of iteration times up to each run's own hit.
-  const RunsToTarget runs = runs_to_target(plan, f_star, epsilon, repetitions, stream);
+  bool pruned = false;
+  const RunsToTarget runs = runs_to_target(plan, f_star, epsilon, repetitions, stream, &pruned);
   c.iterations_method =
       fmt::format("simulation (mean first iteration at target of {} runs)", repetitions);
-  if (runs.reached == repetitions) {
+  if (pruned) {
+    c.iterations_method += kPrunedMethod;
+  } else if (runs.reached == repetitions) {
     c.iterations = runs.iterations / repetitions;
   } else {
     c.iterations_method += fmt::format(": {} reached", runs.reached);
@@ -281,16 +327,83 @@ void simulate_time_to_target(const RunPlan& plan,
                              int repetitions,
                              const RunStream& stream,
                              SchemeCandidate& c) {
-  const RunsToTarget runs = runs_to_target(plan, f_star, epsilon, repetitions, stream);
+  bool pruned = false;
+  const RunsToTarget runs = runs_to_target(plan, f_star, epsilon, repetitions, stream, &pruned);
   c.iterations_method =
       fmt::format("simulation (mean first iteration at target of {} runs)", repetitions);
   c.total_method = fmt::format("simulation (mean time at target of {} runs", repetitions);
+  if (pruned) {
+    c.iterations_method += kPrunedMethod;
+    c.total_method += kPrunedMethod + ")";
+    c.iteration_time_method = "not measured (pruned)";
+    c.total = kInf;
+    return;
+  }
   if (runs.reached < repetitions) {
     c.iterations_method += fmt::format(": {} reached", runs.reached);
     c.total_method += fmt::format(": {} reached)", runs.reached);
     c.iteration_time_method = "not measured (the target was not reached in every run)";
     c.total = kInf;
     return;
+  }
+  const auto n = static_cast<double>(repetitions);
+  c.iterations = runs.iterations / n;
+  c.total = runs.time / n;
+  c.total_se = runs.time_se();
+  c.total_method += fmt::format(", s.e. {:.2g})", c.total_se);
+  c.iteration_time = *c.iterations > 0.0 ? c.total / *c.iterations : 0.0;
+  c.iteration_time_method = "simulation (mean time at target / mean iterations at target)";
+}
+
+/// Whether `plan` is Malenia's update rule, whose updates under gradient descent are uncoded's
+/// (`full`, evaluated at the same step, every run at the same integral iteration): each update
+/// waits until every worker has b_i ≥ 1 gradients at the current x and weighs each by 1/b_i; on
+/// its own partition, at one x, a worker's gradients are one gradient, so the update is the
+/// full gradient, as uncoded's is, and the iterates agree to rounding. The conditions of
+/// shares_full_gradient_iterations (gradient descent, not least squares) hold too.
+bool shares_full_gradient_updates(const RunPlan& plan, const SchemeCandidate* full) {
+  if (full == nullptr || !full->problem.empty() || !plan.update ||
+      plan.update->mode != sim::UpdateMode::kMalenia || plan.optimizer != OptimizerKind::kGd ||
+      plan.objective->loss().name() == "least_squares") {
+    return false;
+  }
+  return !full->iterations || *full->iterations == std::round(*full->iterations);
+}
+
+/// Malenia's time to ε from its clock alone (shares_full_gradient_updates): in each of the
+/// `repetitions` runs (the seeds of runs_to_target) the time of its T-th update, T uncoded's
+/// iterations to ε; the iterates, hence T, do not depend on the delays.
+void clock_time_to_target(const RunPlan& plan,
+                          const SchemeCandidate& full,
+                          int repetitions,
+                          const RunStream& stream,
+                          SchemeCandidate& c) {
+  c.iterations_method = "as uncoded (every update is the full gradient at the current x)";
+  c.total_method = fmt::format(
+      "simulation of its clock (mean time of update T, T uncoded's iterations, of {} runs",
+      repetitions);
+  if (!full.iterations) {
+    c.total_method += ": not reached)";
+    c.iteration_time_method = "not measured (the target was not reached in every run)";
+    c.total = kInf;
+    return;
+  }
+  const auto updates = static_cast<std::uint64_t>(*full.iterations);
+  const std::uint64_t seed = derive_seed(plan.seed, stream.stream);
+  RunsToTarget runs;
+  for (int rep = 0; rep < repetitions; ++rep) {
+    sim::AsynchronousCluster cluster(plan.make_delays(),
+                                     *plan.update,
+                                     derive_seed(seed, static_cast<std::uint64_t>(rep)),
+                                     plan.network);
+    double time = 0.0;
+    for (std::uint64_t t = 1; t <= updates; ++t) {
+      time = cluster.next_update().time;
+    }
+    ++runs.reached;
+    runs.iterations += static_cast<double>(updates);
+    runs.time += time;
+    runs.time_sq += time * time;
   }
   const auto n = static_cast<double>(repetitions);
   c.iterations = runs.iterations / n;
@@ -329,21 +442,22 @@ void measure(const RunPlan& plan, int runs, double target_loss, SchemeCandidate&
 
 /// Whether `plan`'s iterations to ε are uncoded's (`full`, evaluated): under gradient descent a
 /// `decodable` rule updates with the exact full gradient every iteration, as uncoded does, so the
-/// iterates agree to rounding. Taken for linear-algebra codes only, whose simulated training pays
-/// a factorisation per iteration (simulation_budget.h), and not for least squares (its exact
-/// curve); the other exact schemes are simulated.
+/// iterates agree to rounding (and neither reaches the target when uncoded does not). Taken for
+/// linear-algebra codes only, whose simulated training pays a factorisation per iteration
+/// (simulation_budget.h), and not for least squares (its exact curve); the other exact schemes are
+/// simulated.
 bool shares_full_gradient_iterations(const RunPlan& plan, const SchemeCandidate* full) {
   const auto shape = plan.scheme.rule->shape();
   // Least squares has the exact curve of predict_iterations (theory, no runs) instead.
-  return full != nullptr && full->iterations && plan.optimizer == OptimizerKind::kGd &&
+  return full != nullptr && full->problem.empty() && plan.optimizer == OptimizerKind::kGd &&
          plan.objective->loss().name() != "least_squares" && shape &&
          shape->kind == sim::RuleKind::kDecodable &&
          simulation_cost(plan, 1).operations_per_decode > 0.0;
 }
 
 /// Plans, predicts and (optionally) measures one candidate, with the predicted delay; `full` is
-/// the evaluated uncoded candidate at the same step (null before it is evaluated, and when
-/// tuning gives every candidate a step of its own).
+/// the evaluated uncoded candidate at the same step (null before it is evaluated; when tuned,
+/// uncoded's tuning estimate at the candidate's chosen step).
 void evaluate(const std::string& file,
               const std::filesystem::path& base_dir,
               const Advice& advice,
@@ -355,7 +469,14 @@ void evaluate(const std::string& file,
   if (!plan) {
     return;
   }
-  check_coverage(*plan, c);
+  if (plan->update && plan->update->mode == sim::UpdateMode::kMalenia) {
+    // Every update waits for a gradient of every worker: each partition is in every update, as
+    // check_coverage would count (at the cost of every gradient of 2 000 updates).
+    c.least_covered_partition = 0;
+    c.least_covered_fraction = 1.0;
+  } else {
+    check_coverage(*plan, c);
+  }
   if (options.measure > 0) {
     measure(*plan, options.measure, advice.target_loss, c);
   }
@@ -885,7 +1006,7 @@ Advice advise(const nlohmann::json& config,
     if (advice.tuned) {
       tuner.tune(c);
     }
-    evaluate(file, base_dir, advice, options, c, full);
+    evaluate(file, base_dir, advice, options, c, advice.tuned ? tuner.full_gradient_at(c) : full);
     if (!advice.tuned && c.label == "uncoded" && c.problem.empty()) {
       full = &c;
     }
@@ -894,7 +1015,7 @@ Advice advise(const nlohmann::json& config,
     if (advice.tuned) {
       tuner.tune(extra);
     }
-    evaluate(file, base_dir, advice, options, extra);
+    evaluate(file, base_dir, advice, options, extra, tuner.full_gradient_at(extra));
     candidates.push_back(std::move(extra));
   }
   for (auto& c : candidates) {
@@ -936,7 +1057,8 @@ std::optional<RunPlan> estimate_candidate(const Advice& advice,
                                           bool divergence_not_reached,
                                           SchemeCandidate& c,
                                           IterationTimeCache* cache,
-                                          const SchemeCandidate* full) {
+                                          const SchemeCandidate* full,
+                                          double prune_above) {
   nlohmann::json predicted = advice.config;
   predicted["delay"] = advice.predicted_delay;
   const SchemeCandidate fresh;  // a candidate estimated again starts from no estimate
@@ -953,8 +1075,10 @@ std::optional<RunPlan> estimate_candidate(const Advice& advice,
     c.total = kInf;
     return std::nullopt;
   }
-  const RunStream runs{stream, divergence_not_reached};
-  if (c.simulated_directly()) {
+  RunStream runs{stream, divergence_not_reached, prune_above, false, 0.0};
+  if (c.simulated_directly() && shares_full_gradient_updates(plan, full)) {
+    clock_time_to_target(plan, *full, repetitions, runs, c);
+  } else if (c.simulated_directly()) {
     simulate_time_to_target(plan, advice.f_star, advice.target_gap, repetitions, runs, c);
   } else {
     const bool theory_applies = theory_applies_to(plan);
@@ -976,6 +1100,8 @@ std::optional<RunPlan> estimate_candidate(const Advice& advice,
       c.iterations = full->iterations;
       c.iterations_method = "as uncoded (an exact decode updates with the full gradient)";
     } else {
+      runs.per_iteration = true;
+      runs.iteration_time = c.iteration_time;
       predict_iterations(
           plan, theory_applies, advice.f_star, advice.target_gap, repetitions, runs, c);
     }

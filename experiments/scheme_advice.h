@@ -223,22 +223,29 @@ void check_coverage(const RunPlan& plan, SchemeCandidate& c);
 /// `cache` (optional) keeps the iteration time of each block without its step: the step does
 /// not change it, and the tuning estimates a block at every step of its grid. `full` (optional):
 /// the uncoded candidate estimated at the same step, whose iterations an exact linear-algebra
-/// decode under GD takes instead of simulating a factorisation per iteration.
+/// decode under GD takes instead of simulating a factorisation per iteration (not reached when
+/// it does not reach the target). `prune_above` (the tuning's best time so far): the runs stop
+/// as soon as the estimate is sure to exceed it (a lower bound of the mean time to target over
+/// the runs, the unfinished runs' hits no earlier than their current row, is above it) or a run
+/// ends without reaching the target; the candidate's total is then +∞, and its other fields
+/// are not an estimate. An estimate that ends at or below `prune_above` is the unpruned one.
 struct CachedIterationTime {
   double iteration_time = 0.0;
   std::string method;
   double stop_time = 0.0;
 };
 using IterationTimeCache = std::map<std::string, CachedIterationTime>;
-std::optional<RunPlan> estimate_candidate(const Advice& advice,
-                                          const std::string& file,
-                                          const std::filesystem::path& base_dir,
-                                          int repetitions,
-                                          std::uint64_t stream,
-                                          bool divergence_not_reached,
-                                          SchemeCandidate& candidate,
-                                          IterationTimeCache* cache = nullptr,
-                                          const SchemeCandidate* full = nullptr);
+std::optional<RunPlan> estimate_candidate(
+    const Advice& advice,
+    const std::string& file,
+    const std::filesystem::path& base_dir,
+    int repetitions,
+    std::uint64_t stream,
+    bool divergence_not_reached,
+    SchemeCandidate& candidate,
+    IterationTimeCache* cache = nullptr,
+    const SchemeCandidate* full = nullptr,
+    double prune_above = std::numeric_limits<double>::infinity());
 
 /// The delay-seed stream of advise's simulated runs (the fixed-step estimates and a tuned
 /// candidate's reported estimate; distinct from the tuning stream and --measure's).

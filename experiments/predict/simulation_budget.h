@@ -1,8 +1,9 @@
 #pragma once
 // How many delay-only draws a simulated iteration time can afford (docs/validate.md "Cost").
 // A linear-algebra code under a decodability rule pays, for each stopping set it meets, a
-// rank-revealing factorisation of the k × m matrix B_Kᵀ (m workers heard) and an SVD of its
-// m × m triangle: about k·m² + m³ operations, 3·10⁷ at n = 256, tens of milliseconds. Decodes are
+// rank-revealing factorisation of the k × m matrix B_Kᵀ (m workers heard) and the condition of
+// its m × m triangle (a triangular inverse, and an SVD only past the inverse's bound): counted
+// as k·m² + m³ operations, 3·10⁷ at n = 256, milliseconds. Decodes are
 // memoised by heard set (codes/decode_memo.h), so a code that decodes from any n − s workers
 // meets at most Σ_{j≤s} C(n, j) distinct sets; any other linear-algebra code is charged one
 // decode per arrival after the rule's minimum. Past kSimulationOperationLimit the draws are cut

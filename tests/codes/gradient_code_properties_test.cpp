@@ -143,6 +143,12 @@ TEST_CASE("codes: every code satisfies the shared decoding properties", "[codes]
             check_decoding(*code, heard, opt);
             check_decoding(*code, heard, one);
             check_decoding(*code, heard, ex);
+            // The outcome alone (DecodeMemo's): decode_optimal's weights and exactness.
+            const Decoding outcome = code->decode_outcome(heard);
+            CHECK(outcome.exact == opt.exact);
+            CHECK(outcome.weights == opt.weights);
+            CHECK(outcome.partitions_covered == opt.partitions_covered);
+            CHECK(outcome.condition >= opt.condition * (1.0 - 1e-12));
             CHECK(opt.error <= one.error + 1e-9);
             CHECK(ex.exact == ex.problem.empty());
             if (c.exact) {
@@ -164,5 +170,50 @@ TEST_CASE("codes: the same seed reproduces B and another seed changes it", "[cod
     const auto other = c.make(6);
     CHECK(a->assignment() == b->assignment());
     CHECK((a->assignment() != other->assignment()) == c.seeded);
+  }
+}
+
+namespace {
+
+/// A diagonal code: worker i holds partition i alone with B_ii = `diagonal[i]`.
+class OutcomeTestDiagonalCode final : public GradientCode {
+ public:
+  explicit OutcomeTestDiagonalCode(const std::vector<double>& diagonal)
+      : GradientCode(
+            Eigen::VectorXd::Map(diagonal.data(), static_cast<Eigen::Index>(diagonal.size()))
+                .asDiagonal()
+                .toDenseMatrix()) {}
+  [[nodiscard]] std::string name() const override { return "diagonal"; }
+  [[nodiscard]] int stragglers_tolerated() const override { return 0; }
+};
+
+}  // namespace
+
+TEST_CASE("codes: decode_outcome's condition bound decides exactness as the condition number does",
+          "[codes][properties]") {
+  // Nine entries 1 and one small entry e: the condition number is 1/e, the bound ‖T‖_F·‖T⁻¹‖_F
+  // is 3/e. e = 1.5e-10: condition 6.7e9 within the limit 1e10, bound 2e10 past it, so the value
+  // is computed and the decode is exact. e = 1e-12: condition 1e12, not exact. e = 1e-6: the
+  // bound 3e6 decides.
+  for (const double e : {1.5e-10, 1e-12, 1e-6}) {
+    INFO("e = " << e);
+    std::vector<double> diagonal(10, 1.0);
+    diagonal.back() = e;
+    const OutcomeTestDiagonalCode code(diagonal);
+    std::vector<int> everyone(10);
+    for (int i = 0; i < 10; ++i) {
+      everyone[static_cast<std::size_t>(i)] = i;
+    }
+    const Decoding opt = code.decode_optimal(everyone);
+    const Decoding outcome = code.decode_outcome(everyone);
+    CHECK(opt.condition == Approx(1.0 / e).epsilon(1e-9));
+    CHECK(outcome.exact == (1.0 / e <= stragglersim::codes::kConditionLimit));
+    CHECK(outcome.exact == opt.exact);
+    CHECK(outcome.weights == opt.weights);
+    if (e == 1e-6) {
+      CHECK(outcome.condition == Approx(3.0 / e).epsilon(1e-9));  // the bound
+    } else {
+      CHECK(outcome.condition == opt.condition);  // the value, past the bound's reach
+    }
   }
 }

@@ -381,7 +381,8 @@ TEST_CASE("advise tuning: --fixed-step's JSON is the untuned advise's, byte for 
           "[advise][tuning]") {
   // pai_job1.expected.json was printed by `advise ... --repetitions 3 --json` before the tuning
   // existed; since then only the iterations method of the three exact linear-algebra decodes
-  // (crc s=1, s=2, proportional_crc) changed, to "as uncoded" (their iterations are the same).
+  // (crc s=1, s=2, proportional_crc) changed, to "as uncoded" (their iterations are the same),
+  // and Malenia's two methods, to "as uncoded" and its clock's (its numbers are the same).
   const auto dir = kTuningSource / "tests" / "experiments" / "advise_fixed_step";
   const nlohmann::json config = read_json_file(dir / "pai_job1.json");
   AdviceOptions o;
@@ -408,6 +409,98 @@ TEST_CASE("advise tuning: the recommendation is within 10 % of an exhaustive swe
     const std::string path = (kTuningSource / "data" / "traces" / "imported" / trace).string();
     CHECK(tuning_test_against_exhaustive(
               tuning_test_config(tuning_test_trace_delay(path), 60), dir.path(), trace) <= 1.10);
+  }
+}
+
+}  // namespace stragglersim::experiments
+
+namespace stragglersim::experiments {
+
+TEST_CASE("advise tuning: a pruned estimate stops only above its bound, and an exact one is kept",
+          "[advise][tuning]") {
+  testing::TempDir dir("advise_tuning_prune");
+  (void)dir.write("ec2.csv", tuning_test_ec2_trace());
+  const nlohmann::json config = tuning_test_config(tuning_test_trace_delay("ec2.csv"), 60);
+  AdviceOptions o;
+  o.suboptimality = 0.05;
+  o.repetitions = 3;
+  o.fixed_step = true;
+  const Advice a = advise(config, "tuning.json", dir.path(), o);
+  // One candidate whose total is T · E[Z] over simulated runs, one simulated directly.
+  for (const char* label : {"ignore-stragglers r=8", "k-async K=5"}) {
+    INFO(label);
+    SchemeCandidate whole = tuning_test_find(a.ranked, label);
+    REQUIRE(estimate_candidate(a, "tuning.json", dir.path(), 3, kTuningStream, true, whole));
+    REQUIRE(std::isfinite(whole.total));
+    // A bound at the estimate itself never prunes it: the same estimate, bit for bit.
+    SchemeCandidate at_bound = tuning_test_find(a.ranked, label);
+    (void)estimate_candidate(a,
+                             "tuning.json",
+                             dir.path(),
+                             3,
+                             kTuningStream,
+                             true,
+                             at_bound,
+                             nullptr,
+                             nullptr,
+                             whole.total);
+    CHECK(at_bound.total == whole.total);
+    CHECK(at_bound.iterations == whole.iterations);
+    CHECK(at_bound.iterations_method == whole.iterations_method);
+    // Below it, the runs stop: +∞, said in the method.
+    SchemeCandidate below = tuning_test_find(a.ranked, label);
+    (void)estimate_candidate(a,
+                             "tuning.json",
+                             dir.path(),
+                             3,
+                             kTuningStream,
+                             true,
+                             below,
+                             nullptr,
+                             nullptr,
+                             0.5 * whole.total);
+    CHECK(below.total == std::numeric_limits<double>::infinity());
+    CHECK(below.iterations_method.ends_with(": pruned, above the best point so far"));
+  }
+}
+
+TEST_CASE(
+    "advise tuning: Malenia's time from its clock at uncoded's iterations is its simulated "
+    "runs' time",
+    "[advise][tuning]") {
+  // Every Malenia update is the full gradient at the current x (each worker's b_i gradients
+  // there are one gradient, weighted 1/b_i), so its runs reach the target at uncoded's
+  // iteration, at its clock's time: the estimate from the clock alone is the runs' estimate.
+  testing::TempDir dir("advise_tuning_malenia");
+  (void)dir.write("ec2.csv", tuning_test_ec2_trace());
+  const std::string pai =
+      (kTuningSource / "data" / "traces" / "imported" / "pai_job1.csv").string();
+  for (const std::string& trace : {std::string("ec2.csv"), pai}) {
+    const nlohmann::json config = tuning_test_config(tuning_test_trace_delay(trace), 60);
+    const RunPlan base = plan_run(config, "tuning.json", dir.path());
+    AdviceOptions o;
+    o.suboptimality = 0.05;
+    o.repetitions = 4;
+    o.fixed_step = true;
+    const Advice a = advise(config, "tuning.json", dir.path(), o);
+    for (const double m : {1.0, 3.0}) {
+      INFO(trace << " at step " << m << "x");
+      SchemeCandidate full = tuning_test_find(a.ranked, "uncoded");
+      SchemeCandidate clock = tuning_test_find(a.ranked, "malenia S=10");
+      full.block["optimizer"] = {{"step", m * base.step}};
+      clock.block["optimizer"] = full.block["optimizer"];
+      SchemeCandidate simulated = clock;
+      REQUIRE(estimate_candidate(a, "tuning.json", dir.path(), 4, kAdviceStream, false, full));
+      REQUIRE(full.iterations);
+      REQUIRE(estimate_candidate(
+          a, "tuning.json", dir.path(), 4, kAdviceStream, false, clock, nullptr, &full));
+      REQUIRE(estimate_candidate(a, "tuning.json", dir.path(), 4, kAdviceStream, false, simulated));
+      CHECK(clock.total_method.starts_with("simulation of its clock"));
+      CHECK(simulated.total_method.starts_with("simulation (mean time at target"));
+      CHECK(clock.iterations == simulated.iterations);
+      CHECK(clock.total == simulated.total);
+      CHECK(clock.total_se == simulated.total_se);
+    }
   }
 }
 

@@ -11,9 +11,12 @@
 #include <utility>
 #include <vector>
 
+#include "codes/bernoulli_gradient_code.h"
+#include "codes/cyclic_repetition_code.h"
 #include "codes/fractional_repetition_code.h"
 #include "codes/uncoded_code.h"
 #include "sim/fastpath/delay_only.h"
+#include "sim/scheme.h"
 #include "tests/sim/table_delay.h"
 
 namespace stragglersim::sim {
@@ -432,6 +435,40 @@ TEST_CASE("sim: a free collective ends every iteration at the parameter server's
       const IterationTiming& timing = ring.next_iteration();
       CHECK(timing.iteration_time == stop);
       CHECK(timing.heard == heard);
+    }
+  }
+}
+
+}  // namespace stragglersim::sim
+
+namespace stragglersim::sim {
+
+TEST_CASE("scheme: the optimal decoder's weights are decode_optimal's for every heard set",
+          "[sim][scheme]") {
+  // Scheme::decode takes the outcome (no SVD for the condition number's value): the same
+  // weights, α, error and exactness on every subset of the workers of a BGC and a CRC code.
+  const std::vector<std::shared_ptr<const codes::GradientCode>> scheme_test_codes = {
+      std::make_shared<const codes::BernoulliGradientCode>(6, 6, 2.0, 11),
+      std::make_shared<const codes::CyclicRepetitionCode>(7, 2, 3)};
+  for (const auto& code : scheme_test_codes) {
+    Scheme scheme;
+    scheme.code = code;
+    scheme.decoder = DecoderKind::kOptimal;
+    const int n = code->workers();
+    for (unsigned mask = 1; mask < (1U << static_cast<unsigned>(n)); ++mask) {
+      std::vector<int> heard;
+      for (int w = 0; w < n; ++w) {
+        if (((mask >> static_cast<unsigned>(w)) & 1U) != 0) {
+          heard.push_back(w);
+        }
+      }
+      INFO(code->name() << " mask " << mask);
+      const codes::Decoding d = scheme.decode(heard, 1);
+      const codes::Decoding opt = code->decode_optimal(heard);
+      CHECK(d.weights == opt.weights);
+      CHECK(d.alpha == opt.alpha);
+      CHECK(d.error == opt.error);
+      CHECK(d.exact == opt.exact);
     }
   }
 }
