@@ -112,9 +112,15 @@ inline constexpr Eigen::Index kManyColumnsAvx512 = 4;
 /// arithmetic.
 template <bool kPin>
 [[gnu::always_inline]] inline void pin(Vec4& v) {
+#if defined(__clang__)
+  // Clang checks the operand against the unit's baseline target (no 32-byte registers) and keeps
+  // the chunks in registers by itself: nothing to pin.
+  (void)v;
+#else
   if constexpr (kPin) {
     asm("" : "+v"(v));
   }
+#endif
 }
 
 /// Doubles of each row one step of dot4_many and update4_many takes (a multiple of kStep): the
@@ -140,7 +146,8 @@ template <Eigen::Index kColumns, bool kPin>
   constexpr auto kTile = static_cast<std::size_t>(4 * kColumns);
   for (Eigen::Index half = 0; half < 2; ++half) {
     std::array<Vec4, kTile> sums;
-    for (std::size_t k = 0; k < kTile; ++k) sums[k] = acc[8 * (k / 4) + 4 * half + k % 4];
+    for (std::size_t k = 0; k < kTile; ++k)
+      sums[k] = acc[8 * (k / 4) + 4 * static_cast<std::size_t>(half) + k % 4];
     // The four rows in named vectors (a loop over an array of them is copied through memory).
     Vec4 a0;
     Vec4 a1;
@@ -166,7 +173,8 @@ template <Eigen::Index kColumns, bool kPin>
         sums[k + 3] += a3 * b;
       }
     }
-    for (std::size_t k = 0; k < kTile; ++k) acc[8 * (k / 4) + 4 * half + k % 4] = sums[k];
+    for (std::size_t k = 0; k < kTile; ++k)
+      acc[8 * (k / 4) + 4 * static_cast<std::size_t>(half) + k % 4] = sums[k];
   }
 }
 
