@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -302,7 +303,7 @@ class RunTally {
     }
   }
   /// How many ran; throws the first failure.
-  std::size_t finish() const {
+  [[nodiscard]] std::size_t finish() const {
     if (failure_) {
       // The run's own status (a failed write is 2, docs/reliability.md): only a bug is 1.
       if (status_ != 1) {
@@ -324,17 +325,15 @@ class RunTally {
   int status_ = 1;
 };
 
-/// Executes the runs of one lock-step group (docs/sweeps.md "Lock-step groups"), each on a
-/// thread of its own, their passes shared; a run whose thread cannot start runs alone after.
-/// Holds the cores exclusively: the passes run on all of them.
-void execute_group(const SweepSpec& spec,
-                   const fs::path& out_dir,
-                   const SweepUnit& unit,
-                   std::size_t number,
-                   const RunContext& context,
-                   std::vector<std::unique_ptr<RunPlan>>& plans,
-                   RunTally& tally) {
-  const std::unique_lock alone(context.cores);
+/// Prepares the runs of `unit` with one thread each (a group's passes use its own pool); null
+/// after a failure, which `tally` keeps.
+std::optional<std::vector<std::unique_ptr<RunPlan>*>> prepare_members(
+    const SweepSpec& spec,
+    const fs::path& out_dir,
+    const SweepUnit& unit,
+    const RunContext& context,
+    std::vector<std::unique_ptr<RunPlan>>& plans,
+    RunTally& tally) {
   std::vector<std::unique_ptr<RunPlan>*> members;
   for (const std::size_t index : unit.runs) {
     const SweepRun& run = spec.runs[index];
@@ -343,39 +342,26 @@ void execute_group(const SweepSpec& spec,
       members.push_back(&plans[index]);
     } catch (const std::exception& e) {
       tally.fail(out_dir / run.folder, e);
-      return;
+      return std::nullopt;
     }
   }
-  const RunPlan& first = **members.front();
-  models::WorkerPool pool(hardware_cores());
-  sim::LockstepGroup group(first.objective, first.test_objective, &pool);
-  std::vector<char> together(members.size(), 0);
-  for (std::size_t m = 0; m < members.size(); ++m) {
-    RunPlan& plan = **members[m];
-    // Planned runs of one key share the objective the cache holds; only those share passes.
-    together[m] = plan.objective == first.objective ? 1 : 0;
-    if (together[m] != 0) {
-      plan.threads = 1;  // results never depend on it; the group's passes use the pool
-      plan.lockstep = &group;
-      group.join();
-    }
-  }
-  const auto execute = [&](std::size_t m) {
-    const SweepRun& run = spec.runs[unit.runs[m]];
-    try {
-      const RunOutcome outcome = execute_run(**members[m], out_dir / run.folder);
-      tally.done(run, outcome);
-    } catch (const std::exception& e) {
-      tally.fail(out_dir / run.folder, e);
-    }
-  };
+  return members;
+}
+
+/// Runs the members whose `together` is set on threads of their own as members of `group`
+/// (joined already), then the others alone; returns how many ran in the group. A member whose
+/// thread cannot start runs alone.
+std::size_t run_members(const std::vector<std::unique_ptr<RunPlan>*>& members,
+                        std::vector<char>& together,
+                        sim::LockstepGroup& group,
+                        const std::function<void(std::size_t)>& execute) {
   std::vector<std::thread> threads;
   for (std::size_t m = 0; m < members.size(); ++m) {
     if (together[m] == 0) {
       continue;
     }
     try {
-      threads.emplace_back([&, m] {
+      threads.emplace_back([&execute, &group, m] {
         execute(m);
         group.leave();
       });
@@ -394,14 +380,54 @@ void execute_group(const SweepSpec& spec,
       execute(m);
     }
   }
+  return threads.size();
+}
+
+/// Executes the runs of one lock-step group (docs/sweeps.md "Lock-step groups"), each on a
+/// thread of its own, their passes shared. Holds the cores exclusively: the passes run on all
+/// of them.
+void execute_group(const SweepSpec& spec,
+                   const fs::path& out_dir,
+                   const SweepUnit& unit,
+                   std::size_t number,
+                   const RunContext& context,
+                   std::vector<std::unique_ptr<RunPlan>>& plans,
+                   RunTally& tally) {
+  const std::unique_lock alone(context.cores);
+  const auto members = prepare_members(spec, out_dir, unit, context, plans, tally);
+  if (!members) {
+    return;
+  }
+  const RunPlan& first = **members->front();
+  models::WorkerPool pool(hardware_cores());
+  sim::LockstepGroup group(first.objective, first.test_objective, &pool);
+  std::vector<char> together(members->size(), 0);
+  for (std::size_t m = 0; m < members->size(); ++m) {
+    RunPlan& plan = **(*members)[m];
+    // Planned runs of one key share the objective the cache holds; only those share passes.
+    together[m] = plan.objective == first.objective ? 1 : 0;
+    if (together[m] != 0) {
+      plan.threads = 1;  // results never depend on it; the group's passes use the pool
+      plan.lockstep = &group;
+      group.join();
+    }
+  }
+  const std::size_t ran = run_members(*members, together, group, [&](std::size_t m) {
+    const SweepRun& run = spec.runs[unit.runs[m]];
+    try {
+      tally.done(run, execute_run(**(*members)[m], out_dir / run.folder));
+    } catch (const std::exception& e) {
+      tally.fail(out_dir / run.folder, e);
+    }
+  });
   tally.log(describe_group_passes(
       number,
-      threads.size(),
+      ran,
       group.statistics(),
       static_cast<double>(first.objective->data().stored_bytes()),
       first.test_objective ? static_cast<double>(first.test_objective->data().stored_bytes())
                            : 0.0));
-  for (auto* member : members) {
+  for (auto* member : *members) {
     member->reset();
   }
 }

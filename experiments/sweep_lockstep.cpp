@@ -176,8 +176,7 @@ std::string describe_group_passes(std::size_t number,
                                   const sim::LockstepGroup::Statistics& statistics,
                                   double train_bytes,
                                   double test_bytes) {
-  const double read = static_cast<double>(statistics.passes) * train_bytes +
-                      static_cast<double>(statistics.test_passes) * test_bytes;
+  const auto read = static_cast<double>(statistics.bytes);
   const auto longest = static_cast<double>(statistics.longest);
   // Each evaluation of a run alone is one pass over the training set and one over the test set.
   const double alone = longest * (train_bytes + (statistics.test_requests > 0 ? test_bytes : 0.0));

@@ -112,7 +112,7 @@ inline constexpr Eigen::Index kManyColumnsAvx512 = 4;
 /// arithmetic.
 template <bool kPin>
 [[gnu::always_inline]] inline void pin(Vec4& v) {
-#if defined(__clang__)
+#ifdef __clang__
   // Clang checks the operand against the unit's baseline target (no 32-byte registers) and keeps
   // the chunks in registers by itself: nothing to pin.
   (void)v;

@@ -243,7 +243,7 @@ struct LanesOf<8> {
   using Type = double __attribute__((vector_size(64)));
 };
 template <Eigen::Index kWidth>
-using Lanes = typename LanesOf<kWidth>::Type;
+using Lanes = typename LanesOf<kWidth>::Type;  // NOLINT(readability-redundant-typename): clang 14
 static_assert(sizeof(Lanes<8>) == 8 * sizeof(double));
 
 /// Row r's margins for the kWidth columns of x (interleaved, S = `stride`) starting at `first`:
@@ -453,10 +453,104 @@ void fused_pass_many(const Dataset& data,
       data.features);
 }
 
+/// One column's block of margins through the kernel, its margins and losses stored at rows
+/// [begin, begin + n) of column s (indexed from rows.begin): margin_pass_many's last step.
+template <class Rows, class Kernel>
+void store_block_scores(const Rows& block_z,
+                        const Eigen::VectorXd& labels,
+                        RowRange rows,
+                        Eigen::Index begin,
+                        Eigen::Index n,
+                        Eigen::Index s,
+                        Kernel& kernel,
+                        Eigen::Ref<Eigen::MatrixXd> z,
+                        Eigen::Ref<Eigen::MatrixXd> loss) {
+  Rows b;
+  Rows block_loss;
+  Rows unused;
+  load_labels(labels, begin, n, b);
+  kernel(block_z, static_cast<const Rows&>(b), block_loss, unused);
+  z.col(s).segment(begin - rows.begin, n) = block_z.head(n).matrix();
+  loss.col(s).segment(begin - rows.begin, n) = block_loss.head(n).matrix();
+}
+
+/// margin_pass_many on dense rows: blocks of four rows, their margins by dense_dot4_many.
+template <class Kernel>
+void dense_margins_many(const DenseRows& a,
+                        const Eigen::VectorXd& labels,
+                        RowRange rows,
+                        const Eigen::MatrixXd& x,
+                        Eigen::Ref<Eigen::MatrixXd> z,
+                        Eigen::Ref<Eigen::MatrixXd> loss,
+                        Kernel& kernel) {
+  const Eigen::Index p = a.cols();
+  const Eigen::Index columns = x.cols();
+  using Rows = Block<kDenseBlock>;
+  Eigen::Array<double, kDenseBlock, Eigen::Dynamic> block(kDenseBlock, columns);
+  Rows column_z;
+  for (Eigen::Index begin = rows.begin; begin < rows.end; begin += kDenseBlock) {
+    const Eigen::Index n = std::min(kDenseBlock, rows.end - begin);
+    const double* first = a.data() + begin * p;
+    if (n == kDenseBlock) {
+      dense_dot4_many(first, p, x.data(), x.outerStride(), columns, block.data());
+    } else {
+      block.setZero();
+      for (Eigen::Index s = 0; s < columns; ++s) {
+        for (Eigen::Index r = 0; r < n; ++r) {
+          block(r, s) = dense_dot(first + r * p, p, x.col(s).data());
+        }
+      }
+    }
+    for (Eigen::Index s = 0; s < columns; ++s) {
+      column_z = block.col(s);
+      store_block_scores(
+          static_cast<const Rows&>(column_z), labels, rows, begin, n, s, kernel, z, loss);
+    }
+  }
+}
+
+/// margin_pass_many on sparse rows for the `count` columns from `first_column`, interleaved
+/// (one slice): blocks of 32 rows, their margins by sparse_columns.
+template <class Kernel>
+void sparse_margins_slice(const SparseRows& a,
+                          const Eigen::VectorXd& labels,
+                          RowRange rows,
+                          const Eigen::MatrixXd& x,
+                          Eigen::Index first_column,
+                          Eigen::Index count,
+                          Eigen::Ref<Eigen::MatrixXd> z,
+                          Eigen::Ref<Eigen::MatrixXd> loss,
+                          Kernel& kernel) {
+  using Rows = Block<kSparseBlock>;
+  const Eigen::MatrixXd interleaved = x.middleCols(first_column, count).transpose();
+  Eigen::Array<double, kSparseBlock, Eigen::Dynamic> block(kSparseBlock, count);
+  Rows column_z;
+  for (Eigen::Index begin = rows.begin; begin < rows.end; begin += kSparseBlock) {
+    const Eigen::Index n = std::min(kSparseBlock, rows.end - begin);
+    block.setZero();
+    for_column_groups(count, [&]<Eigen::Index kWidth>(Eigen::Index first) {
+      sparse_columns<kWidth>(a, begin, n, first, count, interleaved.data(), block.data());
+    });
+    for (Eigen::Index s = 0; s < count; ++s) {
+      column_z = block.col(s);
+      store_block_scores(static_cast<const Rows&>(column_z),
+                         labels,
+                         rows,
+                         begin,
+                         n,
+                         first_column + s,
+                         kernel,
+                         z,
+                         loss);
+    }
+  }
+}
+
 /// margin_pass for the S columns of x (p × S): z(i, s) and loss(i, s) for the rows (indexed
 /// from rows.begin), each the same bytes as margin_pass(data, rows, x.col(s), …): the same
 /// margins (dense_dot4_many, the sparse dots of sparse_columns) and the same kernel on the same
-/// blocks of rows. The data's bytes are counted once per walk of the rows.
+/// blocks of rows. The data's bytes are counted once per walk of the rows (sparse: one walk per
+/// slice of sparse_slice_columns columns).
 template <class Kernel>
 void margin_pass_many(const Dataset& data,
                       RowRange rows,
@@ -464,69 +558,17 @@ void margin_pass_many(const Dataset& data,
                       Eigen::Ref<Eigen::MatrixXd> z,
                       Eigen::Ref<Eigen::MatrixXd> loss,
                       Kernel kernel) {
-  const Eigen::Index columns = x.cols();
-  // One column's block through the kernel, its margins and losses stored.
-  const auto finish_block = [&](const auto& block_z,
-                                const Eigen::VectorXd& labels,
-                                Eigen::Index begin,
-                                Eigen::Index n,
-                                Eigen::Index s) {
-    using Rows = std::decay_t<decltype(block_z)>;
-    Rows b;
-    Rows block_loss;
-    Rows unused;
-    load_labels(labels, begin, n, b);
-    kernel(block_z, static_cast<const Rows&>(b), block_loss, unused);
-    z.col(s).segment(begin - rows.begin, n) = block_z.head(n).matrix();
-    loss.col(s).segment(begin - rows.begin, n) = block_loss.head(n).matrix();
-  };
   if (const auto* dense = std::get_if<DenseRows>(&data.features)) {
     count_data_bytes(data.stored_bytes(rows));
-    const Eigen::Index p = dense->cols();
-    using Rows = Block<kDenseBlock>;
-    Eigen::Array<double, kDenseBlock, Eigen::Dynamic> block(kDenseBlock, columns);
-    Rows column_z;
-    for (Eigen::Index begin = rows.begin; begin < rows.end; begin += kDenseBlock) {
-      const Eigen::Index n = std::min(kDenseBlock, rows.end - begin);
-      const double* first = dense->data() + begin * p;
-      if (n == kDenseBlock) {
-        dense_dot4_many(first, p, x.data(), x.outerStride(), columns, block.data());
-      } else {
-        block.setZero();
-        for (Eigen::Index s = 0; s < columns; ++s) {
-          for (Eigen::Index r = 0; r < n; ++r) {
-            block(r, s) = dense_dot(first + r * p, p, x.col(s).data());
-          }
-        }
-      }
-      for (Eigen::Index s = 0; s < columns; ++s) {
-        column_z = block.col(s);
-        finish_block(static_cast<const Rows&>(column_z), data.labels, begin, n, s);
-      }
-    }
+    dense_margins_many(*dense, data.labels, rows, x, z, loss, kernel);
     return;
   }
   const auto& a = std::get<SparseRows>(data.features);
-  using Rows = Block<kSparseBlock>;
-  Eigen::Array<double, kSparseBlock, Eigen::Dynamic> block;
-  Rows column_z;
   const Eigen::Index slice = sparse_slice_columns(x.rows());
-  for (Eigen::Index first_column = 0; first_column < columns; first_column += slice) {
-    const Eigen::Index count = std::min(slice, columns - first_column);
+  for (Eigen::Index first = 0; first < x.cols(); first += slice) {
     count_data_bytes(data.stored_bytes(rows));
-    const Eigen::MatrixXd interleaved = x.middleCols(first_column, count).transpose();
-    block.resize(kSparseBlock, count);
-    for (Eigen::Index begin = rows.begin; begin < rows.end; begin += kSparseBlock) {
-      const Eigen::Index n = std::min(kSparseBlock, rows.end - begin);
-      block.setZero();
-      for_column_groups(count, [&]<Eigen::Index kWidth>(Eigen::Index first) {
-        sparse_columns<kWidth>(a, begin, n, first, count, interleaved.data(), block.data());
-      });
-      for (Eigen::Index s = 0; s < count; ++s) {
-        column_z = block.col(s);
-        finish_block(static_cast<const Rows&>(column_z), data.labels, begin, n, first_column + s);
-      }
-    }
+    sparse_margins_slice(
+        a, data.labels, rows, x, first, std::min(slice, x.cols() - first), z, loss, kernel);
   }
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "models/base/data_traffic.h"
 #include "models/base/invariant.h"
 
 namespace stragglersim::sim {
@@ -95,6 +96,9 @@ void LockstepGroup::compute(const std::vector<Request*>& batch) {
     }
   }
   std::uint64_t scores = 0;
+  // Every other member waits for this pass, and runs alone do not run beside a group: the
+  // process's count over the pass is the pass's.
+  const std::int64_t bytes_before = models::data_bytes_read();
   try {
     if (!evaluations.empty()) {
       const std::vector<double> losses = train_->evaluate_many(xs, gradients, pool_);
@@ -123,7 +127,9 @@ void LockstepGroup::compute(const std::vector<Request*>& batch) {
       request->error = std::current_exception();
     }
   }
+  const std::int64_t read = models::data_bytes_read() - bytes_before;
   const std::lock_guard lock(mutex_);
+  statistics_.bytes += read;
   statistics_.passes += evaluations.empty() ? 0 : 1;
   statistics_.test_passes += scores > 0 ? 1 : 0;
   statistics_.requests += evaluations.size();

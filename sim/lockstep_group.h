@@ -55,6 +55,9 @@ class LockstepGroup {
     int largest = 0;  ///< most iterates in one pass
     /// The most evaluations one member asked for: the passes of the longest run alone.
     std::uint64_t longest = 0;
+    /// Bytes of data the group's passes read (models::data_bytes_read over each pass: sparse
+    /// rows are walked once per slice of columns).
+    std::int64_t bytes = 0;
   };
   [[nodiscard]] Statistics statistics() const;
 

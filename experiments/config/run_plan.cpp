@@ -907,6 +907,24 @@ void SetupCache::store_smoothness(const std::string& key, double beta) {
   smoothness_[key] = beta;
 }
 
+namespace {
+
+/// plan.resolved: the config with every default filled in, as the summary records it.
+void record_resolved(const JsonReader& root, RunPlan& plan) {
+  plan.resolved = root.resolved();
+  plan.resolved.erase("threads");
+  if (!root.has("data_seed")) {
+    // The default (the seed) is not written out: a config without the key keeps its bytes.
+    plan.resolved.erase("data_seed");
+  }
+  plan.resolved["partitions"] = plan.partitions;
+  if (!root.has("backend")) {
+    plan.resolved["backend"] = {{"kind", kDefaultBackend}};
+  }
+}
+
+}  // namespace
+
 RunPlan plan_run(const nlohmann::json& config,
                  const std::string& file,
                  const std::filesystem::path& base_dir,
@@ -961,16 +979,7 @@ RunPlan plan_run(const nlohmann::json& config,
   check_combinations(config, file, plan, std::move(declared), aggregation);
   build_collective(root, plan);
   plan.memory = memory_planned();
-  plan.resolved = root.resolved();
-  plan.resolved.erase("threads");
-  if (!root.has("data_seed")) {
-    // The default (the seed) is not written out: a config without the key keeps its bytes.
-    plan.resolved.erase("data_seed");
-  }
-  plan.resolved["partitions"] = plan.partitions;
-  if (!root.has("backend")) {
-    plan.resolved["backend"] = {{"kind", kDefaultBackend}};
-  }
+  record_resolved(root, plan);
   return plan;
 }
 

@@ -38,7 +38,7 @@ bool same_bytes(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
 }  // namespace
 
 TEST_CASE("lockstep group: each member gets its own evaluate's bytes; passes follow the longest",
-          "[sim][lockstep]") {
+          "[sim][lockstep][threads]") {
   const auto train = lockstep_objective(3, 203);
   const auto test = lockstep_objective(4, 61);
   for (const int threads : {1, 2}) {
@@ -94,6 +94,9 @@ TEST_CASE("lockstep group: each member gets its own evaluate's bytes; passes fol
     CHECK(statistics.largest == kMembers);
     CHECK(statistics.test_requests == 35);
     CHECK(statistics.test_passes == 11);
+    // Dense rows: each pass reads the training and the test set once.
+    CHECK(statistics.bytes ==
+          11 * (train->data().stored_bytes() + test->data().stored_bytes()));
   }
 }
 
