@@ -95,8 +95,7 @@ TEST_CASE("lockstep group: each member gets its own evaluate's bytes; passes fol
     CHECK(statistics.test_requests == 35);
     CHECK(statistics.test_passes == 11);
     // Dense rows: each pass reads the training and the test set once.
-    CHECK(statistics.bytes ==
-          11 * (train->data().stored_bytes() + test->data().stored_bytes()));
+    CHECK(statistics.bytes == 11 * (train->data().stored_bytes() + test->data().stored_bytes()));
   }
 }
 
