@@ -37,7 +37,7 @@ bool same_bytes(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
 
 }  // namespace
 
-TEST_CASE("lockstep group: each member gets its own evaluate's bytes; passes follow the longest",
+TEST_CASE("lockstep group: each member gets its own evaluate's bytes and passes follow the longest",
           "[sim][lockstep][threads]") {
   const auto train = lockstep_objective(3, 203);
   const auto test = lockstep_objective(4, 61);
