@@ -126,6 +126,37 @@ std::vector<SweepUnit> form_units(const std::vector<std::size_t>& todo,
   return units;
 }
 
+namespace {
+
+/// Why a run with no alone-reason of its own runs alone: the batch, the memory limit, the cut of
+/// its key's runs into groups, or no partner at all.
+std::string alone_in_sweep(const LockstepInfo& info,
+                           std::size_t runs_of_key,
+                           int batch,
+                           std::uint64_t memory_limit) {
+  if (!info.alone.empty()) {
+    return info.alone;
+  }
+  if (batch <= 1) {
+    return "--no-batch";
+  }
+  const std::size_t capacity = memory_capacity(info, memory_limit);
+  if (capacity <= 1 && runs_of_key > 1) {
+    return fmt::format("--max-memory ({}) holds one run of {} beside its {} of data",
+                       format_bytes(static_cast<double>(memory_limit)),
+                       format_bytes(info.member_bytes),
+                       format_bytes(info.shared_bytes));
+  }
+  if (runs_of_key > 1) {
+    return fmt::format("left over when the {} runs of its data set were cut into groups of {}",
+                       runs_of_key,
+                       std::min(static_cast<std::size_t>(batch), capacity));
+  }
+  return "no other run shares its data set, loss and partitions";
+}
+
+}  // namespace
+
 std::vector<std::string> describe_units(const std::vector<SweepUnit>& units,
                                         const std::vector<LockstepInfo>& infos,
                                         int batch,
@@ -135,6 +166,12 @@ std::vector<std::string> describe_units(const std::vector<SweepUnit>& units,
       std::count_if(units.begin(), units.end(), [](const SweepUnit& u) { return u.group; }));
   std::size_t number = 0;
   std::map<std::string, std::vector<std::size_t>> alone;
+  std::map<std::string, std::size_t> runs_of_key;
+  for (const SweepUnit& unit : units) {
+    for (const std::size_t run : unit.runs) {
+      ++runs_of_key[infos[run].key];
+    }
+  }
   for (const SweepUnit& unit : units) {
     if (unit.group) {
       const LockstepInfo& info = infos[unit.runs.front()];
@@ -158,11 +195,8 @@ std::vector<std::string> describe_units(const std::vector<SweepUnit>& units,
       continue;
     }
     const std::size_t run = unit.runs.front();
-    std::string reason = infos[run].alone;
-    if (reason.empty()) {
-      reason = batch <= 1 ? "--no-batch" : "no other run shares its data set, loss and partitions";
-    }
-    alone[reason].push_back(run);
+    alone[alone_in_sweep(infos[run], runs_of_key[infos[run].key], batch, memory_limit)].push_back(
+        run);
   }
   for (const auto& [reason, runs] : alone) {
     lines.push_back(

@@ -225,16 +225,32 @@ TEST_CASE("lockstep: groups are cut by the batch and by the memory limit",
     int batch;
     std::uint64_t memory;
     std::vector<std::vector<std::size_t>> units;
+    std::vector<std::string> alone;  ///< the log's lines for the runs alone
   };
+  const std::string async = "alone: 1 runs (3): asynchronous";
   const std::vector<Case> cases = {
-      {64, 1U << 30, {{0, 2, 4, 6}, {1, 5}, {3}}},
-      {3, 1U << 30, {{0, 2, 4}, {1, 5}, {3}, {6}}},
-      {1, 1U << 30, {{0}, {1}, {2}, {3}, {4}, {5}, {6}}},
+      {64, 1U << 30, {{0, 2, 4, 6}, {1, 5}, {3}}, {async}},
+      {3,
+       1U << 30,
+       {{0, 2, 4}, {1, 5}, {3}, {6}},
+       {async,
+        "alone: 1 runs (6): left over when the 4 runs of its data set were cut into groups of "
+        "3"}},
+      {1,
+       1U << 30,
+       {{0}, {1}, {2}, {3}, {4}, {5}, {6}},
+       {"alone: 6 runs (0 ... 2, 4 ... 6): --no-batch", async}},
       // 1250 bytes hold the data and two members: groups of two.
-      {64, 1250, {{0, 2}, {1, 5}, {3}, {4, 6}}},
+      {64, 1250, {{0, 2}, {1, 5}, {3}, {4, 6}}, {async}},
       // Not even one member beside the data: every run alone (never refused here: plan_run
       // refuses a run that cannot fit at all).
-      {64, 1000, {{0}, {1}, {2}, {3}, {4}, {5}, {6}}},
+      {64,
+       1000,
+       {{0}, {1}, {2}, {3}, {4}, {5}, {6}},
+       {"alone: 6 runs (0 ... 2, 4 ... 6): --max-memory (1e+03 bytes) holds one run of 100 bytes "
+        "beside its "
+        "1e+03 bytes of data",
+        async}},
   };
   for (const Case& c : cases) {
     INFO("batch " << c.batch << ", memory " << c.memory);
@@ -245,7 +261,22 @@ TEST_CASE("lockstep: groups are cut by the batch and by the memory limit",
       CHECK(unit.group == (unit.runs.size() > 1));
     }
     CHECK(got == c.units);
+    std::vector<std::string> alone;
+    for (const std::string& line : describe_units(units, infos, c.batch, c.memory)) {
+      if (line.rfind("alone: ", 0) == 0) {
+        alone.push_back(line);
+      }
+    }
+    CHECK(alone == c.alone);
   }
+  // A key with one run has no partner.
+  std::vector<LockstepInfo> single(1);
+  single[0].key = "a";
+  single[0].member_bytes = 100.0;
+  const std::vector<std::size_t> one = {0};
+  CHECK(describe_units(form_units(one, single, 64, 1U << 30), single, 64, 1U << 30) ==
+        std::vector<std::string>{
+            "alone: 1 runs (0): no other run shares its data set, loss and partitions"});
 }
 
 TEST_CASE("lockstep: a small memory limit splits the group, the same bytes",
