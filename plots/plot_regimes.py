@@ -5,6 +5,7 @@ each scheme takes to reach the panel's level (mean and 95 % t interval); and one
 times with the speedups, ratios of means over paired seeds with delta-method intervals.
 
 usage: plot_regimes.py --sweeps DIR --out FIGDIR [--csv TABLE.csv] [--markdown TABLE.md]
+                       [--tuned] [--levels TABLE.csv] [--fixed TABLE.csv] [--auto-steps JSON]
 DIR holds the finished sweeps regime_<regime>_<workload>/ (experiments/paper/regime_*.json: a
 `schemes` list, repetitions over delay seeds on the same data; run by experiments/make_figures.sh).
 One PNG per regime, paper_regime_<regime>.png, one row per workload; the caption of a row is
@@ -18,8 +19,17 @@ A scheme has a time when every one of its seeds reached the level within the bud
 table says k/n reached); a speedup needs both schemes' times: R = mean(baseline)/mean(scheme)
 with the interval R -+ t * sqrt(sum_k (b_k - R y_k)^2 / (n - 1) / n) / mean(y) over the seeds k
 (protocol_table.paired_ratio), "(not significant)" when it contains 1.
+
+At tuned steps (experiments/tuned/regimes.py): --tuned names the figures
+paper_regime_tuned_<regime>.png (default table FIGDIR/regimes_tuned.csv) over sweeps tuned by
+`stragglersim sweep`'s "tune" key; --levels takes each panel's level from the fixed-step table
+(so both tables time the same level); --fixed adds the fixed-step table's ErasureHead speedups
+beside the tuned ones; --auto-steps (a JSON {sweep folder name: 1/beta}) states each scheme's
+chosen step as a multiple of 1/beta, "edge" when it is the least or greatest of its grid (the
+sweep's summary.csv `edge` column).
 """
 import argparse
+import csv
 import json
 import math
 import os
@@ -194,9 +204,36 @@ def draw_panel(ax_curve, ax_bars, folder, level):
     return budget, rows
 
 
-def plot_regime(sweeps, regime, title, levels=None):
+def tuned_choices(folder):
+    """{scheme: (chosen step, edge)} from a tuned sweep's summary.csv (`optimizer.step` and
+    `edge` columns), or {} when the sweep tuned no step."""
+    path = os.path.join(folder, "summary.csv")
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows or "optimizer.step" not in rows[0]:
+        return {}
+    choices = {}
+    for row in rows:
+        choice = (float(row["optimizer.step"]), "/optimizer/step" in row.get("edge", "").split())
+        if choices.setdefault(row["scheme"], choice) != choice:
+            raise SystemExit(f"error: {path}: scheme {row['scheme']!r} has two chosen steps")
+    return choices
+
+
+def add_choices(rows, folder, auto_step):
+    """Each scheme row's chosen step, as a multiple of 1/beta when `auto_step` is known."""
+    choices = tuned_choices(folder)
+    for row in rows:
+        step, edge = choices.get(row["scheme"], (math.nan, False))
+        row["step"] = step
+        row["step_multiple"] = step / auto_step if auto_step else math.nan
+        row["step_at_edge"] = edge
+
+
+def plot_regime(sweeps, regime, title, levels=None, auto_steps=None):
     """One figure for `regime`; returns (figure, {workload: scheme rows}), or (None, {}) when
-    none of its sweeps is there. `levels` maps a workload to a fixed level (tests)."""
+    none of its sweeps is there. `levels` maps a workload to a fixed level; `auto_steps` maps a
+    sweep folder's name to 1/beta (tuned sweeps: the chosen steps are stated as its multiples)."""
     found = [(w, t) for w, t in WORKLOADS
              if os.path.exists(os.path.join(sweeps, f"regime_{regime}_{w}", "traces.csv"))]
     if not found:
@@ -207,6 +244,8 @@ def plot_regime(sweeps, regime, title, levels=None):
     for i, (workload, name) in enumerate(found):
         folder = os.path.join(sweeps, f"regime_{regime}_{workload}")
         _, rows = draw_panel(axes[i][0], axes[i][1], folder, (levels or {}).get(workload))
+        if auto_steps is not None:
+            add_choices(rows, folder, auto_steps.get(f"regime_{regime}_{workload}"))
         results[workload] = rows
         config = first_config(folder)
         data = config["data"]
@@ -220,27 +259,58 @@ def plot_regime(sweeps, regime, title, levels=None):
 
 
 def cell(row):
-    if math.isnan(row["time"]):
-        return f"{row['reached']}/{row['runs']} reached"
-    return f"{row['time']:.3g} [{row['time_low']:.3g}, {row['time_high']:.3g}]"
+    text = (f"{row['reached']}/{row['runs']} reached" if math.isnan(row["time"]) else
+            f"{row['time']:.3g} [{row['time_low']:.3g}, {row['time_high']:.3g}]")
+    if not math.isnan(row.get("step_multiple", math.nan)):
+        text += f" at {row['step_multiple']:.3g}/β" + (" (edge)" if row["step_at_edge"] else "")
+    return text
 
 
-def markdown(table):
-    """One line per (regime, workload): the level, each family's time, ErasureHead's speedups."""
+def speedup_cell(row, key):
+    return ("—" if row is None or math.isnan(row[key])
+            else interval(row[key], row[key + "_low"], row[key + "_high"]))
+
+
+def read_fixed(path):
+    """{(regime, workload, family): row} of a fixed-step table (this script's CSV)."""
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        raise SystemExit(f"error: {path}: {e}")
+    out = {}
+    for line, row in enumerate(rows, start=2):
+        try:
+            converted = {k: float(row[k]) if row[k] != "" else math.nan for k in
+                         ("level", "vs_uncoded", "vs_uncoded_low", "vs_uncoded_high",
+                          "vs_exact_frc", "vs_exact_frc_low", "vs_exact_frc_high")}
+            key = (row["regime"], row["workload"], family(row["scheme"]))
+        except (KeyError, ValueError):
+            raise SystemExit(f"error: {path}:{line}: expected the columns of plot_regimes.py's "
+                             "table (regime, workload, scheme, level, vs_uncoded…) with numbers")
+        out[key] = converted
+    return out
+
+
+def markdown(table, fixed=None):
+    """One line per (regime, workload): the level, each family's time, ErasureHead's speedups
+    (with `fixed`, each beside the fixed-step table's)."""
     names = [n for n, _ in FAMILIES]
-    lines = ["| regime | workload | level | " + " | ".join(names)
-             + " | ErasureHead vs uncoded | ErasureHead vs exact FRC |",
-             "|" + "---|" * (len(names) + 5)]
+    heads = (["ErasureHead vs uncoded", "ErasureHead vs exact FRC"] if fixed is None else
+             ["ErasureHead vs uncoded, tuned", "at step 1/β", "ErasureHead vs exact FRC, tuned",
+              "at step 1/β"])
+    lines = ["| regime | workload | level | " + " | ".join(names + heads) + " |",
+             "|" + "---|" * (len(names) + len(heads) + 3)]
     for (regime, workload), rows in table.items():
         by_family = {family(r["scheme"]): r for r in rows}
         cells = [cell(by_family[n]) if n in by_family else "—" for n in names]
         eh = by_family.get("ErasureHead")
-        speedups = []
         for key in ("vs_uncoded", "vs_exact_frc"):
-            speedups.append("—" if eh is None or math.isnan(eh[key])
-                            else interval(eh[key], eh[key + "_low"], eh[key + "_high"]))
+            cells.append(speedup_cell(eh, key))
+            if fixed is not None:
+                cells.append(speedup_cell(fixed.get((regime, workload, "ErasureHead")), key))
         lines.append(f"| {regime} | {workload} | {rows[0]['level']:g} | " + " | ".join(cells)
-                     + " | " + " | ".join(speedups) + " |")
+                     + " |")
     return "\n".join(lines)
 
 
@@ -251,12 +321,27 @@ def main(argv):
     parser.add_argument("--out", required=True)
     parser.add_argument("--csv", help="the table of every scheme (default: FIGDIR/regimes.csv)")
     parser.add_argument("--markdown", help="also write the summary table here (Markdown)")
+    parser.add_argument("--tuned", action="store_true",
+                        help="sweeps at tuned steps: paper_regime_tuned_<regime>.png")
+    parser.add_argument("--levels", help="each panel's level from this fixed-step table (CSV)")
+    parser.add_argument("--fixed", help="the fixed-step table (CSV) whose speedups go beside")
+    parser.add_argument("--auto-steps", help="JSON {sweep folder name: 1/beta}")
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
+    fixed = read_fixed(args.fixed) if args.fixed else None
+    levels = read_fixed(args.levels) if args.levels else {}
+    auto_steps = None
+    if args.auto_steps:
+        with open(args.auto_steps) as f:
+            auto_steps = json.load(f)
+    prefix = "paper_regime_tuned_" if args.tuned else "paper_regime_"
     table = {}
     figures = []
     for regime, title in REGIMES:
-        fig, results = plot_regime(args.sweeps, regime, title)
+        panel_levels = {w: row["level"] for (r, w, _), row in levels.items() if r == regime}
+        if args.tuned:
+            title += "\nevery scheme at its own tuned step (2 tuning seeds), the level as at step 1/β"
+        fig, results = plot_regime(args.sweeps, regime, title, panel_levels, auto_steps)
         if fig is None:
             continue
         figures.append((regime, fig))
@@ -265,7 +350,7 @@ def main(argv):
     if not figures:
         raise SystemExit(f"error: no regime_<regime>_<workload>/traces.csv under {args.sweeps}")
     for regime, fig in figures[:-1]:
-        path = os.path.join(args.out, f"paper_regime_{regime}.png")
+        path = os.path.join(args.out, f"{prefix}{regime}.png")
         fig.savefig(path + ".tmp.png", dpi=90)
         plt.close(fig)
         os.replace(path + ".tmp.png", path)
@@ -273,9 +358,10 @@ def main(argv):
     flat = [{"regime": regime, "workload": workload, **row}
             for (regime, workload), rows in table.items() for row in rows]
     regime, fig = figures[-1]
-    write_figure_and_table(fig, os.path.join(args.out, f"paper_regime_{regime}.png"), flat,
-                           args.csv or os.path.join(args.out, "regimes.csv"))
-    text = markdown(table)
+    default_csv = "regimes_tuned.csv" if args.tuned else "regimes.csv"
+    write_figure_and_table(fig, os.path.join(args.out, f"{prefix}{regime}.png"), flat,
+                           args.csv or os.path.join(args.out, default_csv))
+    text = markdown(table, fixed)
     print(text)
     if args.markdown:
         with open(args.markdown + ".tmp", "w") as f:
