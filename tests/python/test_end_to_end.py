@@ -61,7 +61,8 @@ def test_numpy_sweep_gives_the_same_outputs_run_by_run(tmp_path):
 
 def load_script():
     import importlib.util
-    spec = importlib.util.spec_from_file_location("end_to_end", SCRIPT)
+    spec = importlib.util.spec_from_file_location(
+        "end_to_end_numpy", os.path.join(ROOT, "benchmarks", "end_to_end_numpy.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
