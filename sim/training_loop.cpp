@@ -143,18 +143,16 @@ void used_messages(const models::Objective& objective,
   });
 }
 
-/// The weight w_l of the update's gradient `g` before the staleness factor (train_asynchronous).
+/// The weight w_l of the update's gradient `g` before the staleness factor (train_asynchronous);
+/// `from_worker`: the update's gradients from g's worker.
 double gradient_weight(const AsynchronousCluster& cluster,
                        const AsynchronousUpdate& update,
-                       const UsedGradient& g) {
+                       const UsedGradient& g,
+                       std::size_t from_worker) {
   const auto n = static_cast<double>(cluster.workers());
   switch (cluster.mode()) {
-    case UpdateMode::kMalenia: {
-      const auto b = std::count_if(update.used.begin(),
-                                   update.used.end(),
-                                   [&](const UsedGradient& u) { return u.worker == g.worker; });
-      return 1.0 / static_cast<double>(b);
-    }
+    case UpdateMode::kMalenia:
+      return 1.0 / static_cast<double>(from_worker);
     case UpdateMode::kRescaledAsync:
       return n * cluster.step_factor(g.worker);
     case UpdateMode::kRennala:
@@ -187,11 +185,17 @@ Eigen::VectorXd update_estimate(const models::Objective& objective,
   used_messages(
       objective, code, update, order, history, options, cluster.shape().sampling, messages);
   weights.resize(order.size());
+  // The update's gradients from each worker (Malenia averages each worker's own).
+  std::vector<std::size_t> from_worker(static_cast<std::size_t>(cluster.workers()), 0);
+  for (const UsedGradient& g : update.used) {
+    ++from_worker[static_cast<std::size_t>(g.worker)];
+  }
   Eigen::VectorXd estimate = Eigen::VectorXd::Zero(objective.dimension());
   for (std::size_t l = 0; l < order.size(); ++l) {
     const UsedGradient& g = update.used[order[l]];
     const auto tau = static_cast<double>(g.staleness);
-    const double scale = gradient_weight(cluster, update, g);
+    const double scale =
+        gradient_weight(cluster, update, g, from_worker[static_cast<std::size_t>(g.worker)]);
     weights[l] = options.staleness_step == StalenessStep::kInverse ? scale / (1.0 + tau) : scale;
     estimate.noalias() += weights[l] * messages.col(static_cast<Eigen::Index>(l));
   }
