@@ -5,7 +5,7 @@
 //   dense   p = 200 and 1000, 200 MB of rows (beyond every cache), least squares, S = 1 … 32:
 //           counter GFLOP/s = 4·p·S flops per row (2p for the dot, 2p for the update)
 //   sparse  the covtype shape: 50 000 rows of 15 509 columns, 88 non-zeros per row, logistic,
-//           S = 1 and 16: counter column_rows/s = rows × S per second
+//           S = 1, 4, 16 and 32: counter column_rows/s = rows × S per second
 
 #include <benchmark/benchmark.h>
 

@@ -8,12 +8,15 @@
 #include <Eigen/SparseCore>
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 #include <variant>
+#include <vector>
 
 #include "models/base/data_traffic.h"
 #include "models/dataset.h"
 #include "models/dense_kernels.h"
+#include "models/sparse_kernels.h"
 
 namespace stragglersim::models::internal {
 
@@ -149,12 +152,12 @@ double fused_pass(const Dataset& data,
       data.features);
 }
 
-// The multi-vector pass: fused_pass for the S columns of x (p × S) in one pass over the rows.
-// For each block of rows the S margins are computed while the rows are in cache, the kernel runs
-// on each column's block as fused_pass runs it, then the S updates. Column s of `sums` gets the
-// same bytes as fused_pass(…, x.col(s), sums.col(s), kernel) and totals[s] its return value:
-// every column sees the same operations in the same order, only the loops across columns are
-// nested differently.
+// The multi-vector pass: fused_pass for the S columns of x (p × S) in one pass over the rows
+// (sparse rows: one per group of up to 16 columns). Column s of `sums` gets the same bytes as
+// fused_pass(…, x.col(s), sums.col(s), kernel) and totals[s] its return value: every column sees
+// the same operations in the same order, only the loops across columns and rows are nested
+// differently. Dense rows: for each block of four rows the S margins are computed while the rows
+// are in cache, the kernel runs on each column's block as fused_pass runs it, then the S updates.
 
 /// Doubles per 64-byte cache line.
 inline constexpr Eigen::Index kLineDoubles = 8;
@@ -218,184 +221,168 @@ void fused_pass_many(const DenseRows& a,
   }
 }
 
-/// Columns the sparse multi-vector loops keep in registers at once (one cache line of x).
-inline constexpr Eigen::Index kSparseColumns = 8;
+/// Sparse rows: the columns of x in groups of at most kSparseWidest (models/sparse_kernels.h),
+/// each group one walk of the rows with x and the sums interleaved (entry j of column s at
+/// j·width + s, the width padded to a multiple of four; 64-byte aligned, so that an entry spans
+/// one or two cache lines). A walk takes the rows in chunks: the group's margins of every row of
+/// the chunk, the kernel on each column's blocks of 32 rows, then the updates of every row (the
+/// chunk's non-zeros read again, from cache). Each column's margins and updates are fused_pass's
+/// operations in fused_pass's order: each row's non-zeros in order, the rows in order.
 
-/// kWidth doubles handled as one value: lane-wise IEEE operations, so each lane is the scalar
-/// loop's arithmetic. Passed by reference only.
-// (Spelled out per width: GCC ignores vector_size on an alias template with a dependent size.)
-template <Eigen::Index kWidth>
-struct LanesOf;
-template <>
-struct LanesOf<1> {
-  using Type = double __attribute__((vector_size(8)));
-};
-template <>
-struct LanesOf<2> {
-  using Type = double __attribute__((vector_size(16)));
-};
-template <>
-struct LanesOf<4> {
-  using Type = double __attribute__((vector_size(32)));
-};
-template <>
-struct LanesOf<8> {
-  using Type = double __attribute__((vector_size(64)));
-};
-template <Eigen::Index kWidth>
-using Lanes = typename LanesOf<kWidth>::Type;  // NOLINT(readability-redundant-typename): clang 14
-static_assert(sizeof(Lanes<8>) == 8 * sizeof(double));
+/// Rows the sparse multi-vector pass takes at once (a multiple of kSparseBlock): their margins,
+/// kernels and updates in turn, the updates re-reading the chunk's non-zeros from cache.
+inline constexpr Eigen::Index kSparseChunk = 256;
 
-/// Row r's margins for the kWidth columns of x (interleaved, S = `stride`) starting at `first`:
-/// z_s = Σ value·x_s[index] over the row's non-zeros in order, as fused_pass sums them.
-template <Eigen::Index kWidth>
-[[gnu::always_inline]] inline void sparse_dots(
-    const SparseRows& a, Eigen::Index r, const double* x, Eigen::Index stride, Lanes<kWidth>& dot) {
-  dot = Lanes<kWidth>{};
-  Lanes<kWidth> column;
-  for (SparseRows::InnerIterator it(a, r); it; ++it) {
-    const double value = it.value();
-    std::memcpy(&column, x + it.index() * stride, sizeof column);
-    dot += value * column;
-  }
-}
-
-/// sums_s[index] += w_s·value over row r's non-zeros in order for the kWidth columns whose
-/// weights are w; a zero weight adds nothing, as fused_pass skips it (its ±0 products could turn
-/// −0 into +0).
-template <Eigen::Index kWidth>
-[[gnu::always_inline]] inline void sparse_updates(
-    const SparseRows& a, Eigen::Index r, const double* w, double* sums, Eigen::Index stride) {
-  bool any_zero = false;
-  for (Eigen::Index s = 0; s < kWidth; ++s) any_zero = any_zero || w[s] == 0.0;
-  if (any_zero) {
-    for (SparseRows::InnerIterator it(a, r); it; ++it) {
-      double* at = sums + it.index() * stride;
-      for (Eigen::Index s = 0; s < kWidth; ++s) {
-        if (w[s] != 0.0) at[s] += w[s] * it.value();
-      }
-    }
-    return;
-  }
-  Lanes<kWidth> weight;
-  std::memcpy(&weight, w, sizeof weight);
-  Lanes<kWidth> sum;
-  for (SparseRows::InnerIterator it(a, r); it; ++it) {
-    double* at = sums + it.index() * stride;
-    std::memcpy(&sum, at, sizeof sum);
-    sum += weight * it.value();
-    std::memcpy(at, &sum, sizeof sum);
-  }
-}
-
-/// Columns [first, first + kWidth) of the sparse multi-vector pass for the rows of one block:
-/// their margins into z (column-major, ld kSparseBlock), or their updates from w (the S weights
-/// of row r at r·S).
-template <Eigen::Index kWidth>
-void sparse_columns(const SparseRows& a,
-                    Eigen::Index begin,
-                    Eigen::Index n,
-                    Eigen::Index first,
-                    Eigen::Index stride,
-                    const double* x,
-                    double* z) {
-  for (Eigen::Index r = 0; r < n; ++r) {
-    Lanes<kWidth> dot;  // (by reference: vectors by value change the calling convention)
-    sparse_dots<kWidth>(a, begin + r, x + first, stride, dot);
-    for (Eigen::Index s = 0; s < kWidth; ++s) z[(first + s) * kSparseBlock + r] = dot[s];
-  }
-}
-
-template <Eigen::Index kWidth>
-void sparse_column_updates(const SparseRows& a,
-                           Eigen::Index begin,
-                           Eigen::Index n,
-                           Eigen::Index first,
-                           Eigen::Index stride,
-                           const double* w,
-                           double* sums) {
-  for (Eigen::Index r = 0; r < n; ++r) {
-    sparse_updates<kWidth>(a, begin + r, w + r * stride + first, sums + first, stride);
-  }
-}
-
-/// Runs `step.template operator()<width>(first)` over the columns: groups of kSparseColumns,
-/// then groups of 4, 2 and 1 for the rest.
-template <class Step>
-void for_column_groups(Eigen::Index columns, Step step) {
+/// Columns [first, first + count) of x, interleaved `width` wide (count rounded up to a multiple
+/// of kSparseWidthStep).
+struct ColumnGroup {
   Eigen::Index first = 0;
-  for (; first + kSparseColumns <= columns; first += kSparseColumns) {
-    step.template operator()<kSparseColumns>(first);
-  }
-  if ((columns - first) >= 4) {
-    step.template operator()<4>(first);
-    first += 4;
-  }
-  if ((columns - first) >= 2) {
-    step.template operator()<2>(first);
-    first += 2;
-  }
-  if (columns - first == 1) step.template operator()<1>(first);
+  Eigen::Index count = 0;
+  Eigen::Index width = 0;
+};
+
+/// The sparse pass's walks of the rows for S columns: the fewest groups of at most kSparseWidest.
+inline Eigen::Index sparse_groups(Eigen::Index columns) {
+  return (columns + kSparseWidest - 1) / kSparseWidest;
 }
 
-/// Sparse rows, x and the sums interleaved: entry k of column s at k·S + s, so that each
-/// non-zero meets the S values of its column in one contiguous stretch. Each column's margins
-/// and updates are fused_pass's operations in fused_pass's order (rows in order, each row's
-/// non-zeros in order); groups of up to eight columns are summed in registers.
+/// Group g of S columns: the groups as even as can be (S = 20: two of ten).
+inline ColumnGroup sparse_group(Eigen::Index columns, Eigen::Index g) {
+  const Eigen::Index groups = sparse_groups(columns);
+  const Eigen::Index base = columns / groups;
+  const Eigen::Index extra = columns % groups;
+  ColumnGroup group;
+  group.first = g * base + std::min(g, extra);
+  group.count = base + (g < extra ? 1 : 0);
+  group.width = (group.count + kSparseWidthStep - 1) / kSparseWidthStep * kSparseWidthStep;
+  return group;
+}
+
+/// n doubles, zero, the first at the start of a 64-byte cache line.
+class LineAlignedDoubles {
+ public:
+  explicit LineAlignedDoubles(Eigen::Index n)
+      : storage_(static_cast<std::size_t>(n + kLineDoubles), 0.0) {
+    void* start = storage_.data();
+    std::size_t space = storage_.size() * sizeof(double);
+    data_ = static_cast<double*>(std::align(
+        kLineDoubles * sizeof(double), static_cast<std::size_t>(n) * sizeof(double), start, space));
+  }
+  [[nodiscard]] double* data() { return data_; }
+
+ private:
+  std::vector<double> storage_;
+  double* data_ = nullptr;
+};
+
+inline SparseArrays sparse_arrays(const SparseRows& a) {
+  SparseArrays out;
+  out.outer = a.outerIndexPtr();
+  out.counts = a.innerNonZeroPtr();
+  out.index = a.innerIndexPtr();
+  out.values = a.valuePtr();
+  return out;
+}
+
+/// The group's columns of m (p × S) interleaved into `out` (p × width), padding lanes zero.
+inline void interleave(const Eigen::Ref<const Eigen::MatrixXd>& m, ColumnGroup group, double* out) {
+  Eigen::Map<Eigen::MatrixXd>(out, group.width, m.rows()).topRows(group.count) =
+      m.middleCols(group.first, group.count).transpose();
+}
+
+/// Rows [at, at + n) of a chunk's margins (z, `width` wide, from the chunk's first row) as a
+/// column-major block for the kernels, the padding rows and columns zero.
+inline void gather_block(const double* z,
+                         Eigen::Index at,
+                         Eigen::Index n,
+                         ColumnGroup group,
+                         Eigen::Array<double, kSparseBlock, kSparseWidest>& block) {
+  block.setZero();
+  for (Eigen::Index r = 0; r < n; ++r) {
+    for (Eigen::Index s = 0; s < group.count; ++s) {
+      block(r, s) = z[(at + r) * group.width + s];
+    }
+  }
+}
+
+/// The kernel on each column's blocks of 32 rows of a chunk (its first row `begin`, n rows),
+/// as fused_pass runs it: the losses added to totals[s] row by row, the weights into w (row r
+/// at r·width; the padding lanes stay as they are) and has_zero[r] set where one is zero.
 template <class Kernel>
-void sparse_pass_many(const SparseRows& a,
-                      const Eigen::VectorXd& labels,
-                      RowRange rows,
-                      const double* x,
-                      Eigen::Index columns,
-                      double* sums,
-                      double* totals,
-                      Kernel kernel) {
+void sparse_chunk_weights(const Eigen::VectorXd& labels,
+                          Eigen::Index begin,
+                          Eigen::Index n,
+                          ColumnGroup group,
+                          const double* z,
+                          double* w,
+                          unsigned char* has_zero,
+                          double* totals,
+                          Kernel& kernel) {
   using Rows = Block<kSparseBlock>;
-  Eigen::Array<double, kSparseBlock, Eigen::Dynamic> z(kSparseBlock, columns);
-  // Row-major weights: the S weights of row r at r·S.
-  Eigen::Array<double, Eigen::Dynamic, kSparseBlock> w(columns, kSparseBlock);
+  Eigen::Array<double, kSparseBlock, kSparseWidest> block_z;
+  Eigen::Array<double, kSparseBlock, kSparseWidest> block_w;
   Rows column_z;
   Rows b;
   Rows loss;
   Rows column_w;
-  for (Eigen::Index begin = rows.begin; begin < rows.end; begin += kSparseBlock) {
-    const Eigen::Index n = std::min(kSparseBlock, rows.end - begin);
-    z.setZero();
-    for_column_groups(columns, [&]<Eigen::Index kWidth>(Eigen::Index first) {
-      sparse_columns<kWidth>(a, begin, n, first, columns, x, z.data());
-    });
-    load_labels(labels, begin, n, b);
-    for (Eigen::Index s = 0; s < columns; ++s) {
-      column_z = z.col(s);
+  for (Eigen::Index at = 0; at < n; at += kSparseBlock) {
+    const Eigen::Index rows = std::min(kSparseBlock, n - at);
+    gather_block(z, at, rows, group, block_z);
+    load_labels(labels, begin + at, rows, b);
+    for (Eigen::Index s = 0; s < group.count; ++s) {
+      column_z = block_z.col(s);
       kernel(static_cast<const Rows&>(column_z), static_cast<const Rows&>(b), loss, column_w);
-      for (Eigen::Index r = 0; r < n; ++r) totals[s] += loss[r];
-      w.row(s) = column_w.transpose();
+      for (Eigen::Index r = 0; r < rows; ++r) totals[s] += loss[r];
+      block_w.col(s) = column_w;
     }
-    for_column_groups(columns, [&]<Eigen::Index kWidth>(Eigen::Index first) {
-      sparse_column_updates<kWidth>(a, begin, n, first, columns, w.data(), sums);
-    });
+    for (Eigen::Index r = 0; r < rows; ++r) {
+      bool zero = false;
+      for (Eigen::Index s = 0; s < group.count; ++s) {
+        w[(at + r) * group.width + s] = block_w(r, s);
+        zero = zero || block_w(r, s) == 0.0;
+      }
+      has_zero[at + r] = zero ? 1 : 0;
+    }
   }
 }
 
-/// Bytes of interleaved x (and as many of sums) one sparse walk of the rows keeps: the columns
-/// are taken in slices whose x and sums stay in a core's L2 cache (1 MiB or more on the CPUs we
-/// measured), so each non-zero's gather and scatter hits L2, not L3 (benchmarks/multi_vector.md).
-inline constexpr Eigen::Index kSparseSliceBytes = Eigen::Index{1024} << 10;
-
-/// The columns of one slice of the sparse multi-vector pass on p features: a power of two (one
-/// group of for_column_groups, so one walk of each row's non-zeros) of at most kSparseColumns
-/// whose x fits in kSparseSliceBytes; at least one.
-inline Eigen::Index sparse_slice_columns(Eigen::Index p) {
-  const Eigen::Index fit = kSparseSliceBytes / (static_cast<Eigen::Index>(sizeof(double)) *
-                                                std::max<Eigen::Index>(1, p));
-  Eigen::Index slice = 1;
-  while (slice * 2 <= std::min(fit, kSparseColumns)) {
-    slice *= 2;
+/// One group's walk of the rows in chunks of `chunk` rows (a multiple of kSparseBlock): its
+/// totals and sums the same bytes as fused_pass's, column by column.
+template <class Kernel>
+void sparse_group_pass(const SparseRows& a,
+                       const Eigen::VectorXd& labels,
+                       RowRange rows,
+                       const Eigen::MatrixXd& x,
+                       Eigen::Ref<Eigen::MatrixXd> sums,
+                       double* totals,
+                       ColumnGroup group,
+                       Eigen::Index chunk,
+                       Kernel& kernel) {
+  const SparseArrays arrays = sparse_arrays(a);
+  const Eigen::Index p = x.rows();
+  LineAlignedDoubles group_x(p * group.width);
+  LineAlignedDoubles group_sums(p * group.width);
+  LineAlignedDoubles z(chunk * group.width);
+  LineAlignedDoubles w(chunk * group.width);
+  std::vector<unsigned char> has_zero(static_cast<std::size_t>(chunk));
+  interleave(x, group, group_x.data());
+  interleave(sums, group, group_sums.data());
+  for (Eigen::Index begin = rows.begin; begin < rows.end; begin += chunk) {
+    const Eigen::Index n = std::min(chunk, rows.end - begin);
+    sparse_margins_rows(arrays, begin, n, group.width, group_x.data(), z.data());
+    sparse_chunk_weights(
+        labels, begin, n, group, z.data(), w.data(), has_zero.data(), totals + group.first, kernel);
+    sparse_updates_rows(
+        arrays, begin, n, group.width, w.data(), has_zero.data(), group_sums.data());
   }
-  return slice;
+  sums.middleCols(group.first, group.count) =
+      Eigen::Map<Eigen::MatrixXd>(group_sums.data(), group.width, p)
+          .topRows(group.count)
+          .transpose();
 }
 
+/// The sparse multi-vector pass: totals[s] and column s of `sums` the bytes of fused_pass on
+/// column s of x, for any chunk of rows (a multiple of kSparseBlock).
 template <class Kernel>
 void fused_pass_many(const SparseRows& a,
                      const Eigen::VectorXd& labels,
@@ -403,28 +390,10 @@ void fused_pass_many(const SparseRows& a,
                      const Eigen::MatrixXd& x,
                      Eigen::Ref<Eigen::MatrixXd> sums,
                      double* totals,
-                     Kernel kernel) {
-  // Each slice of columns walks the rows once: the rows are re-read per slice (they stream from
-  // memory at a fraction of the gathers' cost), each column's bytes are the same.
-  const Eigen::Index slice = sparse_slice_columns(x.rows());
-  for (Eigen::Index first = 0; first < x.cols(); first += slice) {
-    const Eigen::Index count = std::min(slice, x.cols() - first);
-    if (count == 1) {
-      const Eigen::VectorXd column = x.col(first);
-      totals[first] = fused_pass(a, labels, rows, column, sums.col(first), kernel);
-      continue;
-    }
-    const Eigen::MatrixXd interleaved_x = x.middleCols(first, count).transpose();
-    Eigen::MatrixXd interleaved_sums = sums.middleCols(first, count).transpose();
-    sparse_pass_many(a,
-                     labels,
-                     rows,
-                     interleaved_x.data(),
-                     count,
-                     interleaved_sums.data(),
-                     totals + first,
-                     kernel);
-    sums.middleCols(first, count) = interleaved_sums.transpose();
+                     Kernel kernel,
+                     Eigen::Index chunk = kSparseChunk) {
+  for (Eigen::Index g = 0; g < sparse_groups(x.cols()); ++g) {
+    sparse_group_pass(a, labels, rows, x, sums, totals, sparse_group(x.cols(), g), chunk, kernel);
   }
 }
 
@@ -441,11 +410,10 @@ void fused_pass_many(const Dataset& data,
     totals[0] = fused_pass(data, rows, column, sums.col(0), kernel);
     return;
   }
-  // Sparse rows are walked once per slice of columns (sparse_slice_columns).
+  // Sparse rows are walked once per group of columns (sparse_groups); a chunk's second reading
+  // (its updates) comes from cache.
   const Eigen::Index walks =
-      std::holds_alternative<SparseRows>(data.features)
-          ? (x.cols() + sparse_slice_columns(x.rows()) - 1) / sparse_slice_columns(x.rows())
-          : 1;
+      std::holds_alternative<SparseRows>(data.features) ? sparse_groups(x.cols()) : 1;
   count_data_bytes(walks * data.stored_bytes(rows));
   totals.setZero();
   std::visit(
@@ -509,66 +477,70 @@ void dense_margins_many(const DenseRows& a,
   }
 }
 
-/// margin_pass_many on sparse rows for the `count` columns from `first_column`, interleaved
-/// (one slice): blocks of 32 rows, their margins by sparse_columns.
+/// margin_pass_many on sparse rows for one group of columns: each chunk's margins as the
+/// multi-vector pass computes them, then the kernel on each column's blocks of 32 rows.
 template <class Kernel>
-void sparse_margins_slice(const SparseRows& a,
+void sparse_margins_group(const SparseRows& a,
                           const Eigen::VectorXd& labels,
                           RowRange rows,
                           const Eigen::MatrixXd& x,
-                          Eigen::Index first_column,
-                          Eigen::Index count,
+                          ColumnGroup group,
+                          Eigen::Index chunk,
                           Eigen::Ref<Eigen::MatrixXd> z,
                           Eigen::Ref<Eigen::MatrixXd> loss,
                           Kernel& kernel) {
   using Rows = Block<kSparseBlock>;
-  const Eigen::MatrixXd interleaved = x.middleCols(first_column, count).transpose();
-  Eigen::Array<double, kSparseBlock, Eigen::Dynamic> block(kSparseBlock, count);
+  const SparseArrays arrays = sparse_arrays(a);
+  LineAlignedDoubles group_x(x.rows() * group.width);
+  LineAlignedDoubles chunk_z(chunk * group.width);
+  interleave(x, group, group_x.data());
+  Eigen::Array<double, kSparseBlock, kSparseWidest> block;
   Rows column_z;
-  for (Eigen::Index begin = rows.begin; begin < rows.end; begin += kSparseBlock) {
-    const Eigen::Index n = std::min(kSparseBlock, rows.end - begin);
-    block.setZero();
-    for_column_groups(count, [&]<Eigen::Index kWidth>(Eigen::Index first) {
-      sparse_columns<kWidth>(a, begin, n, first, count, interleaved.data(), block.data());
-    });
-    for (Eigen::Index s = 0; s < count; ++s) {
-      column_z = block.col(s);
-      store_block_scores(static_cast<const Rows&>(column_z),
-                         labels,
-                         rows,
-                         begin,
-                         n,
-                         first_column + s,
-                         kernel,
-                         z,
-                         loss);
+  for (Eigen::Index begin = rows.begin; begin < rows.end; begin += chunk) {
+    const Eigen::Index n = std::min(chunk, rows.end - begin);
+    sparse_margins_rows(arrays, begin, n, group.width, group_x.data(), chunk_z.data());
+    for (Eigen::Index at = 0; at < n; at += kSparseBlock) {
+      const Eigen::Index count = std::min(kSparseBlock, n - at);
+      gather_block(chunk_z.data(), at, count, group, block);
+      for (Eigen::Index s = 0; s < group.count; ++s) {
+        column_z = block.col(s);
+        store_block_scores(static_cast<const Rows&>(column_z),
+                           labels,
+                           rows,
+                           begin + at,
+                           count,
+                           group.first + s,
+                           kernel,
+                           z,
+                           loss);
+      }
     }
   }
 }
 
 /// margin_pass for the S columns of x (p × S): z(i, s) and loss(i, s) for the rows (indexed
 /// from rows.begin), each the same bytes as margin_pass(data, rows, x.col(s), …): the same
-/// margins (dense_dot4_many, the sparse dots of sparse_columns) and the same kernel on the same
+/// margins (dense_dot4_many; the sparse multi-vector pass's) and the same kernel on the same
 /// blocks of rows. The data's bytes are counted once per walk of the rows (sparse: one walk per
-/// slice of sparse_slice_columns columns).
+/// group of sparse_groups).
 template <class Kernel>
 void margin_pass_many(const Dataset& data,
                       RowRange rows,
                       const Eigen::MatrixXd& x,
                       Eigen::Ref<Eigen::MatrixXd> z,
                       Eigen::Ref<Eigen::MatrixXd> loss,
-                      Kernel kernel) {
+                      Kernel kernel,
+                      Eigen::Index chunk = kSparseChunk) {
   if (const auto* dense = std::get_if<DenseRows>(&data.features)) {
     count_data_bytes(data.stored_bytes(rows));
     dense_margins_many(*dense, data.labels, rows, x, z, loss, kernel);
     return;
   }
   const auto& a = std::get<SparseRows>(data.features);
-  const Eigen::Index slice = sparse_slice_columns(x.rows());
-  for (Eigen::Index first = 0; first < x.cols(); first += slice) {
+  for (Eigen::Index g = 0; g < sparse_groups(x.cols()); ++g) {
     count_data_bytes(data.stored_bytes(rows));
-    sparse_margins_slice(
-        a, data.labels, rows, x, first, std::min(slice, x.cols() - first), z, loss, kernel);
+    sparse_margins_group(
+        a, data.labels, rows, x, sparse_group(x.cols(), g), chunk, z, loss, kernel);
   }
 }
 

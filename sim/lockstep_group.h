@@ -56,7 +56,7 @@ class LockstepGroup {
     /// The most evaluations one member asked for: the passes of the longest run alone.
     std::uint64_t longest = 0;
     /// Bytes of data the group's passes read (models::data_bytes_read over each pass: sparse
-    /// rows are walked once per slice of columns).
+    /// rows are walked once per group of up to 16 columns).
     std::int64_t bytes = 0;
   };
   [[nodiscard]] Statistics statistics() const;

@@ -508,7 +508,7 @@ TEST_CASE("models: evaluate_many is evaluate's bytes for every column, loss, dat
 }
 
 TEST_CASE(
-    "models: evaluate_many reads the data once for the linear losses (sparse: per slice of 8 x), "
+    "models: evaluate_many reads the data once for the linear losses (sparse: per group of 16 x), "
     "once per x otherwise",
     "[models][objective][many]") {
   using stragglersim::models::data_bytes_read;
@@ -520,7 +520,7 @@ TEST_CASE(
       std::int64_t pass = 0;
       for (int j = 0; j < 5; ++j) pass += data->stored_bytes(f.partition(j));
       const Eigen::Index n = loss->parameter_count(9);
-      for (const std::size_t columns : {1, 4, 16}) {
+      for (const std::size_t columns : {1, 4, 16, 17}) {
         INFO(loss_name << (sparse ? ", sparse" : ", dense") << ", S = " << columns);
         std::vector<Eigen::VectorXd> points(columns, gaussian_vector(n, 3));
         std::vector<Eigen::MatrixXd> gradients(columns);
@@ -532,8 +532,8 @@ TEST_CASE(
         }
         const std::int64_t before = data_bytes_read();
         (void)f.evaluate_many(xs, outs);
-        // Sparse rows are walked once per slice of at most kSparseColumns (8) columns.
-        const auto walks = static_cast<std::int64_t>(sparse ? (columns + 7) / 8 : 1);
+        // Sparse rows are walked once per group of at most kSparseWidest (16) columns.
+        const auto walks = static_cast<std::int64_t>(sparse ? (columns + 15) / 16 : 1);
         const std::int64_t passes =
             loss->traits().scalar_margin ? walks : static_cast<std::int64_t>(columns);
         CHECK(data_bytes_read() - before == passes * pass);
