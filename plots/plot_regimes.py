@@ -246,6 +246,10 @@ def plot_regime(sweeps, regime, title, levels=None, auto_steps=None):
         _, rows = draw_panel(axes[i][0], axes[i][1], folder, (levels or {}).get(workload))
         if auto_steps is not None:
             add_choices(rows, folder, auto_steps.get(f"regime_{regime}_{workload}"))
+            axes[i][1].set_xticklabels(
+                [r["scheme"] + ("" if math.isnan(r["step_multiple"]) else
+                                f" at {r['step_multiple']:.3g}/β") for r in rows],
+                rotation=35, ha="right", fontsize=7)
         results[workload] = rows
         config = first_config(folder)
         data = config["data"]
