@@ -5,9 +5,13 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <exception>
 #include <functional>
 #include <limits>
 #include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
 
 #include "experiments/advice_tuning.h"
 #include "experiments/config/config_error.h"
@@ -16,6 +20,7 @@
 #include "experiments/predict/predictions.h"
 #include "experiments/predict/simulation_budget.h"
 #include "models/optimum.h"
+#include "models/worker_pool.h"
 #include "sim/asynchronous_cluster.h"
 #include "sim/collectives/collective.h"
 #include "sim/scheme.h"
@@ -598,9 +603,91 @@ RunPlan start_advice(const nlohmann::json& config,
       options.predicted_delay ? *options.predicted_delay : config.value("delay", nlohmann::json());
   nlohmann::json predicted = config;
   predicted["delay"] = advice.predicted_delay;
-  RunPlan base = plan_run(predicted, file, base_dir);
+  advice.setup = std::make_shared<SetupCache>();
+  PlanOptions plan_options;
+  plan_options.setup = advice.setup.get();
+  RunPlan base = plan_run(predicted, file, base_dir, plan_options);
   advice.horizon = base.iterations;
   return base;
+}
+
+}  // namespace
+
+namespace {
+
+/// Runs `estimate` on every candidate of `candidates` on `pool`, with the outcome of a loop over
+/// them in their order: each task writes only its own candidate, a task whose candidate comes
+/// after one that failed is skipped (the loop would not have reached it), and the earliest
+/// failure is rethrown once every task has returned.
+void estimate_each(models::WorkerPool& pool,
+                   std::span<SchemeCandidate> candidates,
+                   const std::function<void(SchemeCandidate&)>& estimate) {
+  const std::size_t count = candidates.size();
+  std::vector<std::exception_ptr> failures(count);
+  std::mutex mutex;
+  std::size_t first_failure = count;
+  models::run_tasks(&pool, static_cast<int>(count), [&](int task) {
+    const auto i = static_cast<std::size_t>(task);
+    {
+      const std::lock_guard lock(mutex);
+      if (first_failure < i) {
+        return;
+      }
+    }
+    try {
+      estimate(candidates[i]);
+    } catch (...) {
+      const std::lock_guard lock(mutex);
+      failures[i] = std::current_exception();
+      first_failure = std::min(first_failure, i);
+    }
+  });
+  for (const auto& failure : failures) {
+    if (failure) {
+      std::rethrow_exception(failure);
+    }
+  }
+}
+
+/// One candidate's work in advise: tuned (unless --fixed-step), then estimated afresh, its
+/// coverage checked and (--measure) measured, with `full` as evaluate's.
+struct Estimate {
+  const std::string& file;
+  const std::filesystem::path& base_dir;
+  const Advice& advice;
+  const AdviceOptions& options;
+  AdviceTuner& tuner;
+  void operator()(SchemeCandidate& c, const SchemeCandidate* fixed_step_full) const {
+    if (advice.tuned) {
+      tuner.tune(c);
+    }
+    evaluate(file,
+             base_dir,
+             advice,
+             options,
+             c,
+             advice.tuned ? tuner.full_gradient_at(c) : fixed_step_full);
+  }
+};
+
+/// The listed candidates, estimated as a loop in their order would: those before uncoded, then
+/// uncoded alone, then the rest, which take its iterations (the exact decodes and Malenia at the
+/// same step: its tuning estimates, or under --fixed-step its estimate). Within each group the
+/// candidates are independent, and run on the pool.
+void estimate_listed(const Estimate& estimate,
+                     models::WorkerPool& pool,
+                     std::vector<SchemeCandidate>& candidates) {
+  const auto uncoded = std::find_if(
+      candidates.begin(), candidates.end(), [](const auto& c) { return c.label == "uncoded"; });
+  const auto before = static_cast<std::size_t>(uncoded - candidates.begin());
+  const std::span<SchemeCandidate> all(candidates);
+  estimate_each(pool, all.first(before), [&](SchemeCandidate& c) { estimate(c, nullptr); });
+  if (uncoded == candidates.end()) {
+    return;
+  }
+  estimate(*uncoded, nullptr);
+  const SchemeCandidate* full = uncoded->problem.empty() ? &*uncoded : nullptr;
+  estimate_each(pool, all.subspan(before + 1), [&](SchemeCandidate& c) { estimate(c, full); });
 }
 
 }  // namespace
@@ -634,25 +721,17 @@ Advice advise(const nlohmann::json& config,
   advice.base_step = advice.tuned ? base.step : 0.0;
   AdviceTuner tuner(advice, file, base_dir, options, base.workers);
   if (advice.tuned) {
-    tuner.prepare(candidates, static_cast<bool>(base.collective));
+    tuner.prepare(candidates, aggregation);
   }
-  const SchemeCandidate* full = nullptr;  // uncoded at the config's step (--fixed-step only)
-  for (auto& c : candidates) {
-    if (advice.tuned) {
-      tuner.tune(c);
-    }
-    evaluate(file, base_dir, advice, options, c, advice.tuned ? tuner.full_gradient_at(c) : full);
-    if (!advice.tuned && c.label == "uncoded" && c.problem.empty()) {
-      full = &c;
-    }
-  }
-  for (auto& extra :
-       deadline_candidates(candidates, base.workers, aggregation, advice.predicted_delay)) {
-    if (advice.tuned) {
-      tuner.tune(extra);
-    }
-    evaluate(file, base_dir, advice, options, extra, tuner.full_gradient_at(extra));
-    candidates.push_back(std::move(extra));
+  models::WorkerPool pool(std::max(1, options.threads));
+  const Estimate estimate{file, base_dir, advice, options, tuner};
+  estimate_listed(estimate, pool, candidates);
+  std::vector<SchemeCandidate> extras =
+      deadline_candidates(candidates, base.workers, aggregation, advice.predicted_delay);
+  // Tuned, at uncoded's tuning estimates; --fixed-step, without uncoded's iterations.
+  estimate_each(pool, extras, [&](SchemeCandidate& c) { estimate(c, nullptr); });
+  for (auto& c : extras) {
+    candidates.push_back(std::move(c));
   }
   for (auto& c : candidates) {
     relabel_tuned(c);
@@ -705,7 +784,9 @@ std::optional<RunPlan> estimate_candidate(const Advice& advice,
   c.total_method = fresh.total_method;
   RunPlan plan;
   try {
-    plan = plan_run(apply_candidate(predicted, c), file, base_dir);
+    PlanOptions plan_options;
+    plan_options.setup = advice.setup.get();
+    plan = plan_run(apply_candidate(predicted, c), file, base_dir, plan_options);
   } catch (const ConfigError& e) {
     c.problem = e.what();
     c.total = kInf;

@@ -22,6 +22,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -47,9 +48,14 @@ struct AdviceOptions {
   /// `advise --fixed-step`). Otherwise each is ranked at its own best step and K, r, deadline or
   /// window (experiments/advice_tuning.h, docs/advise.md "Tuning").
   bool fixed_step = false;
+  /// Candidates estimated at once, on a worker pool of this many threads (1: one after the other;
+  /// below 1: 1). No number depends on it: each candidate's estimate is computed by one task, in
+  /// the order and with the seeds of the one-thread run (docs/advise.md "Threads").
+  int threads = 1;
   /// Tuning: called once with the estimate of the work (from a measured probe) before it starts.
   std::function<void(const std::string&)> note;
-  /// Tuning: called after every grid point with the points done and the points in all.
+  /// Tuning: called after every grid point with the points done and the points in all (one
+  /// call at a time, from the pool's threads).
   std::function<void(std::size_t, std::size_t)> progress;
 };
 
@@ -72,6 +78,9 @@ struct Advice {
   /// The config's resolved step (1/β for "auto"): the tuning grid's unit; 0 under fixed_step.
   double base_step = 0.0;
   bool tuned = false;
+  /// The set-up the candidates' plans share (the data set and β, computed once; the same bytes
+  /// as each plan's own); null: each plan computes its own.
+  std::shared_ptr<SetupCache> setup;
 };
 
 /// Ranks the candidates for `config` (read from `file`, paths relative to `base_dir`).

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "experiments/config/run_plan.h"
 #include "experiments/fit_report.h"
 #include "experiments/predict/predictions.h"
+#include "sim/scheme.h"
 #include "tests/test_paths.h"
 
 namespace stragglersim::experiments {
@@ -363,6 +365,140 @@ TEST_CASE("advise: a collective config ranks both families and names each row's 
   const double shift = 0.001 + 8.0 * static_cast<double>(ps_plan.objective->dimension()) / 1.0e6;
   const double e_max = 0.1 + (1.0 + 0.5 + 1.0 / 3 + 0.25 + 0.2 + 1.0 / 6 + 1.0 / 7 + 0.125) / 4.0;
   CHECK(ps.iteration_time == Approx(e_max + shift).epsilon(1e-9));
+}
+
+}  // namespace stragglersim::experiments
+
+namespace stragglersim::experiments {
+namespace {
+
+/// Logistic regression on a small two-class mixture, n workers, the given delay block.
+nlohmann::json threads_test_config(int workers, const nlohmann::json& delay) {
+  return {{"name", "advise-threads"},
+          {"seed", 11},
+          {"workers", workers},
+          {"partitions", workers},
+          {"data",
+           {{"source", "synthetic"},
+            {"generator", "gaussian_mixture"},
+            {"rows", 80},
+            {"features", 5},
+            {"test_fraction", 0}}},
+          {"loss", {{"kind", "logistic"}, {"l2", 0.001}}},
+          {"code", {{"kind", "uncoded"}}},
+          {"stopping", {{"rule", "all"}}},
+          {"rescale", "none"},
+          {"delay", delay},
+          {"stragglers", "cancel"},
+          {"optimizer", {{"kind", "gd"}, {"step", "auto"}, {"iterations", 20}}},
+          {"backend", {{"kind", "simulated"}}},
+          {"threads", 1}};
+}
+
+/// The configs whose advice is compared across thread counts: i.i.d. delays; per-worker factors
+/// (the proportional candidates and, over a ring, StragglAR); a ring all-reduce (its candidates,
+/// the parameter server's beside them and the deadline candidates of both); least squares (the
+/// exact curve); a replayed real trace (10 workers).
+std::vector<std::pair<std::string, nlohmann::json>> threads_test_configs() {
+  const nlohmann::json iid = {{"kind", "shifted_exponential"}, {"shift", 0.5}, {"rate", 2.0}};
+  const nlohmann::json factors = {{"kind", "heterogeneous"},
+                                  {"shift", 0.5},
+                                  {"rate", 2.0},
+                                  {"factors", {1.0, 1.0, 1.5, 1.0, 2.5, 1.0}}};
+  nlohmann::json ring = threads_test_config(6, factors);
+  ring["aggregation"] = {{"kind", "ring"}, {"latency", 0.001}, {"bandwidth", 1.0e6}};
+  nlohmann::json least_squares = threads_test_config(4, iid);
+  least_squares["data"]["generator"] = "linear_regression";
+  least_squares["data"]["condition"] = 1;
+  least_squares["loss"] = {{"kind", "least_squares"}, {"l2", 0.01}};
+  const std::string pai = (std::filesystem::path(stragglersim::testing::source_dir()) / "data" /
+                           "traces" / "imported" / "pai_job1.csv")
+                              .string();
+  return {
+      {"iid", threads_test_config(6, iid)},
+      {"factors", threads_test_config(6, factors)},
+      {"ring", ring},
+      {"least squares", least_squares},
+      {"pai_job1", threads_test_config(10, {{"kind", "trace"}, {"path", pai}, {"mode", "cycle"}})}};
+}
+
+/// Each tuned row's choice, by label.
+std::map<std::string, nlohmann::json> threads_test_choices(const Advice& a) {
+  std::map<std::string, nlohmann::json> out;
+  for (const auto& c : a.ranked) {
+    if (c.tuning) {
+      out[c.label] = {{"block", c.block},
+                      {"step_multiplier", c.tuning->step_multiplier},
+                      {"parameters", c.tuning->parameters},
+                      {"tuning_total", c.tuning->tuning_total}};
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("advise: every number and chosen point is the same at 2 and 3 threads as at 1",
+          "[advise][threads][heavy]") {
+  for (const auto& [name, config] : threads_test_configs()) {
+    for (const bool fixed_step : {true, false}) {
+      INFO(name << (fixed_step ? ", --fixed-step" : ", tuned"));
+      AdviceOptions o;
+      o.suboptimality = 0.1;
+      o.repetitions = 2;
+      o.measure = name == "factors" ? 2 : 0;
+      o.fixed_step = fixed_step;
+      const Advice one = advise(config, "threads.json", kExamples, o);
+      const std::string expected = advice_json(one).dump(2);
+      REQUIRE(one.ranked.size() >= 10);
+      for (const int threads : {2, 3}) {
+        INFO(threads << " threads");
+        o.threads = threads;
+        // Progress from the pool's threads, one call at a time: every point counted once.
+        std::vector<std::size_t> done;
+        std::size_t total = 0;
+        o.progress = [&](std::size_t d, std::size_t t) {
+          done.push_back(d);
+          total = t;
+        };
+        const Advice many = advise(config, "threads.json", kExamples, o);
+        CHECK(advice_json(many).dump(2) == expected);
+        // The chosen points (step, K, r, deadline), row by row.
+        CHECK(threads_test_choices(many) == threads_test_choices(one));
+        std::vector<std::size_t> counted(done.size());
+        std::iota(counted.begin(), counted.end(), std::size_t{1});
+        CHECK(done == counted);
+        CHECK(done.size() == (fixed_step ? 0 : total));
+      }
+    }
+  }
+}
+
+TEST_CASE("advise: a failure at 2 threads is the one the one-thread run stops at",
+          "[advise][threads]") {
+  // Least squares at 400/β: the loss overflows within the horizon, which --fixed-step reports as
+  // numerical trouble (sim::NumericalError) at the first candidate in the list's order.
+  nlohmann::json config = threads_test_configs()[3].second;
+  config["optimizer"]["iterations"] = 80;
+  const RunPlan base = plan_run(config, "threads.json", kExamples);
+  config["optimizer"]["step"] = 400.0 * base.step;
+  AdviceOptions o;
+  o.suboptimality = 0.1;
+  o.repetitions = 2;
+  o.fixed_step = true;
+  std::string one;
+  try {
+    (void)advise(config, "threads.json", kExamples, o);
+  } catch (const sim::NumericalError& e) {
+    one = e.what();
+  }
+  REQUIRE_FALSE(one.empty());
+  for (const int threads : {2, 3}) {
+    o.threads = threads;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      CHECK_THROWS_WITH(advise(config, "threads.json", kExamples, o), one);
+    }
+  }
 }
 
 }  // namespace stragglersim::experiments
