@@ -127,6 +127,7 @@ void check_coverage(const RunPlan& plan, SchemeCandidate& c);
 /// the runs, the unfinished runs' hits no earlier than their current row, is above it) or a run
 /// ends without reaching the target; the candidate's total is then +∞, and its other fields
 /// are not an estimate. An estimate that ends at or below `prune_above` is the unpruned one.
+/// +∞: no pruning; the largest finite double (no point reached yet): only at a run's miss.
 struct CachedIterationTime {
   double iteration_time = 0.0;
   std::string method;
