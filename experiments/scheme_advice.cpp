@@ -308,6 +308,18 @@ void predict_iterations(const RunPlan& plan,
   }
 }
 
+/// A time to ε simulated directly from `repetitions` runs that all reached it: the means of their
+/// iterations and times there, the time's standard error, the iteration time their ratio.
+void set_time_at_target(const RunsToTarget& runs, int repetitions, SchemeCandidate& c) {
+  const auto n = static_cast<double>(repetitions);
+  c.iterations = runs.iterations / n;
+  c.total = runs.time / n;
+  c.total_se = runs.time_se();
+  c.total_method += fmt::format(", s.e. {:.2g})", c.total_se);
+  c.iteration_time = *c.iterations > 0.0 ? c.total / *c.iterations : 0.0;
+  c.iteration_time_method = "simulation (mean time at target / mean iterations at target)";
+}
+
 /// A baseline's time to ε simulated directly: over `repetitions` training runs, the mean of each
 /// run's simulated time (and iteration) at its first row within ε; its iteration time is the
 /// mean time over the mean iterations.
@@ -336,13 +348,7 @@ void simulate_time_to_target(const RunPlan& plan,
     c.total = kInf;
     return;
   }
-  const auto n = static_cast<double>(repetitions);
-  c.iterations = runs.iterations / n;
-  c.total = runs.time / n;
-  c.total_se = runs.time_se();
-  c.total_method += fmt::format(", s.e. {:.2g})", c.total_se);
-  c.iteration_time = *c.iterations > 0.0 ? c.total / *c.iterations : 0.0;
-  c.iteration_time_method = "simulation (mean time at target / mean iterations at target)";
+  set_time_at_target(runs, repetitions, c);
 }
 
 /// Whether `plan` is Malenia's update rule, whose updates under gradient descent are uncoded's
@@ -395,13 +401,7 @@ void clock_time_to_target(const RunPlan& plan,
     runs.time += time;
     runs.time_sq += time * time;
   }
-  const auto n = static_cast<double>(repetitions);
-  c.iterations = runs.iterations / n;
-  c.total = runs.time / n;
-  c.total_se = runs.time_se();
-  c.total_method += fmt::format(", s.e. {:.2g})", c.total_se);
-  c.iteration_time = *c.iterations > 0.0 ? c.total / *c.iterations : 0.0;
-  c.iteration_time_method = "simulation (mean time at target / mean iterations at target)";
+  set_time_at_target(runs, repetitions, c);
 }
 
 void measure(const RunPlan& plan, int runs, double target_loss, SchemeCandidate& c) {
@@ -611,10 +611,6 @@ RunPlan start_advice(const nlohmann::json& config,
   return base;
 }
 
-}  // namespace
-
-namespace {
-
 /// Runs `estimate` on every candidate of `candidates` on `pool`, with the outcome of a loop over
 /// them in their order: each task writes only its own candidate, a task whose candidate comes
 /// after one that failed is skipped (the loop would not have reached it), and the earliest
@@ -623,22 +619,19 @@ void estimate_each(models::WorkerPool& pool,
                    std::span<SchemeCandidate> candidates,
                    const std::function<void(SchemeCandidate&)>& estimate) {
   const std::size_t count = candidates.size();
-  std::vector<std::exception_ptr> failures(count);
+  std::vector<std::exception_ptr> failures(count);  // each task writes its own
   std::mutex mutex;
   std::size_t first_failure = count;
   models::run_tasks(&pool, static_cast<int>(count), [&](int task) {
     const auto i = static_cast<std::size_t>(task);
-    {
-      const std::lock_guard lock(mutex);
-      if (first_failure < i) {
-        return;
-      }
+    if (const std::lock_guard lock(mutex); first_failure < i) {
+      return;
     }
     try {
       estimate(candidates[i]);
     } catch (...) {
-      const std::lock_guard lock(mutex);
       failures[i] = std::current_exception();
+      const std::lock_guard lock(mutex);
       first_failure = std::min(first_failure, i);
     }
   });
@@ -649,24 +642,19 @@ void estimate_each(models::WorkerPool& pool,
   }
 }
 
-/// One candidate's work in advise: tuned (unless --fixed-step), then estimated afresh, its
-/// coverage checked and (--measure) measured, with `full` as evaluate's.
+/// One candidate's work in advise: tuned (unless --fixed-step), then evaluated.
 struct Estimate {
   const std::string& file;
   const std::filesystem::path& base_dir;
   const Advice& advice;
   const AdviceOptions& options;
   AdviceTuner& tuner;
-  void operator()(SchemeCandidate& c, const SchemeCandidate* fixed_step_full) const {
+  /// `full`: uncoded under --fixed-step (tuned: its tuning estimate at c's chosen step).
+  void operator()(SchemeCandidate& c, const SchemeCandidate* full) const {
     if (advice.tuned) {
       tuner.tune(c);
     }
-    evaluate(file,
-             base_dir,
-             advice,
-             options,
-             c,
-             advice.tuned ? tuner.full_gradient_at(c) : fixed_step_full);
+    evaluate(file, base_dir, advice, options, c, advice.tuned ? tuner.full_gradient_at(c) : full);
   }
 };
 
