@@ -19,6 +19,9 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 const std::string kStepPointer = "/optimizer/step";
 constexpr std::size_t kNoPoint = std::numeric_limits<std::size_t>::max();
+/// The pruning bound before any point has reached the target: no finite estimate is above it,
+/// but a point still stops at its first run that misses the target (it cannot be chosen then).
+constexpr double kNoBestYet = std::numeric_limits<double>::max();
 
 /// Distinct ⌈f·n⌉ over kCountFractions within [1, upper].
 std::vector<double> count_grid(int n, int upper) {
@@ -249,6 +252,16 @@ double probe_seconds(const Advice& advice,
   }
 }
 
+/// The grid's steps: kStepMultipliers times the config's (resolved) step.
+std::vector<double> grid_steps(double base_step) {
+  std::vector<double> steps;
+  steps.reserve(kStepMultipliers.size());
+  for (const double m : kStepMultipliers) {
+    steps.push_back(m * base_step);
+  }
+  return steps;
+}
+
 /// The grid of `c` as TuningChoice::grid: the steps, then each parameter's values.
 nlohmann::json grid_json(const std::vector<double>& steps,
                          const std::vector<TunedParameter>& params) {
@@ -373,27 +386,39 @@ void AdviceTuner::announce(const std::vector<SchemeCandidate>& candidates,
   const double runs =
       static_cast<double>(options_.repetitions) * static_cast<double>(total_ + schemes) +
       static_cast<double>(options_.measure) * static_cast<double>(schemes);
+  // The schemes share the threads (each scheme's points run one after the other).
+  const int threads = std::max(1, options_.threads);
   options_.note(fmt::format(
       "advise: tuning {} schemes over {} grid points ({} step multipliers x their K, r or "
-      "deadline), {} simulated runs each: at most about {:.0f} s (one run of {} took {:.3g} s; "
-      "a point's runs stop once it cannot beat the best so far; --fixed-step skips the "
-      "tuning)",
+      "deadline), {} simulated runs each: at most about {:.0f} s on {} thread{} (one run of {} "
+      "took {:.3g} s; a point's runs stop once it cannot beat the best so far; --fixed-step "
+      "skips the tuning)",
       schemes,
       total_,
       kStepMultipliers.size(),
       options_.repetitions,
-      runs * seconds,
+      runs * seconds / static_cast<double>(std::min(static_cast<std::size_t>(threads), schemes)),
+      threads,
+      threads == 1 ? "" : "s",
       candidates.front().label,
       seconds));
 }
 
-void AdviceTuner::prepare(std::vector<SchemeCandidate>& candidates, bool collective) {
+void AdviceTuner::prepare(std::vector<SchemeCandidate>& candidates,
+                          const nlohmann::json& aggregation) {
   candidates = tuning_families(std::move(candidates), workers_);
+  // deadline_candidates' lists at a placeholder τ (the grids do not depend on it).
   std::vector<SchemeCandidate> more;
-  if (!collective) {
-    for (auto& c : scheme_candidates(workers_, 1.0)) {
-      if (c.label.find("deadline=") != std::string::npos || c.label.starts_with("anytime") ||
-          c.label.starts_with("mindflayer")) {
+  for (auto& c : scheme_candidates(workers_, 1.0)) {
+    if (c.label.find("deadline=") != std::string::npos || c.label.starts_with("anytime") ||
+        c.label.starts_with("mindflayer")) {
+      more.push_back(std::move(c));
+    }
+  }
+  if (aggregation.is_object()) {
+    for (auto& c : collective_candidates(aggregation, workers_, 1.0, advice_.predicted_delay)) {
+      if (c.label.find("deadline=") != std::string::npos ||
+          c.label.find("threshold=") != std::string::npos) {
         more.push_back(std::move(c));
       }
     }
@@ -401,20 +426,25 @@ void AdviceTuner::prepare(std::vector<SchemeCandidate>& candidates, bool collect
   announce(candidates, more);
 }
 
+void AdviceTuner::count_point() {
+  const std::lock_guard lock(progress_mutex_);
+  ++done_;
+  if (options_.progress) {
+    options_.progress(done_, total_);
+  }
+}
+
 void AdviceTuner::tune(SchemeCandidate& c) {
   const std::vector<TunedParameter> params = tuned_parameters(c, workers_);
   const std::vector<GridPoint> grid = enumerate_grid(params);
-  std::vector<double> steps;
-  steps.reserve(kStepMultipliers.size());
-  for (const double m : kStepMultipliers) {
-    steps.push_back(m * advice_.base_step);
-  }
+  const std::vector<double> steps = grid_steps(advice_.base_step);
   TuningChoice choice;
   choice.grid_points = grid.size();
   choice.grid = grid_json(steps, params);
   // Uncoded's estimates are kept whole (an exact decode takes its iterations at each step);
   // every other candidate's points stop as soon as they cannot beat the best so far.
   const bool reference = c.label == "uncoded";
+  IterationTimeCache iteration_times;  // this candidate's: no two candidates share a block
   const GridPoint* best = nullptr;
   // The largest step first: a step that is too large diverges within a few iterations, and
   // most schemes' best points are at the larger steps, so the bound is low early.
@@ -437,9 +467,9 @@ void AdviceTuner::tune(SchemeCandidate& c) {
                              kTuningStream,
                              true,
                              point,
-                             &iteration_times_,
+                             &iteration_times,
                              full ? &*full : nullptr,
-                             reference ? kInf : choice.tuning_total);
+                             reference ? kInf : std::min(choice.tuning_total, kNoBestYet));
     // The least time, ties to the earlier point of the grid (the smaller step).
     if (point.problem.empty() &&
         (point.total < choice.tuning_total ||
@@ -450,10 +480,7 @@ void AdviceTuner::tune(SchemeCandidate& c) {
     if (reference) {
       full_by_step_[g.step] = std::move(point);
     }
-    ++done_;
-    if (options_.progress) {
-      options_.progress(done_, total_);
-    }
+    count_point();
   }
   apply_choice(c, std::move(choice), best, steps, params);
 }

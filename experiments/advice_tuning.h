@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -84,11 +85,16 @@ class AdviceTuner {
                 const std::vector<SchemeCandidate>& more);
 
   /// One candidate per family (tuning_families), then announce() with the deadline candidates
-  /// to come (those of the parameter server, at a placeholder τ; none over a collective).
-  void prepare(std::vector<SchemeCandidate>& candidates, bool collective);
+  /// to come (deadline_candidates' for `aggregation`, a collective block or null, at a
+  /// placeholder τ).
+  void prepare(std::vector<SchemeCandidate>& candidates, const nlohmann::json& aggregation);
 
   /// Sets `c`'s block to its best grid point and `c.tuning` (the step's multiplier 1 and the
   /// listed parameters when no point reaches the target). `c` is estimated afresh by the caller.
+  /// The points of one candidate are estimated in a fixed order, each pruned against the best
+  /// of the points before it (docs/advise.md "Tuning"), so the choice and the work do not
+  /// depend on what else runs. Thread-safe for distinct candidates, except uncoded: the others
+  /// read its estimates (full_gradient_at), so it is tuned alone, before the candidates after it.
   void tune(SchemeCandidate& c);
 
   /// The uncoded candidate as tuned at `c`'s chosen step (its tuning-run estimate; null before
@@ -98,15 +104,18 @@ class AdviceTuner {
   [[nodiscard]] const SchemeCandidate* full_gradient_at(const SchemeCandidate& c) const;
 
  private:
+  /// One grid point done: AdviceOptions::progress, one call at a time.
+  void count_point();
+
   const Advice& advice_;
   std::string file_;
   std::filesystem::path base_dir_;
   const AdviceOptions& options_;
   int workers_;
-  IterationTimeCache iteration_times_;
   /// Uncoded's estimate at each step multiplier (by index), once it is tuned.
   std::vector<std::optional<SchemeCandidate>> full_by_step_ =
       std::vector<std::optional<SchemeCandidate>>(kStepMultipliers.size());
+  std::mutex progress_mutex_;  ///< guards done_ and the calls of AdviceOptions::progress
   std::size_t done_ = 0;
   std::size_t total_ = 0;
 };

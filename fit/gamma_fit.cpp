@@ -10,6 +10,7 @@
 
 #include "fit/delay_fit.h"
 #include "fit/profile_likelihood.h"
+#include "models/base/log_gamma.h"
 
 namespace stragglersim::sim {
 namespace {
@@ -35,7 +36,7 @@ AtShift gamma_at(const std::vector<double>& sorted, double c) {
   }
   const auto n = static_cast<double>(sorted.size());
   const double theta = e.mean / k;
-  return {k, theta, n * ((k - 1.0) * e.mean_log - k - std::lgamma(k) - k * std::log(theta))};
+  return {k, theta, n * ((k - 1.0) * e.mean_log - k - models::log_gamma(k) - k * std::log(theta))};
 }
 
 }  // namespace
@@ -50,7 +51,7 @@ FamilyFit fit_gamma(std::span<const double> times) {
           sum += (x(1) - 1.0) * std::log(t - x(0)) - (t - x(0)) / x(2);
         }
         const auto n = static_cast<double>(sorted.size());
-        return sum - n * (std::lgamma(x(1)) + x(1) * std::log(x(2)));
+        return sum - n * (models::log_gamma(x(1)) + x(1) * std::log(x(2)));
       },
       gamma_at,
       [](const Eigen::Vector3d& x, double y) {

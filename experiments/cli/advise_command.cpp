@@ -1,6 +1,6 @@
 // `stragglersim advise CONFIG.json [--json] [--fit TIMES.csv] [--suboptimality S]
-// [--repetitions R] [--measure N] [--write FILE] [--fixed-step] [-q]`: schemes ranked by
-// predicted time to target, each at its own tuned step and K, r or deadline unless
+// [--repetitions R] [--measure N] [--write FILE] [--fixed-step] [--threads N] [-q]`: schemes
+// ranked by predicted time to target, each at its own tuned step and K, r or deadline unless
 // --fixed-step (docs/advise.md).
 
 #include <fmt/format.h>
@@ -38,6 +38,7 @@ struct AdviseArguments {
   std::string write;
   bool fixed_step = false;  ///< every scheme at the config's step and listed parameters
   bool quiet = false;       ///< no estimate of the tuning's time and no progress line
+  int threads = 1;          ///< candidates estimated at once (set to the cores below)
 };
 
 std::string cell(double v, const char* format = "{:.4f}") {
@@ -226,6 +227,7 @@ int command_advise(const AdviseArguments& a) {
   options.repetitions = a.repetitions;
   options.measure = a.measure;
   options.fixed_step = a.fixed_step;
+  options.threads = a.threads;
   std::optional<ProgressLine> line;
   if (!a.quiet && !a.fixed_step) {
     show_tuning(options, line);
@@ -253,6 +255,7 @@ int command_advise(const AdviseArguments& a) {
 
 Subcommand add_advise_command(CLI::App& app) {
   auto a = std::make_shared<AdviseArguments>();
+  a->threads = hardware_cores();
   auto* cmd =
       app.add_subcommand("advise", "rank coding schemes by predicted time to a target loss");
   cmd->add_option("config", a->config, "config file (JSON) with data and target_loss")->required();
@@ -277,6 +280,11 @@ Subcommand add_advise_command(CLI::App& app) {
   cmd->add_flag("--fixed-step",
                 a->fixed_step,
                 "every scheme at the config's step and listed K, r and deadline (no tuning)");
+  cmd->add_option("--threads",
+                  a->threads,
+                  "candidates estimated at once (default: the machine's cores); the output is the "
+                  "same at any count")
+      ->check(CLI::Range(1, thread_cap()));
   add_output_option(*cmd, "--write", a->write, "write the recommended config here", false);
   add_quiet_flag(*cmd, a->quiet);
   add_max_memory_option(*cmd);

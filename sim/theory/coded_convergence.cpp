@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "models/base/invariant.h"
+#include "models/base/log_gamma.h"
 
 namespace stragglersim::sim {
 namespace {
@@ -18,7 +19,7 @@ constexpr double kRelativeMargin = 1e-12;
 constexpr double kRoundingMargin = 1e-11;
 
 double log_choose(int n, int k) {
-  return std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0);
+  return models::log_gamma(n + 1.0) - models::log_gamma(k + 1.0) - models::log_gamma(n - k + 1.0);
 }
 
 /// D₀ = F_c(x₀) − min F_c: at most c(f(x₀) − f*) when F_c ≥ c·f pointwise up to a constant

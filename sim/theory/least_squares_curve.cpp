@@ -8,6 +8,7 @@
 #include <string>
 
 #include "models/base/invariant.h"
+#include "models/base/log_gamma.h"
 
 namespace stragglersim::sim {
 namespace {
@@ -142,7 +143,7 @@ double pattern_coefficient(const CoverageLaw& law, const std::vector<int>& block
 }
 
 double log_binomial(int n, int k) {
-  return std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0);
+  return models::log_gamma(n + 1.0) - models::log_gamma(k + 1.0) - models::log_gamma(n - k + 1.0);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// `advise` (experiments/scheme_advice.h, docs/advise.md): the candidate schemes, the ranking by
-// predicted time to target, and the recommendation checked against 20 seeded runs of every
+// `advise` (experiments/scheme_advice.h, docs/advise.md): the ranking by predicted time to
+// target, the coverage check, and the recommendation checked against 20 seeded runs of every
 // scheme (fixed seeds; the measured mean within 10% of the prediction, no alternative faster by
 // more than its standard error).
 
@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "experiments/config/run_plan.h"
 #include "experiments/fit_report.h"
 #include "experiments/predict/predictions.h"
+#include "sim/scheme.h"
 #include "tests/test_paths.h"
 
 namespace stragglersim::experiments {
@@ -26,14 +28,6 @@ namespace {
 
 const std::filesystem::path kExamples =
     std::filesystem::path(stragglersim::testing::source_dir()) / "experiments" / "examples";
-
-std::vector<std::string> labels(const std::vector<SchemeCandidate>& c) {
-  std::vector<std::string> out;
-  for (const auto& x : c) {
-    out.push_back(x.label);
-  }
-  return out;
-}
 
 /// The recommendation against 20 seeded runs of every listed scheme.
 void check_recommendation(const Advice& a) {
@@ -50,98 +44,6 @@ void check_recommendation(const Advice& a) {
       CHECK(c.measured_mean >= best.measured_mean - c.measured_se);
     }
   }
-}
-
-TEST_CASE("advise: candidate schemes for n workers", "[advise]") {
-  CHECK(labels(scheme_candidates(24, 1.5)) ==
-        std::vector<std::string>{"uncoded",
-                                 "ignore-stragglers r=18",
-                                 "ignore-stragglers r=12",
-                                 "exact frc d=2",
-                                 "exact frc d=3",
-                                 "crc s=1",
-                                 "crc s=2",
-                                 "multi_message frc d=2",
-                                 "erasurehead frc d=2 r=6",
-                                 "erasurehead frc d=2 r=12",
-                                 "erasurehead frc d=2 r=18",
-                                 "erasurehead frc d=3 r=6",
-                                 "erasurehead frc d=3 r=12",
-                                 "erasurehead frc d=3 r=18",
-                                 "erasurehead frc d=2 deadline=1.5",
-                                 "bgc d=2 r=12",
-                                 "bgc d=3 r=12",
-                                 "erasurehead frc d=2 adaptive r>=12",
-                                 "erasurehead frc d=2 adaptive deadline",
-                                 "erasurehead dynamic_frc d=2 r=12 K=2",
-                                 "k-sync K=12",
-                                 "k-async K=12",
-                                 "anytime window=1.5",
-                                 "rennala B=24",
-                                 "malenia S=24",
-                                 "ringmaster R=24",
-                                 "mindflayer B=24 cutoff=1.5",
-                                 "rescaled asgd"});
-  // n = 5: no FRC (2, 3 do not divide 5), no deadline without a value.
-  CHECK(labels(scheme_candidates(5, 0.0)) == std::vector<std::string>{"uncoded",
-                                                                      "ignore-stragglers r=4",
-                                                                      "ignore-stragglers r=3",
-                                                                      "crc s=1",
-                                                                      "crc s=2",
-                                                                      "bgc d=2 r=3",
-                                                                      "bgc d=3 r=3",
-                                                                      "k-sync K=3",
-                                                                      "k-async K=3",
-                                                                      "rennala B=5",
-                                                                      "malenia S=5",
-                                                                      "ringmaster R=5",
-                                                                      "rescaled asgd"});
-  const auto c = scheme_candidates(24, 0.0);
-  const nlohmann::json config = {{"code", {{"kind", "frc"}}}, {"partitions", 24}};
-  const nlohmann::json applied = apply_candidate(config, c[10]);
-  CHECK(applied["code"] == nlohmann::json({{"kind", "frc"}, {"d", 2}}));
-  CHECK(applied["stopping"] == nlohmann::json({{"rule", "first_r_or_decodable"}, {"r", 18}}));
-  CHECK(applied["stragglers"] == "cancel");
-  CHECK_FALSE(applied.contains("partitions"));
-}
-
-TEST_CASE("advise: proportional candidates come from the delay's per-worker factors or its trace",
-          "[advise]") {
-  const std::vector<double> factors = {1.0, 1.0, 2.0, 2.0, 1.0, 3.0};
-  const nlohmann::json delay = {
-      {"kind", "heterogeneous"}, {"shift", 0.5}, {"rate", 2.0}, {"factors", factors}};
-  const auto c = proportional_candidates(6, delay);
-  REQUIRE(labels(c) == std::vector<std::string>{"exact proportional d=2 k=4n",
-                                                "erasurehead proportional d=2 r=3 k=4n",
-                                                "exact proportional_crc s=1 k=4n"});
-  const nlohmann::json code = {{"kind", "proportional"}, {"d", 2}, {"factors", factors}};
-  for (const auto& candidate : c) {
-    CHECK(candidate.block["code"] ==
-          (candidate.label.find("crc") == std::string::npos
-               ? code
-               : nlohmann::json({{"kind", "proportional_crc"}, {"s", 1}, {"factors", factors}})));
-    CHECK(candidate.block["partitions"] == 24);
-  }
-  CHECK(c[0].block["stopping"] == nlohmann::json({{"rule", "decodable"}}));
-  CHECK(c[1].block["stopping"] == nlohmann::json({{"rule", "first_r_or_decodable"}, {"r", 3}}));
-  CHECK(c[2].block["stopping"] == nlohmann::json({{"rule", "decodable"}}));
-  // The candidate's k replaces the config's.
-  const nlohmann::json config = {{"code", {{"kind", "uncoded"}}}, {"partitions", 6}};
-  CHECK(apply_candidate(config, c[0])["partitions"] == 24);
-  // No factors (i.i.d. delays): none; an odd n (d = 2 does not divide it): the cyclic one only.
-  CHECK(proportional_candidates(6, {{"kind", "shifted_exponential"}}).empty());
-  CHECK(labels(proportional_candidates(5, delay)) ==
-        std::vector<std::string>{"exact proportional_crc s=1 k=4n"});
-  CHECK(proportional_candidates(2, delay).empty());
-  // A replayed trace: the loads come from its per-worker means ("factors": "delay").
-  const nlohmann::json trace = {{"kind", "trace"}, {"path", "t.csv"}, {"mode", "block"}};
-  const auto t = proportional_candidates(6, trace);
-  REQUIRE(t.size() == 3);
-  CHECK(t[0].block["code"] ==
-        nlohmann::json({{"kind", "proportional"}, {"d", 2}, {"factors", "delay"}}));
-  CHECK(t[2].block["code"] ==
-        nlohmann::json({{"kind", "proportional_crc"}, {"s", 1}, {"factors", "delay"}}));
-  CHECK(proportional_candidates(5, trace).size() == 1);
 }
 
 /// The plan of `candidate` (a label of scheme_candidates(24, 0)) on the persistent example with
@@ -409,100 +311,6 @@ TEST_CASE("advise: refuses configs without data or target", "[advise]") {
 
 namespace stragglersim::experiments {
 
-TEST_CASE("advise: collective candidates over the config's all-reduce", "[advise][collectives]") {
-  const nlohmann::json ring = {{"kind", "ring"}, {"latency", 0.001}, {"bandwidth", 1.0e6}};
-  const nlohmann::json delay = {{"kind", "shifted_exponential"}, {"shift", 0.1}};
-  CHECK(labels(collective_candidates(ring, 16, 0.0, delay)) ==
-        std::vector<std::string>{"ring: uncoded",
-                                 "ring: backup workers r=12",
-                                 "ring: backup workers r=8",
-                                 "ring: exact frc d=2",
-                                 "ring: erasurehead frc d=2 r=8",
-                                 "ring: erasurehead frc d=2 r=12"});
-  const auto with_deadline = collective_candidates(ring, 12, 0.5, delay);
-  CHECK(labels(with_deadline) == std::vector<std::string>{"ring: uncoded",
-                                                          "ring: backup workers r=9",
-                                                          "ring: backup workers r=6",
-                                                          "ring: exact frc d=2",
-                                                          "ring: erasurehead frc d=2 r=6",
-                                                          "ring: erasurehead frc d=2 r=9",
-                                                          "ring: exact frc d=3",
-                                                          "ring: erasurehead frc d=3 r=6",
-                                                          "ring: bounded-time deadline=0.5",
-                                                          "ring: drop_compute m=4 threshold=0.5"});
-  for (const auto& c : with_deadline) {
-    INFO(c.label);
-    CHECK(c.aggregation == "ring");
-    CHECK(c.block["aggregation"] == ring);
-  }
-  const SchemeCandidate& backup = with_deadline[1];
-  CHECK(backup.block["rescale"] == "empirical");
-  CHECK(backup.block["stopping"] == nlohmann::json({{"rule", "first_r"}, {"r", 9}}));
-  const SchemeCandidate& drop = with_deadline.back();
-  CHECK(drop.block["partitions"] == 48);
-  CHECK(drop.block["code"]["kind"] == "proportional");
-  CHECK(drop.block["code"]["d"] == 1);
-  CHECK(drop.block["stopping"] == nlohmann::json({{"rule", "drop_compute"}, {"threshold", 0.5}}));
-  // StragglAR when the delay names one worker slowest (any n ≥ 3); not on a tie, not when the
-  // config's all-reduce is StragglAR already.
-  std::vector<double> factors(16, 1.0);
-  factors[5] = 3.0;
-  const nlohmann::json slow = {{"kind", "heterogeneous"}, {"factors", factors}};
-  const auto named = collective_candidates(ring, 16, 0.0, slow);
-  REQUIRE(named.back().label == "stragglar: uncoded straggler=5");
-  CHECK(named.back().aggregation == "stragglar");
-  CHECK(named.back().block["aggregation"] ==
-        nlohmann::json(
-            {{"kind", "stragglar"}, {"straggler", 5}, {"latency", 0.001}, {"bandwidth", 1.0e6}}));
-  factors[9] = 3.0;
-  CHECK(labels(collective_candidates(ring, 16, 0.0, {{"factors", factors}})).back() ==
-        "ring: erasurehead frc d=2 r=12");
-  std::vector<double> twelve(12, 1.0);
-  twelve[2] = 2.0;
-  CHECK(labels(collective_candidates(ring, 12, 0.0, {{"factors", twelve}})).back() ==
-        "stragglar: uncoded straggler=2");
-  nlohmann::json stragglar = ring;
-  stragglar["kind"] = "stragglar";
-  stragglar["straggler"] = 5;
-  CHECK(labels(collective_candidates(stragglar, 16, 0.0, slow)).back() ==
-        "stragglar: erasurehead frc d=2 r=12");
-}
-
-TEST_CASE("advise: beside a collective the parameter server runs on the collective's links",
-          "[advise][collectives]") {
-  const nlohmann::json hierarchical = {{"kind", "hierarchical"},
-                                       {"latency", 0.005},
-                                       {"bandwidth", 250000.0},
-                                       {"node_size", 4},
-                                       {"intra_latency", 0.0001}};
-  SchemeCandidate c = scheme_candidates(16, 0.0).front();
-  on_parameter_server(c, hierarchical);
-  CHECK(c.label == "parameter_server: uncoded");
-  CHECK(c.aggregation == "parameter_server");
-  CHECK(c.block["aggregation"] == nlohmann::json({{"kind", "parameter_server"}}));
-  CHECK(c.block["network"] == nlohmann::json({{"latency", 0.005}, {"bandwidth", 250000.0}}));
-  // Every candidate of a collective config plans: the collective ones keep the block, the
-  // parameter-server ones trade it for the network.
-  auto config = read_json_file(kExamples / "collectives" / "hierarchical.json");
-  config["target_loss"] = 0.3;
-  std::vector<SchemeCandidate> all = scheme_candidates(16, 0.4);
-  for (auto& p : all) {
-    on_parameter_server(p, config["aggregation"]);
-  }
-  for (auto& x : collective_candidates(config["aggregation"], 16, 0.4, config["delay"])) {
-    all.push_back(std::move(x));
-  }
-  for (const auto& x : all) {
-    INFO(x.label);
-    const nlohmann::json applied = apply_candidate(config, x);
-    CHECK(applied["aggregation"] == x.block["aggregation"]);
-    CHECK(applied.contains("network") == (x.aggregation == "parameter_server"));
-    const RunPlan plan = plan_run(applied, "hierarchical.json", kExamples / "collectives");
-    CHECK(plan.collective.has_value() == (x.aggregation != "parameter_server"));
-    CHECK(plan.network.is_free() == plan.collective.has_value());
-  }
-}
-
 TEST_CASE("advise: a collective config ranks both families and names each row's aggregation",
           "[advise][collectives]") {
   // The ring example at 8 workers: the ring's uncoded row is the collective theory's E[T] (what
@@ -557,6 +365,140 @@ TEST_CASE("advise: a collective config ranks both families and names each row's 
   const double shift = 0.001 + 8.0 * static_cast<double>(ps_plan.objective->dimension()) / 1.0e6;
   const double e_max = 0.1 + (1.0 + 0.5 + 1.0 / 3 + 0.25 + 0.2 + 1.0 / 6 + 1.0 / 7 + 0.125) / 4.0;
   CHECK(ps.iteration_time == Approx(e_max + shift).epsilon(1e-9));
+}
+
+}  // namespace stragglersim::experiments
+
+namespace stragglersim::experiments {
+namespace {
+
+/// Logistic regression on a small two-class mixture, n workers, the given delay block.
+nlohmann::json threads_test_config(int workers, const nlohmann::json& delay) {
+  return {{"name", "advise-threads"},
+          {"seed", 11},
+          {"workers", workers},
+          {"partitions", workers},
+          {"data",
+           {{"source", "synthetic"},
+            {"generator", "gaussian_mixture"},
+            {"rows", 80},
+            {"features", 5},
+            {"test_fraction", 0}}},
+          {"loss", {{"kind", "logistic"}, {"l2", 0.001}}},
+          {"code", {{"kind", "uncoded"}}},
+          {"stopping", {{"rule", "all"}}},
+          {"rescale", "none"},
+          {"delay", delay},
+          {"stragglers", "cancel"},
+          {"optimizer", {{"kind", "gd"}, {"step", "auto"}, {"iterations", 20}}},
+          {"backend", {{"kind", "simulated"}}},
+          {"threads", 1}};
+}
+
+/// The configs whose advice is compared across thread counts: i.i.d. delays; per-worker factors
+/// (the proportional candidates and, over a ring, StragglAR); a ring all-reduce (its candidates,
+/// the parameter server's beside them and the deadline candidates of both); least squares (the
+/// exact curve); a replayed real trace (10 workers).
+std::vector<std::pair<std::string, nlohmann::json>> threads_test_configs() {
+  const nlohmann::json iid = {{"kind", "shifted_exponential"}, {"shift", 0.5}, {"rate", 2.0}};
+  const nlohmann::json factors = {{"kind", "heterogeneous"},
+                                  {"shift", 0.5},
+                                  {"rate", 2.0},
+                                  {"factors", {1.0, 1.0, 1.5, 1.0, 2.5, 1.0}}};
+  nlohmann::json ring = threads_test_config(6, factors);
+  ring["aggregation"] = {{"kind", "ring"}, {"latency", 0.001}, {"bandwidth", 1.0e6}};
+  nlohmann::json least_squares = threads_test_config(4, iid);
+  least_squares["data"]["generator"] = "linear_regression";
+  least_squares["data"]["condition"] = 1;
+  least_squares["loss"] = {{"kind", "least_squares"}, {"l2", 0.01}};
+  const std::string pai = (std::filesystem::path(stragglersim::testing::source_dir()) / "data" /
+                           "traces" / "imported" / "pai_job1.csv")
+                              .string();
+  return {
+      {"iid", threads_test_config(6, iid)},
+      {"factors", threads_test_config(6, factors)},
+      {"ring", ring},
+      {"least squares", least_squares},
+      {"pai_job1", threads_test_config(10, {{"kind", "trace"}, {"path", pai}, {"mode", "cycle"}})}};
+}
+
+/// Each tuned row's choice, by label.
+std::map<std::string, nlohmann::json> threads_test_choices(const Advice& a) {
+  std::map<std::string, nlohmann::json> out;
+  for (const auto& c : a.ranked) {
+    if (c.tuning) {
+      out[c.label] = {{"block", c.block},
+                      {"step_multiplier", c.tuning->step_multiplier},
+                      {"parameters", c.tuning->parameters},
+                      {"tuning_total", c.tuning->tuning_total}};
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("advise: every number and chosen point is the same at 2 and 3 threads as at 1",
+          "[advise][threads][heavy]") {
+  for (const auto& [name, config] : threads_test_configs()) {
+    for (const bool fixed_step : {true, false}) {
+      INFO(name << (fixed_step ? ", --fixed-step" : ", tuned"));
+      AdviceOptions o;
+      o.suboptimality = 0.1;
+      o.repetitions = 2;
+      o.measure = name == "factors" ? 2 : 0;
+      o.fixed_step = fixed_step;
+      const Advice one = advise(config, "threads.json", kExamples, o);
+      const std::string expected = advice_json(one).dump(2);
+      REQUIRE(one.ranked.size() >= 10);
+      for (const int threads : {2, 3}) {
+        INFO(threads << " threads");
+        o.threads = threads;
+        // Progress from the pool's threads, one call at a time: every point counted once.
+        std::vector<std::size_t> done;
+        std::size_t total = 0;
+        o.progress = [&](std::size_t d, std::size_t t) {
+          done.push_back(d);
+          total = t;
+        };
+        const Advice many = advise(config, "threads.json", kExamples, o);
+        CHECK(advice_json(many).dump(2) == expected);
+        // The chosen points (step, K, r, deadline), row by row.
+        CHECK(threads_test_choices(many) == threads_test_choices(one));
+        std::vector<std::size_t> counted(done.size());
+        std::iota(counted.begin(), counted.end(), std::size_t{1});
+        CHECK(done == counted);
+        CHECK(done.size() == (fixed_step ? 0 : total));
+      }
+    }
+  }
+}
+
+TEST_CASE("advise: a failure at 2 threads is the one the one-thread run stops at",
+          "[advise][threads]") {
+  // Least squares at 400/β: the loss overflows within the horizon, which --fixed-step reports as
+  // numerical trouble (sim::NumericalError) at the first candidate in the list's order.
+  nlohmann::json config = threads_test_configs()[3].second;
+  config["optimizer"]["iterations"] = 80;
+  const RunPlan base = plan_run(config, "threads.json", kExamples);
+  config["optimizer"]["step"] = 400.0 * base.step;
+  AdviceOptions o;
+  o.suboptimality = 0.1;
+  o.repetitions = 2;
+  o.fixed_step = true;
+  std::string one;
+  try {
+    (void)advise(config, "threads.json", kExamples, o);
+  } catch (const sim::NumericalError& e) {
+    one = e.what();
+  }
+  REQUIRE_FALSE(one.empty());
+  for (const int threads : {2, 3}) {
+    o.threads = threads;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      CHECK_THROWS_WITH(advise(config, "threads.json", kExamples, o), one);
+    }
+  }
 }
 
 }  // namespace stragglersim::experiments

@@ -600,6 +600,29 @@ TEST_CASE("cli: advise shows no iteration time for a scheme that did not reach t
   CHECK(unreached > 0);
 }
 
+TEST_CASE("cli: advise prints the same bytes at any --threads", "[experiments][cli]") {
+  // The table of the tuned default and --fixed-step's JSON at 1 and 2 threads (--threads sets
+  // AdviceOptions::threads; scheme_advice_test compares every number in the process), and a
+  // count below 1 refused before any work.
+  auto c = config();
+  c["optimizer"]["iterations"] = 20;
+  const auto [dir, cfg] = scratch_config("advise_threads", c);
+  for (const std::string mode : {" -q", " --fixed-step --json"}) {
+    INFO(mode);
+    const std::string line =
+        fmt::format("advise '{}' --suboptimality 0.1 --repetitions 2{}", cfg.string(), mode);
+    const Result one = run(line + " --threads 1", dir);
+    REQUIRE(one.status == 0);
+    const Result two = run(line + " --threads 2", dir);
+    REQUIRE(two.status == 0);
+    CHECK(two.out == one.out);
+    CHECK(one.out.find("recommended") != std::string::npos);
+  }
+  const Result zero = run(fmt::format("advise '{}' --threads 0", cfg.string()), dir);
+  CHECK(zero.status == 2);
+  CHECK(zero.err.starts_with("error: --threads: Value 0 not in range 1 to "));
+}
+
 TEST_CASE("cli: every --help default lies in the range it states", "[experiments][cli]") {
   // A default outside its range ("--measure INT in [1 - 10000]=0") is a sentinel the user
   // cannot type back: such options show no default (their text says what "not given" means).
