@@ -739,12 +739,14 @@ Advice advise_candidates(const nlohmann::json& config,
   Advice advice;
   const RunPlan base = start_advice(config, file, base_dir, options, advice);
   set_target(base, config, options, file, advice);
-  for (auto& c : candidates) {
-    // Each block as given (a tuned step in its optimizer block included); a run that diverges
-    // does not reach the target.
+  // Each block as given (a tuned step in its optimizer block included); a run that diverges
+  // does not reach the target. Each candidate's estimate is one task with its own seeds, so the
+  // thread count changes no number.
+  models::WorkerPool pool(std::max(1, options.threads));
+  estimate_each(pool, candidates, [&](SchemeCandidate& c) {
     (void)estimate_candidate(
         advice, file, base_dir, options.repetitions, kAdviceStream, true, c, nullptr);
-  }
+  });
   std::stable_sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
     return a.total < b.total;
   });

@@ -266,6 +266,7 @@ TimeToTargetValidation validate_time_to_target(const TimeToTargetInputs& in,
   advice_options.suboptimality = options.suboptimality;
   advice_options.repetitions = options.repetitions;
   advice_options.fixed_step = options.fixed_step;
+  advice_options.threads = options.threads;
   // The chosen model places the candidates (deadlines, proportional loads), as advise --fit would.
   advice_options.predicted_delay = delays.at(chosen);
   const Advice first = advise(in.config, in.file, in.base_dir, advice_options);

@@ -41,6 +41,8 @@ struct TimeToTargetOptions {
   /// The candidates as `advise --fixed-step` ranks them (the config's step); otherwise advise's
   /// default, each at its own tuned step and parameters.
   bool fixed_step = false;
+  /// Candidates estimated at once (advise's --threads; below 1: 1). No number depends on it.
+  int threads = 1;
 };
 
 /// One candidate: every model's predicted time to target and the replayed one.

@@ -358,14 +358,24 @@ std::string fit_text(const std::string& path, bool per_worker) {
       [&](const std::atomic<bool>& /*stop*/) { return fit_times(path, per_worker).dump(2); });
 }
 
-/// `stragglersim advise CONFIG --json` as JSON text; suboptimality <= 0: the config's
-/// target_loss; fit_path "": the config's own delay.
+/// ConfigError unless 1 <= threads <= thread_cap() (the range of the CLI's --threads).
+void check_threads(int threads) {
+  if (threads < 1 || threads > thread_cap()) {
+    throw ConfigError(fmt::format(
+        "threads: out of range; got {}; expected an integer in [1, {}]", threads, thread_cap()));
+  }
+}
+
+/// `stragglersim advise CONFIG --json --threads N` as JSON text; suboptimality <= 0: the
+/// config's target_loss; fit_path "": the config's own delay.
 std::string advise_text(const Input& input,
                         double suboptimality,
                         int repetitions,
                         int measure,
                         const std::string& fit_path,
-                        bool fixed_step) {
+                        bool fixed_step,
+                        int threads) {
+  check_threads(threads);
   if (repetitions < 1 || measure < 0) {
     throw ConfigError(kDictSource +
                       std::string(": repetitions must be at least 1 and measure at "
@@ -381,15 +391,24 @@ std::string advise_text(const Input& input,
     options.repetitions = repetitions;
     options.measure = measure;
     options.fixed_step = fixed_step;
+    options.threads = threads;
     return advise_report(l.json, l.source, l.base_dir, options, fit_path).dump(2);
   });
 }
 
-/// `stragglersim validate CONFIG --trace TIMES.csv --holdout H --json` as JSON text.
-std::string validate_text(const Input& input, const std::string& trace, double holdout) {
+/// `stragglersim validate CONFIG --trace TIMES.csv --holdout H --threads N --json` as JSON text.
+std::string validate_text(const Input& input,
+                          const std::string& trace,
+                          double holdout,
+                          int threads) {
+  check_threads(threads);
   return call_abandonable<std::string>([&](const std::atomic<bool>& /*stop*/) {
     const Loaded l = load(input);
-    return validation_json(validate_file(l.json, l.source, l.base_dir, trace, holdout)).dump(2);
+    TimeToTargetOptions time_to_target;
+    time_to_target.threads = threads;
+    return validation_json(
+               validate_file(l.json, l.source, l.base_dir, trace, holdout, time_to_target))
+        .dump(2);
   });
 }
 
@@ -499,9 +518,15 @@ PYBIND11_MODULE(_stragglersim, m) {
          int repetitions,
          int measure,
          const std::string& fit_path,
-         bool fixed_step) {
-        return ex::advise_text(
-            ex::input_of(text, path), suboptimality, repetitions, measure, fit_path, fixed_step);
+         bool fixed_step,
+         int threads) {
+        return ex::advise_text(ex::input_of(text, path),
+                               suboptimality,
+                               repetitions,
+                               measure,
+                               fit_path,
+                               fixed_step,
+                               threads);
       },
       py::arg("text"),
       py::arg("path"),
@@ -509,17 +534,22 @@ PYBIND11_MODULE(_stragglersim, m) {
       py::arg("repetitions"),
       py::arg("measure"),
       py::arg("fit_path"),
-      py::arg("fixed_step"));
+      py::arg("fixed_step"),
+      py::arg("threads"));
   m.def(
       "validate",
       [](const std::optional<std::string>& text,
          const std::optional<std::string>& path,
          const std::string& trace,
-         double holdout) { return ex::validate_text(ex::input_of(text, path), trace, holdout); },
+         double holdout,
+         int threads) {
+        return ex::validate_text(ex::input_of(text, path), trace, holdout, threads);
+      },
       py::arg("text"),
       py::arg("path"),
       py::arg("trace"),
-      py::arg("holdout"));
+      py::arg("holdout"),
+      py::arg("threads"));
   m.def(
       "trace_import",
       [](const std::string& path,

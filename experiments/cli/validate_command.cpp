@@ -1,5 +1,5 @@
-// `stragglersim validate CONFIG.json --trace times.csv [--holdout H] [--json]`: predictions from
-// the first part of a trace against the replay of the rest (docs/validate.md).
+// `stragglersim validate CONFIG.json --trace times.csv [--holdout H] [--threads N] [--json]`:
+// predictions from the first part of a trace against the replay of the rest (docs/validate.md).
 
 #include <fmt/format.h>
 
@@ -23,6 +23,7 @@ struct ValidateArguments {
   double suboptimality = 0.0;  ///< 0: the config's target_loss
   int repetitions = 10;
   bool fixed_step = false;
+  int threads = 1;  ///< candidates estimated at once (set to the cores below)
   bool json = false;
 };
 
@@ -210,6 +211,7 @@ int command_validate(const ValidateArguments& a) {
   }
   time_to_target.repetitions = a.repetitions;
   time_to_target.fixed_step = a.fixed_step;
+  time_to_target.threads = a.threads;
   const Validation v =
       validate_file(config, a.config, base_dir, a.trace, a.holdout, time_to_target);
   if (a.json) {
@@ -224,6 +226,7 @@ int command_validate(const ValidateArguments& a) {
 
 Subcommand add_validate_command(CLI::App& app) {
   auto a = std::make_shared<ValidateArguments>();
+  a->threads = hardware_cores();
   auto* cmd = app.add_subcommand(
       "validate", "check a trace's predictions: fit the first part, replay the held-out rest");
   cmd->add_option("config", a->config, "config file (JSON): workers, data, candidate schemes")
@@ -243,6 +246,11 @@ Subcommand add_validate_command(CLI::App& app) {
                 a->fixed_step,
                 "the candidates of advise --fixed-step (the config's step); default: advise's, "
                 "each at its own tuned step and parameters");
+  cmd->add_option("--threads",
+                  a->threads,
+                  "candidates estimated at once (default: the machine's cores); the output is the "
+                  "same at any count")
+      ->check(CLI::Range(1, thread_cap()));
   cmd->add_flag("--json", a->json, "print JSON");
   return {cmd, [a] { return command_validate(*a); }};
 }

@@ -474,6 +474,35 @@ TEST_CASE("advise: every number and chosen point is the same at 2 and 3 threads 
   }
 }
 
+TEST_CASE("advise: given candidates are estimated the same at 2 and 3 threads as at 1",
+          "[advise][threads]") {
+  // validate's time-to-target comparison re-estimates advise's ranked candidates under each
+  // model (advise_candidates): each candidate is one task with its own seeds.
+  const nlohmann::json config = threads_test_configs()[0].second;
+  AdviceOptions o;
+  o.suboptimality = 0.1;
+  o.repetitions = 2;
+  o.fixed_step = true;
+  const Advice listed = advise(config, "threads.json", kExamples, o);
+  REQUIRE(listed.ranked.size() >= 10);
+  const std::vector<SchemeCandidate> candidates = listed.ranked;
+  const std::string one =
+      advice_json(advise_candidates(config, "threads.json", kExamples, o, candidates)).dump(2);
+  // Rows that reach the target and rows that do not.
+  const nlohmann::json rows = nlohmann::json::parse(one)["schemes"];
+  CHECK(std::any_of(
+      rows.begin(), rows.end(), [](const auto& r) { return r["time_to_target"].is_number(); }));
+  CHECK(std::any_of(
+      rows.begin(), rows.end(), [](const auto& r) { return r["time_to_target"].is_null(); }));
+  for (const int threads : {2, 3}) {
+    INFO(threads << " threads");
+    o.threads = threads;
+    CHECK(
+        advice_json(advise_candidates(config, "threads.json", kExamples, o, candidates)).dump(2) ==
+        one);
+  }
+}
+
 TEST_CASE("advise: a failure at 2 threads is the one the one-thread run stops at",
           "[advise][threads]") {
   // Least squares at 400/β: the loss overflows within the horizon, which --fixed-step reports as

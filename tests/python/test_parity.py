@@ -136,6 +136,11 @@ def test_advise_is_what_advise_json_prints(tmp_path, times):
     result = cli("advise", path, "--json", "--repetitions", 2)
     assert result.returncode == 0, result.stderr
     assert stragglersim.advise(path, repetitions=2) == json.loads(result.stdout)
+    # The command line estimates on the machine's cores by default: any count gives the same.
+    assert stragglersim.advise(path, repetitions=2, threads=3) == json.loads(result.stdout)
+    with pytest.raises(stragglersim.ConfigError,
+                       match=r"^threads: out of range; got 0; expected an integer in \[1, \d+\]$"):
+        stragglersim.advise(path, threads=0)
     assert "tuning" in json.loads(result.stdout)  # tuned by default, as the command line
     # With a fitted delay: the same advice, or the same refusal (at the config's step).
     fitted = cli("advise", path, "--json", "--repetitions", 2, "--fit", times, "--fixed-step")
@@ -254,6 +259,9 @@ def test_validate_is_what_validate_json_prints(tmp_path):
     result = cli("validate", path, "--trace", times, "--holdout", 0.5, "--json")
     assert result.returncode == 0, result.stderr
     assert stragglersim.validate(path, times, holdout=0.5) == json.loads(result.stdout)
+    assert stragglersim.validate(path, times, holdout=0.5, threads=2) == json.loads(result.stdout)
+    with pytest.raises(stragglersim.ConfigError, match=r"^threads: out of range; got -1; "):
+        stragglersim.validate(path, times, threads=-1)
     bad = cli("validate", path, "--trace", times, "--holdout", 1.5)
     assert bad.returncode == 2
     with pytest.raises(stragglersim.ConfigError) as e:

@@ -343,7 +343,8 @@ def _delay_block(row):
     return block
 
 
-def advise(config, suboptimality=None, repetitions=10, measure=0, fit=None, fixed_step=False):
+def advise(config, suboptimality=None, repetitions=10, measure=0, fit=None, fixed_step=False,
+           threads=1):
     """Rank coding schemes by predicted time to a target loss: `stragglersim advise CONFIG --json`.
 
     Args:
@@ -355,6 +356,8 @@ def advise(config, suboptimality=None, repetitions=10, measure=0, fit=None, fixe
             error (as `advise --fit`; the result's model_choice says which and why).
         fixed_step: every scheme at the config's step and listed K, r and deadline (as
             `advise --fixed-step`); by default each at its own tuned step and parameters.
+        threads: candidates estimated at once (`advise --threads`, whose default is the
+            machine's cores); the result is the same at any count.
 
     Returns:
         The advice dict (docs/advise.md): predicted_delay, f_star, initial_gap, target_loss,
@@ -372,11 +375,12 @@ def advise(config, suboptimality=None, repetitions=10, measure=0, fit=None, fixe
             int(measure),
             _os.fsdecode(fit) if fit is not None else "",
             bool(fixed_step),
+            int(threads),
         )
     )
 
 
-def validate(config, trace, holdout=0.5):
+def validate(config, trace, holdout=0.5, threads=1):
     """Predictions from one part of a measured trace against a replay of the rest:
     `stragglersim validate CONFIG --trace TRACE --holdout H --json` (docs/validate.md).
 
@@ -384,6 +388,9 @@ def validate(config, trace, holdout=0.5):
         config: a config with workers and data (dict or path), as for run().
         trace: CSV of iteration,worker,seconds rows (the config's workers).
         holdout: the held-out fraction of the iterations, in (0, 1).
+        threads: candidates the time-to-target comparison estimates at once (`validate
+            --threads`, whose default is the machine's cores); the result is the same at any
+            count.
 
     Returns:
         The validation dict of docs/validate.md (the fit part, the stationarity test, one row
@@ -393,7 +400,8 @@ def validate(config, trace, holdout=0.5):
         ConfigError: a bad config, holdout or trace (the message names file:line).
     """
     text, path = _input(config)
-    return _json.loads(_stragglersim.validate(text, path, _os.fsdecode(trace), float(holdout)))
+    return _json.loads(
+        _stragglersim.validate(text, path, _os.fsdecode(trace), float(holdout), int(threads)))
 
 
 def trace_import(path, format, out, iteration=None, worker=None, seconds=None, scale=None,

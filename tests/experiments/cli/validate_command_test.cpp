@@ -83,10 +83,14 @@ TEST_CASE("cli: validate prints the time to target of every candidate on a small
   nlohmann::json config = testing::small_least_squares_config();
   config["optimizer"]["iterations"] = 60;
   const std::string path = dir.write("cfg.json", config.dump());
-  const auto r = run_stragglersim("validate " + path + " --trace " + dir.write("t.csv", csv) +
-                                      " --suboptimality 0.05 --repetitions 2 --fixed-step",
-                                  dir.path());
+  const std::string line = "validate " + path + " --trace " + dir.write("t.csv", csv) +
+                           " --suboptimality 0.05 --repetitions 2 --fixed-step";
+  const auto r = run_stragglersim(line + " --threads 1", dir.path());
   REQUIRE(r.status == 0);
+  // The candidates estimated two at a time: the same bytes.
+  const auto two = run_stragglersim(line + " --threads 2", dir.path());
+  REQUIRE(two.status == 0);
+  CHECK(two.out == r.out);
   CHECK(r.out.find("\ntime to target: loss ") != std::string::npos);
   for (const std::string scheme : {" k-sync K=4 ", " k-async K=4 ", " rennala B=8 ", " uncoded "}) {
     CHECK(r.out.find(scheme) != std::string::npos);
@@ -113,7 +117,8 @@ TEST_CASE("cli: validate refuses bad options with exit 2", "[validate][cli]") {
   CHECK(w.err == "error: --trace: trace '" + small +
                      "' has 2 workers; expected 24 (the config's workers)\n");
   // The time-to-target options, and a target below f* (advise's refusal).
-  for (const std::string bad : {" --suboptimality 1.5", " --suboptimality 0", " --repetitions 0"}) {
+  for (const std::string bad :
+       {" --suboptimality 1.5", " --suboptimality 0", " --repetitions 0", " --threads 0"}) {
     INFO(bad);
     const auto b = run_stragglersim("validate " + config + " --trace " + trace + bad, dir.path());
     CHECK(b.status == 2);
