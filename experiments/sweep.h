@@ -90,6 +90,9 @@ struct TuneObjective {
   Kind kind = Kind::kTargetLoss;
   /// S or the time budget (unused for target_loss).
   double value = 0.0;
+  /// Suboptimality only: the time from which the trace stays at or below the level to its end
+  /// (a run whose last row is above it does not reach it), not the first time it gets there.
+  bool sustained = false;
 };
 
 /// The "tune" keys of a sweep file: per scheme its tune grid, the objective and the tuning seeds.

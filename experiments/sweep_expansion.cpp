@@ -308,7 +308,7 @@ std::vector<TuneKey> read_tune_keys(const nlohmann::json& tune,
   return keys;
 }
 
-/// "tune_objective": {"suboptimality": S} or {"time_budget": T}.
+/// "tune_objective": {"suboptimality": S[, "sustained": true]} or {"time_budget": T}.
 TuneObjective read_objective(const nlohmann::json& raw, const std::string& file) {
   JsonReader reader(raw, file, "/tune_objective");
   TuneObjective objective;
@@ -328,6 +328,7 @@ TuneObjective read_objective(const nlohmann::json& raw, const std::string& file)
       reader.fail_value(
           "suboptimality", "out of range", objective.value, "a number with 0 < S < 1");
     }
+    objective.sustained = reader.boolean("sustained", false);
   } else {
     objective.kind = TuneObjective::Kind::kTimeBudget;
     objective.value = reader.positive("time_budget", std::nullopt);

@@ -369,6 +369,15 @@ TuneRunResult tune_run_result(const nlohmann::json& summary,
     return r;
   }
   const double level = *f_star + objective.value * (rows.front().second - *f_star);
+  if (objective.sustained) {
+    // The first row of the run's last stretch at or below the level (none: the last row is
+    // above it).
+    for (auto row = rows.rbegin(); row != rows.rend() && row->second <= level; ++row) {
+      r.reached = true;
+      r.value = row->first;
+    }
+    return r;
+  }
   for (const auto& [t, f] : rows) {
     if (f <= level) {
       r.reached = true;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -191,6 +192,11 @@ TEST_CASE("tuning: bad tune grids and objectives are config errors at their poin
         "< S < 1");
   CHECK(error(with("tune_objective", {{"time_budget", -1}}))
             .rfind("s.json:/tune_objective/time_budget: ", 0) == 0);
+  CHECK(error(with("tune_objective", {{"suboptimality", 0.1}, {"sustained", "yes"}})) ==
+        "s.json:/tune_objective/sustained: wrong type; got \"yes\"; expected true or false");
+  CHECK(error(with("tune_objective", {{"time_budget", 5}, {"sustained", true}})) ==
+        "s.json:/tune_objective/sustained: unknown key 'sustained'; valid keys are: time_budget");
+  CHECK(error(with("tune_objective", {{"suboptimality", 0.1}, {"sustained", true}})) == "no error");
   CHECK(error(with("tuning_repetitions", 0)) ==
         "s.json:/tuning_repetitions: out of range; got 0; expected an integer in [1, 1000]");
   nlohmann::json untuned = with("tune_objective", {{"time_budget", 5}});
@@ -279,6 +285,49 @@ TEST_CASE("tuning: a failed run is not reached under every objective",
   nlohmann::json missed = ok;
   missed.erase("time_to_target");
   CHECK_FALSE(tune_run_result(missed, trace, target).reached);
+}
+
+TEST_CASE("tuning: a sustained level counts from the last time the loss gets there for good",
+          "[experiments][sweep][tuning]") {
+  // f* = 0, f(x0) = 1, level 0.5 · 1 = 0.5: first reached at time 1, left at 2, back for good
+  // at 4 (row 5's 0.5 is at the level, which counts as below it).
+  const nlohmann::json ok = {{"status", "ok"}, {"final_loss", 0.3}, {"f_star", 0.0}};
+  const std::string oscillating =
+      "iteration,time,loss\n0,0,1.0\n1,1,0.4\n2,2,0.9\n3,3,0.6\n4,4,0.45\n5,5,0.5\n6,6,0.3\n";
+  TuneObjective first;
+  first.kind = TuneObjective::Kind::kSuboptimality;
+  first.value = 0.5;
+  TuneObjective sustained = first;
+  sustained.sustained = true;
+  CHECK(tune_run_result(ok, oscillating, first).value == 1.0);
+  const TuneRunResult r = tune_run_result(ok, oscillating, sustained);
+  CHECK(r.reached);
+  CHECK(r.value == 4.0);
+  CHECK(r.final_loss == 0.3);
+  // Every (first, sustained) pair on the traces of three rows after row 0, each row above or at
+  // or below the level: sustained is reached exactly when the last row is, at the start of the
+  // last run of rows at or below it, and never before the first time.
+  for (int mask = 0; mask < 27; ++mask) {
+    std::string trace = "iteration,time,loss\n0,0,1.0\n";
+    std::vector<double> losses;
+    for (int i = 0, m = mask; i < 3; ++i, m /= 3) {
+      losses.push_back(std::array<double, 3>{0.8, 0.5, 0.2}[static_cast<std::size_t>(m % 3)]);
+      trace += fmt::format("{},{},{}\n", i + 1, i + 1, losses.back());
+    }
+    INFO(trace);
+    const TuneRunResult a = tune_run_result(ok, trace, first);
+    const TuneRunResult b = tune_run_result(ok, trace, sustained);
+    CHECK(b.reached == (losses.back() <= 0.5));
+    if (b.reached) {
+      std::size_t start = losses.size();
+      while (start > 0 && losses[start - 1] <= 0.5) {
+        --start;
+      }
+      CHECK(b.value == static_cast<double>(start + 1));
+      REQUIRE(a.reached);
+      CHECK(a.value <= b.value);
+    }
+  }
 }
 
 TEST_CASE("tuning: a choice at an end of its grid is flagged", "[experiments][sweep][tuning]") {
