@@ -5,7 +5,8 @@ each scheme takes to reach the panel's level (mean and 95 % t interval); and one
 times with the speedups, ratios of means over paired seeds with delta-method intervals.
 
 usage: plot_regimes.py --sweeps DIR --out FIGDIR [--csv TABLE.csv] [--markdown TABLE.md]
-                       [--tuned] [--levels TABLE.csv] [--fixed TABLE.csv] [--auto-steps JSON]
+                       [--tuned [--sustained]] [--levels TABLE.csv] [--fixed TABLE.csv]
+                       [--auto-steps JSON]
 DIR holds the finished sweeps regime_<regime>_<workload>/ (experiments/paper/regime_*.json: a
 `schemes` list, repetitions over delay seeds on the same data; run by experiments/make_figures.sh).
 One PNG per regime, paper_regime_<regime>.png, one row per workload; the caption of a row is
@@ -26,7 +27,10 @@ paper_regime_tuned_<regime>.png (default table FIGDIR/regimes_tuned.csv) over sw
 (so both tables time the same level); --fixed adds the fixed-step table's ErasureHead speedups
 beside the tuned ones; --auto-steps (a JSON {sweep folder name: 1/beta}) states each scheme's
 chosen step as a multiple of 1/beta, "edge" when it is the least or greatest of its grid (the
-sweep's summary.csv `edge` column).
+sweep's summary.csv `edge` column). --sustained (sweeps tuned with the objective's "sustained":
+true, regimes.py --sustained) times each run from the start of its last stretch at or below the
+level up to the budget, a run above it at the budget not reaching it, and names the outputs
+paper_regime_tuned_sustained_<regime>.png and regimes_tuned_sustained.csv.
 """
 import argparse
 import csv
@@ -117,18 +121,22 @@ def level_of(runs, budget):
     return round_up(sum(relative_gap(r, budget / 2) for r in uncoded) / len(uncoded))
 
 
-def time_to(run, level, budget):
-    """Simulated time of the run's first row at relative gap <= level within budget, or None."""
+def time_to(run, level, budget, sustained=False):
+    """Simulated time of the run's first row at relative gap <= level within budget, or None;
+    sustained: the time from which it stays there up to the budget (plot_traces.time_to_stay)."""
+    if sustained:
+        return plot_traces.time_to_stay(run, float(run["f_star"]), level, budget)
     t = plot_traces.time_to_level(run, float(run["f_star"]), level)
     return t if t is not None and t <= budget else None
 
 
-def scheme_rows(runs, level, budget):
+def scheme_rows(runs, level, budget, sustained=False):
     """One dict per scheme (first-appearance order): runs, reached, mean time and its 95 % t
     interval (all reached), speedups over uncoded and over exact FRC (paired by repetition)."""
     by_scheme = {}
     for r in runs:
-        by_scheme.setdefault(r["scheme"], {})[int(r["rep"])] = time_to(r, level, budget)
+        by_scheme.setdefault(r["scheme"], {})[int(r["rep"])] = time_to(r, level, budget,
+                                                                         sustained)
     complete = {s: t for s, t in by_scheme.items() if all(v is not None for v in t.values())}
     reference = {fam: next((s for s in complete if family(s) == fam), None)
                  for fam in ("uncoded", "exact FRC")}
@@ -155,7 +163,7 @@ def scheme_rows(runs, level, budget):
     return out
 
 
-def draw_panel(ax_curve, ax_bars, folder, level):
+def draw_panel(ax_curve, ax_bars, folder, level, sustained=False):
     """The gap bands and the level bars of one sweep; returns (budget, scheme rows)."""
     lead, runs = plot_traces.read_sweep_traces(folder)
     if "scheme" not in lead:
@@ -180,7 +188,7 @@ def draw_panel(ax_curve, ax_bars, folder, level):
     ax_curve.set_ylabel("f(x_t) - f*  (mean, band: 95 % t interval)", fontsize=8)
     ax_curve.grid(True, which="both", alpha=0.3)
     ax_curve.legend(fontsize=6)
-    rows = scheme_rows(runs, level, budget)
+    rows = scheme_rows(runs, level, budget, sustained)
     for k, row in enumerate(rows):
         color = colors[family(row["scheme"])]
         if math.isnan(row["time"]):
@@ -195,7 +203,8 @@ def draw_panel(ax_curve, ax_bars, folder, level):
     ax_bars.set_xticks(range(len(rows)))
     ax_bars.set_xticklabels([r["scheme"] for r in rows], rotation=35, ha="right", fontsize=7)
     ax_bars.set_ylabel("simulated time to the level (s)", fontsize=8)
-    ax_bars.set_title(f"time to relative suboptimality {level:g} (95 % t; hatched: not "
+    reach = "from which it stays at or below" if sustained else "to"
+    ax_bars.set_title(f"time {reach} relative suboptimality {level:g} (95 % t; hatched: not "
                       "every seed within the budget)", fontsize=8)
     ax_bars.grid(True, axis="y", alpha=0.3)
     for row in rows:
@@ -230,7 +239,7 @@ def add_choices(rows, folder, auto_step):
         row["step_at_edge"] = edge
 
 
-def plot_regime(sweeps, regime, title, levels=None, auto_steps=None):
+def plot_regime(sweeps, regime, title, levels=None, auto_steps=None, sustained=False):
     """One figure for `regime`; returns (figure, {workload: scheme rows}), or (None, {}) when
     none of its sweeps is there. `levels` maps a workload to a fixed level; `auto_steps` maps a
     sweep folder's name to 1/beta (tuned sweeps: the chosen steps are stated as its multiples)."""
@@ -243,7 +252,8 @@ def plot_regime(sweeps, regime, title, levels=None, auto_steps=None):
     results = {}
     for i, (workload, name) in enumerate(found):
         folder = os.path.join(sweeps, f"regime_{regime}_{workload}")
-        _, rows = draw_panel(axes[i][0], axes[i][1], folder, (levels or {}).get(workload))
+        _, rows = draw_panel(axes[i][0], axes[i][1], folder, (levels or {}).get(workload),
+                             sustained)
         if auto_steps is not None:
             add_choices(rows, folder, auto_steps.get(f"regime_{regime}_{workload}"))
             axes[i][1].set_xticklabels(
@@ -330,6 +340,10 @@ def main(argv):
     parser.add_argument("--levels", help="each panel's level from this fixed-step table (CSV)")
     parser.add_argument("--fixed", help="the fixed-step table (CSV) whose speedups go beside")
     parser.add_argument("--auto-steps", help="JSON {sweep folder name: 1/beta}")
+    parser.add_argument("--sustained", action="store_true",
+                        help="time each run from when it stays at or below the level (sweeps "
+                             "tuned with the sustained objective): paper_regime_tuned_sustained_"
+                             "<regime>.png, regimes_tuned_sustained.csv")
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     fixed = read_fixed(args.fixed) if args.fixed else None
@@ -338,14 +352,22 @@ def main(argv):
     if args.auto_steps:
         with open(args.auto_steps) as f:
             auto_steps = json.load(f)
-    prefix = "paper_regime_tuned_" if args.tuned else "paper_regime_"
+    if args.sustained and not args.tuned:
+        print("error: --sustained: expected --tuned too (sweeps tuned with \"sustained\": "
+              "true, experiments/tuned/regimes.py --sustained)", file=sys.stderr)
+        return 2
+    prefix = ("paper_regime_tuned_sustained_" if args.sustained else
+              "paper_regime_tuned_" if args.tuned else "paper_regime_")
     table = {}
     figures = []
     for regime, title in REGIMES:
         panel_levels = {w: row["level"] for (r, w, _), row in levels.items() if r == regime}
         if args.tuned:
             title += "\nevery scheme at its own tuned step (2 tuning seeds), the level as at step 1/β"
-        fig, results = plot_regime(args.sweeps, regime, title, panel_levels, auto_steps)
+        if args.sustained:
+            title += "; tuned and timed to the level kept to the budget"
+        fig, results = plot_regime(args.sweeps, regime, title, panel_levels, auto_steps,
+                                   args.sustained)
         if fig is None:
             continue
         figures.append((regime, fig))
@@ -362,7 +384,8 @@ def main(argv):
     flat = [{"regime": regime, "workload": workload, **row}
             for (regime, workload), rows in table.items() for row in rows]
     regime, fig = figures[-1]
-    default_csv = "regimes_tuned.csv" if args.tuned else "regimes.csv"
+    default_csv = ("regimes_tuned_sustained.csv" if args.sustained else
+                   "regimes_tuned.csv" if args.tuned else "regimes.csv")
     write_figure_and_table(fig, os.path.join(args.out, f"{prefix}{regime}.png"), flat,
                            args.csv or os.path.join(args.out, default_csv))
     text = markdown(table, fixed)

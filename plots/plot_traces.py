@@ -160,6 +160,21 @@ def time_to_level(trace, f_star, level):
     return None
 
 
+def time_to_stay(trace, f_star, level, until):
+    """Simulated time from which every row up to time `until` has (f - f*)/(f(x0) - f*) <=
+    level (the start of the last such stretch); None if the last row by `until` is above it."""
+    gap0 = trace["loss"][0] - f_star
+    start = None
+    for t, f in zip(trace["time"], trace["loss"]):
+        if t > until:
+            break
+        if f - f_star <= level * gap0:
+            start = t if start is None else start
+        else:
+            start = None
+    return start
+
+
 def value_at(trace, key, t):
     """The trace's `key` at simulated time t: the last row at or before t (a step function)."""
     k = bisect.bisect_right(trace["time"], t) - 1

@@ -5,7 +5,7 @@ scheme at its own tuned step, chosen on tuning seeds and reported on the sweep's
 
 usage: regimes.py --out DIR [--fixed TABLE.csv] [--multipliers LIST]
                   [--tuning-repetitions 2] [--sweeps FOLDER] [--only NAME ...]
-                  [--jobs 2] [--binary PATH]
+                  [--jobs 2] [--binary PATH] [--sustained]
 
 For each regime sweep NAME = regime_<regime>_<workload> in FOLDER (default experiments/paper):
   1. 1/beta of its base, from a one-iteration run (experiments/tuned_comparison.py auto_step);
@@ -27,6 +27,11 @@ For each regime sweep NAME = regime_<regime>_<workload> in FOLDER (default exper
 Then plots/plot_regimes.py draws DIR/paper_regime_tuned_<regime>.png, DIR/regimes_tuned.csv and
 DIR/regimes_tuned.md: every scheme's time to the level at its tuned step, and ErasureHead's
 speedups at tuned steps beside those of the fixed-step table.
+
+--sustained: the objective {"suboptimality": level, "sustained": true} (docs/sweeps.md
+"Tuning"): each step chosen for the time from which the loss stays at or below the level, and
+the table timed the same way (plot_regimes.py --sustained: paper_regime_tuned_sustained_<regime>
+.png, regimes_tuned_sustained.csv and .md). Use its own --out: the sweeps differ.
 
 Exit status: 0 done; 2 bad input (the message names it); the CLI's own status if a run fails.
 """
@@ -88,11 +93,13 @@ def multipliers_of(text):
     return values
 
 
-def tuned_sweep(sweep, step, multipliers, level, repetitions):
+def tuned_sweep(sweep, step, multipliers, level, repetitions, sustained=False):
     """The regime sweep with the native step tuning added."""
     tuned = copy.deepcopy(sweep)
     tuned["tune"] = {"/optimizer/step": [float(f"{m * step:.12g}") for m in multipliers]}
     tuned["tune_objective"] = {"suboptimality": level}
+    if sustained:
+        tuned["tune_objective"]["sustained"] = True
     tuned["tuning_repetitions"] = repetitions
     return tuned
 
@@ -115,6 +122,7 @@ def main(argv):
     parser.add_argument("--only", action="append", default=[], metavar="NAME")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--binary", default=tuned_comparison.DEFAULT_BINARY)
+    parser.add_argument("--sustained", action="store_true")
     args = parser.parse_args(argv)
     fixed_grid = multipliers_of(args.multipliers) if args.multipliers else None
     if args.tuning_repetitions < 1:
@@ -158,15 +166,18 @@ def main(argv):
         path = os.path.join(sweeps, name + ".json")
         with open(path, "w") as f:
             json.dump(tuned_sweep(sweep, steps[name], multipliers, levels[(regime, workload)],
-                                  args.tuning_repetitions), f, indent=2)
+                                  args.tuning_repetitions, args.sustained), f, indent=2)
         run_sweep(args.binary, path, os.path.join(sweeps, name), args.jobs)
         print(f"{name}: 1/beta = {steps[name]:.6g}, level {levels[(regime, workload)]:g}, "
               f"{time.monotonic() - start:.0f} s", flush=True)
+    table = "regimes_tuned_sustained" if args.sustained else "regimes_tuned"
     command = [sys.executable, os.path.join(ROOT, "plots", "plot_regimes.py"), "--sweeps",
                sweeps, "--out", args.out, "--tuned", "--levels", args.fixed, "--fixed",
                args.fixed, "--auto-steps", steps_path,
-               "--csv", os.path.join(args.out, "regimes_tuned.csv"),
-               "--markdown", os.path.join(args.out, "regimes_tuned.md")]
+               "--csv", os.path.join(args.out, table + ".csv"),
+               "--markdown", os.path.join(args.out, table + ".md")]
+    if args.sustained:
+        command.append("--sustained")
     return subprocess.run(command).returncode
 
 

@@ -123,6 +123,56 @@ def test_the_tuned_table_times_each_scheme_at_its_chosen_step(tmp_path):
     assert f"at {float(eh['step_multiple']):.3g}/β" in row
 
 
+def times_to_stay(folder, level):
+    """{scheme: [time from which the run stays at or below the level, up to the shortest run's
+    end, per repetition]} from traces.csv, recomputed here from the last row backwards."""
+    runs = {}
+    with open(os.path.join(folder, "traces.csv"), newline="") as f:
+        for row in csv.DictReader(f):
+            runs.setdefault((row["scheme"], row["rep"]), []).append(row)
+    budget = min(float(rows[-1]["time"]) for rows in runs.values())
+    times = {}
+    for (scheme, _), rows in sorted(runs.items()):
+        f_star = float(rows[0]["f_star"])
+        start = float(rows[0]["loss"]) - f_star
+        kept = [r for r in rows if float(r["time"]) <= budget]
+        hit = None
+        for r in reversed(kept):
+            if float(r["loss"]) - f_star > level * start:
+                break
+            hit = float(r["time"])
+        times.setdefault(scheme, []).append(hit)
+    return times
+
+
+def test_sustained_tunes_and_times_the_level_kept(tmp_path):
+    result = run_regimes(tmp_path, "--sustained")
+    assert result.returncode == 0, result.stderr
+    out = tmp_path / "out"
+    tuned = json.loads((out / "sweeps" / f"{NAME}.json").read_text())
+    assert tuned["tune_objective"] == {"suboptimality": LEVEL, "sustained": True}
+    with open(out / "regimes_tuned_sustained.csv", newline="") as f:
+        table = {r["scheme"]: r for r in csv.DictReader(f)}
+    assert set(table) == {s["name"] for s in SCHEMES}
+    times = times_to_stay(out / "sweeps" / NAME, LEVEL)
+    first = times_to_level(out / "sweeps" / NAME, LEVEL)
+    for scheme, row in table.items():
+        reached = [t for t in times[scheme] if t is not None]
+        assert int(row["reached"]) == len(reached)
+        if len(reached) == len(times[scheme]):
+            assert float(row["time"]) == pytest.approx(sum(reached) / len(reached), rel=1e-5)
+        # Never before the first crossing.
+        for kept, crossed in zip(times[scheme], first[scheme]):
+            assert kept is None or kept >= crossed
+    assert (out / "paper_regime_tuned_sustained_injected.png").stat().st_size > 0
+    assert not (out / "regimes_tuned.csv").exists()
+    # Only with --tuned.
+    plot = subprocess.run([sys.executable, os.path.join(ROOT, "plots", "plot_regimes.py"),
+                           "--sweeps", str(out / "sweeps"), "--out", str(tmp_path / "p"),
+                           "--sustained"], capture_output=True, text=True)
+    assert plot.returncode == 2 and "--sustained: expected --tuned" in plot.stderr
+
+
 def test_bad_input_exits_2_naming_it(tmp_path):
     result = run_regimes(tmp_path, "--only", "regime_nowhere_x")
     assert result.returncode == 2
