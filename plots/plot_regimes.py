@@ -204,8 +204,9 @@ def draw_panel(ax_curve, ax_bars, folder, level, sustained=False):
     ax_bars.set_xticklabels([r["scheme"] for r in rows], rotation=35, ha="right", fontsize=7)
     ax_bars.set_ylabel("simulated time to the level (s)", fontsize=8)
     reach = "from which it stays at or below" if sustained else "to"
-    ax_bars.set_title(f"time {reach} relative suboptimality {level:g} (95 % t; hatched: not "
-                      "every seed within the budget)", fontsize=8)
+    ax_bars.set_title(f"time {reach} relative suboptimality {level:g}"
+                      + ("\n" if sustained else " ")
+                      + "(95 % t; hatched: not every seed within the budget)", fontsize=8)
     ax_bars.grid(True, axis="y", alpha=0.3)
     for row in rows:
         row["level"] = level
