@@ -235,7 +235,7 @@ RunOutcome run_training(const RunPlan& plan,
           check_divergence(plan, row, first_loss);
         };
         const sim::TrainingOptions options{
-            plan.iterations, &pool, plan.time_budget, plan.update ? nullptr : plan.lockstep};
+            plan.iterations, &pool, plan.time_budget, plan.lockstep};
         if (plan.update) {
           train_asynchronously(plan, options, *optimizer, on_row);
         } else {

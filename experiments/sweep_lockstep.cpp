@@ -40,12 +40,6 @@ std::string alone_reason(const RunPlan& plan) {
   if (plan.backend.traits.real_time || !plan.backend.traits.shares_cores) {
     return fmt::format("the {} backend computes its gradients on real cores", plan.backend.name);
   }
-  if (plan.update) {
-    return "asynchronous rules compute their gradients at stale iterates, each its own";
-  }
-  if (plan.scheme.rule->compute_window()) {
-    return "anytime minibatch draws each worker's rows for itself";
-  }
   if (!plan.objective->loss().traits().scalar_margin) {
     return fmt::format("the {} model has no multi-vector pass", plan.objective->loss().name());
   }
@@ -76,12 +70,17 @@ LockstepInfo lockstep_info(const RunPlan& plan, const std::filesystem::path& bas
   const auto p = static_cast<double>(plan.objective->dimension());
   const auto k = static_cast<double>(plan.partitions);
   const double collective = plan.collective ? static_cast<double>(plan.workers) : 0.0;
+  // An asynchronous member keeps the iterates its workers compute at (one per worker at most)
+  // and an update's K messages.
+  const double stale =
+      plan.update ? static_cast<double>(plan.workers) + static_cast<double>(plan.update->k) : 0.0;
   // plan_run's estimates (the data sets, shared; the code, its decoder and the loop's partition
   // gradients, each run's own) and what they leave out: the backend's partition gradients (at
-  // most k columns), a collective's buffers and the optimiser's and loop's vectors.
+  // most k columns), a collective's buffers, an asynchronous loop's stale iterates and the
+  // optimiser's and loop's vectors.
   info.shared_bytes = plan.data_memory;
-  info.member_bytes =
-      std::max(0.0, plan.memory - plan.data_memory) + 8.0 * p * (k + collective + kMemberVectors);
+  info.member_bytes = std::max(0.0, plan.memory - plan.data_memory) +
+                      8.0 * p * (k + collective + stale + kMemberVectors);
   return info;
 }
 
