@@ -1,10 +1,14 @@
 #include "models/loss_model.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <variant>
+#include <vector>
 
 #include "models/base/invariant.h"
 #include "models/row_kernels.h"
+#include "models/worker_pool.h"
 
 namespace stragglersim::models {
 
@@ -30,6 +34,28 @@ void LossModel::accumulate_many(const Dataset& data,
   }
 }
 
+void LossModel::accumulate_ranges_many(const Dataset& data,
+                                       const std::vector<RowRange>& ranges,
+                                       const Eigen::MatrixXd& x,
+                                       double divisor,
+                                       const std::vector<Eigen::MatrixXd*>& gradients,
+                                       Eigen::Ref<Eigen::MatrixXd> losses,
+                                       WorkerPool* pool) const {
+  const Eigen::Index p = x.rows();
+  const Eigen::Index columns = x.cols();
+  run_tasks(pool, static_cast<int>(ranges.size()), [&](int j) {
+    Eigen::MatrixXd sums = Eigen::MatrixXd::Zero(p, columns);
+    Eigen::VectorXd range_losses(columns);
+    accumulate_many(data, ranges[static_cast<std::size_t>(j)], x, sums, range_losses);
+    losses.row(j) = range_losses.transpose();
+    for (Eigen::Index s = 0; s < columns; ++s) {
+      auto out = gradients[static_cast<std::size_t>(s)]->col(j);
+      out = sums.col(s);
+      out /= divisor;
+    }
+  });
+}
+
 void LossModel::score_rows_many(const Dataset& data,
                                 RowRange rows,
                                 const Eigen::MatrixXd& x,
@@ -52,6 +78,27 @@ void check_arguments(const Dataset& data, RowRange rows, const Eigen::VectorXd& 
   STRAGGLERSIM_ASSERT(data.labels.size() == data.rows(), "one label per row");
   STRAGGLERSIM_ASSERT(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= data.rows(),
                       "row range outside the data");
+}
+
+void check_ranges(const Dataset& data,
+                  const std::vector<RowRange>& ranges,
+                  const Eigen::MatrixXd& x,
+                  const std::vector<Eigen::MatrixXd*>& gradients,
+                  const Eigen::Ref<Eigen::MatrixXd>& losses) {
+  STRAGGLERSIM_ASSERT(x.rows() == data.dimension(), "x has the wrong dimension");
+  STRAGGLERSIM_ASSERT(data.labels.size() == data.rows(), "one label per row");
+  const auto count = static_cast<Eigen::Index>(ranges.size());
+  STRAGGLERSIM_ASSERT(static_cast<Eigen::Index>(gradients.size()) == x.cols() &&
+                          losses.rows() == count && losses.cols() == x.cols(),
+                      "one gradient matrix per column of x and one loss per range and column");
+  for (const Eigen::MatrixXd* g : gradients) {
+    STRAGGLERSIM_ASSERT(g != nullptr && g->rows() == x.rows() && g->cols() == count,
+                        "each gradient matrix is p × ranges");
+  }
+  for (const RowRange& rows : ranges) {
+    STRAGGLERSIM_ASSERT(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= data.rows(),
+                        "row range outside the data");
+  }
 }
 
 // CRTP base: Derived supplies static `loss(z, b, slope)` (returns ℓ, sets ℓ'), `curvature`,
@@ -103,6 +150,35 @@ class RowwiseLoss : public LossModel {
                             losses.size() == x.cols(),
                         "one gradient sum and one loss per column of x");
     internal::fused_pass_many(data, rows, x, gradient_sums, losses, block_kernel());
+  }
+
+  void accumulate_ranges_many(const Dataset& data,
+                              const std::vector<RowRange>& ranges,
+                              const Eigen::MatrixXd& x,
+                              double divisor,
+                              const std::vector<Eigen::MatrixXd*>& gradients,
+                              Eigen::Ref<Eigen::MatrixXd> losses,
+                              WorkerPool* pool) const final {
+    check_ranges(data, ranges, x, gradients, losses);
+    const auto* sparse = std::get_if<SparseRows>(&data.features);
+    if (sparse == nullptr || x.cols() == 1) {
+      LossModel::accumulate_ranges_many(data, ranges, x, divisor, gradients, losses, pool);
+      return;
+    }
+    // Each range's rows are walked once per group of columns, as fused_pass_many walks them.
+    for (const RowRange& rows : ranges) {
+      count_data_bytes(internal::sparse_groups(x.cols()) * data.stored_bytes(rows));
+    }
+    internal::sparse_ranges_many(
+        *sparse,
+        data.labels,
+        ranges,
+        x,
+        divisor,
+        gradients,
+        losses,
+        block_kernel(),
+        [pool](int count, const std::function<void(int)>& task) { run_tasks(pool, count, task); });
   }
 
   [[nodiscard]] double accumulate_value(const Dataset& data,

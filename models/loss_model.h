@@ -14,6 +14,8 @@
 
 namespace stragglersim::models {
 
+class WorkerPool;
+
 /// What callers may rely on about a loss without knowing which one it is.
 struct LossTraits {
   bool binary_labels = false;  ///< labels must be ±1; the test set reports ROC AUC (logistic)
@@ -59,6 +61,18 @@ class LossModel {
                                const Eigen::MatrixXd& x,
                                Eigen::Ref<Eigen::MatrixXd> gradient_sums,
                                Eigen::Ref<Eigen::VectorXd> losses) const;
+  /// accumulate_many over each of `ranges` (the partitions), the ranges on `pool`: losses(j, s)
+  /// its loss sum on range j and column j of *gradients[s] (p × ranges.size()) its gradient sum
+  /// on range j divided by `divisor`, the bytes of accumulate_many from zero sums, then that
+  /// division. The sparse linear losses prepare the columns of x once for every range; the
+  /// default calls accumulate_many per range.
+  virtual void accumulate_ranges_many(const Dataset& data,
+                                      const std::vector<RowRange>& ranges,
+                                      const Eigen::MatrixXd& x,
+                                      double divisor,
+                                      const std::vector<Eigen::MatrixXd*>& gradients,
+                                      Eigen::Ref<Eigen::MatrixXd> losses,
+                                      WorkerPool* pool) const;
   /// Σ ℓ(a_iᵀx; b_i) over `rows` without the gradient work (the default calls `accumulate`).
   [[nodiscard]] virtual double accumulate_value(const Dataset& data,
                                                 RowRange rows,

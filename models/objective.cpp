@@ -258,22 +258,16 @@ std::vector<double> Objective::evaluate_many(
     const Eigen::VectorXd& column = *xs[static_cast<std::size_t>(s)];
     STRAGGLERSIM_ASSERT(column.size() == p, "x has the wrong dimension");
     x.col(s) = column;
-    partition_gradients[static_cast<std::size_t>(s)]->setZero(p, partitions_);
+    partition_gradients[static_cast<std::size_t>(s)]->resize(p, partitions_);
   }
   const auto m = static_cast<double>(rows());
+  std::vector<RowRange> ranges;
+  for (int j = 0; j < partitions_; ++j) {
+    ranges.push_back(partition(j));
+  }
   // Column s of losses is x_s's loss per partition, summed below in partition order.
   Eigen::MatrixXd losses(partitions_, columns);
-  run_tasks(pool, partitions_, [&](int j) {
-    Eigen::MatrixXd sums = Eigen::MatrixXd::Zero(p, columns);
-    Eigen::VectorXd partition_losses(columns);
-    loss_->accumulate_many(*data_, partition(j), x, sums, partition_losses);
-    losses.row(j) = partition_losses.transpose();
-    for (Eigen::Index s = 0; s < columns; ++s) {
-      auto out = partition_gradients[static_cast<std::size_t>(s)]->col(j);
-      out = sums.col(s);
-      out /= m;
-    }
-  });
+  loss_->accumulate_ranges_many(*data_, ranges, x, m, partition_gradients, losses, pool);
   std::vector<double> values(xs.size());
   for (Eigen::Index s = 0; s < columns; ++s) {
     double loss_sum = 0.0;

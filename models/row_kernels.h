@@ -397,6 +397,69 @@ void fused_pass_many(const SparseRows& a,
   }
 }
 
+/// The sparse multi-vector pass over several row ranges (the partitions) for the same columns of
+/// x: x interleaved once per column group for every range, each range one task of `run_tasks`
+/// (its walks of each group as sparse_group_pass's, with sums that start at zero). Range j's
+/// totals go to row j of `losses` and its sums, divided by `divisor`, to column j of
+/// *gradients[s]: the bytes of fused_pass_many on range j, then that division.
+template <class Kernel, class RunTasks>
+void sparse_ranges_many(const SparseRows& a,
+                        const Eigen::VectorXd& labels,
+                        const std::vector<RowRange>& ranges,
+                        const Eigen::MatrixXd& x,
+                        double divisor,
+                        const std::vector<Eigen::MatrixXd*>& gradients,
+                        Eigen::Ref<Eigen::MatrixXd> losses,
+                        Kernel kernel,
+                        const RunTasks& run_tasks,
+                        Eigen::Index chunk = kSparseChunk) {
+  const SparseArrays arrays = sparse_arrays(a);
+  const Eigen::Index p = x.rows();
+  const Eigen::Index columns = x.cols();
+  const Eigen::Index groups = sparse_groups(columns);
+  std::vector<std::unique_ptr<LineAlignedDoubles>> group_x;
+  for (Eigen::Index g = 0; g < groups; ++g) {
+    const ColumnGroup group = sparse_group(columns, g);
+    group_x.push_back(std::make_unique<LineAlignedDoubles>(p * group.width));
+    interleave(x, group, group_x.back()->data());
+  }
+  // The first group is the widest (sparse_group gives the extra columns to the first ones).
+  const Eigen::Index widest = sparse_group(columns, 0).width;
+  run_tasks(static_cast<int>(ranges.size()), [&](int j) {
+    const RowRange rows = ranges[static_cast<std::size_t>(j)];
+    LineAlignedDoubles sums(p * widest);
+    Eigen::VectorXd totals = Eigen::VectorXd::Zero(columns);
+    std::vector<unsigned char> has_zero(static_cast<std::size_t>(chunk));
+    for (Eigen::Index g = 0; g < groups; ++g) {
+      const ColumnGroup group = sparse_group(columns, g);
+      LineAlignedDoubles z(chunk * group.width);
+      LineAlignedDoubles w(chunk * group.width);
+      std::fill(sums.data(), sums.data() + p * group.width, 0.0);
+      for (Eigen::Index begin = rows.begin; begin < rows.end; begin += chunk) {
+        const Eigen::Index n = std::min(chunk, rows.end - begin);
+        sparse_margins_rows(arrays, begin, n, group.width, group_x[g]->data(), z.data());
+        sparse_chunk_weights(labels,
+                             begin,
+                             n,
+                             group,
+                             z.data(),
+                             w.data(),
+                             has_zero.data(),
+                             totals.data() + group.first,
+                             kernel);
+        sparse_updates_rows(arrays, begin, n, group.width, w.data(), has_zero.data(), sums.data());
+      }
+      for (Eigen::Index s = 0; s < group.count; ++s) {
+        double* out = gradients[static_cast<std::size_t>(group.first + s)]->col(j).data();
+        for (Eigen::Index f = 0; f < p; ++f) {
+          out[f] = sums.data()[f * group.width + s] / divisor;
+        }
+      }
+    }
+    losses.row(j) = totals.transpose();
+  });
+}
+
 /// One pass over `rows` for the columns of x; the data's bytes are counted once.
 template <class Kernel>
 void fused_pass_many(const Dataset& data,

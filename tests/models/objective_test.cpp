@@ -450,8 +450,9 @@ TEST_CASE("models: minibatch gradients sample every subset of a partition equall
 TEST_CASE("models: evaluate_many is evaluate's bytes for every column, loss, data kind and pool",
           "[models][objective][many]") {
   // Every S the kernels treat differently (1: evaluate itself; odd: a one-column tile; 16, 17:
-  // many tiles), p below, at and past the eight-wide vectors, rows that end in partial blocks of
-  // four (dense) and of 32 (sparse), partitions that split the blocks unevenly.
+  // many tiles; 17, 33: sparse column groups of unequal widths, which share one sum buffer), p
+  // below, at and past the eight-wide vectors, rows that end in partial blocks of four (dense) and
+  // of 32 (sparse), partitions that split the blocks unevenly.
   WorkerPool one(1);
   WorkerPool two(2);
   const Eigen::Index m = 103;
@@ -463,7 +464,7 @@ TEST_CASE("models: evaluate_many is evaluate's bytes for every column, loss, dat
         const auto data = many_data(m, p, loss_name, sparse, 100 + static_cast<std::uint64_t>(p));
         const Eigen::Index n = loss->parameter_count(p);
         std::vector<Eigen::VectorXd> points;
-        for (int s = 0; s < 17; ++s) {
+        for (int s = 0; s < 33; ++s) {
           // Column 0 is zero (the logistic weights and margins at a tie), the rest generic.
           points.push_back(s == 0 ? Eigen::VectorXd::Zero(n)
                                   : gaussian_vector(n, 1000 + static_cast<std::uint64_t>(s), 0.6));
@@ -476,7 +477,7 @@ TEST_CASE("models: evaluate_many is evaluate's bytes for every column, loss, dat
             single.push_back(f.evaluate(points[s], &single_gradients[s]));
           }
           for (WorkerPool* pool : {static_cast<WorkerPool*>(nullptr), &one, &two}) {
-            for (const std::size_t columns : {1, 2, 3, 4, 5, 8, 16, 17}) {
+            for (const std::size_t columns : {1, 2, 3, 4, 5, 8, 16, 17, 33}) {
               INFO(loss_name << ", p = " << p << (sparse ? ", sparse" : ", dense") << ", k = " << k
                              << ", threads " << (pool == nullptr ? 0 : pool->threads())
                              << ", S = " << columns);
@@ -504,7 +505,7 @@ TEST_CASE("models: evaluate_many is evaluate's bytes for every column, loss, dat
       }
     }
   }
-  CHECK(cases == 4 * 4 * 2 * 3 * 3 * 8);
+  CHECK(cases == 4 * 4 * 2 * 3 * 3 * 9);
 }
 
 TEST_CASE(
