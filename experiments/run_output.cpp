@@ -234,8 +234,7 @@ RunOutcome run_training(const RunPlan& plan,
           stop_after_row(should_stop);
           check_divergence(plan, row, first_loss);
         };
-        const sim::TrainingOptions options{
-            plan.iterations, &pool, plan.time_budget, plan.lockstep};
+        const sim::TrainingOptions options{plan.iterations, &pool, plan.time_budget, plan.lockstep};
         if (plan.update) {
           train_asynchronously(plan, options, *optimizer, on_row);
         } else {

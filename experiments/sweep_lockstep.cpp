@@ -213,15 +213,23 @@ std::string describe_group_passes(std::size_t number,
   const auto longest = static_cast<double>(statistics.longest);
   // Each evaluation of a run alone is one pass over the training set and one over the test set.
   const double alone = longest * (train_bytes + (statistics.test_requests > 0 ? test_bytes : 0.0));
+  const std::string stale =
+      statistics.stale == 0
+          ? ""
+          : fmt::format(
+                "; {} partition gradients at stale iterates with them, in {} walks of a partition",
+                statistics.stale,
+                statistics.stale_walks);
   return fmt::format(
       "lock-step group {}: {} runs in {} passes over the training set ({} evaluations, at most {} "
-      "per pass) and {} over the test set; {} read, {:.2f}x its longest run's {} passes",
+      "per pass) and {} over the test set{}; {} read, {:.2f}x its longest run's {} passes",
       number,
       runs,
       statistics.passes,
       statistics.requests,
       statistics.largest,
       statistics.test_passes,
+      stale,
       format_bytes(read),
       alone > 0.0 ? read / alone : 0.0,
       statistics.longest);

@@ -312,6 +312,46 @@ void Objective::partition_gradient(int j,
   out /= static_cast<double>(rows());
 }
 
+void Objective::partition_gradients_many(const std::vector<PartitionTask>& tasks,
+                                         WorkerPool* pool) const {
+  // The tasks of each partition, in the order given (the order changes no byte: each column of
+  // a pass is its own task's).
+  std::vector<std::vector<const PartitionTask*>> by_partition(
+      static_cast<std::size_t>(partitions_));
+  for (const PartitionTask& task : tasks) {
+    STRAGGLERSIM_ASSERT(task.partition >= 0 && task.partition < partitions_,
+                        "partition index out of range");
+    STRAGGLERSIM_ASSERT(task.x != nullptr && task.out != nullptr, "a task needs x and out");
+    STRAGGLERSIM_ASSERT(task.x->size() == dimension(), "x has the wrong dimension");
+    by_partition[static_cast<std::size_t>(task.partition)].push_back(&task);
+  }
+  std::vector<int> busy;
+  for (int j = 0; j < partitions_; ++j) {
+    if (!by_partition[static_cast<std::size_t>(j)].empty()) {
+      busy.push_back(j);
+    }
+  }
+  const Eigen::Index p = dimension();
+  const auto m = static_cast<double>(rows());
+  run_tasks(pool, static_cast<int>(busy.size()), [&](int b) {
+    const int j = busy[static_cast<std::size_t>(b)];
+    const auto& mine = by_partition[static_cast<std::size_t>(j)];
+    const auto columns = static_cast<Eigen::Index>(mine.size());
+    Eigen::MatrixXd x(p, columns);
+    for (Eigen::Index s = 0; s < columns; ++s) {
+      x.col(s) = *mine[static_cast<std::size_t>(s)]->x;
+    }
+    Eigen::MatrixXd sums = Eigen::MatrixXd::Zero(p, columns);
+    Eigen::VectorXd losses(columns);
+    loss_->accumulate_many(*data_, partition(j), x, sums, losses);
+    for (Eigen::Index s = 0; s < columns; ++s) {
+      Eigen::VectorXd& out = *mine[static_cast<std::size_t>(s)]->out;
+      out = sums.col(s);
+      out /= m;
+    }
+  });
+}
+
 void Objective::partition_minibatch_gradient(int j,
                                              const Eigen::VectorXd& x,
                                              Eigen::Index batch,

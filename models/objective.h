@@ -79,6 +79,17 @@ class Objective {
   [[nodiscard]] Eigen::VectorXd gradient(const Eigen::VectorXd& x) const;
   /// ∇F_j(x) written to `out` (size p).
   void partition_gradient(int j, const Eigen::VectorXd& x, Eigen::Ref<Eigen::VectorXd> out) const;
+  /// One ∇F_j(x) to compute: partition_gradient(partition, *x, *out).
+  struct PartitionTask {
+    int partition = 0;
+    const Eigen::VectorXd* x = nullptr;
+    Eigen::VectorXd* out = nullptr;  ///< resized to p
+  };
+  /// Every task's ∇F_j(x), the same bytes as partition_gradient: the tasks of one partition read
+  /// its rows once for all their x (LossModel::accumulate_many), the partitions on `pool`.
+  /// Illegal: a partition out of range, a null x or out, an x of the wrong dimension.
+  void partition_gradients_many(const std::vector<PartitionTask>& tasks,
+                                WorkerPool* pool = nullptr) const;
   /// The stochastic partition gradient (|P_j| / (b·m)) Σ_{i∈S} ∇ℓ_i(x) over a uniform sample S
   /// of b = `batch` distinct rows of P_j (selection sampling from an engine seeded by `seed`,
   /// rows summed in ascending order): an unbiased estimate of ∇F_j(x), written to `out`.

@@ -30,11 +30,14 @@ void LockstepGroup::leave() {
   }
 }
 
-double LockstepGroup::evaluate(const Eigen::VectorXd& x, Eigen::MatrixXd* partition_gradients) {
+double LockstepGroup::evaluate(const Eigen::VectorXd& x,
+                               Eigen::MatrixXd* partition_gradients,
+                               const std::vector<models::Objective::PartitionTask>& stale) {
   Request request;
   request.kind = Kind::kEvaluate;
   request.x = &x;
   request.gradients = partition_gradients;
+  request.stale = &stale;
   request.member = std::this_thread::get_id();
   submit(request);
   return request.loss;
@@ -88,12 +91,18 @@ void LockstepGroup::compute(const std::vector<Request*>& batch) {
   std::vector<const Eigen::VectorXd*> xs;
   std::vector<Eigen::MatrixXd*> gradients;
   std::vector<Request*> evaluations;
+  std::vector<models::Objective::PartitionTask> stale;
   for (Request* request : batch) {
     if (request->kind == Kind::kEvaluate) {
       evaluations.push_back(request);
       xs.push_back(request->x);
       gradients.push_back(request->gradients);
+      stale.insert(stale.end(), request->stale->begin(), request->stale->end());
     }
+  }
+  std::vector<char> walked(static_cast<std::size_t>(train_->partitions()), 0);
+  for (const auto& task : stale) {
+    walked[static_cast<std::size_t>(task.partition)] = 1;
   }
   std::uint64_t scores = 0;
   // Every other member waits for this pass, and runs alone do not run beside a group: the
@@ -105,6 +114,9 @@ void LockstepGroup::compute(const std::vector<Request*>& batch) {
       for (std::size_t s = 0; s < evaluations.size(); ++s) {
         evaluations[s]->loss = losses[s];
       }
+    }
+    if (!stale.empty()) {
+      train_->partition_gradients_many(stale, pool_);
     }
     std::vector<const Eigen::VectorXd*> scored;
     std::vector<Request*> scorings;
@@ -133,6 +145,9 @@ void LockstepGroup::compute(const std::vector<Request*>& batch) {
   statistics_.passes += evaluations.empty() ? 0 : 1;
   statistics_.test_passes += scores > 0 ? 1 : 0;
   statistics_.requests += evaluations.size();
+  statistics_.stale += stale.size();
+  statistics_.stale_walks +=
+      static_cast<std::uint64_t>(std::count(walked.begin(), walked.end(), char{1}));
   for (const Request* request : evaluations) {
     statistics_.longest = std::max(statistics_.longest, ++asked_[request->member]);
   }

@@ -40,8 +40,12 @@ class LockstepGroup {
   void leave();
 
   /// train.evaluate(x, partition_gradients, pool): f(x) and (when non-null) every ∇F_j(x), the
-  /// same bytes, from a pass shared with the other members. Rethrows an error of the pass.
-  double evaluate(const Eigen::VectorXd& x, Eigen::MatrixXd* partition_gradients);
+  /// same bytes, from a pass shared with the other members; with it, every task of `stale`
+  /// (train.partition_gradient at an iterate of the member's own, the same bytes), the tasks of
+  /// all members on one partition from one walk of its rows. Rethrows an error of the pass.
+  double evaluate(const Eigen::VectorXd& x,
+                  Eigen::MatrixXd* partition_gradients,
+                  const std::vector<models::Objective::PartitionTask>& stale = {});
   /// models::score_test_set(test, x, pool), the same bytes, from a pass over the test set shared
   /// with the other members (scalar-margin losses).
   std::optional<models::TestScores> score(const Eigen::VectorXd& x);
@@ -55,6 +59,10 @@ class LockstepGroup {
     int largest = 0;  ///< most iterates in one pass
     /// The most evaluations one member asked for: the passes of the longest run alone.
     std::uint64_t longest = 0;
+    /// Partition gradients at the members' stale iterates (asynchronous rules), computed with
+    /// the passes, and the walks of a partition's rows they took (one per partition and pass).
+    std::uint64_t stale = 0;
+    std::uint64_t stale_walks = 0;
     /// Bytes of data the group's passes read (models::data_bytes_read over each pass: sparse
     /// rows are walked once per group of up to 16 columns).
     std::int64_t bytes = 0;
@@ -67,6 +75,7 @@ class LockstepGroup {
     Kind kind = Kind::kEvaluate;
     const Eigen::VectorXd* x = nullptr;
     Eigen::MatrixXd* gradients = nullptr;
+    const std::vector<models::Objective::PartitionTask>* stale = nullptr;
     std::thread::id member;
     double loss = 0.0;
     std::optional<models::TestScores> scores;

@@ -67,15 +67,21 @@ void fill_test(const models::Objective* test,
                         : std::numeric_limits<double>::quiet_NaN();
 }
 
-/// f(x) and every ∇F_j(x) in one pass: the run's own, or one shared with its lock-step group.
+/// f(x) and every ∇F_j(x) in one pass, and the partition gradients `stale` asks for at iterates
+/// of the run's own: the run's own passes, or ones shared with its lock-step group.
 double evaluate(const models::Objective& objective,
                 const Eigen::VectorXd& x,
                 Eigen::MatrixXd& partition_gradients,
-                const TrainingOptions& options) {
+                const TrainingOptions& options,
+                const std::vector<models::Objective::PartitionTask>& stale = {}) {
   if (options.lockstep != nullptr) {
-    return options.lockstep->evaluate(x, &partition_gradients);
+    return options.lockstep->evaluate(x, &partition_gradients, stale);
   }
-  return objective.evaluate(x, &partition_gradients, options.pool);
+  const double loss = objective.evaluate(x, &partition_gradients, options.pool);
+  if (!stale.empty()) {
+    objective.partition_gradients_many(stale, options.pool);
+  }
+  return loss;
 }
 
 void check_finite(const TraceRow& row) {
@@ -110,12 +116,57 @@ void partition_gradient_of(const models::Objective& objective,
   }
 }
 
-/// The used gradients' messages y_i (column l for used[order[l]]), each at its own stale x.
+/// The full partition gradients an update's messages are made of, one per (version, partition),
+/// and the tasks that compute them (with the pass at the iterate before the update).
+struct StaleGradients {
+  std::map<std::pair<std::uint64_t, int>, Eigen::VectorXd> values;
+  std::vector<models::Objective::PartitionTask> tasks;
+};
+
+/// The partitions of the message of `g`: its worker's support, or under shared sampling the
+/// partition its computation drew (uncoded, the rule's requirement).
+std::vector<int> message_partitions(const codes::GradientCode& code,
+                                    const UsedGradient& g,
+                                    const AsynchronousOptions& options,
+                                    Sampling sampling) {
+  if (sampling == Sampling::kShared) {
+    return {shared_partition(options.seed, g.worker, g.computation, code.partitions())};
+  }
+  const auto support = code.support(g.worker);
+  return {support.begin(), support.end()};
+}
+
+/// `stale` for `update`'s messages; none with minibatches (each computation draws its own rows,
+/// computed by used_messages).
+void plan_stale(const codes::GradientCode& code,
+                const AsynchronousUpdate& update,
+                const std::map<std::uint64_t, Eigen::VectorXd>& history,
+                const AsynchronousOptions& options,
+                Sampling sampling,
+                StaleGradients& stale) {
+  stale.values.clear();
+  stale.tasks.clear();
+  if (options.minibatch) {
+    return;
+  }
+  for (const UsedGradient& g : update.used) {
+    for (const int j : message_partitions(code, g, options, sampling)) {
+      const auto [at, added] = stale.values.try_emplace({g.version, j});
+      if (added) {
+        stale.tasks.push_back({j, &history.at(g.version), &at->second});
+      }
+    }
+  }
+}
+
+/// The used gradients' messages y_i (column l for used[order[l]]), each at its own stale x: from
+/// `stale`'s partition gradients, or with minibatches each computation's own draw.
 void used_messages(const models::Objective& objective,
                    const codes::GradientCode& code,
                    const AsynchronousUpdate& update,
                    const std::vector<std::size_t>& order,
                    const std::map<std::uint64_t, Eigen::VectorXd>& history,
+                   const StaleGradients& stale,
                    const AsynchronousOptions& options,
                    Sampling sampling,
                    Eigen::MatrixXd& messages) {
@@ -124,19 +175,19 @@ void used_messages(const models::Objective& objective,
   models::run_tasks(options.run.pool, static_cast<int>(order.size()), [&](int l) {
     const UsedGradient& g = update.used[order[static_cast<std::size_t>(l)]];
     const Eigen::VectorXd& x = history.at(g.version);
-    if (sampling == Sampling::kShared) {
-      // Uncoded (the rule's requirement): the message is the drawn partition's gradient.
-      const int j = shared_partition(options.seed, g.worker, g.computation, code.partitions());
-      Eigen::VectorXd y(p);
-      partition_gradient_of(objective, j, x, g.computation, options.minibatch, y);
-      messages.col(l) = y;
-      return;
-    }
     Eigen::VectorXd buffer(p);
     auto gradient = [&](int j) -> const Eigen::VectorXd& {
+      if (!options.minibatch) {
+        return stale.values.at({g.version, j});
+      }
       partition_gradient_of(objective, j, x, g.computation, options.minibatch, buffer);
       return buffer;
     };
+    if (sampling == Sampling::kShared) {
+      // Uncoded (the rule's requirement): the message is the drawn partition's gradient.
+      messages.col(l) = gradient(message_partitions(code, g, options, sampling).front());
+      return;
+    }
     Eigen::VectorXd y(p);
     coded_message(code, g.worker, gradient, y);
     messages.col(l) = y;
@@ -171,6 +222,7 @@ Eigen::VectorXd update_estimate(const models::Objective& objective,
                                 const AsynchronousCluster& cluster,
                                 const AsynchronousUpdate& update,
                                 const std::map<std::uint64_t, Eigen::VectorXd>& history,
+                                const StaleGradients& stale,
                                 const AsynchronousOptions& options,
                                 std::vector<std::size_t>& order,
                                 std::vector<double>& weights) {
@@ -183,7 +235,7 @@ Eigen::VectorXd update_estimate(const models::Objective& objective,
   });
   Eigen::MatrixXd messages;
   used_messages(
-      objective, code, update, order, history, options, cluster.shape().sampling, messages);
+      objective, code, update, order, history, stale, options, cluster.shape().sampling, messages);
   weights.resize(order.size());
   // The update's gradients from each worker (Malenia averages each worker's own).
   std::vector<std::size_t> from_worker(static_cast<std::size_t>(cluster.workers()), 0);
@@ -271,46 +323,59 @@ void train_asynchronous(const models::Objective& objective,
                       "the asynchronous loop steps by gradient descent");
   Eigen::MatrixXd partition_gradients;
   Eigen::VectorXd full_gradient;
+  // The iterates some worker may still compute at, by version.
+  std::map<std::uint64_t, Eigen::VectorXd> history;
+  history.emplace(0, optimizer.iterate());
+  // Update t is drawn before row t − 1 is recorded (the clock does not depend on x), so that its
+  // messages' partition gradients come with that row's pass.
+  StaleGradients stale;
+  const auto next_update = [&](std::uint64_t t) -> const AsynchronousUpdate* {
+    if (t > options.run.iterations) {
+      return nullptr;
+    }
+    const AsynchronousUpdate& update = cluster.next_update();
+    plan_stale(code, update, history, options, cluster.shape().sampling, stale);
+    return &update;
+  };
   auto record = [&](TraceRow& row) {
     const Eigen::VectorXd& x = optimizer.iterate();
-    row.loss = evaluate(objective, x, partition_gradients, options.run);
+    row.loss = evaluate(objective, x, partition_gradients, options.run, stale.tasks);
     full_gradient = partition_gradients.rowwise().sum() + objective.l2() * x;
     row.grad_norm = full_gradient.norm();
     check_finite(row);
     fill_test(test_objective, x, options.run, row);
     on_row(row);
   };
-  // The iterates some worker may still compute at, by version.
-  std::map<std::uint64_t, Eigen::VectorXd> history;
-  history.emplace(0, optimizer.iterate());
   TraceRow row;
+  const AsynchronousUpdate* update = next_update(1);
   record(row);
-  for (std::uint64_t t = 1; t <= options.run.iterations; ++t) {
-    const AsynchronousUpdate& update = cluster.next_update();
+  for (std::uint64_t t = 1; update != nullptr; ++t) {
     std::vector<std::size_t> order;
     std::vector<double> weights;
     Eigen::VectorXd estimate =
-        update_estimate(objective, code, cluster, update, history, options, order, weights);
+        update_estimate(objective, code, cluster, *update, history, stale, options, order, weights);
     estimate.noalias() += objective.l2() * optimizer.iterate();
     const double gradient_norm = full_gradient.norm();
     const double gradient_error = (estimate - full_gradient).norm();
     optimizer.step(estimate);
     row = TraceRow{};
     row.iteration = t;
-    row.time = update.time;
-    row.iteration_time = update.update_time;
-    row.wall_time = update.time;
+    row.time = update->time;
+    row.iteration_time = update->update_time;
+    row.wall_time = update->time;
     row.gradient_error = gradient_error;
     if (gradient_norm > 0.0) {
       row.gradient_error_relative = gradient_error / gradient_norm;
     }
-    describe_update(code, update, weights, order, row);
-    history.emplace(update.update, optimizer.iterate());
+    describe_update(code, *update, weights, order, row);
+    history.emplace(update->update, optimizer.iterate());
     history.erase(history.begin(), history.lower_bound(cluster.oldest_version_in_use()));
-    record(row);
-    if (update.time >= options.run.time_budget) {
-      break;
+    // The run ends after this row at its iteration count or at its time budget.
+    update = update->time >= options.run.time_budget ? nullptr : next_update(t + 1);
+    if (update == nullptr) {
+      stale.tasks.clear();
     }
+    record(row);
   }
 }
 

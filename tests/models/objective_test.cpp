@@ -508,6 +508,55 @@ TEST_CASE("models: evaluate_many is evaluate's bytes for every column, loss, dat
   CHECK(cases == 4 * 4 * 2 * 3 * 3 * 9);
 }
 
+TEST_CASE("models: partition_gradients_many is partition_gradient's bytes for every task",
+          "[models][objective][many]") {
+  // Tasks on 7 partitions: none on some, one on others, up to 17 on one (two sparse column
+  // groups), the same x twice on one partition, in an order that is not the partitions'.
+  WorkerPool two(2);
+  const Eigen::Index m = 103;
+  int cases = 0;
+  for (const std::string loss_name : kManyLosses) {
+    for (const bool sparse : {false, true}) {
+      const auto data = many_data(m, 13, loss_name, sparse, 31);
+      const auto loss = many_loss(loss_name);
+      const Objective f(data, loss, 0.03, 7);
+      const Eigen::Index n = f.dimension();
+      std::vector<Eigen::VectorXd> points;
+      for (int s = 0; s < 5; ++s) {
+        points.push_back(gaussian_vector(n, 70 + static_cast<std::uint64_t>(s), 0.6));
+      }
+      std::vector<std::pair<int, int>> wanted;  // (partition, point)
+      for (int t = 0; t < 17; ++t) {
+        wanted.emplace_back(4, t % 5);
+      }
+      for (const auto& extra :
+           {std::pair{6, 1}, std::pair{0, 3}, std::pair{2, 2}, std::pair{2, 2}}) {
+        wanted.push_back(extra);
+      }
+      for (WorkerPool* pool : {static_cast<WorkerPool*>(nullptr), &two}) {
+        INFO(loss_name << (sparse ? ", sparse" : ", dense") << (pool ? ", pool" : ""));
+        std::vector<Eigen::VectorXd> outs(wanted.size());
+        std::vector<Objective::PartitionTask> tasks;
+        for (std::size_t t = 0; t < wanted.size(); ++t) {
+          tasks.push_back(
+              {wanted[t].first, &points[static_cast<std::size_t>(wanted[t].second)], &outs[t]});
+        }
+        f.partition_gradients_many(tasks, pool);
+        bool all_same = true;
+        for (std::size_t t = 0; t < wanted.size(); ++t) {
+          Eigen::VectorXd expected(n);
+          f.partition_gradient(
+              wanted[t].first, points[static_cast<std::size_t>(wanted[t].second)], expected);
+          all_same = all_same && same_bytes(outs[t], expected);
+        }
+        CHECK(all_same);
+        ++cases;
+      }
+    }
+  }
+  CHECK(cases == 4 * 2 * 2);
+}
+
 TEST_CASE(
     "models: evaluate_many reads the data once for the linear losses (sparse: per group of 16 x), "
     "once per x otherwise",
