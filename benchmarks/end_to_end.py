@@ -743,7 +743,10 @@ def sweep_lines(sweeps):
         lines.append(f"| numpy/scipy | {t['process']:.3f} | "
                      + " | ".join(f"{t[k]:.3f}" for k in keys) + f" | {rest:.3f} (imports "
                      f"{t['imports']:.3f}) |")
-        lines.append(f"| stragglersim (phases summed over the runs, {sw['jobs']} at once) | "
+        together = ("one run at a time per job" if "--no-batch" in sw["flags"] else
+                    "lock-step groups' members at once, so these sums exceed the process")
+        lines.append(f"| stragglersim (each run's phases summed over the runs; {sw['jobs']} jobs, "
+                     f"{together}) | "
                      f"{o['process']:.3f} | - | {o['f_star']:.3f} | - | - | "
                      f"{o['iterations']:.3f} | - | {o['writing']:.3f} | predictions "
                      f"{o['predictions']:.3f} |")

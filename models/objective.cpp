@@ -262,6 +262,7 @@ std::vector<double> Objective::evaluate_many(
   }
   const auto m = static_cast<double>(rows());
   std::vector<RowRange> ranges;
+  ranges.reserve(static_cast<std::size_t>(partitions_));
   for (int j = 0; j < partitions_; ++j) {
     ranges.push_back(partition(j));
   }

@@ -437,7 +437,8 @@ void sparse_ranges_many(const SparseRows& a,
       std::fill(sums.data(), sums.data() + p * group.width, 0.0);
       for (Eigen::Index begin = rows.begin; begin < rows.end; begin += chunk) {
         const Eigen::Index n = std::min(chunk, rows.end - begin);
-        sparse_margins_rows(arrays, begin, n, group.width, group_x[g]->data(), z.data());
+        sparse_margins_rows(
+            arrays, begin, n, group.width, group_x[static_cast<std::size_t>(g)]->data(), z.data());
         sparse_chunk_weights(labels,
                              begin,
                              n,

@@ -100,10 +100,6 @@ void LockstepGroup::compute(const std::vector<Request*>& batch) {
       stale.insert(stale.end(), request->stale->begin(), request->stale->end());
     }
   }
-  std::vector<char> walked(static_cast<std::size_t>(train_->partitions()), 0);
-  for (const auto& task : stale) {
-    walked[static_cast<std::size_t>(task.partition)] = 1;
-  }
   std::uint64_t scores = 0;
   // Every other member waits for this pass, and runs alone do not run beside a group: the
   // process's count over the pass is the pass's.
@@ -118,28 +114,43 @@ void LockstepGroup::compute(const std::vector<Request*>& batch) {
     if (!stale.empty()) {
       train_->partition_gradients_many(stale, pool_);
     }
-    std::vector<const Eigen::VectorXd*> scored;
-    std::vector<Request*> scorings;
-    for (Request* request : batch) {
-      if (request->kind == Kind::kScore) {
-        scored.push_back(request->x);
-        scorings.push_back(request);
-      }
-    }
-    if (!scorings.empty()) {
-      auto results = models::score_test_set_many(*test_, scored, pool_);
-      for (std::size_t s = 0; s < scorings.size(); ++s) {
-        scorings[s]->scores = results[s];
-      }
-      scores = scorings.size();
-    }
+    scores = score_batch(batch);
   } catch (...) {
     // A pass that fails fails for every member in it.
     for (Request* request : batch) {
       request->error = std::current_exception();
     }
   }
-  const std::int64_t read = models::data_bytes_read() - bytes_before;
+  add_statistics(evaluations, stale, scores, models::data_bytes_read() - bytes_before);
+}
+
+std::uint64_t LockstepGroup::score_batch(const std::vector<Request*>& batch) {
+  std::vector<const Eigen::VectorXd*> scored;
+  std::vector<Request*> scorings;
+  for (Request* request : batch) {
+    if (request->kind == Kind::kScore) {
+      scored.push_back(request->x);
+      scorings.push_back(request);
+    }
+  }
+  if (scorings.empty()) {
+    return 0;
+  }
+  auto results = models::score_test_set_many(*test_, scored, pool_);
+  for (std::size_t s = 0; s < scorings.size(); ++s) {
+    scorings[s]->scores = results[s];
+  }
+  return scorings.size();
+}
+
+void LockstepGroup::add_statistics(const std::vector<Request*>& evaluations,
+                                   const std::vector<models::Objective::PartitionTask>& stale,
+                                   std::uint64_t scores,
+                                   std::int64_t read) {
+  std::vector<char> walked(static_cast<std::size_t>(train_->partitions()), 0);
+  for (const auto& task : stale) {
+    walked[static_cast<std::size_t>(task.partition)] = 1;
+  }
   const std::lock_guard lock(mutex_);
   statistics_.bytes += read;
   statistics_.passes += evaluations.empty() ? 0 : 1;

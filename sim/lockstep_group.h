@@ -88,6 +88,12 @@ class LockstepGroup {
   /// Computes the pending requests with the lock released; `lock` is held on entry and exit.
   void run_pending(std::unique_lock<std::mutex>& lock);
   void compute(const std::vector<Request*>& batch);
+  /// The test-set scores the batch asks for, from one pass; how many.
+  std::uint64_t score_batch(const std::vector<Request*>& batch);
+  void add_statistics(const std::vector<Request*>& evaluations,
+                      const std::vector<models::Objective::PartitionTask>& stale,
+                      std::uint64_t scores,
+                      std::int64_t read);
 
   std::shared_ptr<const models::Objective> train_;
   std::shared_ptr<const models::Objective> test_;
