@@ -346,8 +346,33 @@ void sparse_chunk_weights(const Eigen::VectorXd& labels,
   }
 }
 
-/// One group's walk of the rows in chunks of `chunk` rows (a multiple of kSparseBlock): its
-/// totals and sums the same bytes as fused_pass's, column by column.
+/// One walk of `rows` in chunks of `chunk` rows (a multiple of kSparseBlock) for one column
+/// group, x and the sums interleaved `group.width` wide: each chunk's margins, the kernel on its
+/// blocks (the losses added to totals[s − group.first]), then its updates added to the sums.
+template <class Kernel>
+void sparse_group_walk(const SparseArrays& arrays,
+                       const Eigen::VectorXd& labels,
+                       RowRange rows,
+                       ColumnGroup group,
+                       const double* group_x,
+                       double* group_sums,
+                       double* totals,
+                       Eigen::Index chunk,
+                       Kernel& kernel) {
+  LineAlignedDoubles z(chunk * group.width);
+  LineAlignedDoubles w(chunk * group.width);
+  std::vector<unsigned char> has_zero(static_cast<std::size_t>(chunk));
+  for (Eigen::Index begin = rows.begin; begin < rows.end; begin += chunk) {
+    const Eigen::Index n = std::min(chunk, rows.end - begin);
+    sparse_margins_rows(arrays, begin, n, group.width, group_x, z.data());
+    sparse_chunk_weights(
+        labels, begin, n, group, z.data(), w.data(), has_zero.data(), totals, kernel);
+    sparse_updates_rows(arrays, begin, n, group.width, w.data(), has_zero.data(), group_sums);
+  }
+}
+
+/// One group's walk of the rows: its totals and sums the same bytes as fused_pass's, column by
+/// column.
 template <class Kernel>
 void sparse_group_pass(const SparseRows& a,
                        const Eigen::VectorXd& labels,
@@ -358,23 +383,20 @@ void sparse_group_pass(const SparseRows& a,
                        ColumnGroup group,
                        Eigen::Index chunk,
                        Kernel& kernel) {
-  const SparseArrays arrays = sparse_arrays(a);
   const Eigen::Index p = x.rows();
   LineAlignedDoubles group_x(p * group.width);
   LineAlignedDoubles group_sums(p * group.width);
-  LineAlignedDoubles z(chunk * group.width);
-  LineAlignedDoubles w(chunk * group.width);
-  std::vector<unsigned char> has_zero(static_cast<std::size_t>(chunk));
   interleave(x, group, group_x.data());
   interleave(sums, group, group_sums.data());
-  for (Eigen::Index begin = rows.begin; begin < rows.end; begin += chunk) {
-    const Eigen::Index n = std::min(chunk, rows.end - begin);
-    sparse_margins_rows(arrays, begin, n, group.width, group_x.data(), z.data());
-    sparse_chunk_weights(
-        labels, begin, n, group, z.data(), w.data(), has_zero.data(), totals + group.first, kernel);
-    sparse_updates_rows(
-        arrays, begin, n, group.width, w.data(), has_zero.data(), group_sums.data());
-  }
+  sparse_group_walk(sparse_arrays(a),
+                    labels,
+                    rows,
+                    group,
+                    group_x.data(),
+                    group_sums.data(),
+                    totals + group.first,
+                    chunk,
+                    kernel);
   sums.middleCols(group.first, group.count) =
       Eigen::Map<Eigen::MatrixXd>(group_sums.data(), group.width, p)
           .topRows(group.count)
@@ -426,30 +448,20 @@ void sparse_ranges_many(const SparseRows& a,
   // The first group is the widest (sparse_group gives the extra columns to the first ones).
   const Eigen::Index widest = sparse_group(columns, 0).width;
   run_tasks(static_cast<int>(ranges.size()), [&](int j) {
-    const RowRange rows = ranges[static_cast<std::size_t>(j)];
     LineAlignedDoubles sums(p * widest);
     Eigen::VectorXd totals = Eigen::VectorXd::Zero(columns);
-    std::vector<unsigned char> has_zero(static_cast<std::size_t>(chunk));
     for (Eigen::Index g = 0; g < groups; ++g) {
       const ColumnGroup group = sparse_group(columns, g);
-      LineAlignedDoubles z(chunk * group.width);
-      LineAlignedDoubles w(chunk * group.width);
       std::fill(sums.data(), sums.data() + p * group.width, 0.0);
-      for (Eigen::Index begin = rows.begin; begin < rows.end; begin += chunk) {
-        const Eigen::Index n = std::min(chunk, rows.end - begin);
-        sparse_margins_rows(
-            arrays, begin, n, group.width, group_x[static_cast<std::size_t>(g)]->data(), z.data());
-        sparse_chunk_weights(labels,
-                             begin,
-                             n,
-                             group,
-                             z.data(),
-                             w.data(),
-                             has_zero.data(),
-                             totals.data() + group.first,
-                             kernel);
-        sparse_updates_rows(arrays, begin, n, group.width, w.data(), has_zero.data(), sums.data());
-      }
+      sparse_group_walk(arrays,
+                        labels,
+                        ranges[static_cast<std::size_t>(j)],
+                        group,
+                        group_x[static_cast<std::size_t>(g)]->data(),
+                        sums.data(),
+                        totals.data() + group.first,
+                        chunk,
+                        kernel);
       for (Eigen::Index s = 0; s < group.count; ++s) {
         double* out = gradients[static_cast<std::size_t>(group.first + s)]->col(j).data();
         for (Eigen::Index f = 0; f < p; ++f) {

@@ -174,13 +174,14 @@ void used_messages(const models::Objective& objective,
   messages.resize(p, static_cast<Eigen::Index>(order.size()));
   models::run_tasks(options.run.pool, static_cast<int>(order.size()), [&](int l) {
     const UsedGradient& g = update.used[order[static_cast<std::size_t>(l)]];
-    const Eigen::VectorXd& x = history.at(g.version);
-    Eigen::VectorXd buffer(p);
+    Eigen::VectorXd buffer;  // a minibatch draw (the full gradients are in `stale`)
     auto gradient = [&](int j) -> const Eigen::VectorXd& {
       if (!options.minibatch) {
         return stale.values.at({g.version, j});
       }
-      partition_gradient_of(objective, j, x, g.computation, options.minibatch, buffer);
+      buffer.resize(p);
+      partition_gradient_of(
+          objective, j, history.at(g.version), g.computation, options.minibatch, buffer);
       return buffer;
     };
     if (sampling == Sampling::kShared) {
