@@ -47,14 +47,19 @@ TEST_CASE("models: auc equals the pairwise count with ties given half credit",
                 Eigen::Vector<double, 5>(1, 1, 1, -1, -1)) == Approx(5.0 / 6.0).epsilon(1e-15));
   boost::random::mt19937_64 engine(11);
   for (const int levels : {2, 5, 1000}) {
-    // Scores drawn from few levels force many ties; 1000 levels nearly none.
+    // Scores drawn from few levels force many ties; 1000 levels nearly none. They straddle zero,
+    // which is written as +0.0 or −0.0 (equal, with different bits), and 3000 scores take the
+    // sort past its insertion-sort cut-off.
     boost::random::uniform_int_distribution<int> score(0, levels - 1);
     boost::random::uniform_int_distribution<int> coin(0, 1);
-    for (const Eigen::Index m : {2, 7, 300}) {
+    for (const Eigen::Index m : {2, 7, 300, 3000}) {
       Eigen::VectorXd s(m);
       Eigen::VectorXd b(m);
       for (Eigen::Index i = 0; i < m; ++i) {
-        s[i] = score(engine) * 0.25;
+        s[i] = (score(engine) - levels / 2) * 0.25;
+        if (s[i] == 0.0 && coin(engine) == 1) {
+          s[i] = -0.0;
+        }
         b[i] = coin(engine) == 1 ? 1.0 : -1.0;
       }
       b[0] = 1.0;
