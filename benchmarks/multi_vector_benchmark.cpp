@@ -5,11 +5,14 @@
 //   dense   p = 200 and 1000, 200 MB of rows (beyond every cache), least squares, S = 1 … 32:
 //           counter GFLOP/s = 4·p·S flops per row (2p for the dot, 2p for the update)
 //   sparse  the covtype shape: 50 000 rows of 15 509 columns, 88 non-zeros per row, logistic,
-//           S = 1, 4, 16 and 32: counter column_rows/s = rows × S per second
+//           S = 1, 4, 16 and 32: counter column_rows/s = rows × S per second; and a lock-step
+//           group's pass (30 partition gradients per iterate) on that shape and on the
+//           Amazon-like one (21 000 rows of 241 915 columns, 45 non-zeros per row)
 
 #include <benchmark/benchmark.h>
 
 #include <Eigen/Core>
+#include <array>
 #include <boost/random/mersenne_twister.hpp>
 #include <boost/random/normal_distribution.hpp>
 #include <boost/random/uniform_int_distribution.hpp>
@@ -53,23 +56,39 @@ const Dataset& dense_data(Eigen::Index p) {
   return *slot;
 }
 
-/// 50 000 rows of 88 non-zeros at uniform columns of 15 509 (covtype's density), labels ±1.
-const Dataset& sparse_data() {
-  static const Dataset data = [] {
+/// A sparse shape: rows of `non_zeros` entries at uniform columns, N(0, 1) values, labels ±1.
+struct SparseShape {
+  Eigen::Index rows;
+  Eigen::Index columns;
+  int non_zeros;
+};
+/// The covtype shape (index 0) and the Amazon-like one (index 1: 21 000 training rows of 241 915
+/// columns, 45 non-zeros per row, the generator's row width).
+constexpr std::array<SparseShape, 2> kSparseShapes = {
+    {{kSparseRows, kSparseColumns, kSparseNonZeros}, {21000, 241915, 45}}};
+
+/// The data of kSparseShapes[shape]; built once per shape (duplicates summed: a few fewer
+/// non-zeros than drawn).
+const Dataset& sparse_data(std::size_t shape = 0) {
+  static std::map<std::size_t, std::unique_ptr<Dataset>> cache;
+  auto& slot = cache[shape];
+  if (!slot) {
+    const SparseShape& s = kSparseShapes.at(shape);
     boost::random::mt19937_64 rng(2);
     boost::random::normal_distribution<double> normal;
-    boost::random::uniform_int_distribution<Eigen::Index> column(0, kSparseColumns - 1);
+    boost::random::uniform_int_distribution<Eigen::Index> column(0, s.columns - 1);
     std::vector<Eigen::Triplet<double, std::int64_t>> entries;
-    Eigen::VectorXd b(kSparseRows);
-    for (Eigen::Index i = 0; i < kSparseRows; ++i) {
-      for (int k = 0; k < kSparseNonZeros; ++k) entries.emplace_back(i, column(rng), normal(rng));
+    entries.reserve(static_cast<std::size_t>(s.rows * s.non_zeros));
+    Eigen::VectorXd b(s.rows);
+    for (Eigen::Index i = 0; i < s.rows; ++i) {
+      for (int k = 0; k < s.non_zeros; ++k) entries.emplace_back(i, column(rng), normal(rng));
       b[i] = normal(rng) >= 0.0 ? 1.0 : -1.0;
     }
-    SparseRows a(kSparseRows, kSparseColumns);
-    a.setFromTriplets(entries.begin(), entries.end());  // duplicates summed: a few fewer than 88
-    return Dataset{std::move(a), std::move(b)};
-  }();
-  return data;
+    SparseRows a(s.rows, s.columns);
+    a.setFromTriplets(entries.begin(), entries.end());
+    slot = std::make_unique<Dataset>(std::move(a), std::move(b));
+  }
+  return *slot;
 }
 
 Eigen::MatrixXd iterates(Eigen::Index p, Eigen::Index columns, double scale) {
@@ -208,6 +227,48 @@ BENCHMARK(bm_mv_dense_single)->Apply(dense_shapes)->Unit(benchmark::kMillisecond
 #if STRAGGLERSIM_HAVE_OPENBLAS
 BENCHMARK(bm_mv_dense_dgemm)->Apply(dense_shapes)->Unit(benchmark::kMillisecond);
 #endif
+/// What a lock-step group's pass computes (LossModel::accumulate_ranges_many): f and the 30
+/// partition gradients ∇F_j of S iterates, range(0) = the shape (kSparseShapes), range(1) = S,
+/// range(2) = 1 for the multi-vector pass, 0 for the one-vector pass per partition and iterate.
+/// One thread; counter column_rows/s = rows × S per second.
+void bm_mv_sparse_partitions(benchmark::State& state) {
+  const Dataset& data = sparse_data(static_cast<std::size_t>(state.range(0)));
+  const auto loss = make_logistic_loss();
+  constexpr int kPartitions = 30;
+  std::vector<RowRange> ranges;
+  ranges.reserve(kPartitions);
+  for (int j = 0; j < kPartitions; ++j) {
+    ranges.push_back({data.rows() * j / kPartitions, data.rows() * (j + 1) / kPartitions});
+  }
+  const Eigen::MatrixXd x = iterates(data.dimension(), state.range(1), 0.05);
+  std::vector<Eigen::MatrixXd> gradients(static_cast<std::size_t>(x.cols()),
+                                         Eigen::MatrixXd(data.dimension(), kPartitions));
+  std::vector<Eigen::MatrixXd*> outputs;
+  outputs.reserve(gradients.size());
+  for (auto& g : gradients) outputs.push_back(&g);
+  Eigen::MatrixXd losses(kPartitions, x.cols());
+  Eigen::VectorXd column;
+  const auto m = static_cast<double>(data.rows());
+  for (auto _ : state) {
+    if (state.range(2) == 1) {
+      loss->accumulate_ranges_many(data, ranges, x, m, outputs, losses, nullptr);
+    } else {
+      for (Eigen::Index s = 0; s < x.cols(); ++s) {
+        column = x.col(s);
+        for (int j = 0; j < kPartitions; ++j) {
+          auto out = gradients[static_cast<std::size_t>(s)].col(j);
+          out.setZero();
+          losses(j, s) = loss->accumulate(data, ranges[static_cast<std::size_t>(j)], column, out);
+          out /= m;
+        }
+      }
+    }
+    benchmark::DoNotOptimize(gradients.front().data());
+  }
+  state.counters["column_rows/s"] = benchmark::Counter(
+      static_cast<double>(data.rows() * x.cols()), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 BENCHMARK(bm_mv_sparse)
     ->Args({1, 0})
     ->Args({1, 1})
@@ -215,6 +276,9 @@ BENCHMARK(bm_mv_sparse)
     ->Args({16, 0})
     ->Args({16, 1})
     ->Args({32, 1})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(bm_mv_sparse_partitions)
+    ->ArgsProduct({{0, 1}, {16}, {0, 1}})
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

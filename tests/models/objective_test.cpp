@@ -508,6 +508,87 @@ TEST_CASE("models: evaluate_many is evaluate's bytes for every column, loss, dat
   CHECK(cases == 4 * 4 * 2 * 3 * 3 * 9);
 }
 
+TEST_CASE("models: the multi-vector passes on wide sparse data are the one-vector bytes",
+          "[models][objective][many]") {
+  // Partitions whose rows touch few of the features (the Amazon-like shape): the passes zero,
+  // and read back, only the touched ones. p = 2000 with 3 non-zeros per row (a partition touches
+  // under a fifth), and p = 100 with 6 (fewer non-zeros than features, more than half touched:
+  // every feature is taken). Column 0 is zero: least squares weights of exactly zero.
+  WorkerPool two(2);
+  const Eigen::Index m = 103;
+  int cases = 0;
+  for (const auto& [p, per_row] : {std::pair<Eigen::Index, int>{2000, 3}, {100, 6}}) {
+    const Eigen::VectorXd values = gaussian_vector(m * per_row + m, 17);
+    std::vector<Eigen::Triplet<double, std::int64_t>> entries;
+    Eigen::VectorXd b(m);
+    for (Eigen::Index i = 0; i < m; ++i) {
+      for (int t = 0; t < per_row; ++t) {
+        entries.emplace_back(i, (i * 37 + t * (p / per_row)) % p, values[i * per_row + t]);
+      }
+      b[i] = values[m * per_row + i] >= 0.0 ? 1.0 : -1.0;
+    }
+    SparseRows a(m, p);
+    a.setFromTriplets(entries.begin(), entries.end());
+    const auto data = std::make_shared<const Dataset>(Dataset{std::move(a), b});
+    for (const std::string loss_name : {"logistic", "least_squares"}) {
+      const auto loss = many_loss(loss_name);
+      std::vector<Eigen::VectorXd> points;
+      for (int s = 0; s < 17; ++s) {
+        points.push_back(s == 0 ? Eigen::VectorXd::Zero(p)
+                                : gaussian_vector(p, 300 + static_cast<std::uint64_t>(s), 0.6));
+      }
+      for (const int k : {3, 7}) {
+        const Objective f(data, loss, 0.03, k);
+        std::vector<double> single;
+        std::vector<Eigen::MatrixXd> single_gradients(points.size());
+        for (std::size_t s = 0; s < points.size(); ++s) {
+          single.push_back(f.evaluate(points[s], &single_gradients[s]));
+        }
+        for (WorkerPool* pool : {static_cast<WorkerPool*>(nullptr), &two}) {
+          INFO(loss_name << ", p = " << p << ", k = " << k << (pool ? ", pool" : ""));
+          std::vector<const Eigen::VectorXd*> xs;
+          // Outputs of the right size holding another pass's values: every entry is written.
+          std::vector<Eigen::MatrixXd> gradients(points.size(),
+                                                 Eigen::MatrixXd::Constant(p, k, 7.0));
+          std::vector<Eigen::MatrixXd*> outs;
+          for (std::size_t s = 0; s < points.size(); ++s) {
+            xs.push_back(&points[s]);
+            outs.push_back(&gradients[s]);
+          }
+          const std::vector<double> many = f.evaluate_many(xs, outs, pool);
+          bool all_same = true;
+          for (std::size_t s = 0; s < points.size(); ++s) {
+            all_same = all_same && same_bytes(many[s], single[s]) &&
+                       same_bytes(gradients[s], single_gradients[s]);
+          }
+          CHECK(all_same);
+          // Every point on partition 1 (two column groups at 17 tasks) and one on the others.
+          std::vector<Eigen::VectorXd> task_outs(points.size() + static_cast<std::size_t>(k),
+                                                 Eigen::VectorXd::Constant(p, 7.0));
+          std::vector<Objective::PartitionTask> tasks;
+          for (std::size_t s = 0; s < points.size(); ++s) {
+            tasks.push_back({1, &points[s], &task_outs[s]});
+          }
+          for (int j = 0; j < k; ++j) {
+            tasks.push_back(
+                {j, &points[3], &task_outs[points.size() + static_cast<std::size_t>(j)]});
+          }
+          f.partition_gradients_many(tasks, pool);
+          bool tasks_same = true;
+          for (std::size_t t = 0; t < tasks.size(); ++t) {
+            Eigen::VectorXd expected(p);
+            f.partition_gradient(tasks[t].partition, *tasks[t].x, expected);
+            tasks_same = tasks_same && same_bytes(task_outs[t], expected);
+          }
+          CHECK(tasks_same);
+          ++cases;
+        }
+      }
+    }
+  }
+  CHECK(cases == 2 * 2 * 2 * 2);
+}
+
 TEST_CASE("models: partition_gradients_many is partition_gradient's bytes for every task",
           "[models][objective][many]") {
   // Tasks on 7 partitions: none on some, one on others, up to 17 on one (two sparse column
