@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <utility>
@@ -42,6 +43,20 @@ std::string alone_reason(const RunPlan& plan) {
   }
   if (!plan.objective->loss().traits().scalar_margin) {
     return fmt::format("the {} model has no multi-vector pass", plan.objective->loss().name());
+  }
+  // Rows that hold fewer non-zeros per partition than there are features (the Amazon-like and
+  // KC-housing-like data) leave most of each partition gradient zero: writing the p × k of
+  // them is a run's pass, for each run alike, and a group was measured slower than one run at
+  // a time there (docs/sweeps.md "Lock-step groups").
+  const models::Dataset& data = plan.objective->data();
+  const auto features = static_cast<std::int64_t>(data.dimension());
+  if (data.is_sparse() && data.stored_entries() < features * plan.partitions) {
+    return fmt::format(
+        "its {} partitions hold {} non-zeros each on average, fewer than its {} features: "
+        "its pass is mostly the partition gradients each run writes",
+        plan.partitions,
+        data.stored_entries() / plan.partitions,
+        features);
   }
   return "";
 }

@@ -675,7 +675,10 @@ std::optional<SetupCache::Data> SetupCache::data(const std::string& key) {
   if (found == data_.end()) {
     return std::nullopt;
   }
-  Data out{found->second.train.lock(), found->second.test.lock(), found->second.resolved};
+  Data out{found->second.train.lock(),
+           found->second.test.lock(),
+           found->second.resolved,
+           found->second.memory};
   if (!out.train || (found->second.has_test && !out.test)) {
     data_.erase(found);  // no plan holds it any more: load again
     return std::nullopt;
@@ -685,7 +688,7 @@ std::optional<SetupCache::Data> SetupCache::data(const std::string& key) {
 
 void SetupCache::store_data(const std::string& key, const Data& data) {
   const std::lock_guard lock(mutex_);
-  data_[key] = Entry{data.train, data.test, data.test != nullptr, data.resolved};
+  data_[key] = Entry{data.train, data.test, data.test != nullptr, data.resolved, data.memory};
 }
 
 std::optional<double> SetupCache::smoothness(const std::string& key) {
@@ -736,6 +739,10 @@ RunPlan plan_run(const nlohmann::json& config,
   }
   LoadedData data =
       read_header_and_data(root, plan, file, base_dir, cached, mpi_worker, backend_is_mpi(config));
+  if (cached) {
+    // The run holds the sweep's copy: its estimate counts as a run alone counts it.
+    note_memory("the data sets", cached->memory);
+  }
   plan.data_memory = memory_planned();
   plan.f_star_cache = options.f_star_cache;
   if (options.max_threads > 0) {
@@ -751,8 +758,9 @@ RunPlan plan_run(const nlohmann::json& config,
   read_loss(root, plan, data, delay_only);
   if (options.setup != nullptr && !data_key.empty() && !cached && data.train) {
     // Stored after read_loss, whose label mapping is the last write to the data.
-    options.setup->store_data(data_key,
-                              SetupCache::Data{data.train, data.test, root.resolved()["data"]});
+    options.setup->store_data(
+        data_key,
+        SetupCache::Data{data.train, data.test, root.resolved()["data"], plan.data_memory});
   }
   const std::string smoothness_key =
       data_key.empty() ? std::string()

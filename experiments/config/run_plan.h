@@ -136,6 +136,7 @@ class SetupCache {
     std::shared_ptr<models::Dataset> train;
     std::shared_ptr<models::Dataset> test;
     nlohmann::json resolved;  ///< the resolved data object
+    double memory = 0.0;      ///< the plan's estimate of the data sets (bytes)
   };
   /// The data stored under `key` if a plan still holds it.
   [[nodiscard]] std::optional<Data> data(const std::string& key);
@@ -149,6 +150,7 @@ class SetupCache {
     std::weak_ptr<models::Dataset> test;
     bool has_test = false;
     nlohmann::json resolved;
+    double memory = 0.0;
   };
   std::mutex mutex_;
   std::map<std::string, Entry> data_;

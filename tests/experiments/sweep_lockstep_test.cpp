@@ -308,6 +308,56 @@ TEST_CASE("lockstep: groups are cut by the batch and by the memory limit",
             "alone: 1 runs (0): no other run shares its data set, loss and partitions"});
 }
 
+TEST_CASE("lockstep: a run whose data came from the sweep's cache reports the data it shares",
+          "[experiments][sweep][lockstep]") {
+  const auto dir = sweep_scratch("lockstep_cached_data");
+  for (const bool sparse : {false, true}) {
+    const SweepSpec spec = expand_sweep(lockstep_sweep(sparse), "lockstep.json", dir);
+    SetupCache cache;
+    const RunPlan first = plan_run(spec.runs[0].config, "lockstep.json", dir, {.setup = &cache});
+    const RunPlan second = plan_run(spec.runs[1].config, "lockstep.json", dir, {.setup = &cache});
+    CAPTURE(sparse);
+    // The second plan read the data from the cache, and counts the first one's estimate of it.
+    REQUIRE(&second.objective->data() == &first.objective->data());
+    REQUIRE(first.data_memory > 0.0);
+    CHECK(second.data_memory == first.data_memory);
+    CHECK(second.memory == first.memory);
+    const LockstepInfo a = lockstep_info(first, dir);
+    const LockstepInfo b = lockstep_info(second, dir);
+    CHECK(b.shared_bytes == a.shared_bytes);
+    CHECK(b.member_bytes == a.member_bytes);
+  }
+}
+
+TEST_CASE("lockstep: sparse partitions with fewer non-zeros than features run alone",
+          "[experiments][sweep][lockstep]") {
+  const auto dir = sweep_scratch("lockstep_wide");
+  // 240 training rows of 45 non-zeros (the Amazon-like rows): 120 features share passes, 5000
+  // do not (10 800 non-zeros in all, below 5000 per partition).
+  for (const int features : {120, 5000}) {
+    Json sweep = lockstep_sweep(true);
+    sweep["base"]["data"]["features"] = features;
+    const SweepSpec spec = expand_sweep(sweep, "lockstep.json", dir);
+    const RunPlan plan = plan_run(spec.runs[0].config, "lockstep.json", dir);
+    const models::Dataset& data = plan.objective->data();
+    CAPTURE(features, data.stored_entries(), plan.partitions);
+    const LockstepInfo info = lockstep_info(plan, dir);
+    if (features == 120) {
+      REQUIRE(data.stored_entries() >= data.dimension() * plan.partitions);
+      CHECK(info.alone.empty());
+      CHECK_FALSE(info.key.empty());
+    } else {
+      REQUIRE(data.stored_entries() < data.dimension() * plan.partitions);
+      CHECK(info.key.empty());
+      CHECK(info.alone ==
+            fmt::format("its {} partitions hold {} non-zeros each on average, fewer than its 5000 "
+                        "features: its pass is mostly the partition gradients each run writes",
+                        plan.partitions,
+                        data.stored_entries() / plan.partitions));
+    }
+  }
+}
+
 TEST_CASE("lockstep: a small memory limit splits the group, the same bytes",
           "[experiments][sweep][lockstep]") {
   const auto dir = sweep_scratch("lockstep_memory");
