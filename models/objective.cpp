@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "models/base/data_traffic.h"
@@ -203,6 +204,26 @@ Objective Objective::held_partitions(std::shared_ptr<const Dataset> data,
   return out;
 }
 
+const std::vector<Eigen::Index>* Objective::partition_support(int j) const {
+  const auto* sparse = std::get_if<SparseRows>(&data_->features);
+  if (sparse == nullptr || !loss_->traits().scalar_margin || partial_) {
+    return nullptr;
+  }
+  std::call_once(supports_->found, [&] {
+    const internal::SparseArrays arrays = internal::sparse_arrays(*sparse);
+    supports_->features.resize(static_cast<std::size_t>(partitions_));
+    for (int i = 0; i < partitions_; ++i) {
+      std::vector<Eigen::Index> features =
+          internal::touched_features(arrays, partition(i), data_->dimension());
+      if (std::cmp_less(features.size(), data_->dimension())) {
+        supports_->features[static_cast<std::size_t>(i)] = std::move(features);
+      }
+    }
+  });
+  const std::vector<Eigen::Index>& features = supports_->features[static_cast<std::size_t>(j)];
+  return features.empty() ? nullptr : &features;
+}
+
 RowRange Objective::partition(int j) const {
   if (!partial_) {
     return partition_rows(rows(), partitions_, j);
@@ -222,13 +243,22 @@ double Objective::evaluate(const Eigen::VectorXd& x,
   if (partition_gradients == nullptr) {
     loss_sum = loss_->accumulate_value(*data_, RowRange{0, rows()}, x);
   } else {
-    partition_gradients->setZero(dimension(), partitions_);
-    // Partitions are contiguous row ranges: each thread streams its own share of the data.
+    partition_gradients->resize(dimension(), partitions_);
+    // Partitions are contiguous row ranges: each thread zeroes, streams and divides its own share
+    // of the data and of the matrix. On wide sparse data ∇F_j is +0 (and +0 / m) but at the
+    // features its rows touch: only those are divided.
     std::vector<double> losses(static_cast<std::size_t>(partitions_));
     run_tasks(pool, partitions_, [&](int j) {
-      losses[static_cast<std::size_t>(j)] =
-          loss_->accumulate(*data_, partition(j), x, partition_gradients->col(j));
-      partition_gradients->col(j) /= m;
+      auto column = partition_gradients->col(j);
+      column.setZero();
+      losses[static_cast<std::size_t>(j)] = loss_->accumulate(*data_, partition(j), x, column);
+      if (const std::vector<Eigen::Index>* support = partition_support(j)) {
+        for (const Eigen::Index f : *support) {
+          column(f) /= m;
+        }
+      } else {
+        column /= m;
+      }
     });
     for (const double partition_loss : losses) {
       loss_sum += partition_loss;

@@ -6,6 +6,7 @@
 #include <Eigen/Core>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -112,6 +113,17 @@ class Objective {
   [[nodiscard]] std::optional<double> pl_constant() const;
 
  private:
+  /// The features partition j's rows have a non-zero in, ascending, for sparse data under a
+  /// linear loss when they are fewer than p (internal::touched_features, found once per data
+  /// set and shared by the copies of this objective); null otherwise (every entry of ∇F_j may be
+  /// non-zero). ∇F_j is +0 at every other feature.
+  [[nodiscard]] const std::vector<Eigen::Index>* partition_support(int j) const;
+
+  struct Supports {
+    std::once_flag found;
+    std::vector<std::vector<Eigen::Index>> features;  ///< per partition; empty: every feature
+  };
+
   std::shared_ptr<const Dataset> data_;
   std::shared_ptr<const LossModel> loss_;
   double l2_;
@@ -119,6 +131,7 @@ class Objective {
   Eigen::Index total_rows_ = 0;
   bool partial_ = false;
   HeldRows held_;
+  std::shared_ptr<Supports> supports_ = std::make_shared<Supports>();
 };
 
 /// The seed of one stochastic gradient's sample: partition j's rows for draw `draw` (the

@@ -508,28 +508,35 @@ TEST_CASE("models: evaluate_many is evaluate's bytes for every column, loss, dat
   CHECK(cases == 4 * 4 * 2 * 3 * 3 * 9);
 }
 
-TEST_CASE("models: the multi-vector passes on wide sparse data are the one-vector bytes",
+/// m rows of `per_row` non-zeros each over p features (row i's at (37 i + t p / per_row) mod p),
+/// labels ±1: the Amazon-like shape in small when a partition's non-zeros are fewer than p.
+std::shared_ptr<const Dataset> wide_sparse_data(Eigen::Index m, Eigen::Index p, int per_row) {
+  const Eigen::VectorXd values = gaussian_vector(m * per_row + m, 17);
+  std::vector<Eigen::Triplet<double, std::int64_t>> entries;
+  Eigen::VectorXd b(m);
+  for (Eigen::Index i = 0; i < m; ++i) {
+    for (int t = 0; t < per_row; ++t) {
+      entries.emplace_back(i, (i * 37 + t * (p / per_row)) % p, values[i * per_row + t]);
+    }
+    b[i] = values[m * per_row + i] >= 0.0 ? 1.0 : -1.0;
+  }
+  SparseRows a(m, p);
+  a.setFromTriplets(entries.begin(), entries.end());
+  return std::make_shared<const Dataset>(Dataset{std::move(a), b});
+}
+
+TEST_CASE("models: the passes on wide sparse data are the plain computation's bytes",
           "[models][objective][many]") {
-  // Partitions whose rows touch few of the features (the Amazon-like shape): the passes zero,
-  // and read back, only the touched ones. p = 2000 with 3 non-zeros per row (a partition touches
-  // under a fifth), and p = 100 with 6 (fewer non-zeros than features, more than half touched:
-  // every feature is taken). Column 0 is zero: least squares weights of exactly zero.
+  // Partitions whose rows touch few of the features (the Amazon-like shape): the multi-vector
+  // passes zero, and read back, only the touched ones, and evaluate divides only those by m.
+  // p = 2000 with 3 non-zeros per row (a partition touches under a fifth), and p = 100 with 6
+  // (fewer non-zeros than features, more than half touched: every feature is taken). Column 0
+  // is zero: least squares weights of exactly zero.
   WorkerPool two(2);
   const Eigen::Index m = 103;
   int cases = 0;
   for (const auto& [p, per_row] : {std::pair<Eigen::Index, int>{2000, 3}, {100, 6}}) {
-    const Eigen::VectorXd values = gaussian_vector(m * per_row + m, 17);
-    std::vector<Eigen::Triplet<double, std::int64_t>> entries;
-    Eigen::VectorXd b(m);
-    for (Eigen::Index i = 0; i < m; ++i) {
-      for (int t = 0; t < per_row; ++t) {
-        entries.emplace_back(i, (i * 37 + t * (p / per_row)) % p, values[i * per_row + t]);
-      }
-      b[i] = values[m * per_row + i] >= 0.0 ? 1.0 : -1.0;
-    }
-    SparseRows a(m, p);
-    a.setFromTriplets(entries.begin(), entries.end());
-    const auto data = std::make_shared<const Dataset>(Dataset{std::move(a), b});
+    const auto data = wide_sparse_data(m, p, per_row);
     for (const std::string loss_name : {"logistic", "least_squares"}) {
       const auto loss = many_loss(loss_name);
       std::vector<Eigen::VectorXd> points;
@@ -541,9 +548,27 @@ TEST_CASE("models: the multi-vector passes on wide sparse data are the one-vecto
         const Objective f(data, loss, 0.03, k);
         std::vector<double> single;
         std::vector<Eigen::MatrixXd> single_gradients(points.size());
+        bool plain = true;
         for (std::size_t s = 0; s < points.size(); ++s) {
+          // Into a matrix of another shape holding other values, then into its own again.
+          single_gradients[s] = Eigen::MatrixXd::Constant(p, k + 1, 7.0);
           single.push_back(f.evaluate(points[s], &single_gradients[s]));
+          // The plain computation: each ∇F_j from a zero vector, the whole of it divided by m.
+          double loss_sum = 0.0;
+          Eigen::MatrixXd expected(p, k);
+          for (int j = 0; j < k; ++j) {
+            Eigen::VectorXd column = Eigen::VectorXd::Zero(p);
+            loss_sum += loss->accumulate(*data, f.partition(j), points[s], column);
+            expected.col(j) = column / static_cast<double>(m);
+          }
+          const double value =
+              loss_sum / static_cast<double>(m) + 0.5 * 0.03 * points[s].squaredNorm();
+          plain = plain && same_bytes(single.back(), value) &&
+                  same_bytes(single_gradients[s], expected) &&
+                  same_bytes(f.evaluate(points[s], &single_gradients[s], &two), value) &&
+                  same_bytes(single_gradients[s], expected);
         }
+        CHECK(plain);
         for (WorkerPool* pool : {static_cast<WorkerPool*>(nullptr), &two}) {
           INFO(loss_name << ", p = " << p << ", k = " << k << (pool ? ", pool" : ""));
           std::vector<const Eigen::VectorXd*> xs;
