@@ -262,6 +262,10 @@ BackendIteration SimulatedBackend::iterate(std::uint64_t iteration,
   };
   // Combined as the real masters combine their workers' messages (combine_messages), so a real
   // run that hears the same workers returns the same bytes.
+  if (cluster_->collective() == nullptr) {
+    out.estimate = combine_coded_messages(*scheme_.code, out.decoding, p, gradient);
+    return out;
+  }
   out.estimate = aggregate(
       cluster_->collective(),
       out.decoding,

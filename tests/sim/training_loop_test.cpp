@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <boost/random/mersenne_twister.hpp>
 #include <boost/random/normal_distribution.hpp>
 #include <boost/random/uniform_real_distribution.hpp>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -605,6 +607,59 @@ TEST_CASE("sim: shared sampling reads a uniformly drawn partition per computatio
   CHECK(a.rows[10].loss != b.rows[10].loss);
   CHECK(a.rows[10].time == b.rows[10].time);  // sampling draws nothing from the delay stream
   CHECK(b.rows.back().loss < 0.9 * b.rows.front().loss);
+}
+
+}  // namespace stragglersim::sim
+
+namespace stragglersim::sim {
+
+TEST_CASE("sim: the simulated backend's fused combination is combine_messages' bytes",
+          "[sim][training]") {
+  // combine_coded_messages against combine_messages over coded_message's y_i, for codes whose
+  // supports have 1 to 5 partitions and values other than 1 (cyclic MDS, cyclic repetition),
+  // p on either side of the 512-entry block, weights with zeros, and partition gradients with
+  // exact +0 and −0 entries (the sign of a zero sum is part of the bytes).
+  std::vector<std::unique_ptr<codes::GradientCode>> all;
+  all.push_back(std::make_unique<codes::UncodedCode>(9));
+  all.push_back(std::make_unique<codes::FractionalRepetitionCode>(12, 3));
+  all.push_back(std::make_unique<codes::CyclicRepetitionCode>(10, 3, 5));
+  all.push_back(std::make_unique<codes::CyclicMdsCode>(11, 4));
+  boost::random::mt19937_64 engine(41);
+  boost::random::normal_distribution<double> normal;
+  int cases = 0;
+  for (const auto& code : all) {
+    for (const Eigen::Index p : {Eigen::Index{1}, Eigen::Index{511}, Eigen::Index{1030}}) {
+      Eigen::MatrixXd gradients(p, code->partitions());
+      for (Eigen::Index j = 0; j < gradients.cols(); ++j) {
+        for (Eigen::Index f = 0; f < p; ++f) {
+          const int kind = static_cast<int>((f + 3 * j) % 7);
+          gradients(f, j) = kind == 0 ? 0.0 : kind == 1 ? -0.0 : normal(engine);
+        }
+      }
+      const auto gradient = [&](int j) -> Eigen::Ref<const Eigen::VectorXd> {
+        return gradients.col(j);
+      };
+      for (int trial = 0; trial < 20; ++trial) {
+        codes::Decoding decoding;
+        decoding.weights.resize(code->workers());
+        for (Eigen::Index i = 0; i < decoding.weights.size(); ++i) {
+          decoding.weights(i) =
+              (i + trial) % 3 == 0 ? (trial % 2 == 0 ? 0.0 : -0.0) : normal(engine);
+        }
+        Eigen::VectorXd y(p);
+        const Eigen::VectorXd expected = combine_messages(decoding, p, [&](int i) {
+          coded_message(*code, i, gradient, y);
+          return y;
+        });
+        const Eigen::VectorXd fused = combine_coded_messages(*code, decoding, p, gradient);
+        INFO(code->name() << ", p = " << p << ", trial " << trial);
+        REQUIRE(fused.size() == p);
+        CHECK(std::memcmp(fused.data(), expected.data(), sizeof(double) * p) == 0);
+        ++cases;
+      }
+    }
+  }
+  CHECK(cases == 4 * 3 * 20);
 }
 
 }  // namespace stragglersim::sim
