@@ -669,6 +669,19 @@ int hardware_cores() { return static_cast<int>(std::max(1U, std::thread::hardwar
 
 int thread_cap() { return std::max(kMinThreadCap, kThreadsPerCore * hardware_cores()); }
 
+std::unique_lock<std::mutex> SetupCache::loading(const std::string& key) {
+  std::mutex* key_mutex = nullptr;
+  {
+    const std::lock_guard lock(mutex_);
+    std::unique_ptr<std::mutex>& slot = loading_[key];
+    if (!slot) {
+      slot = std::make_unique<std::mutex>();
+    }
+    key_mutex = slot.get();
+  }
+  return std::unique_lock(*key_mutex);
+}
+
 std::optional<SetupCache::Data> SetupCache::data(const std::string& key) {
   const std::lock_guard lock(mutex_);
   const auto found = data_.find(key);
@@ -704,6 +717,30 @@ void SetupCache::store_smoothness(const std::string& key, double beta) {
 
 namespace {
 
+/// A plan's look-up of its data set in the setup cache.
+struct CachedData {
+  std::string key;                       ///< data_cache_key; empty: the cache is not used
+  std::optional<SetupCache::Data> data;  ///< the stored data set (nullopt: a miss)
+  std::unique_lock<std::mutex> loading;  ///< on a miss, held until the plan stores it
+};
+
+CachedData look_up_data(const nlohmann::json& config,
+                        const std::filesystem::path& base_dir,
+                        const PlanOptions& options) {
+  CachedData out;
+  if (options.setup == nullptr || options.mpi_worker || !config.is_object() ||
+      !config.contains("data") || !config["data"].is_object()) {
+    return out;
+  }
+  out.key = data_cache_key(config, base_dir);
+  out.loading = options.setup->loading(out.key);
+  out.data = options.setup->data(out.key);
+  if (out.data) {
+    out.loading.unlock();
+  }
+  return out;
+}
+
 /// plan.resolved: the config with every default filled in, as the summary records it.
 void record_resolved(const JsonReader& root, RunPlan& plan) {
   plan.resolved = root.resolved();
@@ -730,13 +767,9 @@ RunPlan plan_run(const nlohmann::json& config,
   // one limit.
   const MemoryLedgerScope ledger;
   RunPlan plan;
-  std::string data_key;  // data_cache_key, when the data may come from the setup cache
-  std::optional<SetupCache::Data> cached;
-  if (options.setup != nullptr && !mpi_worker && config.is_object() && config.contains("data") &&
-      config["data"].is_object()) {
-    data_key = data_cache_key(config, base_dir);
-    cached = options.setup->data(data_key);
-  }
+  CachedData lookup = look_up_data(config, base_dir, options);
+  const std::string& data_key = lookup.key;
+  const std::optional<SetupCache::Data>& cached = lookup.data;
   LoadedData data =
       read_header_and_data(root, plan, file, base_dir, cached, mpi_worker, backend_is_mpi(config));
   if (cached) {
@@ -761,6 +794,9 @@ RunPlan plan_run(const nlohmann::json& config,
     options.setup->store_data(
         data_key,
         SetupCache::Data{data.train, data.test, root.resolved()["data"], plan.data_memory});
+  }
+  if (lookup.loading.owns_lock()) {
+    lookup.loading.unlock();
   }
   const std::string smoothness_key =
       data_key.empty() ? std::string()

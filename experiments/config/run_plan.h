@@ -138,6 +138,10 @@ class SetupCache {
     nlohmann::json resolved;  ///< the resolved data object
     double memory = 0.0;      ///< the plan's estimate of the data sets (bytes)
   };
+  /// Held by a plan from its look-up of `key` to its store on a miss: plans of one data set
+  /// started at once (a sweep's validation on `--jobs` threads) load it once, the others wait and
+  /// take the stored copy; other keys load in parallel.
+  [[nodiscard]] std::unique_lock<std::mutex> loading(const std::string& key);
   /// The data stored under `key` if a plan still holds it.
   [[nodiscard]] std::optional<Data> data(const std::string& key);
   void store_data(const std::string& key, const Data& data);
@@ -154,6 +158,7 @@ class SetupCache {
   };
   std::mutex mutex_;
   std::map<std::string, Entry> data_;
+  std::map<std::string, std::unique_ptr<std::mutex>> loading_;
   std::map<std::string, double> smoothness_;
 };
 

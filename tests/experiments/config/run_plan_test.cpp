@@ -6,8 +6,10 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "experiments/config/config_error.h"
 #include "sim/backends/simulated_backend.h"
@@ -288,6 +290,40 @@ TEST_CASE("run_plan: a setup cache shares the data set and beta of equal configs
   squares["loss"]["kind"] = "least_squares";
   CHECK(&plan_run(squares, "cfg.json", temp_dir(), {.setup = &cache}).objective->data() !=
         &first.objective->data());
+}
+
+TEST_CASE("run_plan: plans of one data set started at once load it once",
+          "[experiments][config][setup_cache]") {
+  // A sweep validates its runs on --jobs threads: the first plan of a data set loads it while
+  // the others wait for it, so every plan holds the same copy (no second load, no second copy
+  // in memory). Four threads, each planning two configs over the same data.
+  SetupCache cache;
+  auto config = base_config();
+  config["optimizer"]["step"] = "auto";
+  auto other = config;
+  other["code"] = {{"kind", "uncoded"}};
+  other["stopping"] = {{"rule", "all"}};
+  std::vector<std::optional<RunPlan>> plans(8);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      plans[2 * t] = plan_run(config, "cfg.json", temp_dir(), {.setup = &cache});
+      plans[2 * t + 1] = plan_run(other, "cfg.json", temp_dir(), {.setup = &cache});
+    });
+  }
+  for (auto& thread : threads) {
+    thread.join();
+  }
+  const RunPlan fresh = plan_run(config, "cfg.json", temp_dir());
+  int shared = 0;
+  for (const auto& plan : plans) {
+    REQUIRE(plan.has_value());
+    shared += static_cast<int>(&plan->objective->data() == &plans[0]->objective->data() &&
+                               &plan->test_objective->data() == &plans[0]->test_objective->data() &&
+                               plan->smoothness == fresh.smoothness);
+  }
+  CHECK(shared == 8);
+  CHECK(plans[0]->objective->data().labels == fresh.objective->data().labels);
 }
 
 TEST_CASE("run_plan: a setup cache loads a data set again once no plan holds it",
