@@ -10,7 +10,6 @@
 #include <span>
 #include <stdexcept>
 #include <string>
-#include <vector>
 
 #include "codes/gradient_code.h"
 #include "models/base/invariant.h"
@@ -79,7 +78,7 @@ Eigen::VectorXd combine_messages(const codes::Decoding& decoding,
 /// same order on every entry (y_i's entry from +0 over worker i's support in order, then a_i
 /// times it added to the estimate), so the same bytes, but one pass over the estimate and the
 /// partition gradients per worker instead of zeroing, writing and reading back a p-vector y_i.
-/// The simulated backend's combination; `gradient(j)` returns ∇F_j(x) as a contiguous vector.
+/// The simulated backend's combination; `gradient(j)` as for coded_message.
 template <typename PartitionGradient>
 Eigen::VectorXd combine_coded_messages(const codes::GradientCode& code,
                                        const codes::Decoding& decoding,
@@ -87,7 +86,6 @@ Eigen::VectorXd combine_coded_messages(const codes::GradientCode& code,
                                        PartitionGradient&& gradient) {
   constexpr Eigen::Index kBlock = 512;  // y_i's entries in flight: 4 KB, in L1
   Eigen::VectorXd estimate = Eigen::VectorXd::Zero(dimension);
-  std::vector<const double*> columns;
   std::array<double, kBlock> y{};
   for (Eigen::Index i = 0; i < decoding.weights.size(); ++i) {
     const double a = decoding.weights(i);
@@ -96,19 +94,15 @@ Eigen::VectorXd combine_coded_messages(const codes::GradientCode& code,
     }
     const std::span<const int> support = code.support(static_cast<int>(i));
     const std::span<const double> values = code.support_values(static_cast<int>(i));
-    columns.clear();
-    for (const int j : support) {
-      const auto column = gradient(j);
-      STRAGGLERSIM_ASSERT(column.size() == dimension && column.innerStride() == 1,
-                          "a partition gradient is a contiguous p-vector");
-      columns.push_back(column.data());
-    }
     for (Eigen::Index begin = 0; begin < dimension; begin += kBlock) {
       const Eigen::Index n = std::min(kBlock, dimension - begin);
       std::fill_n(y.begin(), n, 0.0);
-      for (std::size_t s = 0; s < columns.size(); ++s) {
+      for (std::size_t s = 0; s < support.size(); ++s) {
+        // Held while its entries are read (a Ref to an expression owns the evaluated copy).
+        const Eigen::Ref<const Eigen::VectorXd> column = gradient(support[s]);
+        STRAGGLERSIM_ASSERT(column.size() == dimension, "a partition gradient has p entries");
         const double v = values[s];
-        const double* g = columns[s] + begin;
+        const double* g = column.data() + begin;
         for (Eigen::Index f = 0; f < n; ++f) {
           y[static_cast<std::size_t>(f)] += v * g[f];
         }

@@ -639,6 +639,7 @@ TEST_CASE("sim: the simulated backend's fused combination is combine_messages' b
       const auto gradient = [&](int j) -> Eigen::Ref<const Eigen::VectorXd> {
         return gradients.col(j);
       };
+      const Eigen::MatrixXd transposed = gradients.transpose();
       for (int trial = 0; trial < 20; ++trial) {
         codes::Decoding decoding;
         decoding.weights.resize(code->workers());
@@ -652,14 +653,18 @@ TEST_CASE("sim: the simulated backend's fused combination is combine_messages' b
           return y;
         });
         const Eigen::VectorXd fused = combine_coded_messages(*code, decoding, p, gradient);
+        // A strided expression (a row of the transpose): each Ref holds an evaluated copy.
+        const Eigen::VectorXd strided = combine_coded_messages(
+            *code, decoding, p, [&](int j) { return transposed.row(j).transpose(); });
         INFO(code->name() << ", p = " << p << ", trial " << trial);
         REQUIRE(fused.size() == p);
         CHECK(std::memcmp(fused.data(), expected.data(), sizeof(double) * p) == 0);
+        CHECK(std::memcmp(strided.data(), expected.data(), sizeof(double) * p) == 0);
         ++cases;
       }
     }
   }
-  CHECK(cases == 4 * 3 * 20);
+  CHECK(cases == 4 * 3 * 20);  // each with both kinds of gradient
 }
 
 }  // namespace stragglersim::sim
